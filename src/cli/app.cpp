@@ -1,0 +1,61 @@
+#include "cli/app.hpp"
+
+#include <algorithm>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/cmd_models.hpp"
+#include "cli/cmd_size.hpp"
+#include "core/error.hpp"
+
+namespace kvplan {
+
+int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+    CLI::App app("kvplan: KV-cache and GPU capacity planner for LLM serving", "kvplan");
+    app.set_version_flag("--version", std::string("kvplan ") + kVersion);
+    app.footer(
+        "Examples:\n"
+        "  kvplan size --model llama-3.1-8b --context 8192 --batch 32\n"
+        "  kvplan models\n"
+        "Run `kvplan <command> --help` for a command's flags.");
+
+    SizeOptions size;
+    ModelsOptions models;
+    CLI::App* size_cmd = setup_size(app, size);
+    CLI::App* models_cmd = setup_models(app, models);
+
+    try {
+        std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last-first
+        app.parse(reversed);
+    } catch (const CLI::CallForHelp&) {
+        out << app.help();
+        return kExitOk;
+    } catch (const CLI::CallForAllHelp&) {
+        out << app.help("", CLI::AppFormatMode::All);
+        return kExitOk;
+    } catch (const CLI::CallForVersion&) {
+        out << "kvplan " << kVersion << "\n";
+        return kExitOk;
+    } catch (const CLI::ParseError& e) {
+        err << "kvplan: error: " << e.what() << " (run `kvplan --help`)\n";
+        return kExitUsage;
+    }
+
+    try {
+        std::string text;
+        if (size_cmd->parsed()) text = run_size(size);
+        else if (models_cmd->parsed()) text = run_models(models);
+        else {
+            err << "kvplan: error: no command given\n" << app.help();
+            return kExitUsage;
+        }
+        out << text;
+        out.flush();
+        return kExitOk;
+    } catch (const Error& e) {
+        err << "kvplan: error: " << e.what() << "\n";
+        return e.kind() == ErrorKind::Usage ? kExitUsage : kExitDataErr;
+    }
+}
+
+}  // namespace kvplan

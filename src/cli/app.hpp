@@ -1,0 +1,23 @@
+// kvplan's command line: builds the CLI11 app, runs the chosen subcommand,
+// and maps errors to exit codes (docs/errors.md). main() and the in-process
+// CLI tests both call run().
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace kvplan {
+
+inline constexpr const char* kVersion = "0.1.0";
+
+// Exit codes (sysexits-style where one exists).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitUsage = 2;     // bad flags or arguments
+inline constexpr int kExitDataErr = 65;  // EX_DATAERR: a file's content is wrong
+
+// `args` excludes the program name. Output reaches `out` only when the whole
+// command succeeded; errors go to `err` as one line "kvplan: error: ...".
+int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+}  // namespace kvplan

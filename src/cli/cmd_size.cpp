@@ -1,0 +1,51 @@
+#include "cli/cmd_size.hpp"
+
+#include "core/config_parts.hpp"
+#include "core/kv_size.hpp"
+#include "core/weights.hpp"
+#include "io/size_report.hpp"
+
+namespace kvplan {
+
+CLI::App* setup_size(CLI::App& app, SizeOptions& o) {
+    CLI::App* cmd = app.add_subcommand("size", "KV-cache bytes per token, sequence, batch and GPU; weights' size");
+    add_model_options(*cmd, o.model);
+    cmd->add_option("-c,--context", o.context, "tokens per sequence (default: the model's max_position_embeddings)")
+        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+    cmd->add_option("-b,--batch", o.batch, "concurrent sequences")->check(CLI::Range(std::int64_t{1}, std::int64_t{10'000'000}));
+    cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4 (auto: bf16 stays bf16, else fp16, as vLLM)");
+    cmd->add_option("--tp", o.tp, "tensor-parallel ranks")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+    cmd->add_flag("--json", o.json, "print JSON (schema: docs/size.md)");
+    cmd->add_option("--format", o.format, "table|json|markdown")->check(CLI::IsMember({"table", "json", "markdown"}));
+    cmd->footer(
+        "Examples:\n"
+        "  kvplan size --model llama-3.1-8b --context 8192 --batch 32\n"
+        "  kvplan size --model ./Llama-3.1-8B-Instruct/ --kv-dtype fp8 --tp 2 --json\n"
+        "  kvplan size --layers 32 --kv-heads 32 --head-dim 128 --context 2000   # the seeds' 7B shape");
+    return cmd;
+}
+
+std::string run_size(const SizeOptions& o) {
+    // Load: a config, a preset or a hand-built shape -> one ModelSpec.
+    ModelSpec model = resolve_model(o.model);
+
+    // Compute: KV sizing by layer group, then the weights.
+    KvOptions kv;
+    kv.kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
+    if (o.context > 0) kv.context = o.context;
+    kv.batch = o.batch;
+    kv.tp = o.tp;
+    SizeResult result;
+    result.model = &model;
+    result.model_label = model_label(model);
+    result.kv = size_kv(model, kv);
+    result.weights = size_weights(model);
+
+    // Render.
+    std::string format = o.json ? "json" : o.format;
+    if (format == "json") return render_size_json(result);
+    if (format == "markdown") return render_size_markdown(result);
+    return render_size_table(result);
+}
+
+}  // namespace kvplan

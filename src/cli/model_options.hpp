@@ -1,0 +1,37 @@
+// The flags every command that takes a model shares: --model (a config.json,
+// a model folder or a preset) or a hand-built shape (--layers --kv-heads
+// --head-dim [--hidden --heads --params]) for models with no config at all.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "core/model_spec.hpp"
+
+namespace kvplan {
+
+struct ModelOptions {
+    std::string model;
+    std::int64_t layers = 0;
+    std::int64_t kv_heads = 0;
+    std::int64_t head_dim = 0;
+    std::int64_t hidden = 0;
+    std::int64_t heads = 0;
+    std::int64_t params = 0;
+};
+
+void add_model_options(CLI::App& app, ModelOptions& options);
+
+// Loads the model the flags describe. Throws Error(Usage) for a bad
+// combination, Error(Data) for a bad config.
+ModelSpec resolve_model(const ModelOptions& options);
+
+// "llama-3.1-8b (meta-llama/Llama-3.1-8B-Instruct, llama)" for headings.
+std::string model_label(const ModelSpec& spec);
+
+// Parses --kv-dtype / --weights-dtype values; "auto" gives nullopt.
+std::optional<Dtype> parse_dtype_flag(const std::string& flag, const std::string& value);
+
+}  // namespace kvplan

@@ -1,0 +1,32 @@
+// Checked integer arithmetic. Byte counts are products of up to seven config
+// fields and user flags; a silent wrap would print a plausible wrong answer,
+// so every product that can grow goes through these and fails loudly instead.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace kvplan {
+
+inline std::int64_t checked_mul(std::int64_t a, std::int64_t b, const char* what = "a size") {
+    std::int64_t r = 0;
+    if (__builtin_mul_overflow(a, b, &r))
+        usage_error(std::string("arithmetic overflow computing ") + what +
+                    " (the result does not fit in 64 bits; are the inputs realistic?)");
+    return r;
+}
+
+inline std::int64_t checked_add(std::int64_t a, std::int64_t b, const char* what = "a size") {
+    std::int64_t r = 0;
+    if (__builtin_add_overflow(a, b, &r))
+        usage_error(std::string("arithmetic overflow computing ") + what +
+                    " (the result does not fit in 64 bits; are the inputs realistic?)");
+    return r;
+}
+
+// ceil(a / b) for positive b.
+inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace kvplan

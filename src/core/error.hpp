@@ -1,0 +1,28 @@
+// The one error type kvplan throws. The CLI catches it once and maps `kind`
+// to an exit code (see docs/errors.md): usage mistakes exit 2, bad data 65.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace kvplan {
+
+enum class ErrorKind {
+    Usage,  // a flag or argument is wrong: exit 2
+    Data,   // a file's content is malformed, inconsistent or unsupported: exit 65 (EX_DATAERR)
+};
+
+class Error : public std::runtime_error {
+public:
+    Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+    ErrorKind kind() const { return kind_; }
+
+private:
+    ErrorKind kind_;
+};
+
+// Shorthands that read well at the throw site.
+[[noreturn]] inline void usage_error(const std::string& message) { throw Error(ErrorKind::Usage, message); }
+[[noreturn]] inline void data_error(const std::string& message) { throw Error(ErrorKind::Data, message); }
+
+}  // namespace kvplan

@@ -1,0 +1,273 @@
+// Step 2 of parsing: which kind of layer each decoder layer is, and what its
+// kind needs (window, latent size, recurrent state size). Every family rule
+// is applied here, once; downstream code only sees LayerSpec values.
+//
+// Sources for each rule (transformers' modeling files unless noted):
+//   layer_types                 Qwen3-Next, gpt-oss, newer Gemma-3: per-layer list
+//   full_attention_interval     Qwen3-Next without layer_types: full when (i+1) % interval == 0, else linear
+//   hybrid_override_pattern     Nemotron-H: '*' attention, 'M' Mamba-2, '-' MLP, 'E' MoE
+//   attn_layer_period/offset    Jamba: attention when i % period == offset, else Mamba
+//   layers_block_type           Bamba/Granite-4/Zamba-style list of "attention"/"mamba"
+//   cross_attention_layers      mllama: those layers attend to image tokens
+//   gemma2                      even layers sliding, odd layers full
+//   sliding_window_pattern      Gemma-3/Cohere-2: full when (i+1) % pattern == 0
+//   mistral/mixtral/phi3/phimoe/starcoder2 with sliding_window: every layer sliding
+//   qwen2/qwen3 (+ _moe)        sliding only with use_sliding_window, for i >= max_window_layers
+//   llama4                      chunked (attention_chunk_size) except NoPE layers, which are full
+//   kv_lora_rank                MLA (DeepSeek-V2/V3, Kimi-K2): latent of kv_lora_rank + qk_rope_head_dim
+#include <algorithm>
+#include <set>
+
+#include "core/checked.hpp"
+#include "core/config_parts.hpp"
+
+namespace kvplan {
+
+namespace {
+
+bool is_one_of(const std::string& s, std::initializer_list<const char*> list) {
+    return std::any_of(list.begin(), list.end(), [&](const char* x) { return s == x; });
+}
+
+// Mamba-1 (mamba, falcon_mamba, Jamba's mamba layers): conv state of
+// (d_conv - 1) x d_inner plus SSM state d_inner x d_state, as vLLM allocates
+// it (vllm/model_executor/layers/mamba/mamba_utils.py, mamba1_state_shape).
+LayerPlan mamba1_layer(const ConfigReader& cfg, const ModelDims& dims) {
+    bool jamba = dims.model_type == "jamba";
+    std::int64_t expand = jamba ? cfg.get_int({"mamba_expand"}, 1, 64).value_or(2) : cfg.get_int({"expand"}, 1, 64).value_or(2);
+    std::int64_t inner = jamba ? checked_mul(expand, dims.hidden)
+                               : cfg.get_int({"intermediate_size"}, 1, kMaxHidden * 64).value_or(checked_mul(expand, dims.hidden));
+    std::int64_t state = jamba ? cfg.get_int({"mamba_d_state"}, 1, 1'000'000).value_or(16)
+                               : cfg.get_int({"state_size", "d_state"}, 1, 1'000'000).value_or(16);
+    std::int64_t conv = jamba ? cfg.get_int({"mamba_d_conv"}, 1, 1024).value_or(4)
+                              : cfg.get_int({"conv_kernel", "d_conv"}, 1, 1024).value_or(4);
+    LayerPlan p;
+    p.spec.kind = LayerKind::State;
+    p.spec.state_elements = checked_add(checked_mul(conv - 1, inner), checked_mul(inner, state), "Mamba state");
+    p.spec.state_tp_unit = inner;  // d_inner is what TP splits
+    p.mixer = Mixer::Mamba1;
+    p.ffn = Ffn::None;
+    return p;
+}
+
+// Mamba-2 (mamba2, Nemotron-H, Bamba, Granite-4): conv state (d_conv - 1) x
+// (d_inner + 2 x n_groups x d_state) plus SSM state heads x head_dim x d_state
+// (vLLM mamba2_state_shape).
+LayerPlan mamba2_layer(const ConfigReader& cfg, const ModelDims& dims) {
+    std::int64_t heads = cfg.require_int({"mamba_num_heads", "mamba_n_heads", "num_heads"}, 1, kMaxHeads);
+    std::int64_t head_dim = cfg.require_int({"mamba_head_dim", "mamba_d_head", "head_dim"}, 1, 100'000);
+    std::int64_t groups = cfg.get_int({"n_groups", "mamba_n_groups"}, 1, kMaxHeads).value_or(1);
+    std::int64_t state = cfg.require_int({"ssm_state_size", "mamba_d_state", "state_size"}, 1, 1'000'000);
+    std::int64_t conv = cfg.get_int({"conv_kernel", "mamba_d_conv"}, 1, 1024).value_or(4);
+    std::int64_t inner = checked_mul(heads, head_dim);
+    std::int64_t conv_dim = inner + 2 * groups * state;
+    (void)dims;
+    LayerPlan p;
+    p.spec.kind = LayerKind::State;
+    p.spec.state_elements = checked_add(checked_mul(conv - 1, conv_dim), checked_mul(inner, state), "Mamba-2 state");
+    p.spec.state_tp_unit = heads;
+    p.mixer = Mixer::Mamba2;
+    p.ffn = Ffn::None;
+    return p;
+}
+
+// Gated DeltaNet linear attention (Qwen3-Next "linear_attention" layers):
+// conv state (kernel - 1) x (2 x key_dim + value_dim) plus a recurrent state
+// of value heads x key head dim x value head dim (vLLM gated_delta_net_state_shape).
+LayerPlan linear_attention_layer(const ConfigReader& cfg) {
+    std::int64_t k_heads = cfg.require_int({"linear_num_key_heads"}, 1, kMaxHeads);
+    std::int64_t v_heads = cfg.require_int({"linear_num_value_heads"}, 1, kMaxHeads);
+    std::int64_t k_dim = cfg.require_int({"linear_key_head_dim"}, 1, 100'000);
+    std::int64_t v_dim = cfg.require_int({"linear_value_head_dim"}, 1, 100'000);
+    std::int64_t conv = cfg.get_int({"linear_conv_kernel_dim"}, 1, 1024).value_or(4);
+    std::int64_t conv_dim = 2 * k_heads * k_dim + v_heads * v_dim;
+    LayerPlan p;
+    p.spec.kind = LayerKind::State;
+    p.spec.state_elements = checked_add(checked_mul(conv - 1, conv_dim),
+                                        checked_mul(checked_mul(v_heads, k_dim), v_dim), "linear-attention state");
+    p.spec.state_tp_unit = k_heads;
+    p.mixer = Mixer::GatedDeltaNet;
+    return p;
+}
+
+std::int64_t require_window(const ConfigReader& cfg, const char* why) {
+    auto w = cfg.get_int({"sliding_window"}, 1, kMaxTokens);
+    if (!w) {
+        // Distinguish "negative/zero" (caught by get_int's range) from "absent".
+        cfg.fail("sliding_window", std::string("required by ") + why + " but missing or null (expected a positive window in tokens)");
+    }
+    return *w;
+}
+
+}  // namespace
+
+std::vector<LayerPlan> plan_layers(const ConfigReader& cfg, const ModelDims& dims) {
+    const std::string& type = dims.model_type;
+    const std::int64_t n = dims.layers;
+
+    // The attention layer this model uses when a layer attends at all.
+    LayerPlan attn;
+    attn.spec.kind = LayerKind::Full;
+    attn.spec.kv_heads = dims.kv_heads;
+    attn.spec.k_head_dim = dims.head_dim;
+    attn.spec.v_head_dim = dims.head_dim;
+    attn.mixer = Mixer::Attention;
+    if (auto rank = cfg.get_int({"kv_lora_rank"}, 1, 1'000'000)) {
+        // MLA caches the compressed latent c_KV (kv_lora_rank) plus the shared
+        // decoupled RoPE key (qk_rope_head_dim), once per token, for all heads:
+        // no factor 2 (DeepSeek-V2 paper §2.1; vLLM MLAAttentionSpec; SGLang MLATokenToKVPool).
+        std::int64_t rope = cfg.require_int({"qk_rope_head_dim"}, 0, 100'000);
+        attn.spec.kind = LayerKind::Mla;
+        attn.spec.latent_dim = *rank + rope;
+        attn.spec.kv_heads = 1;
+        attn.spec.k_head_dim = attn.spec.latent_dim;
+        attn.spec.v_head_dim = 0;
+        attn.mixer = Mixer::Mla;
+    }
+
+    std::vector<LayerPlan> plan(static_cast<std::size_t>(n), attn);
+    auto sliding = [&](std::int64_t window) {
+        LayerPlan p = attn;
+        p.spec.kind = LayerKind::Sliding;
+        p.spec.window_tokens = window;
+        return p;
+    };
+
+    if (auto types = cfg.get_string_list("layer_types")) {
+        if (static_cast<std::int64_t>(types->size()) != n)
+            cfg.fail("layer_types", "has " + std::to_string(types->size()) + " entries but the model has " +
+                                        std::to_string(n) + " layers (num_hidden_layers)");
+        for (std::int64_t i = 0; i < n; ++i) {
+            const std::string& t = (*types)[static_cast<std::size_t>(i)];
+            if (t == "full_attention" || t == "attention") {
+                plan[i] = attn;
+            } else if (t == "sliding_attention") {
+                plan[i] = sliding(require_window(cfg, "layer_types \"sliding_attention\""));
+            } else if (t == "chunked_attention") {
+                plan[i] = attn;
+                plan[i].spec.kind = LayerKind::Chunked;
+                plan[i].spec.window_tokens = cfg.require_int({"attention_chunk_size"}, 1, kMaxTokens);
+            } else if (t == "linear_attention") {
+                plan[i] = linear_attention_layer(cfg);
+            } else if (t == "mamba" || t == "mamba2") {
+                plan[i] = cfg.has("mamba_num_heads") || cfg.has("mamba_n_heads") ? mamba2_layer(cfg, dims) : mamba1_layer(cfg, dims);
+                plan[i].ffn = Ffn::Dense;
+            } else {
+                cfg.fail("layer_types[" + std::to_string(i) + "]",
+                         "unknown layer type \"" + t + "\" (expected full_attention, sliding_attention, "
+                         "chunked_attention, linear_attention or mamba)");
+            }
+        }
+    } else if (auto interval = cfg.get_int({"full_attention_interval"}, 1, kMaxLayers)) {
+        // Qwen3-Next: every interval-th layer is full attention, the rest Gated DeltaNet.
+        for (std::int64_t i = 0; i < n; ++i)
+            if ((i + 1) % *interval != 0) plan[i] = linear_attention_layer(cfg);
+    } else if (auto pattern = cfg.get_string("hybrid_override_pattern")) {
+        if (static_cast<std::int64_t>(pattern->size()) != n)
+            cfg.fail("hybrid_override_pattern", "has " + std::to_string(pattern->size()) + " characters but the model has " +
+                                                    std::to_string(n) + " layers");
+        for (std::int64_t i = 0; i < n; ++i) {
+            char c = (*pattern)[static_cast<std::size_t>(i)];
+            // Nemotron-H blocks hold one thing each: a mixer, or an MLP, or a MoE.
+            if (c == '*') { plan[i] = attn; plan[i].ffn = Ffn::None; }
+            else if (c == 'M') { plan[i] = mamba2_layer(cfg, dims); }
+            else if (c == '-' || c == 'E') {
+                plan[i] = LayerPlan{};
+                plan[i].spec.kind = LayerKind::None;
+                plan[i].mixer = Mixer::None;
+                plan[i].ffn = c == '-' ? Ffn::Dense : Ffn::Moe;
+            } else {
+                cfg.fail("hybrid_override_pattern", std::string("unknown character '") + c + "' at layer " + std::to_string(i) +
+                                                        " (expected '*' attention, 'M' Mamba, '-' MLP or 'E' MoE)");
+            }
+        }
+    } else if (cfg.has("attn_layer_period")) {
+        std::int64_t period = cfg.require_int({"attn_layer_period"}, 1, kMaxLayers);
+        std::int64_t offset = cfg.get_int({"attn_layer_offset"}, 0, kMaxLayers).value_or(0);
+        if (offset >= period) cfg.fail("attn_layer_offset", "must be smaller than attn_layer_period (" + std::to_string(period) + ")");
+        for (std::int64_t i = 0; i < n; ++i) {
+            if (i % period != offset) { plan[i] = mamba1_layer(cfg, dims); plan[i].ffn = Ffn::Dense; }
+        }
+    } else if (auto blocks = cfg.get_string_list("layers_block_type")) {
+        if (static_cast<std::int64_t>(blocks->size()) != n)
+            cfg.fail("layers_block_type", "has " + std::to_string(blocks->size()) + " entries but the model has " + std::to_string(n) + " layers");
+        for (std::int64_t i = 0; i < n; ++i) {
+            const std::string& b = (*blocks)[static_cast<std::size_t>(i)];
+            if (b == "attention") continue;
+            if (b != "mamba")
+                cfg.fail("layers_block_type[" + std::to_string(i) + "]", "unknown block type \"" + b + "\" (expected attention or mamba)");
+            plan[i] = cfg.has("mamba_n_heads") || cfg.has("mamba_num_heads") ? mamba2_layer(cfg, dims) : mamba1_layer(cfg, dims);
+            plan[i].ffn = Ffn::Dense;
+        }
+    } else if (is_one_of(type, {"mamba", "falcon_mamba"})) {
+        for (auto& p : plan) p = mamba1_layer(cfg, dims);
+    } else if (type == "mamba2") {
+        for (auto& p : plan) p = mamba2_layer(cfg, dims);
+    } else if (type == "gemma2") {
+        for (std::int64_t i = 0; i < n; i += 2) plan[i] = sliding(require_window(cfg, "gemma2's alternating layers"));
+    } else if (auto pat = cfg.get_int({"sliding_window_pattern", "_sliding_window_pattern"}, 1, kMaxLayers)) {
+        std::int64_t window = require_window(cfg, "sliding_window_pattern");
+        for (std::int64_t i = 0; i < n; ++i)
+            if ((i + 1) % *pat != 0) plan[i] = sliding(window);
+    } else if (is_one_of(type, {"mistral", "mixtral", "phi3", "phimoe", "starcoder2"})) {
+        if (auto window = cfg.get_int({"sliding_window"}, 1, kMaxTokens))
+            for (auto& p : plan) p = sliding(*window);
+    } else if (is_one_of(type, {"qwen2", "qwen3", "qwen2_moe", "qwen3_moe"})) {
+        if (cfg.get_bool("use_sliding_window").value_or(false)) {
+            std::int64_t window = require_window(cfg, "use_sliding_window");
+            std::int64_t first = cfg.get_int({"max_window_layers"}, 0, kMaxLayers).value_or(n);
+            for (std::int64_t i = first; i < n; ++i) plan[i] = sliding(window);
+        }
+    } else if (auto chunk = cfg.get_int({"attention_chunk_size"}, 1, kMaxTokens)) {
+        // Llama-4: layers with RoPE use chunked local attention; NoPE layers
+        // (no_rope_layers[i] == 0, by default every no_rope_layer_interval-th)
+        // attend over the full context (transformers Llama4TextAttention).
+        std::vector<std::int64_t> rope;
+        if (auto given = cfg.get_int_list("no_rope_layers", 0, 1); given && !given->empty()) {
+            if (static_cast<std::int64_t>(given->size()) != n)
+                cfg.fail("no_rope_layers", "has " + std::to_string(given->size()) + " entries but the model has " + std::to_string(n) + " layers");
+            rope = *given;
+        } else {
+            std::int64_t interval = cfg.get_int({"no_rope_layer_interval"}, 1, kMaxLayers).value_or(4);
+            for (std::int64_t i = 0; i < n; ++i) rope.push_back((i + 1) % interval != 0 ? 1 : 0);
+        }
+        for (std::int64_t i = 0; i < n; ++i)
+            if (rope[i]) { plan[i].spec.kind = LayerKind::Chunked; plan[i].spec.window_tokens = *chunk; }
+    }
+
+    // mllama: the listed layers cross-attend to the vision encoder's tokens.
+    if (auto cross = cfg.get_int_list("cross_attention_layers", 0, kMaxLayers)) {
+        for (std::int64_t idx : *cross) {
+            if (idx >= n) cfg.fail("cross_attention_layers", "lists layer " + std::to_string(idx) + " but the model has " + std::to_string(n) + " layers");
+            plan[idx].spec.kind = LayerKind::Cross;
+            plan[idx].mixer = Mixer::Cross;
+        }
+    }
+
+    // Which layers' feed-forward is a mixture of experts.
+    // (Nemotron-H's pattern already says which blocks are MoE.)
+    if (dims.experts > 0 && !cfg.has("hybrid_override_pattern")) {
+        auto moe_at = [&](std::int64_t i) -> bool {
+            if (auto first = cfg.get_int({"first_k_dense_replace"}, 0, kMaxLayers)) {  // DeepSeek
+                std::int64_t freq = cfg.get_int({"moe_layer_freq"}, 1, kMaxLayers).value_or(1);
+                return i >= *first && i % freq == 0;
+            }
+            if (auto period = cfg.get_int({"expert_layer_period"}, 1, kMaxLayers)) {  // Jamba
+                return i % *period == cfg.get_int({"expert_layer_offset"}, 0, kMaxLayers).value_or(0);
+            }
+            if (auto step = cfg.get_int({"interleave_moe_layer_step"}, 1, kMaxLayers)) {  // Llama-4
+                return (i + 1) % *step == 0;
+            }
+            if (auto step = cfg.get_int({"decoder_sparse_step"}, 1, kMaxLayers)) {  // Qwen-MoE
+                auto dense = cfg.get_int_list("mlp_only_layers", 0, kMaxLayers).value_or(std::vector<std::int64_t>{});
+                return std::find(dense.begin(), dense.end(), i) == dense.end() && (i + 1) % *step == 0;
+            }
+            return true;  // Mixtral, gpt-oss, ...: every layer
+        };
+        for (std::int64_t i = 0; i < n; ++i)
+            if (plan[i].ffn == Ffn::Dense && moe_at(i)) plan[i].ffn = Ffn::Moe;
+    }
+    return plan;
+}
+
+}  // namespace kvplan

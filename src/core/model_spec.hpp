@@ -1,0 +1,98 @@
+// ModelSpec: the one normalised description of a model that every later step
+// (sizing, budgets, step cost) reads. The parser turns any config dialect into
+// this; nothing downstream looks at `model_type` again. This mirrors vLLM's
+// one-KVCacheSpec-per-layer design (vllm/v1/kv_cache_interface.py), which is
+// what lets one loop over layers size every attention family.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+
+namespace kvplan {
+
+// What a layer keeps for each sequence while it decodes.
+enum class LayerKind {
+    Full,     // full causal attention: K and V for every context token
+    Sliding,  // sliding-window attention: K and V for the last `window_tokens` tokens
+    Chunked,  // chunked local attention (Llama-4): K and V for the current chunk only
+    Mla,      // multi-head latent attention (DeepSeek-V2/V3): one compressed latent per token
+    State,    // Mamba / linear attention: a fixed-size recurrent state per sequence
+    Cross,    // cross-attention to encoder (image) tokens: nothing per context token
+    None,     // no token mixing at all (Nemotron-H MLP-only layers)
+};
+
+const char* layer_kind_name(LayerKind kind);
+
+struct LayerSpec {
+    LayerKind kind = LayerKind::Full;
+    std::int64_t kv_heads = 0;        // num_key_value_heads; e.g. 8 for Llama-3.1-8B (GQA)
+    std::int64_t k_head_dim = 0;      // head_dim of K; e.g. 128
+    std::int64_t v_head_dim = 0;      // head_dim of V; equal to K's in every current model but MLA
+    std::int64_t window_tokens = 0;   // Sliding: sliding_window; Chunked: attention_chunk_size
+    std::int64_t latent_dim = 0;      // Mla: kv_lora_rank + qk_rope_head_dim; e.g. 512 + 64
+    std::int64_t state_elements = 0;  // State: conv + recurrent state elements per sequence
+    std::int64_t state_tp_unit = 1;   // State: the state splits across TP in this many shards at most (heads)
+};
+
+// Which part of the model a tensor belongs to; drives MoE active-parameter
+// counts and which tensors a quantization scheme converts.
+enum class ParamPart { Embedding, Attention, Mlp, Experts, SharedExperts, Router, Norm, Head, Mixer };
+
+const char* param_part_name(ParamPart part);
+
+// One learned tensor, with how many copies of it the model holds (layers, or
+// layers x experts). A matrix is [rows = out features, cols = in features].
+struct ParamTensor {
+    ParamPart part = ParamPart::Mlp;
+    std::string name;                  // e.g. "q_proj"
+    std::int64_t rows = 0;             // out features (or length of a vector)
+    std::int64_t cols = 1;             // in features (1 for a vector)
+    std::int64_t copies = 1;           // layers (x experts) that hold one
+    bool linear = false;               // a projection weight a quantizer may convert
+    std::optional<Dtype> fixed_dtype;  // stored in this dtype whatever the model's (e.g. fp32 biases)
+};
+
+enum class QuantMethod { None, Fp8, Gptq, Awq, Mxfp4, BitsAndBytes };
+
+const char* quant_method_name(QuantMethod method);
+
+// quantization_config, as far as weight bytes depend on it.
+struct Quantization {
+    QuantMethod method = QuantMethod::None;
+    int bits = 16;                       // GPTQ/AWQ/bnb: bits per weight
+    std::int64_t group_size = 0;         // GPTQ/AWQ: inputs per scale group (0: per output row)
+    std::int64_t block_rows = 0;         // fp8: weight_block_size[0] (0: one scale per tensor)
+    std::int64_t block_cols = 0;         // fp8: weight_block_size[1]
+    bool double_quant = false;           // bitsandbytes bnb_4bit_use_double_quant
+    std::vector<ParamPart> keep_parts;   // parts left unquantized (modules_to_not_convert)
+};
+
+struct ModelSpec {
+    std::string name;          // preset name, file path, or "manual"
+    std::string model_type;    // config's model_type; e.g. "llama"
+    std::string architecture;  // architectures[0]; e.g. "LlamaForCausalLM"
+
+    std::int64_t hidden = 0;           // hidden_size / n_embd / d_model; e.g. 4096
+    std::int64_t heads = 0;            // num_attention_heads / n_head; e.g. 32 (0 for pure SSMs)
+    std::int64_t head_dim = 0;         // query head_dim; e.g. 128
+    std::int64_t vocab = 0;            // vocab_size; e.g. 128256
+    std::int64_t intermediate = 0;     // intermediate_size (dense MLP); e.g. 14336
+    std::int64_t max_position_tokens = 0;  // max_position_embeddings; the default --context
+    std::optional<Dtype> checkpoint_dtype;  // torch_dtype / dtype; nullopt when absent
+    bool tied_embeddings = false;      // tie_word_embeddings (after the family default)
+    std::int64_t experts = 0;          // routed experts per MoE layer (0: dense)
+    std::int64_t experts_per_token = 0;
+
+    std::vector<LayerSpec> layers;     // one per decoder layer, in order
+    std::vector<ParamTensor> params;   // every learned tensor of the language model
+    std::optional<std::int64_t> params_override;  // --params for a hand-built model without tensors
+    Quantization quantization;
+
+    std::vector<std::string> notes;    // decisions a reader should know about (language model only, MTP skipped...)
+};
+
+}  // namespace kvplan

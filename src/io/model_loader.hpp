@@ -1,0 +1,28 @@
+// Resolves a --model argument (a config.json path, a model folder holding
+// one, or a bundled preset name), reads and parses it, and returns the
+// ModelSpec. The only place that touches model files.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/model_spec.hpp"
+
+namespace kvplan {
+
+// A config.json is a few kilobytes; anything this large is a weights file or garbage.
+constexpr std::int64_t kMaxConfigBytes = 8 * 1024 * 1024;
+
+// Throws Error(Usage) when `arg` names nothing, Error(Data) when what it
+// names is not a valid config.
+ModelSpec load_model(const std::string& arg);
+
+// Reads and parses a JSON file with kvplan's error messages (file name, line,
+// column). Used for configs and, later, baselines and calibrations.
+nlohmann::json read_json_file(const std::string& path, std::int64_t max_bytes = kMaxConfigBytes);
+
+// Parses JSON text; `source` names it in messages.
+nlohmann::json parse_json_text(const std::string& text, const std::string& source);
+
+}  // namespace kvplan

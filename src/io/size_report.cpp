@@ -1,0 +1,151 @@
+#include "io/size_report.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "io/table.hpp"
+#include "io/units.hpp"
+
+namespace kvplan {
+
+namespace {
+
+std::string bytes_cell(std::int64_t bytes) { return group_digits(bytes) + " B (" + binary_size(bytes) + ")"; }
+
+std::string window_cell(const LayerGroup& g) {
+    return g.window_tokens > 0 ? group_digits(g.window_tokens) : std::string("-");
+}
+
+// One field list for the headline figures, shared by table and Markdown.
+Table headline_table(const SizeResult& r) {
+    const KvSizing& kv = r.kv;
+    std::string ctx = kv.context_tokens ? group_digits(*kv.context_tokens) + " tokens" : std::string("n/a");
+    Table t({"figure", "bytes", "binary units"});
+    t.add({"KV per token", group_digits(kv.bytes_per_token), binary_size(kv.bytes_per_token)});
+    t.add({"KV per sequence (" + ctx + ")", group_digits(kv.bytes_per_sequence), binary_size(kv.bytes_per_sequence)});
+    t.add({"KV for batch of " + group_digits(kv.batch), group_digits(kv.bytes_total), binary_size(kv.bytes_total)});
+    t.add({"KV per GPU (tp " + std::to_string(kv.tp) + ")", group_digits(kv.bytes_per_gpu), binary_size(kv.bytes_per_gpu)});
+    t.add({"weights (" + std::string(r.weights.quantization == QuantMethod::None ? dtype_name(r.weights.dtype)
+                                                                                 : quant_method_name(r.weights.quantization)) + ")",
+           group_digits(r.weights.bytes), binary_size(r.weights.bytes)});
+    return t;
+}
+
+Table groups_table(const KvSizing& kv) {
+    Table t({"layer group", "layers", "window", "KV B/token", "tokens held", "B/sequence", "B/sequence per GPU"});
+    for (const LayerGroup& g : kv.groups) {
+        t.add({layer_kind_name(g.kind), std::to_string(g.layers), window_cell(g), group_digits(g.bytes_per_token),
+               g.kind == LayerKind::State || g.kind == LayerKind::Cross || g.kind == LayerKind::None ? "-" : group_digits(g.tokens_held),
+               group_digits(g.bytes_per_sequence), group_digits(g.bytes_per_sequence_per_gpu)});
+    }
+    return t;
+}
+
+Table params_table(const WeightSizing& w) {
+    Table t({"part", "params", "bytes"});
+    for (const WeightPart& p : w.parts) t.add({param_part_name(p.part), group_digits(p.params), bytes_cell(p.bytes)});
+    t.add({"total", group_digits(w.params), bytes_cell(w.bytes)});
+    return t;
+}
+
+}  // namespace
+
+std::vector<std::string> formula_lines(const KvSizing& kv) {
+    std::vector<std::string> out;
+    const int bits = dtype_bits(kv.kv_dtype);
+    const std::string elem = bits % 8 == 0 ? fmt::format("{} bytes ({})", bits / 8, dtype_name(kv.kv_dtype))
+                                           : fmt::format("{}/8 bytes ({})", bits, dtype_name(kv.kv_dtype));
+    for (const LayerGroup& g : kv.groups) {
+        std::string kind = layer_kind_name(g.kind);
+        switch (g.kind) {
+            case LayerKind::Full:
+            case LayerKind::Sliding:
+            case LayerKind::Chunked: {
+                std::string dims = g.k_head_dim == g.v_head_dim
+                                       ? fmt::format("2 (K,V) x {} layers x {} kv_heads x {} head_dim", g.layers, g.kv_heads, g.k_head_dim)
+                                       : fmt::format("{} layers x {} kv_heads x ({} K + {} V head_dim)", g.layers, g.kv_heads, g.k_head_dim, g.v_head_dim);
+                std::string held = g.window_tokens > 0 ? fmt::format("; each layer holds min(context, {}) tokens", group_digits(g.window_tokens)) : "";
+                out.push_back(fmt::format("{}: {} x {} = {} B/token{}", kind, dims, elem, group_digits(g.bytes_per_token), held));
+                break;
+            }
+            case LayerKind::Mla:
+                out.push_back(fmt::format("mla: {} layers x {} latent (kv_lora_rank + qk_rope_head_dim, K and V share it: no factor 2) x {} = {} B/token",
+                                          g.layers, g.latent_dim, elem, group_digits(g.bytes_per_token)));
+                break;
+            case LayerKind::State:
+                out.push_back(fmt::format("state: {} layers x {} state elements (conv + recurrent) x {} = {} B per sequence, whatever the context",
+                                          g.layers, group_digits(g.state_elements), elem, group_digits(g.state_bytes_per_sequence)));
+                break;
+            case LayerKind::Cross:
+                out.push_back(fmt::format("cross: {} layers attend to the image encoder's tokens: 0 B per context token "
+                                          "(their cache grows with the images, not the context)", g.layers));
+                break;
+            case LayerKind::None:
+                out.push_back(fmt::format("none: {} layers mix no tokens (MLP/MoE only): 0 B", g.layers));
+                break;
+        }
+    }
+    return out;
+}
+
+std::string render_size_table(const SizeResult& r) {
+    std::string out = fmt::format("kvplan size: {}\n", r.model_label);
+    out += fmt::format("KV dtype {}, context {}, batch {}, tp {}\n\n", dtype_name(r.kv.kv_dtype),
+                       r.kv.context_tokens ? group_digits(*r.kv.context_tokens) + " tokens" : std::string("n/a (no per-token layers)"),
+                       group_digits(r.kv.batch), r.kv.tp);
+    out += headline_table(r).render_text();
+    out += "\n";
+    out += groups_table(r.kv).render_text();
+    out += "\nFormula (B = bytes; KiB/MiB/GiB are 2^10/2^20/2^30 bytes):\n";
+    for (const std::string& line : formula_lines(r.kv)) out += "  " + line + "\n";
+    out += fmt::format("\nParameters: {} ({})", group_digits(r.weights.params), short_count(r.weights.params));
+    if (r.weights.active_params != r.weights.params)
+        out += fmt::format(", active per token {} ({})", group_digits(r.weights.active_params), short_count(r.weights.active_params));
+    out += "\n";
+    if (!r.weights.parts.empty()) out += params_table(r.weights).render_text();
+    if (!r.model->notes.empty()) {
+        out += "\nNotes:\n";
+        for (const std::string& n : r.model->notes) out += "  - " + n + "\n";
+    }
+    return out;
+}
+
+std::string render_size_markdown(const SizeResult& r) {
+    std::string out = fmt::format("### kvplan size: {}\n\n", r.model_label);
+    out += headline_table(r).render_markdown();
+    out += "\n";
+    out += groups_table(r.kv).render_markdown();
+    out += "\n";
+    for (const std::string& line : formula_lines(r.kv)) out += "- " + line + "\n";
+    return out;
+}
+
+std::string render_size_json(const SizeResult& r) {
+    const KvSizing& kv = r.kv;
+    nlohmann::ordered_json j;
+    j["model"] = r.model->name;
+    j["kv_dtype"] = std::string(dtype_name(kv.kv_dtype));
+    j["kv_bytes_per_token"] = kv.bytes_per_token;
+    j["context_tokens"] = kv.context_tokens ? nlohmann::ordered_json(*kv.context_tokens) : nlohmann::ordered_json(nullptr);
+    j["kv_bytes_per_sequence"] = kv.bytes_per_sequence;
+    j["batch"] = kv.batch;
+    j["kv_bytes_total"] = kv.bytes_total;
+    j["tp"] = kv.tp;
+    j["kv_bytes_per_gpu"] = kv.bytes_per_gpu;
+    j["layer_groups"] = nlohmann::ordered_json::array();
+    for (const LayerGroup& g : kv.groups) {
+        nlohmann::ordered_json o;
+        o["kind"] = layer_kind_name(g.kind);
+        o["layers"] = g.layers;
+        o["window_tokens"] = g.window_tokens > 0 ? nlohmann::ordered_json(g.window_tokens) : nlohmann::ordered_json(nullptr);
+        o["bytes_per_token"] = g.bytes_per_token;
+        o["state_bytes_per_sequence"] = g.state_bytes_per_sequence;
+        o["bytes_per_sequence"] = g.bytes_per_sequence;
+        j["layer_groups"].push_back(o);
+    }
+    j["params"] = r.weights.params;
+    j["weights_bytes"] = r.weights.bytes;
+    return j.dump(2) + "\n";
+}
+
+}  // namespace kvplan

@@ -1,0 +1,29 @@
+// Renders `kvplan size` results. The command computes a SizeResult; these
+// functions only format it (human table, Markdown, JSON; schema in
+// docs/size.md).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/kv_size.hpp"
+#include "core/model_spec.hpp"
+#include "core/weights.hpp"
+
+namespace kvplan {
+
+struct SizeResult {
+    const ModelSpec* model = nullptr;
+    std::string model_label;     // e.g. "llama-3.1-8b (meta-llama/Llama-3.1-8B-Instruct)"
+    KvSizing kv;
+    WeightSizing weights;
+};
+
+// The formula with the model's numbers filled in, one line per layer group.
+std::vector<std::string> formula_lines(const KvSizing& kv);
+
+std::string render_size_table(const SizeResult& r);
+std::string render_size_markdown(const SizeResult& r);
+std::string render_size_json(const SizeResult& r);
+
+}  // namespace kvplan

@@ -1,0 +1,46 @@
+#include "io/table.hpp"
+
+#include <algorithm>
+
+namespace kvplan {
+
+std::string Table::render_text() const {
+    std::vector<std::size_t> width(headers_.size(), 0);
+    auto measure = [&](const std::vector<std::string>& row) {
+        for (std::size_t c = 0; c < row.size() && c < width.size(); ++c) width[c] = std::max(width[c], row[c].size());
+    };
+    measure(headers_);
+    for (const auto& row : rows_) measure(row);
+    auto line = [&](const std::vector<std::string>& row) {
+        std::string out = " ";
+        for (std::size_t c = 0; c < width.size(); ++c) {
+            std::string cell = c < row.size() ? row[c] : "";
+            std::string pad(width[c] - cell.size(), ' ');
+            out += " " + (c < text_columns_ ? cell + pad : pad + cell) + " ";
+        }
+        while (!out.empty() && out.back() == ' ') out.pop_back();
+        return out + "\n";
+    };
+    std::string out = line(headers_);
+    std::size_t total = 1;
+    for (std::size_t w : width) total += w + 2;
+    out += "  " + std::string(total - 2, '-') + "\n";
+    for (const auto& row : rows_) out += line(row);
+    return out;
+}
+
+std::string Table::render_markdown() const {
+    auto line = [](const std::vector<std::string>& row) {
+        std::string out = "|";
+        for (const auto& cell : row) out += " " + cell + " |";
+        return out + "\n";
+    };
+    std::string out = line(headers_);
+    out += "|";
+    for (std::size_t c = 0; c < headers_.size(); ++c) out += c == 0 ? " --- |" : " ---: |";
+    out += "\n";
+    for (const auto& row : rows_) out += line(row);
+    return out;
+}
+
+}  // namespace kvplan

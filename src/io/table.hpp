@@ -1,0 +1,28 @@
+// A plain table of strings, rendered as aligned text or as Markdown. Printers
+// build one Table from their field list and render it in the format asked for.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace kvplan {
+
+class Table {
+public:
+    // The first `text_columns` columns hold text and are left-aligned; the
+    // rest hold numbers and are right-aligned.
+    explicit Table(std::vector<std::string> headers, std::size_t text_columns = 1)
+        : headers_(std::move(headers)), text_columns_(text_columns) {}
+    void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+
+    // Columns padded to their widest cell.
+    std::string render_text() const;
+    std::string render_markdown() const;
+
+private:
+    std::vector<std::string> headers_;
+    std::vector<std::vector<std::string>> rows_;
+    std::size_t text_columns_;
+};
+
+}  // namespace kvplan
