@@ -46,7 +46,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         if (size_cmd->parsed()) text = run_size(size);
         else if (models_cmd->parsed()) text = run_models(models);
         else {
-            err << "kvplan: error: no command given\n" << app.help();
+            err << "kvplan: error: no command given (expected size or models; run `kvplan --help`)\n";
             return kExitUsage;
         }
         out << text;

@@ -13,16 +13,16 @@ namespace kvplan {
 inline std::int64_t checked_mul(std::int64_t a, std::int64_t b, const char* what = "a size") {
     std::int64_t r = 0;
     if (__builtin_mul_overflow(a, b, &r))
-        usage_error(std::string("arithmetic overflow computing ") + what +
-                    " (the result does not fit in 64 bits; are the inputs realistic?)");
+        throw OverflowError(std::string("arithmetic overflow computing ") + what +
+                            " (the result does not fit in 64 bits; are the inputs realistic?)");
     return r;
 }
 
 inline std::int64_t checked_add(std::int64_t a, std::int64_t b, const char* what = "a size") {
     std::int64_t r = 0;
     if (__builtin_add_overflow(a, b, &r))
-        usage_error(std::string("arithmetic overflow computing ") + what +
-                    " (the result does not fit in 64 bits; are the inputs realistic?)");
+        throw OverflowError(std::string("arithmetic overflow computing ") + what +
+                            " (the result does not fit in 64 bits; are the inputs realistic?)");
     return r;
 }
 

@@ -94,7 +94,7 @@ ModelDims read_dims(const ConfigReader& cfg, const std::string& model_type) {
             d.kv_heads = d.heads;
         }
         if (d.heads % d.kv_heads != 0)
-            cfg.fail("num_key_value_heads", "(" + std::to_string(d.kv_heads) + ") must divide num_attention_heads (" +
+            cfg.fail_relation("num_key_value_heads", "(" + std::to_string(d.kv_heads) + ") must divide num_attention_heads (" +
                                                 std::to_string(d.heads) + ")");
 
         // head_dim: explicit head_dim / kv_channels win over hidden / heads
@@ -106,7 +106,7 @@ ModelDims read_dims(const ConfigReader& cfg, const std::string& model_type) {
             d.head_dim = cfg.require_int({"qk_nope_head_dim"}, 0, 100'000) + cfg.require_int({"qk_rope_head_dim"}, 0, 100'000);
         } else {
             if (d.hidden % d.heads != 0)
-                cfg.fail("hidden_size", "(" + std::to_string(d.hidden) + ") is not divisible by num_attention_heads (" +
+                cfg.fail_relation("hidden_size", "(" + std::to_string(d.hidden) + ") is not divisible by num_attention_heads (" +
                                             std::to_string(d.heads) + ") and no head_dim is given");
             d.head_dim = d.hidden / d.heads;
         }
@@ -128,6 +128,10 @@ ModelDims read_dims(const ConfigReader& cfg, const std::string& model_type) {
     return d;
 }
 
+}  // namespace
+
+namespace {
+ModelSpec parse_config_fields(const nlohmann::json& config, const std::string& source);
 }  // namespace
 
 const char* layer_kind_name(LayerKind kind) {
@@ -171,6 +175,12 @@ const char* quant_method_name(QuantMethod method) {
 }
 
 ModelSpec parse_model_config(const nlohmann::json& config, const std::string& source) {
+    return overflow_blames(source, [&] { return parse_config_fields(config, source); });
+}
+
+namespace {
+
+ModelSpec parse_config_fields(const nlohmann::json& config, const std::string& source) {
     ConfigReader top(config, source);
     ModelSpec spec;
     spec.name = source;
@@ -205,6 +215,11 @@ ModelSpec parse_model_config(const nlohmann::json& config, const std::string& so
     spec.experts_per_token = dims.experts_per_token;
     spec.max_position_tokens = cfg.get_int({"max_position_embeddings", "n_positions", "seq_length", "max_seq_len", "n_ctx"}, 1, kMaxTokens)
                                    .value_or(top.get_int({"max_position_embeddings"}, 1, kMaxTokens).value_or(0));
+    if (spec.max_position_tokens == 0 && spec.model_type == "falcon") {
+        // FalconConfig's max_position_embeddings default; falcon-7b's config.json omits it.
+        spec.max_position_tokens = 2048;
+        spec.notes.push_back("max_position_embeddings missing: using transformers' FalconConfig default 2048");
+    }
     spec.checkpoint_dtype = read_dtype(cfg);
     if (!spec.checkpoint_dtype && !prefix.empty()) spec.checkpoint_dtype = read_dtype(top);
 
@@ -217,6 +232,8 @@ ModelSpec parse_model_config(const nlohmann::json& config, const std::string& so
     spec.quantization = parse_quantization(top);
     return spec;
 }
+
+}  // namespace
 
 ModelSpec manual_model(const ManualShape& s) {
     ModelSpec spec;

@@ -145,6 +145,10 @@ std::optional<std::vector<std::int64_t>> ConfigReader::get_int_list(const char* 
     return out;
 }
 
+void ConfigReader::fail_relation(const std::string& field, const std::string& message) const {
+    data_error(where(field) + " " + message);
+}
+
 std::string ConfigReader::where(const std::string& field) const { return source_ + ": " + prefix_ + field; }
 
 void ConfigReader::fail(const std::string& field, const std::string& message) const {

@@ -48,6 +48,9 @@ public:
 
     // Throws a data error: "<source>: <prefix><field>: <message>".
     [[noreturn]] void fail(const std::string& field, const std::string& message) const;
+    // Throws a data error about a relation between fields, read as a sentence:
+    // "<source>: <prefix><field> <message>", e.g. "... num_key_value_heads (3) must divide ...".
+    [[noreturn]] void fail_relation(const std::string& field, const std::string& message) const;
 
 private:
     std::int64_t to_int(const nlohmann::json& value, const std::string& field, std::int64_t min,

@@ -25,4 +25,23 @@ private:
 [[noreturn]] inline void usage_error(const std::string& message) { throw Error(ErrorKind::Usage, message); }
 [[noreturn]] inline void data_error(const std::string& message) { throw Error(ErrorKind::Data, message); }
 
+// A 64-bit overflow in checked arithmetic (checked.hpp). A usage error by
+// default: the absurd number usually came from a flag.
+class OverflowError : public Error {
+public:
+    explicit OverflowError(const std::string& message) : Error(ErrorKind::Usage, message) {}
+};
+
+// Runs `body`; an overflow it throws is rethrown as a data error prefixed
+// with `prefix` (e.g. the config's name), for steps whose inputs come from a
+// file, so that the message names the file and the exit code is 65.
+template <typename F>
+auto overflow_blames(const std::string& prefix, F&& body) -> decltype(body()) {
+    try {
+        return body();
+    } catch (const OverflowError& e) {
+        throw Error(ErrorKind::Data, prefix + ": " + e.what());
+    }
+}
+
 }  // namespace kvplan

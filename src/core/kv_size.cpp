@@ -37,6 +37,8 @@ void check_tp(const ModelSpec& spec, std::int64_t tp) {
 
 }  // namespace
 
+KvSizing size_kv_at(const ModelSpec& spec, const KvOptions& o);
+
 std::int64_t elements_per_token(const LayerSpec& l) {
     switch (l.kind) {
         case LayerKind::Full:
@@ -59,6 +61,15 @@ std::int64_t kv_heads_per_rank(std::int64_t kv_heads, std::int64_t tp) {
 }
 
 KvSizing size_kv(const ModelSpec& spec, const KvOptions& o) {
+    // Without --context the context is the config's max_position_embeddings:
+    // an overflow then comes from the file, and the error says so.
+    if (!o.context && spec.max_position_tokens > 0 && spec.model_type != "manual")
+        return overflow_blames(spec.name + " (context from max_position_embeddings " + std::to_string(spec.max_position_tokens) + ")",
+                          [&] { return size_kv_at(spec, o); });
+    return size_kv_at(spec, o);
+}
+
+KvSizing size_kv_at(const ModelSpec& spec, const KvOptions& o) {
     check_tp(spec, o.tp);
     if (o.batch < 1) usage_error("--batch must be at least 1, found " + std::to_string(o.batch));
 

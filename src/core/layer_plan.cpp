@@ -238,7 +238,7 @@ std::vector<LayerPlan> plan_layers(const ConfigReader& cfg, const ModelDims& dim
     // mllama: the listed layers cross-attend to the vision encoder's tokens.
     if (auto cross = cfg.get_int_list("cross_attention_layers", 0, kMaxLayers)) {
         for (std::int64_t idx : *cross) {
-            if (idx >= n) cfg.fail("cross_attention_layers", "lists layer " + std::to_string(idx) + " but the model has " + std::to_string(n) + " layers");
+            if (idx >= n) cfg.fail("cross_attention_layers", "expected layer indices below " + std::to_string(n) + " (num_hidden_layers), found " + std::to_string(idx));
             plan[idx].spec.kind = LayerKind::Cross;
             plan[idx].mixer = Mixer::Cross;
         }

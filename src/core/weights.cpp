@@ -53,7 +53,18 @@ std::optional<std::int64_t> quantized_bytes(const ParamTensor& t, const Quantiza
     return std::nullopt;
 }
 
+namespace {
+WeightSizing size_weights_of(const ModelSpec& spec, std::optional<Dtype> dtype_override);
+}  // namespace
+
 WeightSizing size_weights(const ModelSpec& spec, std::optional<Dtype> dtype_override) {
+    // Every input is the config's (or --params): an overflow names the model.
+    return overflow_blames(spec.name, [&] { return size_weights_of(spec, dtype_override); });
+}
+
+namespace {
+
+WeightSizing size_weights_of(const ModelSpec& spec, std::optional<Dtype> dtype_override) {
     WeightSizing out;
     out.dtype = dtype_override.value_or(serving_dtype(spec.checkpoint_dtype));
     out.quantization = spec.quantization.method;
@@ -93,5 +104,7 @@ WeightSizing size_weights(const ModelSpec& spec, std::optional<Dtype> dtype_over
     }
     return out;
 }
+
+}  // namespace
 
 }  // namespace kvplan

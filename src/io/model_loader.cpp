@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "core/config_parser.hpp"
 #include "core/error.hpp"
 #include "io/presets.hpp"
@@ -16,8 +18,16 @@ namespace fs = std::filesystem;
 nlohmann::json parse_json_text(const std::string& text, const std::string& source) {
     if (text.find_first_not_of(" \t\r\n") == std::string::npos)
         data_error(source + ": file is empty (expected a JSON object)");
+    // Real configs nest a few levels; a limit keeps hostile files from
+    // exhausting the stack when the parsed value is later copied.
+    constexpr int kMaxDepth = 64;
+    auto depth_guard = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+        if (depth > kMaxDepth)
+            data_error(source + ": JSON nested deeper than " + std::to_string(kMaxDepth) + " levels (not a model config)");
+        return true;
+    };
     try {
-        return nlohmann::json::parse(text);
+        return nlohmann::json::parse(text, depth_guard);
     } catch (const nlohmann::json::parse_error& e) {
         // Turn nlohmann's byte offset into line:column, and keep only its reason.
         std::size_t byte = e.byte == 0 ? 0 : e.byte - 1;
@@ -27,8 +37,19 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& sourc
         }
         std::string what = e.what();
         auto colon = what.find(": ", what.find("column"));
-        std::string reason = colon == std::string::npos ? what : what.substr(colon + 2);
+        std::string raw = colon == std::string::npos ? what : what.substr(colon + 2);
+        // The reason quotes the bytes last read; keep the one-line message printable.
+        std::string reason;
+        for (unsigned char c : raw) {
+            if (c >= 0x20 && c < 0x7f) reason += static_cast<char>(c);
+            else reason += fmt::format("\\x{:02x}", c);
+        }
         data_error(source + ":" + std::to_string(line) + ":" + std::to_string(column) + ": not valid JSON: " + reason);
+    } catch (const nlohmann::json::exception& e) {
+        // e.g. out_of_range.406 for 1e400: a number no double holds.
+        std::string what = e.what();
+        auto bracket = what.find("] ");
+        data_error(source + ": not valid JSON: " + (bracket == std::string::npos ? what : what.substr(bracket + 2)));
     }
 }
 

@@ -1,0 +1,505 @@
+// The bad-input catalogue: every way a user can hand kvplan a broken config
+// or a wrong flag, run end to end through the real binary.
+//
+// The rule (docs/errors.md): bad input gets ONE line on stderr that starts
+// "kvplan: error: " and names the file, the field and what was expected; the
+// exit status is 2 for usage mistakes (flags, missing files, unknown presets)
+// and 65 for bad data (malformed, inconsistent or unsupported config
+// content); nothing at all is printed on stdout.
+//
+// Small broken configs live in tests/fixtures/bad/ so that each case can be
+// reproduced by hand (`build/kvplan size --model tests/fixtures/bad/X.json`);
+// big or odd ones (100 MB, deep nesting, folders) are generated into a
+// scratch directory that is removed when the tests end.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kExitOk = 0;
+constexpr int kExitUsage = 2;
+constexpr int kExitData = 65;
+
+// A private temporary directory (mkdtemp), removed with everything in it.
+class ScratchDir {
+public:
+    ScratchDir() {
+        std::string templ = (fs::temp_directory_path() / "kvplan_bad_input_XXXXXX").string();
+        if (!::mkdtemp(templ.data())) throw std::runtime_error("mkdtemp failed for " + templ);
+        path_ = templ;
+    }
+    ~ScratchDir() {
+        std::error_code ec;
+        fs::remove_all(path_, ec);
+    }
+    ScratchDir(const ScratchDir&) = delete;
+    ScratchDir& operator=(const ScratchDir&) = delete;
+
+    const fs::path& path() const { return path_; }
+
+    // Writes `text` to `name` inside the directory and returns its full path.
+    fs::path write(const std::string& name, const std::string& text) const {
+        fs::path file = path_ / name;
+        fs::create_directories(file.parent_path());
+        std::ofstream out(file, std::ios::binary);
+        out << text;
+        if (!out) throw std::runtime_error("cannot write " + file.string());
+        return file;
+    }
+
+private:
+    fs::path path_;
+};
+
+// One directory for the whole test run: stdout/stderr captures and generated inputs.
+ScratchDir& scratch() {
+    static ScratchDir dir;
+    return dir;
+}
+
+std::string shell_quote(const std::string& arg) {
+    std::string out = "'";
+    for (char c : arg) {
+        if (c == '\'') out += "'\\''";
+        else out += c;
+    }
+    return out + "'";
+}
+
+std::string read_file(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+std::string fixture(const std::string& name) {
+    return (fs::path(KVPLAN_SOURCE_DIR) / "tests" / "fixtures" / "bad" / name).string();
+}
+
+// The outcome of one run of the kvplan binary.
+struct Run {
+    std::string command;  // as typed in a shell, for failure messages
+    int exit_code = -1;   // WEXITSTATUS, or -1 when killed by a signal
+    int signal = 0;       // the signal that killed it (a crash), else 0
+    std::string out;
+    std::string err;
+    double seconds = 0;
+
+    static Run kvplan(const std::vector<std::string>& args) {
+        Run r;
+        r.command = shell_quote(KVPLAN_BINARY);
+        for (const auto& a : args) r.command += " " + shell_quote(a);
+        const fs::path out_file = scratch().path() / "stdout.txt";
+        const fs::path err_file = scratch().path() / "stderr.txt";
+        const std::string line = r.command + " </dev/null >" + shell_quote(out_file.string()) + " 2>" +
+                                 shell_quote(err_file.string());
+        const auto start = std::chrono::steady_clock::now();
+        const int status = std::system(line.c_str());
+        r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (status != -1 && WIFEXITED(status)) {
+            r.exit_code = WEXITSTATUS(status);
+            // The shell reports a child killed by signal N as exit 128 + N.
+            if (r.exit_code > 128 && r.exit_code < 128 + 65) r.signal = r.exit_code - 128;
+        } else if (status != -1 && WIFSIGNALED(status)) {
+            r.signal = WTERMSIG(status);
+        }
+        r.out = read_file(out_file);
+        r.err = read_file(err_file);
+        return r;
+    }
+};
+
+std::size_t count_lines(const std::string& text) {
+    std::size_t n = 0;
+    for (char c : text) n += c == '\n';
+    return n;
+}
+
+// The project rule for bad input: the exit code, nothing on stdout, one
+// "kvplan: error: " line on stderr holding every expected fragment.
+void expect_clean_error(const Run& r, int expected_exit, std::initializer_list<std::string> fragments) {
+    INFO("command: " << r.command);
+    INFO("stdout: [" << r.out << "]");
+    INFO("stderr: [" << r.err << "]");
+    CHECK(r.signal == 0);  // no crash (abort, segfault, ...)
+    CHECK(r.exit_code == expected_exit);
+    CHECK(r.out.empty());
+    CHECK(r.err.rfind("kvplan: error: ", 0) == 0);
+    CHECK(count_lines(r.err) == 1);
+    CHECK((!r.err.empty() && r.err.back() == '\n'));
+    for (const std::string& fragment : fragments) {
+        INFO("expected in stderr: " << fragment);
+        CHECK(r.err.find(fragment) != std::string::npos);
+    }
+}
+
+void expect_bad_config(const std::string& fixture_name, int expected_exit, std::initializer_list<std::string> fragments) {
+    Run r = Run::kvplan({"size", "--model", fixture(fixture_name)});
+    expect_clean_error(r, expected_exit, fragments);
+    // The file's name must be in the message (checked separately for a clearer report).
+    INFO("stderr: " << r.err);
+    CHECK(r.err.find(fixture_name) != std::string::npos);
+}
+
+// A valid small llama config; `extra` is spliced in as more top-level members.
+std::string llama_config(const std::string& extra = "") {
+    return "{\n"
+           "  \"architectures\": [\"LlamaForCausalLM\"],\n"
+           "  \"model_type\": \"llama\",\n"
+           "  \"hidden_size\": 4096,\n"
+           "  \"intermediate_size\": 14336,\n"
+           "  \"max_position_embeddings\": 8192,\n"
+           "  \"num_attention_heads\": 32,\n"
+           "  \"num_hidden_layers\": 32,\n"
+           "  \"num_key_value_heads\": 8,\n"
+           "  \"torch_dtype\": \"bfloat16\",\n" +
+           (extra.empty() ? std::string() : "  " + extra + ",\n") +
+           "  \"vocab_size\": 128256\n"
+           "}\n";
+}
+
+const std::vector<std::string> kPresetExamples = {"llama-3.1-8b", "gemma-2-9b", "mamba-2.8b"};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Positive control: the harness itself sees a good run as good.
+
+TEST_CASE("bad input harness: a valid config prints JSON on stdout and exits 0", "[bad-input][control]") {
+    Run r = Run::kvplan({"size", "--model", fixture("valid_llama.json"), "--json"});
+    INFO("command: " << r.command << "\nstderr: " << r.err);
+    CHECK(r.signal == 0);
+    CHECK(r.exit_code == kExitOk);
+    CHECK(r.err.empty());
+    REQUIRE_FALSE(r.out.empty());
+    CHECK(r.out.front() == '{');
+    CHECK(r.out.find("\"kv_bytes_per_token\": 131072") != std::string::npos);
+}
+
+TEST_CASE("bad input harness: a hand-built model prints a table and exits 0", "[bad-input][control]") {
+    Run r = Run::kvplan({"size", "--layers", "32", "--kv-heads", "32", "--head-dim", "128", "--context", "2000"});
+    INFO("command: " << r.command << "\nstderr: " << r.err);
+    CHECK(r.exit_code == kExitOk);
+    CHECK(r.err.empty());
+    CHECK(r.out.find("KV per token") != std::string::npos);
+}
+
+// ---------------------------------------------------------------------------
+// The file itself: missing, empty, not JSON, not an object, too big.
+
+TEST_CASE("bad input: malformed JSON (trailing comma) exits 65 with line and column", "[bad-input][json]") {
+    expect_bad_config("trailing_comma.json", kExitData, {"trailing_comma.json:4:1:", "not valid JSON"});
+}
+
+TEST_CASE("bad input: an empty file exits 65", "[bad-input][json]") {
+    expect_bad_config("empty.json", kExitData, {"empty", "expected a JSON object"});
+}
+
+TEST_CASE("bad input: a whitespace-only file exits 65", "[bad-input][json]") {
+    expect_bad_config("whitespace_only.json", kExitData, {"empty", "expected a JSON object"});
+}
+
+TEST_CASE("bad input: a top-level array instead of an object exits 65", "[bad-input][json]") {
+    expect_bad_config("top_level_array.json", kExitData, {"top level", "expected a JSON object", "array"});
+}
+
+TEST_CASE("bad input: invalid UTF-8 inside a string exits 65 with line and column", "[bad-input][json]") {
+    expect_bad_config("invalid_utf8.json", kExitData, {"invalid_utf8.json:3:", "not valid JSON", "UTF-8"});
+}
+
+TEST_CASE("bad input: a binary file named .json exits 65", "[bad-input][json]") {
+    expect_bad_config("binary_garbage.json", kExitData, {"binary_garbage.json:1:1:", "not valid JSON"});
+}
+
+TEST_CASE("bad input: a NaN literal exits 65", "[bad-input][json]") {
+    ScratchDir dir;
+    fs::path file = dir.write("nan_layers.json", "{\"model_type\": \"llama\", \"num_hidden_layers\": NaN}\n");
+    expect_clean_error(Run::kvplan({"size", "--model", file.string()}), kExitData, {"nan_layers.json:1:", "not valid JSON"});
+}
+
+TEST_CASE("bad input: a number too big for a double (1e400) exits 65 without crashing", "[bad-input][json]") {
+    // nlohmann::json reports this as out_of_range, not parse_error.
+    ScratchDir dir;
+    std::string text = llama_config();
+    text.replace(text.find("\"num_hidden_layers\": 32"), 23, "\"num_hidden_layers\": 1e400");
+    fs::path file = dir.write("layers_1e400.json", text);
+    expect_clean_error(Run::kvplan({"size", "--model", file.string()}), kExitData, {"layers_1e400.json"});
+}
+
+TEST_CASE("bad input: 100,000 levels of nested arrays exit 65 without crashing", "[bad-input][json]") {
+    ScratchDir dir;
+    const std::size_t depth = 100'000;
+    fs::path file = dir.write("deep_nesting.json", "{\"a\": " + std::string(depth, '[') + std::string(depth, ']') + "}\n");
+    expect_clean_error(Run::kvplan({"size", "--model", file.string()}), kExitData, {"deep_nesting.json"});
+}
+
+TEST_CASE("bad input: a 100 MB file is rejected by its size, quickly, exit 65", "[bad-input][json]") {
+    ScratchDir dir;
+    fs::path file = dir.path() / "huge_config.json";
+    {
+        // Valid JSON, so that only a size check (not a parse error) rejects it early.
+        std::ofstream out(file, std::ios::binary);
+        out << "{\"pad\": \"";
+        const std::string chunk(1 << 20, 'x');
+        for (int i = 0; i < 100; ++i) out << chunk;
+        out << "\"}\n";
+        REQUIRE(out.good());
+    }
+    Run r = Run::kvplan({"size", "--model", file.string()});
+    expect_clean_error(r, kExitData, {"huge_config.json", "bytes"});
+    CHECK(r.seconds < 3.0);
+}
+
+TEST_CASE("bad input: a folder with no config.json exits 2", "[bad-input][path]") {
+    ScratchDir dir;
+    dir.write("tokenizer.json", "{}\n");
+    expect_clean_error(Run::kvplan({"size", "--model", dir.path().string()}), kExitUsage,
+                       {dir.path().filename().string(), "no config.json"});
+}
+
+TEST_CASE("bad input: a folder whose config.json is itself a folder exits 2", "[bad-input][path]") {
+    ScratchDir dir;
+    fs::create_directories(dir.path() / "config.json");
+    expect_clean_error(Run::kvplan({"size", "--model", dir.path().string()}), kExitUsage,
+                       {"config.json", "not a regular file"});
+}
+
+TEST_CASE("bad input: a non-existent path exits 2 and lists the presets", "[bad-input][path]") {
+    Run r = Run::kvplan({"size", "--model", "/nonexistent/kvplan/config.json"});
+    expect_clean_error(r, kExitUsage, {"/nonexistent/kvplan/config.json", "no such file", "presets"});
+    for (const auto& name : kPresetExamples) CHECK(r.err.find(name) != std::string::npos);
+}
+
+TEST_CASE("bad input: an unknown preset name exits 2 and lists the presets", "[bad-input][path]") {
+    Run r = Run::kvplan({"size", "--model", "llama-9-9000b"});
+    expect_clean_error(r, kExitUsage, {"llama-9-9000b", "presets"});
+    for (const auto& name : kPresetExamples) CHECK(r.err.find(name) != std::string::npos);
+}
+
+// ---------------------------------------------------------------------------
+// Config content: missing, mistyped, out of range, inconsistent, unsupported.
+
+TEST_CASE("bad input: num_hidden_layers missing exits 65", "[bad-input][config]") {
+    expect_bad_config("layers_missing.json", kExitData, {"num_hidden_layers", "missing"});
+}
+
+TEST_CASE("bad input: num_hidden_layers as a string exits 65", "[bad-input][config]") {
+    expect_bad_config("layers_string.json", kExitData, {"num_hidden_layers", "expected an integer", "string"});
+}
+
+TEST_CASE("bad input: zero num_hidden_layers exits 65", "[bad-input][config]") {
+    expect_bad_config("layers_zero.json", kExitData, {"num_hidden_layers", "expected an integer in [1,", "found 0"});
+}
+
+TEST_CASE("bad input: negative num_hidden_layers exits 65", "[bad-input][config]") {
+    expect_bad_config("layers_negative.json", kExitData, {"num_hidden_layers", "expected an integer in [1,", "-4"});
+}
+
+TEST_CASE("bad input: huge num_hidden_layers written 1e12 exits 65", "[bad-input][config]") {
+    expect_bad_config("layers_huge_float.json", kExitData, {"num_hidden_layers", "expected an integer in [1,"});
+}
+
+TEST_CASE("bad input: huge num_hidden_layers written 1000000000000 exits 65", "[bad-input][config]") {
+    expect_bad_config("layers_huge_int.json", kExitData, {"num_hidden_layers", "expected an integer in [1,", "1000000000000"});
+}
+
+TEST_CASE("bad input: num_hidden_layers of 2^64-1 (unsigned) exits 65", "[bad-input][config]") {
+    ScratchDir dir;
+    std::string text = llama_config();
+    text.replace(text.find("\"num_hidden_layers\": 32"), 23, "\"num_hidden_layers\": 18446744073709551615");
+    fs::path file = dir.write("layers_uint64_max.json", text);
+    expect_clean_error(Run::kvplan({"size", "--model", file.string()}), kExitData,
+                       {"layers_uint64_max.json", "num_hidden_layers", "expected an integer in [1,"});
+}
+
+TEST_CASE("bad input: hidden_size with a fraction (4096.5) exits 65", "[bad-input][config]") {
+    expect_bad_config("hidden_fraction.json", kExitData, {"hidden_size", "expected an integer", "4096.5"});
+}
+
+TEST_CASE("bad input: hidden_size not divisible by num_attention_heads and no head_dim exits 65", "[bad-input][config]") {
+    ScratchDir dir;
+    std::string text = llama_config();
+    text.replace(text.find("\"hidden_size\": 4096"), 19, "\"hidden_size\": 4100");
+    fs::path file = dir.write("hidden_not_divisible.json", text);
+    expect_clean_error(Run::kvplan({"size", "--model", file.string()}), kExitData,
+                       {"hidden_not_divisible.json", "hidden_size", "num_attention_heads", "head_dim"});
+}
+
+TEST_CASE("bad input: num_key_value_heads that does not divide num_attention_heads exits 65", "[bad-input][config]") {
+    expect_bad_config("kv_heads_not_dividing.json", kExitData, {"num_key_value_heads", "num_attention_heads", "(5)", "(32)"});
+}
+
+TEST_CASE("bad input: zero num_key_value_heads exits 65", "[bad-input][config]") {
+    expect_bad_config("kv_heads_zero.json", kExitData, {"num_key_value_heads", "found 0"});
+}
+
+TEST_CASE("bad input: num_experts_per_tok larger than num_local_experts exits 65", "[bad-input][config]") {
+    ScratchDir dir;
+    fs::path file = dir.write("topk_over_experts.json",
+                              llama_config("\"num_local_experts\": 8, \"num_experts_per_tok\": 9"));
+    expect_clean_error(Run::kvplan({"size", "--model", file.string()}), kExitData,
+                       {"topk_over_experts.json", "num_experts_per_tok", "9"});
+}
+
+TEST_CASE("bad input: architectures as a string instead of a list exits 65", "[bad-input][config]") {
+    ScratchDir dir;
+    std::string text = llama_config();
+    text.replace(text.find("[\"LlamaForCausalLM\"]"), 20, "\"LlamaForCausalLM\"");
+    fs::path file = dir.write("architectures_string.json", text);
+    expect_clean_error(Run::kvplan({"size", "--model", file.string()}), kExitData,
+                       {"architectures_string.json", "architectures", "expected an array"});
+}
+
+TEST_CASE("bad input: layer_types of the wrong length exits 65", "[bad-input][config]") {
+    expect_bad_config("layer_types_wrong_length.json", kExitData, {"layer_types", "3 entries", "4 layers"});
+}
+
+TEST_CASE("bad input: layer_types with an unknown entry exits 65", "[bad-input][config]") {
+    expect_bad_config("layer_types_unknown.json", kExitData, {"layer_types[2]", "banana_attention"});
+}
+
+TEST_CASE("bad input: negative sliding_window on a mistral config exits 65", "[bad-input][config]") {
+    expect_bad_config("mistral_negative_window.json", kExitData, {"sliding_window", "-4096"});
+}
+
+TEST_CASE("bad input: gemma2 with a null sliding_window exits 65", "[bad-input][config]") {
+    expect_bad_config("gemma2_null_window.json", kExitData, {"sliding_window", "gemma2", "null"});
+}
+
+TEST_CASE("bad input: an unknown torch_dtype exits 65", "[bad-input][config]") {
+    expect_bad_config("unknown_torch_dtype.json", kExitData, {"torch_dtype", "float13"});
+}
+
+TEST_CASE("bad input: an unknown quant_method exits 65", "[bad-input][config]") {
+    expect_bad_config("unknown_quant_method.json", kExitData, {"quantization_config.quant_method", "magic4bit"});
+}
+
+TEST_CASE("bad input: text_config that is a string exits 65", "[bad-input][config]") {
+    expect_bad_config("text_config_string.json", kExitData, {"text_config", "expected an object", "string"});
+}
+
+TEST_CASE("bad input: hybrid_override_pattern of the wrong length exits 65", "[bad-input][config]") {
+    expect_bad_config("hybrid_pattern_wrong_length.json", kExitData, {"hybrid_override_pattern", "5 characters", "8 layers"});
+}
+
+TEST_CASE("bad input: hybrid_override_pattern with an unknown character exits 65", "[bad-input][config]") {
+    expect_bad_config("hybrid_pattern_bad_char.json", kExitData, {"hybrid_override_pattern", "'X'", "layer 2"});
+}
+
+TEST_CASE("bad input: cross_attention_layers index out of range exits 65", "[bad-input][config]") {
+    expect_bad_config("mllama_cross_layer_out_of_range.json", kExitData,
+                      {"text_config.cross_attention_layers", "below 40", "found 40"});
+}
+
+TEST_CASE("bad input: a config whose KV bytes overflow 64 bits exits 65 naming the file", "[bad-input][config][overflow]") {
+    // Every field is inside its own limit; only the product (10,000 layers x
+    // 100,000 KV heads x 2 x 100,000 head_dim x 2 bytes x 1e9 tokens) is absurd.
+    // The numbers come from the file, so this is bad data (65), and the
+    // message must say which file.
+    ScratchDir dir;
+    fs::path file = dir.write("overflow_kv.json",
+                              "{\"model_type\": \"llama\", \"hidden_size\": 4096, \"intermediate_size\": 14336,\n"
+                              " \"num_hidden_layers\": 10000, \"num_attention_heads\": 100000,\n"
+                              " \"num_key_value_heads\": 100000, \"head_dim\": 100000,\n"
+                              " \"max_position_embeddings\": 1000000000, \"vocab_size\": 32000}\n");
+    expect_clean_error(Run::kvplan({"size", "--model", file.string()}), kExitData, {"overflow_kv.json", "overflow"});
+}
+
+// ---------------------------------------------------------------------------
+// Flags.
+
+TEST_CASE("bad input: --kv-dtype fp7 exits 2", "[bad-input][flags]") {
+    expect_clean_error(Run::kvplan({"size", "--model", "llama-3.1-8b", "--kv-dtype", "fp7"}), kExitUsage,
+                       {"--kv-dtype", "fp7", "fp8"});
+}
+
+TEST_CASE("bad input: --context -5 exits 2", "[bad-input][flags]") {
+    expect_clean_error(Run::kvplan({"size", "--model", "llama-3.1-8b", "--context", "-5"}), kExitUsage, {"--context", "-5"});
+}
+
+TEST_CASE("bad input: --context 0 exits 2", "[bad-input][flags]") {
+    expect_clean_error(Run::kvplan({"size", "--model", "llama-3.1-8b", "--context", "0"}), kExitUsage, {"--context", "0"});
+}
+
+TEST_CASE("bad input: --context 1e20 exits 2", "[bad-input][flags]") {
+    expect_clean_error(Run::kvplan({"size", "--model", "llama-3.1-8b", "--context", "1e20"}), kExitUsage, {"--context", "1e20"});
+}
+
+TEST_CASE("bad input: --context abc exits 2", "[bad-input][flags]") {
+    expect_clean_error(Run::kvplan({"size", "--model", "llama-3.1-8b", "--context", "abc"}), kExitUsage, {"--context", "abc"});
+}
+
+TEST_CASE("bad input: --context with no value exits 2", "[bad-input][flags]") {
+    expect_clean_error(Run::kvplan({"size", "--model", "llama-3.1-8b", "--context"}), kExitUsage, {"--context"});
+}
+
+TEST_CASE("bad input: --batch 0 exits 2", "[bad-input][flags]") {
+    expect_clean_error(Run::kvplan({"size", "--model", "llama-3.1-8b", "--batch", "0"}), kExitUsage, {"--batch", "0"});
+}
+
+TEST_CASE("bad input: --tp 3 on llama-3.1-8b (32 heads) exits 2", "[bad-input][flags]") {
+    expect_clean_error(Run::kvplan({"size", "--model", "llama-3.1-8b", "--tp", "3"}), kExitUsage, {"--tp 3", "32"});
+}
+
+TEST_CASE("bad input: --tp 0 exits 2", "[bad-input][flags]") {
+    expect_clean_error(Run::kvplan({"size", "--model", "llama-3.1-8b", "--tp", "0"}), kExitUsage, {"--tp", "0"});
+}
+
+TEST_CASE("bad input: --format xml exits 2", "[bad-input][flags]") {
+    expect_clean_error(Run::kvplan({"size", "--model", "llama-3.1-8b", "--format", "xml"}), kExitUsage, {"--format", "xml"});
+}
+
+TEST_CASE("bad input: --model together with --layers exits 2", "[bad-input][flags]") {
+    expect_clean_error(Run::kvplan({"size", "--model", "llama-3.1-8b", "--layers", "32"}), kExitUsage, {"--model", "--layers"});
+}
+
+TEST_CASE("bad input: --layers without --kv-heads exits 2", "[bad-input][flags]") {
+    expect_clean_error(Run::kvplan({"size", "--layers", "32", "--head-dim", "128"}), kExitUsage, {"--kv-heads"});
+}
+
+TEST_CASE("bad input: size with no model at all exits 2 and lists the presets", "[bad-input][flags]") {
+    Run r = Run::kvplan({"size"});
+    expect_clean_error(r, kExitUsage, {"--model", "presets"});
+    for (const auto& name : kPresetExamples) CHECK(r.err.find(name) != std::string::npos);
+}
+
+TEST_CASE("bad input: a config without max_position_embeddings and no --context exits 2", "[bad-input][flags]") {
+    ScratchDir dir;
+    std::string text = llama_config();
+    text.replace(text.find("\"max_position_embeddings\": 8192,"), 32, "");
+    fs::path file = dir.write("no_max_positions.json", text);
+    expect_clean_error(Run::kvplan({"size", "--model", file.string()}), kExitUsage,
+                       {"no_max_positions.json", "max_position_embeddings", "--context"});
+}
+
+TEST_CASE("bad input: an unknown flag exits 2", "[bad-input][flags]") {
+    expect_clean_error(Run::kvplan({"size", "--model", "llama-3.1-8b", "--frobnicate"}), kExitUsage, {"--frobnicate"});
+}
+
+TEST_CASE("bad input: an unknown subcommand exits 2", "[bad-input][flags]") {
+    expect_clean_error(Run::kvplan({"frobnicate"}), kExitUsage, {"frobnicate"});
+}
+
+TEST_CASE("bad input: no subcommand exits 2 with one line on stderr", "[bad-input][flags]") {
+    expect_clean_error(Run::kvplan({}), kExitUsage, {"no command"});
+}
+
+TEST_CASE("bad input: a hand-built shape whose KV bytes overflow 64 bits exits 2 with an overflow message", "[bad-input][flags][overflow]") {
+    expect_clean_error(Run::kvplan({"size", "--layers", "10000", "--kv-heads", "100000", "--head-dim", "100000", "--context",
+                                    "1000000000", "--batch", "10000000"}),
+                       kExitUsage, {"overflow"});
+}

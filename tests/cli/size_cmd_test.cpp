@@ -1,0 +1,146 @@
+// `kvplan size` and `kvplan models` in process, through the same run() that main() calls.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/app.hpp"
+#include "io/presets.hpp"
+
+using namespace kvplan;
+
+namespace {
+
+struct Result {
+    int code;
+    std::string out;
+    std::string err;
+};
+
+Result kvplan_run(std::vector<std::string> args) {
+    std::ostringstream out, err;
+    int code = run(args, out, err);
+    return {code, out.str(), err.str()};
+}
+
+}  // namespace
+
+TEST_CASE("size --json has exactly the documented top-level keys, with units in their names") {
+    auto r = kvplan_run({"size", "--model", "llama-3.1-8b", "--context", "8192", "--batch", "32", "--json"});
+    REQUIRE(r.code == 0);
+    CHECK(r.err.empty());
+    auto j = nlohmann::json::parse(r.out);
+    std::vector<std::string> keys;
+    for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
+    std::sort(keys.begin(), keys.end());
+    std::vector<std::string> expected = {"batch", "context_tokens", "kv_bytes_per_gpu", "kv_bytes_per_sequence",
+                                         "kv_bytes_per_token", "kv_bytes_total", "kv_dtype", "layer_groups", "model",
+                                         "params", "tp", "weights_bytes"};
+    CHECK(keys == expected);
+    CHECK(j["model"] == "llama-3.1-8b");
+    CHECK(j["kv_dtype"] == "bf16");
+    CHECK(j["kv_bytes_per_token"] == 131072);
+    CHECK(j["context_tokens"] == 8192);
+    CHECK(j["kv_bytes_per_sequence"] == 1073741824);
+    CHECK(j["kv_bytes_total"] == 34359738368LL);
+    CHECK(j["params"] == 8030261248LL);
+    CHECK(j["weights_bytes"] == 16060522496LL);
+    REQUIRE(j["layer_groups"].size() == 1);
+    auto g = j["layer_groups"][0];
+    CHECK(g["kind"] == "full");
+    CHECK(g["layers"] == 32);
+    CHECK(g["window_tokens"].is_null());
+    CHECK(g["bytes_per_token"] == 131072);
+}
+
+TEST_CASE("size --json for a sliding model lists each group with its window") {
+    auto r = kvplan_run({"size", "--model", "gemma-2-9b", "--json", "--tp", "2", "--kv-dtype", "fp8"});
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["kv_dtype"] == "fp8");
+    CHECK(j["kv_bytes_per_token"] == 172032);  // 2 x 42 x 8 x 256 x 1
+    CHECK(j["layer_groups"][0]["window_tokens"] == 4096);
+    CHECK(j["kv_bytes_per_gpu"] == j["kv_bytes_total"].get<std::int64_t>() / 2);
+}
+
+TEST_CASE("the human table shows exact bytes, binary units and the formula with numbers") {
+    auto r = kvplan_run({"size", "--model", "llama-3.1-8b", "--context", "8192"});
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("131,072"));
+    CHECK_THAT(r.out, Catch::Contains("128.00 KiB"));
+    CHECK_THAT(r.out, Catch::Contains("1.00 GiB"));
+    CHECK_THAT(r.out, Catch::Contains("2 (K,V) x 32 layers x 8 kv_heads x 128 head_dim x 2 bytes (bf16) = 131,072 B/token"));
+    CHECK_THAT(r.out, Catch::Contains("8,030,261,248"));
+}
+
+TEST_CASE("the breakdown says cross-attention layers hold nothing per context token") {
+    auto r = kvplan_run({"size", "--model", std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/configs/mllama-90b-vision.json",
+                         "--context", "4096"});
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("cross: 20 layers attend to the image encoder's tokens: 0 B per context token"));
+}
+
+TEST_CASE("a hand-built model needs no config: the seeds' 13B shape") {
+    auto r = kvplan_run({"size", "--layers", "40", "--kv-heads", "40", "--head-dim", "128", "--context", "4096", "--json"});
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["kv_bytes_per_token"] == 819200);
+    CHECK(j["kv_bytes_per_sequence"] == 3355443200LL);
+}
+
+TEST_CASE("markdown output renders the same figures") {
+    auto r = kvplan_run({"size", "--model", "qwen3-8b", "--context", "1000", "--format", "markdown"});
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("| KV per token | 147,456 | 144.00 KiB |"));
+}
+
+TEST_CASE("every subcommand's --help shows a working example") {
+    for (const char* cmd : {"size", "models"}) {
+        auto r = kvplan_run({cmd, "--help"});
+        CHECK(r.code == 0);
+        CHECK_THAT(r.out, Catch::Contains("Example"));
+        CHECK_THAT(r.out, Catch::Contains(std::string("kvplan ") + cmd));
+    }
+    auto top = kvplan_run({"--help"});
+    CHECK(top.code == 0);
+    CHECK_THAT(top.out, Catch::Contains("size"));
+    // The example in size's help runs.
+    CHECK(kvplan_run({"size", "--model", "llama-3.1-8b", "--context", "8192", "--batch", "32"}).code == 0);
+}
+
+TEST_CASE("kvplan --version prints the version") {
+    auto r = kvplan_run({"--version"});
+    CHECK(r.code == 0);
+    CHECK(r.out == std::string("kvplan ") + kVersion + "\n");
+}
+
+TEST_CASE("models lists every preset with its shape") {
+    auto r = kvplan_run({"models", "--json"});
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j.size() == presets().size());
+    CHECK(j[1]["name"] == "llama-3.1-8b");
+    CHECK(j[1]["kv_bytes_per_token"] == 131072);
+    auto text = kvplan_run({"models"});
+    CHECK_THAT(text.out, Catch::Contains("21 sliding(4096) + 21 full"));
+}
+
+TEST_CASE("every preset sizes through the CLI") {
+    for (const Preset& p : presets()) {
+        INFO(p.name);
+        auto r = kvplan_run({"size", "--model", p.name, "--context", "4096"});
+        CHECK(r.code == 0);
+        CHECK(r.err.empty());
+    }
+}
+
+TEST_CASE("errors leave stdout empty and exit 2 or 65") {
+    auto usage = kvplan_run({"size", "--model", "llama-3.1-8b", "--tp", "3"});
+    CHECK(usage.code == 2);
+    CHECK(usage.out.empty());
+    CHECK_THAT(usage.err, Catch::StartsWith("kvplan: error: "));
+    auto data = kvplan_run({"size", "--model", std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/constructed/README.md"});
+    CHECK(data.code == 65);
+    CHECK(data.out.empty());
+}

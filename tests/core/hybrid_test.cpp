@@ -1,0 +1,64 @@
+// Hybrid and state-space models: which layers keep per-token KV, which keep a
+// fixed recurrent state, and how large that state is (element formulas as
+// vLLM allocates them: vllm/model_executor/layers/mamba/mamba_utils.py).
+#include <catch2/catch.hpp>
+
+#include "test_support.hpp"
+
+using namespace kvplan;
+using namespace kvplan::test;
+
+TEST_CASE("Jamba: attention every 8th layer from offset 4, Mamba elsewhere, MoE every 2nd layer") {
+    auto m = fixture("constructed/jamba.json");
+    auto s = kv(m, 8192);
+    REQUIRE(s.groups.size() == 2);
+    // Layers 4, 12, 20, 28 attend: 4 x 2 x 8 x 128 x 2 = 16,384 B/token.
+    CHECK(s.bytes_per_token == 16'384);
+    // 28 Mamba layers x ((4 - 1) x 8,192 + 8,192 x 16) elements x 2 B; d_inner = 2 x 4096.
+    CHECK(s.groups[0].kind == LayerKind::State);
+    CHECK(s.groups[0].state_bytes_per_sequence == 28LL * (3 * 8192 + 8192 * 16) * 2);  // 8,716,288
+    CHECK(s.bytes_per_sequence == 16'384LL * 8192 + 8'716'288);
+    // 16 experts on the odd layers, 2 active per token.
+    auto w = size_weights(m);
+    CHECK(w.active_params < w.params / 3);
+}
+
+TEST_CASE("Nemotron-H: hybrid_override_pattern '*' attention, 'M' Mamba-2, '-' MLP only") {
+    auto m = fixture("constructed/nemotron-h.json");
+    auto s = kv(m, 8192);
+    CHECK(s.bytes_per_token == 4 * 2 * 8 * 128 * 2);  // four '*' layers
+    // Mamba-2: d_inner = 128 heads x 64 = 8,192; conv dim = 8,192 + 2 x 8 groups x 128 = 10,240;
+    // state = 3 x 10,240 + 8,192 x 128 = 1,079,296 elements x 2 B = 2,158,592 B; 24 'M' layers.
+    const LayerGroup* state = nullptr;
+    const LayerGroup* none = nullptr;
+    for (const auto& g : s.groups) {
+        if (g.kind == LayerKind::State) state = &g;
+        if (g.kind == LayerKind::None) none = &g;
+    }
+    REQUIRE(state);
+    REQUIRE(none);
+    CHECK(state->layers == 24);
+    CHECK(state->state_bytes_per_sequence == 24LL * 2'158'592);
+    CHECK(none->layers == 24);
+}
+
+TEST_CASE("pure Mamba-2: every layer a fixed state") {
+    auto m = fixture("constructed/mamba2.json");
+    auto s = kv(m, 1);
+    CHECK(s.bytes_per_token == 0);
+    CHECK(s.bytes_per_sequence == 64LL * 1'079'296 * 2);
+}
+
+TEST_CASE("Qwen3-Next: full attention every 4th layer, Gated DeltaNet state elsewhere") {
+    // full_attention_interval 4: 12 full layers (2 KV heads x 256) and 36 linear layers.
+    // Linear state: conv (4 - 1) x (2 x 16 x 128 + 32 x 128) + 32 x 128 x 128 = 24,576 + 524,288 elements.
+    auto m = fixture("configs/qwen3-next.json");
+    auto s = kv(m, 8192);
+    CHECK(s.bytes_per_token == 12 * 2 * 2 * 256 * 2);  // 24,576
+    CHECK(s.bytes_per_sequence == 24'576LL * 8192 + 36LL * (24'576 + 524'288) * 2);
+}
+
+TEST_CASE("recurrent state splits across tensor-parallel ranks by heads") {
+    auto m = fixture("constructed/mamba2.json");
+    CHECK(kv(m, 1, 1, 4).bytes_per_sequence_per_gpu == 64LL * 1'079'296 * 2 / 4);
+}

@@ -1,0 +1,38 @@
+// Helpers shared by the tests: load a preset, a fixture or inline JSON into a
+// ModelSpec, and size it.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config_parser.hpp"
+#include "core/kv_size.hpp"
+#include "core/weights.hpp"
+#include "io/model_loader.hpp"
+
+namespace kvplan::test {
+
+inline ModelSpec preset(const std::string& name) { return load_model(name); }
+
+inline ModelSpec fixture(const std::string& relative) {
+    return load_model(std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/" + relative);
+}
+
+inline ModelSpec from_json(const std::string& text) {
+    return parse_model_config(nlohmann::json::parse(text), "inline.json");
+}
+
+inline KvSizing kv(const ModelSpec& m, std::int64_t context = 1, std::int64_t batch = 1, std::int64_t tp = 1,
+                   std::optional<Dtype> dtype = std::nullopt) {
+    KvOptions o;
+    o.context = context;
+    o.batch = batch;
+    o.tp = tp;
+    o.kv_dtype = dtype;
+    return size_kv(m, o);
+}
+
+inline std::int64_t bytes_per_token(const std::string& preset_name) { return kv(preset(preset_name)).bytes_per_token; }
+
+}  // namespace kvplan::test
