@@ -14,6 +14,10 @@ CLI::App* setup_size(CLI::App& app, SizeOptions& o) {
         ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("-b,--batch", o.batch, "concurrent sequences")->check(CLI::Range(std::int64_t{1}, std::int64_t{10'000'000}));
     cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4 (auto: bf16 stays bf16, else fp16, as vLLM)");
+    cmd->add_option("--mamba-cache-dtype", o.mamba_cache_dtype,
+                    "Mamba/linear-attention state dtype, as vLLM's flag (auto: the model's dtype; --kv-dtype does not apply)");
+    cmd->add_option("--mamba-ssm-cache-dtype", o.mamba_ssm_cache_dtype,
+                    "dtype of the recurrent (SSM) part of that state, as vLLM's flag (auto: --mamba-cache-dtype)");
     cmd->add_option("--tp", o.tp, "tensor-parallel ranks")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_flag("--json", o.json, "print JSON (schema: docs/size.md)");
     cmd->add_option("--format", o.format, "table|json|markdown")->check(CLI::IsMember({"table", "json", "markdown"}));
@@ -32,6 +36,8 @@ std::string run_size(const SizeOptions& o) {
     // Compute: KV sizing by layer group, then the weights.
     KvOptions kv;
     kv.kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
+    kv.state_dtype = parse_dtype_flag("--mamba-cache-dtype", o.mamba_cache_dtype);
+    kv.ssm_state_dtype = parse_dtype_flag("--mamba-ssm-cache-dtype", o.mamba_ssm_cache_dtype);
     if (o.context > 0) kv.context = o.context;
     kv.batch = o.batch;
     kv.tp = o.tp;

@@ -17,6 +17,8 @@ struct SizeOptions {
     std::int64_t context = 0;  // 0: the model's max_position_embeddings
     std::int64_t batch = 1;
     std::string kv_dtype = "auto";
+    std::string mamba_cache_dtype = "auto";
+    std::string mamba_ssm_cache_dtype = "auto";
     std::int64_t tp = 1;
     bool json = false;
     std::string format = "table";

@@ -17,7 +17,7 @@ bool holds_per_token(LayerKind kind) {
 bool same_group(const LayerGroup& g, const LayerSpec& l) {
     return g.kind == l.kind && g.window_tokens == l.window_tokens && g.kv_heads == l.kv_heads &&
            g.k_head_dim == l.k_head_dim && g.v_head_dim == l.v_head_dim && g.latent_dim == l.latent_dim &&
-           g.state_elements == l.state_elements;
+           g.conv_state_elements == l.conv_state_elements && g.ssm_state_elements == l.ssm_state_elements;
 }
 
 // Check the TP degree the way vLLM does before it shards anything
@@ -75,6 +75,8 @@ KvSizing size_kv_at(const ModelSpec& spec, const KvOptions& o) {
 
     KvSizing out;
     out.kv_dtype = o.kv_dtype.value_or(serving_dtype(spec.checkpoint_dtype));
+    out.conv_state_dtype = o.state_dtype.value_or(serving_dtype(spec.checkpoint_dtype));
+    out.ssm_state_dtype = o.ssm_state_dtype.value_or(out.conv_state_dtype);
     out.batch = o.batch;
     out.tp = o.tp;
 
@@ -99,7 +101,8 @@ KvSizing size_kv_at(const ModelSpec& spec, const KvOptions& o) {
             g.k_head_dim = l.k_head_dim;
             g.v_head_dim = l.v_head_dim;
             g.latent_dim = l.latent_dim;
-            g.state_elements = l.state_elements;
+            g.conv_state_elements = l.conv_state_elements;
+            g.ssm_state_elements = l.ssm_state_elements;
             out.groups.push_back(g);
             it = out.groups.end() - 1;
         }
@@ -109,7 +112,10 @@ KvSizing size_kv_at(const ModelSpec& spec, const KvOptions& o) {
         // Whole model.
         const std::int64_t per_token_bytes = bytes_for(elements_per_token(l), out.kv_dtype);
         const std::int64_t held = holds_per_token(l.kind) ? (l.window_tokens > 0 ? std::min(context, l.window_tokens) : context) : 0;
-        const std::int64_t state_bytes = l.kind == LayerKind::State ? bytes_for(l.state_elements, out.kv_dtype) : 0;
+        const std::int64_t state_bytes =
+            l.kind == LayerKind::State
+                ? checked_add(bytes_for(l.conv_state_elements, out.conv_state_dtype), bytes_for(l.ssm_state_elements, out.ssm_state_dtype))
+                : 0;
         const std::int64_t seq_bytes = checked_add(checked_mul(per_token_bytes, held, "KV bytes per sequence"), state_bytes);
         g.tokens_held = held;
         g.bytes_per_token = checked_add(g.bytes_per_token, per_token_bytes);

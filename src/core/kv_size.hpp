@@ -17,6 +17,12 @@ struct KvOptions {
     std::optional<std::int64_t> context;  // tokens per sequence; nullopt: max_position_embeddings
     std::int64_t batch = 1;               // sequences
     std::int64_t tp = 1;                  // tensor-parallel ranks
+    // Recurrent state of Mamba / linear-attention layers, as vLLM's
+    // --mamba-cache-dtype (conv and SSM state) and --mamba-ssm-cache-dtype
+    // (SSM state only): nullopt is "auto", the model's serving dtype. The KV
+    // dtype does not apply to them (vllm/config/cache.py).
+    std::optional<Dtype> state_dtype;
+    std::optional<Dtype> ssm_state_dtype;
 };
 
 // Layers that cache the same thing, grouped in order of first appearance.
@@ -28,7 +34,8 @@ struct LayerGroup {
     std::int64_t k_head_dim = 0;
     std::int64_t v_head_dim = 0;
     std::int64_t latent_dim = 0;            // MLA
-    std::int64_t state_elements = 0;        // per layer, per sequence
+    std::int64_t conv_state_elements = 0;   // per layer, per sequence
+    std::int64_t ssm_state_elements = 0;    // per layer, per sequence
     std::int64_t bytes_per_token = 0;       // all layers of the group, per context token (0 for state/cross/none)
     std::int64_t state_bytes_per_sequence = 0;  // all layers of the group, fixed per sequence
     std::int64_t tokens_held = 0;           // tokens each layer holds at the context: min(context, window)
@@ -38,6 +45,8 @@ struct LayerGroup {
 
 struct KvSizing {
     Dtype kv_dtype = Dtype::Bf16;
+    Dtype conv_state_dtype = Dtype::Bf16;  // what state layers store their conv window in
+    Dtype ssm_state_dtype = Dtype::Bf16;   // ... and their recurrent state in
     std::int64_t bytes_per_token = 0;      // per token while the context is shorter than every window
     std::optional<std::int64_t> context_tokens;  // nullopt only for models without per-token layers and no max position
     std::int64_t bytes_per_sequence = 0;

@@ -43,7 +43,8 @@ LayerPlan mamba1_layer(const ConfigReader& cfg, const ModelDims& dims) {
                               : cfg.get_int({"conv_kernel", "d_conv"}, 1, 1024).value_or(4);
     LayerPlan p;
     p.spec.kind = LayerKind::State;
-    p.spec.state_elements = checked_add(checked_mul(conv - 1, inner), checked_mul(inner, state), "Mamba state");
+    p.spec.conv_state_elements = checked_mul(conv - 1, inner, "Mamba conv state");
+    p.spec.ssm_state_elements = checked_mul(inner, state, "Mamba SSM state");
     p.spec.state_tp_unit = inner;  // d_inner is what TP splits
     p.mixer = Mixer::Mamba1;
     p.ffn = Ffn::None;
@@ -64,7 +65,8 @@ LayerPlan mamba2_layer(const ConfigReader& cfg, const ModelDims& dims) {
     (void)dims;
     LayerPlan p;
     p.spec.kind = LayerKind::State;
-    p.spec.state_elements = checked_add(checked_mul(conv - 1, conv_dim), checked_mul(inner, state), "Mamba-2 state");
+    p.spec.conv_state_elements = checked_mul(conv - 1, conv_dim, "Mamba-2 conv state");
+    p.spec.ssm_state_elements = checked_mul(inner, state, "Mamba-2 SSM state");
     p.spec.state_tp_unit = heads;
     p.mixer = Mixer::Mamba2;
     p.ffn = Ffn::None;
@@ -83,8 +85,8 @@ LayerPlan linear_attention_layer(const ConfigReader& cfg) {
     std::int64_t conv_dim = 2 * k_heads * k_dim + v_heads * v_dim;
     LayerPlan p;
     p.spec.kind = LayerKind::State;
-    p.spec.state_elements = checked_add(checked_mul(conv - 1, conv_dim),
-                                        checked_mul(checked_mul(v_heads, k_dim), v_dim), "linear-attention state");
+    p.spec.conv_state_elements = checked_mul(conv - 1, conv_dim, "linear-attention conv state");
+    p.spec.ssm_state_elements = checked_mul(checked_mul(v_heads, k_dim), v_dim, "linear-attention recurrent state");
     p.spec.state_tp_unit = k_heads;
     p.mixer = Mixer::GatedDeltaNet;
     return p;

@@ -34,7 +34,8 @@ struct LayerSpec {
     std::int64_t v_head_dim = 0;      // head_dim of V; equal to K's in every current model but MLA
     std::int64_t window_tokens = 0;   // Sliding: sliding_window; Chunked: attention_chunk_size
     std::int64_t latent_dim = 0;      // Mla: kv_lora_rank + qk_rope_head_dim; e.g. 512 + 64
-    std::int64_t state_elements = 0;  // State: conv + recurrent state elements per sequence
+    std::int64_t conv_state_elements = 0;  // State: convolution window per sequence; e.g. 3 x 5120 (Mamba-2.8B)
+    std::int64_t ssm_state_elements = 0;   // State: recurrent (SSM / delta-rule) state per sequence; e.g. 5120 x 16
     std::int64_t state_tp_unit = 1;   // State: the state splits across TP in this many shards at most (heads)
 };
 

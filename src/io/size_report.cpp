@@ -73,8 +73,12 @@ std::vector<std::string> formula_lines(const KvSizing& kv) {
                                           g.layers, g.latent_dim, elem, group_digits(g.bytes_per_token)));
                 break;
             case LayerKind::State:
-                out.push_back(fmt::format("state: {} layers x {} state elements (conv + recurrent) x {} = {} B per sequence, whatever the context",
-                                          g.layers, group_digits(g.state_elements), elem, group_digits(g.state_bytes_per_sequence)));
+                out.push_back(fmt::format("state: {} layers x ({} conv elements x {} B ({}) + {} recurrent elements x {} B ({})) = {} B per sequence, "
+                                          "whatever the context",
+                                          g.layers, group_digits(g.conv_state_elements), dtype_bits(kv.conv_state_dtype) / 8.0,
+                                          dtype_name(kv.conv_state_dtype), group_digits(g.ssm_state_elements),
+                                          dtype_bits(kv.ssm_state_dtype) / 8.0, dtype_name(kv.ssm_state_dtype),
+                                          group_digits(g.state_bytes_per_sequence)));
                 break;
             case LayerKind::Cross:
                 out.push_back(fmt::format("cross: {} layers attend to the image encoder's tokens: 0 B per context token "
@@ -140,7 +144,9 @@ std::string render_size_json(const SizeResult& r) {
         o["window_tokens"] = g.window_tokens > 0 ? nlohmann::ordered_json(g.window_tokens) : nlohmann::ordered_json(nullptr);
         o["bytes_per_token"] = g.bytes_per_token;
         o["state_bytes_per_sequence"] = g.state_bytes_per_sequence;
+        o["tokens_held"] = g.tokens_held;
         o["bytes_per_sequence"] = g.bytes_per_sequence;
+        o["bytes_per_sequence_per_gpu"] = g.bytes_per_sequence_per_gpu;
         j["layer_groups"].push_back(o);
     }
     j["params"] = r.weights.params;

@@ -58,6 +58,19 @@ TEST_CASE("Qwen3-Next: full attention every 4th layer, Gated DeltaNet state else
     CHECK(s.bytes_per_sequence == 24'576LL * 8192 + 36LL * (24'576 + 524'288) * 2);
 }
 
+TEST_CASE("state dtypes follow vLLM's mamba cache flags, not the KV dtype") {
+    auto m = fixture("configs/qwen3-next.json");
+    KvOptions o;
+    o.context = 1;
+    o.kv_dtype = Dtype::Fp8;  // halves the 12 full-attention layers only
+    auto s = size_kv(m, o);
+    CHECK(s.bytes_per_token == 12 * 2 * 2 * 256 * 1);
+    CHECK(s.bytes_per_sequence == 12'288 + 36LL * (24'576 + 524'288) * 2);
+    // --mamba-ssm-cache-dtype float32: the recurrent part doubles, the conv part stays bf16.
+    o.ssm_state_dtype = Dtype::Fp32;
+    CHECK(size_kv(m, o).bytes_per_sequence == 12'288 + 36LL * (24'576 * 2 + 524'288 * 4));
+}
+
 TEST_CASE("recurrent state splits across tensor-parallel ranks by heads") {
     auto m = fixture("constructed/mamba2.json");
     CHECK(kv(m, 1, 1, 4).bytes_per_sequence_per_gpu == 64LL * 1'079'296 * 2 / 4);
