@@ -10,8 +10,6 @@ namespace kvplan {
 
 namespace {
 
-std::string bytes_cell(std::int64_t bytes) { return group_digits(bytes) + " B (" + binary_size(bytes) + ")"; }
-
 std::string window_cell(const LayerGroup& g) {
     return g.window_tokens > 0 ? group_digits(g.window_tokens) : std::string("-");
 }
@@ -42,9 +40,10 @@ Table groups_table(const KvSizing& kv) {
 }
 
 Table params_table(const WeightSizing& w) {
-    Table t({"part", "params", "bytes"});
-    for (const WeightPart& p : w.parts) t.add({param_part_name(p.part), group_digits(p.params), bytes_cell(p.bytes)});
-    t.add({"total", group_digits(w.params), bytes_cell(w.bytes)});
+    Table t({"part", "params", "bytes", "binary units"});
+    for (const WeightPart& p : w.parts)
+        t.add({param_part_name(p.part), group_digits(p.params), group_digits(p.bytes), binary_size(p.bytes)});
+    t.add({"total", group_digits(w.params), group_digits(w.bytes), binary_size(w.bytes)});
     return t;
 }
 

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Regenerates the command outputs quoted in README.md, so they cannot drift
+# from what kvplan prints (after google/bloaty's regen-readme.py).
+#
+#   scripts/regen-readme.sh [path/to/kvplan]          rewrite README.md in place
+#   scripts/regen-readme.sh --check [path/to/kvplan]  exit 1 if README.md is stale (run by CTest)
+#
+# Each block looks like:
+#   <!-- kvplan: size --model llama-3.1-8b -->
+#   ```
+#   $ kvplan size --model llama-3.1-8b
+#   ...output...
+#   ```
+# and the output is replaced with what that command prints now.
+set -euo pipefail
+check=0
+if [ "${1:-}" = "--check" ]; then check=1; shift; fi
+root="$(cd "$(dirname "$0")/.." && pwd)"
+kvplan="${1:-$root/build/kvplan}"
+readme="$root/README.md"
+tmp="$(mktemp)"
+trap 'rm -f "$tmp"' EXIT
+
+awk -v kvplan="$kvplan" '
+  function run(args,   cmd, line) {
+    cmd = kvplan " " args " 2>&1"
+    while ((cmd | getline line) > 0) print line
+    close(cmd)
+  }
+  skipping && /^```$/ { skipping = 0; print; next }
+  skipping { next }
+  /^<!-- kvplan: .* -->$/ {
+    args = $0; sub(/^<!-- kvplan: /, "", args); sub(/ -->$/, "", args)
+    print; getline; print            # the opening ``` line
+    print "$ kvplan " args
+    run(args)
+    skipping = 1
+    next
+  }
+  { print }
+' "$readme" > "$tmp"
+
+if [ "$check" = 1 ]; then
+  if ! diff -u "$readme" "$tmp"; then
+    echo "README.md is out of date: run scripts/regen-readme.sh" >&2
+    exit 1
+  fi
+else
+  cp "$tmp" "$readme"
+fi
