@@ -11,31 +11,25 @@ namespace kvplan {
 void add_model_options(CLI::App& app, ModelOptions& o) {
     app.add_option("-m,--model", o.model, "config.json path, model folder, or bundled preset (see `kvplan models`)");
     auto* g = app.add_option_group("hand-built model", "a model with no config file: --layers --kv-heads --head-dim are required together");
-    g->add_option("--layers", o.layers, "decoder layers")->check(CLI::Range(std::int64_t{1}, kMaxLayers));
-    g->add_option("--kv-heads", o.kv_heads, "K/V heads per layer")->check(CLI::Range(std::int64_t{1}, kMaxHeads));
-    g->add_option("--head-dim", o.head_dim, "head dimension")->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000}));
-    g->add_option("--hidden", o.hidden, "hidden size (default kv-heads x head-dim)")->check(CLI::Range(std::int64_t{1}, kMaxHidden));
-    g->add_option("--heads", o.heads, "attention heads (default hidden / head-dim)")->check(CLI::Range(std::int64_t{1}, kMaxHeads));
-    g->add_option("--params", o.params, "parameter count, for weight bytes")->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000'000'000'000}));
+    g->add_option("--layers", o.shape.layers, "decoder layers")->check(CLI::Range(std::int64_t{1}, kMaxLayers));
+    g->add_option("--kv-heads", o.shape.kv_heads, "K/V heads per layer")->check(CLI::Range(std::int64_t{1}, kMaxHeads));
+    g->add_option("--head-dim", o.shape.head_dim, "head dimension")->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000}));
+    g->add_option("--hidden", o.shape.hidden, "hidden size (default kv-heads x head-dim)")->check(CLI::Range(std::int64_t{1}, kMaxHidden));
+    g->add_option("--heads", o.shape.heads, "attention heads (default hidden / head-dim)")->check(CLI::Range(std::int64_t{1}, kMaxHeads));
+    g->add_option("--params", o.shape.params, "parameter count, for weight bytes")->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000'000'000'000}));
 }
 
 ModelSpec resolve_model(const ModelOptions& o) {
-    bool manual = o.layers || o.kv_heads || o.head_dim || o.hidden || o.heads || o.params;
+    const ManualShape& s = o.shape;
+    bool manual = s.layers || s.kv_heads || s.head_dim || s.hidden || s.heads || s.params;
     if (!o.model.empty() && manual)
         usage_error("give either --model or a hand-built shape (--layers --kv-heads --head-dim), not both");
     if (!o.model.empty()) return load_model(o.model);
     if (!manual) usage_error("no model: pass --model NAME|PATH (presets: " + preset_names() + ") or --layers N --kv-heads N --head-dim N");
-    if (!o.layers) usage_error("hand-built model needs --layers");
-    if (!o.kv_heads) usage_error("hand-built model needs --kv-heads");
-    if (!o.head_dim) usage_error("hand-built model needs --head-dim");
-    ManualShape s;
-    s.layers = o.layers;
-    s.kv_heads = o.kv_heads;
-    s.head_dim = o.head_dim;
-    s.hidden = o.hidden;
-    s.heads = o.heads;
-    s.params = o.params;
-    return manual_model(s);
+    if (!s.layers) usage_error("hand-built model needs --layers");
+    if (!s.kv_heads) usage_error("hand-built model needs --kv-heads");
+    if (!s.head_dim) usage_error("hand-built model needs --head-dim");
+    return manual_model(o.shape);
 }
 
 std::string model_label(const ModelSpec& spec) {

@@ -8,18 +8,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/config_parser.hpp"
 #include "core/model_spec.hpp"
 
 namespace kvplan {
 
 struct ModelOptions {
-    std::string model;
-    std::int64_t layers = 0;
-    std::int64_t kv_heads = 0;
-    std::int64_t head_dim = 0;
-    std::int64_t hidden = 0;
-    std::int64_t heads = 0;
-    std::int64_t params = 0;
+    std::string model;  // --model
+    ManualShape shape;  // --layers --kv-heads --head-dim --hidden --heads --params (0: not given)
 };
 
 void add_model_options(CLI::App& app, ModelOptions& options);

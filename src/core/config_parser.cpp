@@ -205,6 +205,9 @@ ModelSpec parse_config_fields(const nlohmann::json& config, const std::string& s
     spec.model_type = cfg.get_string("model_type").value_or(top_type);
     if (spec.model_type.empty()) spec.model_type = "unknown";
 
+    if (!known_family(spec.model_type))
+        spec.notes.push_back("model_type \"" + spec.model_type + "\" has no family rules in kvplan: KV sizing follows the config's "
+                             "fields, the parameter count assumes a Llama-style block (RMSNorm, gated MLP, no biases)");
     ModelDims dims = read_dims(cfg, spec.model_type);
     spec.hidden = dims.hidden;
     spec.heads = dims.heads;
@@ -240,6 +243,9 @@ ModelSpec manual_model(const ManualShape& s) {
     spec.name = "manual";
     spec.model_type = "manual";
     spec.hidden = s.hidden > 0 ? s.hidden : checked_mul(s.kv_heads, s.head_dim, "hidden size");
+    if (s.heads == 0 && spec.hidden % s.head_dim != 0)
+        usage_error("--hidden (" + std::to_string(spec.hidden) + ") must be a multiple of --head-dim (" + std::to_string(s.head_dim) +
+                    "), or give --heads");
     spec.heads = s.heads > 0 ? s.heads : spec.hidden / s.head_dim;
     spec.head_dim = s.head_dim;
     spec.max_position_tokens = s.max_position_tokens;

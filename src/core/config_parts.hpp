@@ -47,6 +47,8 @@ struct FamilyTraits {
     bool lm_head_bias = false;       // GPT-J's lm_head has a bias
     bool tie_default = false;        // the config class's tie_word_embeddings default
     bool attention_sinks = false;    // gpt-oss: one learned sink logit per head
+    bool gated_attention = false;    // Qwen3-Next: q_proj also emits a per-head output gate (2x rows)
+    std::int64_t extra_embedding_rows = 0;  // mllama: 8 image-token rows beyond vocab_size
 };
 
 struct ModelDims {
@@ -64,6 +66,10 @@ struct ModelDims {
 };
 
 FamilyTraits family_traits(const std::string& model_type, const ConfigReader& cfg);
+
+// Whether family_traits has rules for this model_type (others get a
+// Llama-style block, and the spec's notes say so).
+bool known_family(const std::string& model_type);
 
 // Step 2: one LayerPlan per layer (attention kind, window, state size, mixer, FFN).
 std::vector<LayerPlan> plan_layers(const ConfigReader& cfg, const ModelDims& dims);

@@ -14,12 +14,6 @@ bool holds_per_token(LayerKind kind) {
     return kind == LayerKind::Full || kind == LayerKind::Sliding || kind == LayerKind::Chunked || kind == LayerKind::Mla;
 }
 
-bool same_group(const LayerGroup& g, const LayerSpec& l) {
-    return g.kind == l.kind && g.window_tokens == l.window_tokens && g.kv_heads == l.kv_heads &&
-           g.k_head_dim == l.k_head_dim && g.v_head_dim == l.v_head_dim && g.latent_dim == l.latent_dim &&
-           g.conv_state_elements == l.conv_state_elements && g.ssm_state_elements == l.ssm_state_elements;
-}
-
 // Check the TP degree the way vLLM does before it shards anything
 // (vllm/config: verify_with_parallel_config; attention heads, KV heads).
 void check_tp(const ModelSpec& spec, std::int64_t tp) {
@@ -92,18 +86,9 @@ KvSizing size_kv_at(const ModelSpec& spec, const KvOptions& o) {
     const std::int64_t context = out.context_tokens.value_or(0);
 
     for (const LayerSpec& l : spec.layers) {
-        auto it = std::find_if(out.groups.begin(), out.groups.end(), [&](const LayerGroup& g) { return same_group(g, l); });
+        auto it = std::find_if(out.groups.begin(), out.groups.end(), [&](const LayerGroup& g) { return g.spec == l; });
         if (it == out.groups.end()) {
-            LayerGroup g;
-            g.kind = l.kind;
-            g.window_tokens = l.window_tokens;
-            g.kv_heads = l.kv_heads;
-            g.k_head_dim = l.k_head_dim;
-            g.v_head_dim = l.v_head_dim;
-            g.latent_dim = l.latent_dim;
-            g.conv_state_elements = l.conv_state_elements;
-            g.ssm_state_elements = l.ssm_state_elements;
-            out.groups.push_back(g);
+            out.groups.push_back(LayerGroup{l});
             it = out.groups.end() - 1;
         }
         LayerGroup& g = *it;

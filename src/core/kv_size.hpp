@@ -25,17 +25,10 @@ struct KvOptions {
     std::optional<Dtype> ssm_state_dtype;
 };
 
-// Layers that cache the same thing, grouped in order of first appearance.
+// Layers that cache the same thing (equal LayerSpecs), grouped in order of first appearance.
 struct LayerGroup {
-    LayerKind kind = LayerKind::Full;
+    LayerSpec spec;                         // what each layer of the group caches (whole model, not per GPU)
     std::int64_t layers = 0;
-    std::int64_t window_tokens = 0;         // sliding window / chunk size; 0 when unbounded
-    std::int64_t kv_heads = 0;              // per layer, whole model (not per GPU)
-    std::int64_t k_head_dim = 0;
-    std::int64_t v_head_dim = 0;
-    std::int64_t latent_dim = 0;            // MLA
-    std::int64_t conv_state_elements = 0;   // per layer, per sequence
-    std::int64_t ssm_state_elements = 0;    // per layer, per sequence
     std::int64_t bytes_per_token = 0;       // all layers of the group, per context token (0 for state/cross/none)
     std::int64_t state_bytes_per_sequence = 0;  // all layers of the group, fixed per sequence
     std::int64_t tokens_held = 0;           // tokens each layer holds at the context: min(context, window)

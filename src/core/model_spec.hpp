@@ -37,6 +37,8 @@ struct LayerSpec {
     std::int64_t conv_state_elements = 0;  // State: convolution window per sequence; e.g. 3 x 5120 (Mamba-2.8B)
     std::int64_t ssm_state_elements = 0;   // State: recurrent (SSM / delta-rule) state per sequence; e.g. 5120 x 16
     std::int64_t state_tp_unit = 1;   // State: the state splits across TP in this many shards at most (heads)
+
+    bool operator==(const LayerSpec&) const = default;
 };
 
 // Which part of the model a tensor belongs to; drives MoE active-parameter

@@ -13,6 +13,17 @@
 
 namespace kvplan {
 
+bool known_family(const std::string& type) {
+    static const char* const known[] = {
+        "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next", "phi3", "phimoe",
+        "gemma", "gemma2", "gemma3", "gemma3_text", "deepseek_v2", "deepseek_v3", "kimi_k2", "gpt_oss", "llama4_text",
+        "mllama_text_model", "mllama", "jamba", "nemotron_h", "mamba", "mamba2", "falcon_mamba", "gpt2", "gpt_bigcode",
+        "gptj", "phi", "falcon", "starcoder2", "cohere", "cohere2", "chatglm"};
+    for (const char* k : known)
+        if (type == k) return true;
+    return false;
+}
+
 FamilyTraits family_traits(const std::string& type, const ConfigReader& cfg) {
     FamilyTraits t;
     t.tie_default = true;  // transformers.PretrainedConfig's default
@@ -58,6 +69,8 @@ FamilyTraits family_traits(const std::string& type, const ConfigReader& cfg) {
     if (type == "chatglm") { t.qkv_bias = cfg.get_bool("add_qkv_bias").value_or(false); t.tie_default = false; }
     if (type == "nemotron_h") t.gated_mlp = false;  // relu^2 up + down
     if (type == "gpt_oss") t.attention_sinks = true;
+    if (type == "qwen3_next") t.gated_attention = true;         // transformers Qwen3NextAttention
+    if (type == "mllama_text_model") t.extra_embedding_rows = 8;  // MllamaTextModel: Embedding(vocab_size + 8, ...)
     // Explicit flags in the config win over the family's defaults.
     if (auto b = cfg.get_bool("attention_bias")) t.qkv_bias = t.o_bias = *b;
     if (auto b = cfg.get_bool("mlp_bias")) t.mlp_bias = *b;
@@ -104,7 +117,7 @@ void add_attention(TensorList& t, const ConfigReader& cfg, const ModelDims& d, c
     const FamilyTraits& tr = d.traits;
     std::int64_t q = checked_mul(d.heads, d.head_dim);
     std::int64_t kv = checked_mul(s.kv_heads, s.k_head_dim);
-    t.matrix(ParamPart::Attention, "q_proj", q, d.hidden);
+    t.matrix(ParamPart::Attention, "q_proj", tr.gated_attention ? 2 * q : q, d.hidden);
     t.matrix(ParamPart::Attention, "k_proj", kv, d.hidden);
     t.matrix(ParamPart::Attention, "v_proj", kv, d.hidden);
     t.matrix(ParamPart::Attention, "o_proj", d.hidden, q);
@@ -285,7 +298,7 @@ std::vector<ParamTensor> count_params(const ConfigReader& cfg, const ModelDims& 
         for (const ParamTensor& p : t.take()) all.add(p.part, p.name, p.rows, p.cols, p.copies, p.linear, p.fixed_dtype);
     }
 
-    all.add(ParamPart::Embedding, "embed_tokens", d.vocab, d.hidden, 1, false);
+    all.add(ParamPart::Embedding, "embed_tokens", d.vocab + tr.extra_embedding_rows, d.hidden, 1, false);
     if (tr.learned_positions) {
         std::int64_t positions = cfg.require_int({"n_positions", "max_position_embeddings"}, 1, kMaxTokens);
         all.add(ParamPart::Embedding, "position_embeddings", positions, d.hidden, 1, false);

@@ -11,7 +11,7 @@ namespace kvplan {
 namespace {
 
 std::string window_cell(const LayerGroup& g) {
-    return g.window_tokens > 0 ? group_digits(g.window_tokens) : std::string("-");
+    return g.spec.window_tokens > 0 ? group_digits(g.spec.window_tokens) : std::string("-");
 }
 
 // One field list for the headline figures, shared by table and Markdown.
@@ -32,8 +32,8 @@ Table headline_table(const SizeResult& r) {
 Table groups_table(const KvSizing& kv) {
     Table t({"layer group", "layers", "window", "KV B/token", "tokens held", "B/sequence", "B/sequence per GPU"});
     for (const LayerGroup& g : kv.groups) {
-        t.add({layer_kind_name(g.kind), std::to_string(g.layers), window_cell(g), group_digits(g.bytes_per_token),
-               g.kind == LayerKind::State || g.kind == LayerKind::Cross || g.kind == LayerKind::None ? "-" : group_digits(g.tokens_held),
+        t.add({layer_kind_name(g.spec.kind), std::to_string(g.layers), window_cell(g), group_digits(g.bytes_per_token),
+               g.spec.kind == LayerKind::State || g.spec.kind == LayerKind::Cross || g.spec.kind == LayerKind::None ? "-" : group_digits(g.tokens_held),
                group_digits(g.bytes_per_sequence), group_digits(g.bytes_per_sequence_per_gpu)});
     }
     return t;
@@ -55,27 +55,27 @@ std::vector<std::string> formula_lines(const KvSizing& kv) {
     const std::string elem = bits % 8 == 0 ? fmt::format("{} bytes ({})", bits / 8, dtype_name(kv.kv_dtype))
                                            : fmt::format("{}/8 bytes ({})", bits, dtype_name(kv.kv_dtype));
     for (const LayerGroup& g : kv.groups) {
-        std::string kind = layer_kind_name(g.kind);
-        switch (g.kind) {
+        std::string kind = layer_kind_name(g.spec.kind);
+        switch (g.spec.kind) {
             case LayerKind::Full:
             case LayerKind::Sliding:
             case LayerKind::Chunked: {
-                std::string dims = g.k_head_dim == g.v_head_dim
-                                       ? fmt::format("2 (K,V) x {} layers x {} kv_heads x {} head_dim", g.layers, g.kv_heads, g.k_head_dim)
-                                       : fmt::format("{} layers x {} kv_heads x ({} K + {} V head_dim)", g.layers, g.kv_heads, g.k_head_dim, g.v_head_dim);
-                std::string held = g.window_tokens > 0 ? fmt::format("; each layer holds min(context, {}) tokens", group_digits(g.window_tokens)) : "";
+                std::string dims = g.spec.k_head_dim == g.spec.v_head_dim
+                                       ? fmt::format("2 (K,V) x {} layers x {} kv_heads x {} head_dim", g.layers, g.spec.kv_heads, g.spec.k_head_dim)
+                                       : fmt::format("{} layers x {} kv_heads x ({} K + {} V head_dim)", g.layers, g.spec.kv_heads, g.spec.k_head_dim, g.spec.v_head_dim);
+                std::string held = g.spec.window_tokens > 0 ? fmt::format("; each layer holds min(context, {}) tokens", group_digits(g.spec.window_tokens)) : "";
                 out.push_back(fmt::format("{}: {} x {} = {} B/token{}", kind, dims, elem, group_digits(g.bytes_per_token), held));
                 break;
             }
             case LayerKind::Mla:
                 out.push_back(fmt::format("mla: {} layers x {} latent (kv_lora_rank + qk_rope_head_dim, K and V share it: no factor 2) x {} = {} B/token",
-                                          g.layers, g.latent_dim, elem, group_digits(g.bytes_per_token)));
+                                          g.layers, g.spec.latent_dim, elem, group_digits(g.bytes_per_token)));
                 break;
             case LayerKind::State:
                 out.push_back(fmt::format("state: {} layers x ({} conv elements x {} B ({}) + {} recurrent elements x {} B ({})) = {} B per sequence, "
                                           "whatever the context",
-                                          g.layers, group_digits(g.conv_state_elements), dtype_bits(kv.conv_state_dtype) / 8.0,
-                                          dtype_name(kv.conv_state_dtype), group_digits(g.ssm_state_elements),
+                                          g.layers, group_digits(g.spec.conv_state_elements), dtype_bits(kv.conv_state_dtype) / 8.0,
+                                          dtype_name(kv.conv_state_dtype), group_digits(g.spec.ssm_state_elements),
                                           dtype_bits(kv.ssm_state_dtype) / 8.0, dtype_name(kv.ssm_state_dtype),
                                           group_digits(g.state_bytes_per_sequence)));
                 break;
@@ -138,9 +138,9 @@ std::string render_size_json(const SizeResult& r) {
     j["layer_groups"] = nlohmann::ordered_json::array();
     for (const LayerGroup& g : kv.groups) {
         nlohmann::ordered_json o;
-        o["kind"] = layer_kind_name(g.kind);
+        o["kind"] = layer_kind_name(g.spec.kind);
         o["layers"] = g.layers;
-        o["window_tokens"] = g.window_tokens > 0 ? nlohmann::ordered_json(g.window_tokens) : nlohmann::ordered_json(nullptr);
+        o["window_tokens"] = g.spec.window_tokens > 0 ? nlohmann::ordered_json(g.spec.window_tokens) : nlohmann::ordered_json(nullptr);
         o["bytes_per_token"] = g.bytes_per_token;
         o["state_bytes_per_sequence"] = g.state_bytes_per_sequence;
         o["tokens_held"] = g.tokens_held;

@@ -132,7 +132,7 @@ TEST_CASE("mllama: cross-attention layers add nothing per context token") {
     CHECK(count_kind(m, LayerKind::Cross) == 20);
     auto s = kv(m, 1000);
     CHECK(s.bytes_per_token == 80 * 2 * 8 * 128 * 2);  // only the 80 self-attention layers
-    CHECK(s.groups.back().kind == LayerKind::Cross);
+    CHECK(s.groups.back().spec.kind == LayerKind::Cross);
     CHECK(s.groups.back().bytes_per_sequence == 0);
 }
 

@@ -15,7 +15,7 @@ TEST_CASE("Jamba: attention every 8th layer from offset 4, Mamba elsewhere, MoE 
     // Layers 4, 12, 20, 28 attend: 4 x 2 x 8 x 128 x 2 = 16,384 B/token.
     CHECK(s.bytes_per_token == 16'384);
     // 28 Mamba layers x ((4 - 1) x 8,192 + 8,192 x 16) elements x 2 B; d_inner = 2 x 4096.
-    CHECK(s.groups[0].kind == LayerKind::State);
+    CHECK(s.groups[0].spec.kind == LayerKind::State);
     CHECK(s.groups[0].state_bytes_per_sequence == 28LL * (3 * 8192 + 8192 * 16) * 2);  // 8,716,288
     CHECK(s.bytes_per_sequence == 16'384LL * 8192 + 8'716'288);
     // 16 experts on the odd layers, 2 active per token.
@@ -32,8 +32,8 @@ TEST_CASE("Nemotron-H: hybrid_override_pattern '*' attention, 'M' Mamba-2, '-' M
     const LayerGroup* state = nullptr;
     const LayerGroup* none = nullptr;
     for (const auto& g : s.groups) {
-        if (g.kind == LayerKind::State) state = &g;
-        if (g.kind == LayerKind::None) none = &g;
+        if (g.spec.kind == LayerKind::State) state = &g;
+        if (g.spec.kind == LayerKind::None) none = &g;
     }
     REQUIRE(state);
     REQUIRE(none);

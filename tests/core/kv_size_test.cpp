@@ -50,10 +50,10 @@ TEST_CASE("Gemma-2-9B: sliding layers hold at most 4,096 tokens") {
     auto m = preset("gemma-2-9b");
     auto s = kv(m, 8192);
     REQUIRE(s.groups.size() == 2);
-    CHECK(s.groups[0].kind == LayerKind::Sliding);
+    CHECK(s.groups[0].spec.kind == LayerKind::Sliding);
     CHECK(s.groups[0].layers == 21);
-    CHECK(s.groups[0].window_tokens == 4096);
-    CHECK(s.groups[1].kind == LayerKind::Full);
+    CHECK(s.groups[0].spec.window_tokens == 4096);
+    CHECK(s.groups[1].spec.kind == LayerKind::Full);
     CHECK(s.groups[1].layers == 21);
     // 21 x 8,192 B x 4,096 tokens + 21 x 8,192 B x 8,192 tokens = 704,643,072 + 1,409,286,144
     CHECK(s.bytes_per_sequence == 2'113'929'216);
@@ -84,7 +84,7 @@ TEST_CASE("Mamba-2.8B keeps a fixed state per sequence, whatever the context") {
     auto b = kv(m, 100000);
     CHECK(a.bytes_per_sequence == 64LL * 97'280 * 2);  // 12,451,840
     CHECK(b.bytes_per_sequence == a.bytes_per_sequence);
-    CHECK(a.groups.at(0).kind == LayerKind::State);
+    CHECK(a.groups.at(0).spec.kind == LayerKind::State);
 }
 
 TEST_CASE("kv dtype: explicit fp8 halves and int4 quarters bf16") {
