@@ -46,6 +46,11 @@ std::string run_size(const SizeOptions& o) {
     result.model_label = model_label(model);
     result.kv = size_kv(model, kv);
     result.weights = size_weights(model);
+    if (o.context > 0 && model.max_position_tokens > 0 && o.context > model.max_position_tokens)
+        // vLLM refuses max_model_len beyond max_position_embeddings unless
+        // VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (vllm/config: _get_and_verify_max_len).
+        result.warnings.push_back("--context " + std::to_string(o.context) + " exceeds the model's max_position_embeddings (" +
+                                  std::to_string(model.max_position_tokens) + "); vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1");
 
     // Render.
     std::string format = o.json ? "json" : o.format;

@@ -106,8 +106,9 @@ std::string render_size_table(const SizeResult& r) {
         out += fmt::format(", active per token {} ({})", group_digits(r.weights.active_params), short_count(r.weights.active_params));
     out += "\n";
     if (!r.weights.parts.empty()) out += params_table(r.weights).render_text();
-    if (!r.model->notes.empty()) {
+    if (!r.model->notes.empty() || !r.warnings.empty()) {
         out += "\nNotes:\n";
+        for (const std::string& n : r.warnings) out += "  - warning: " + n + "\n";
         for (const std::string& n : r.model->notes) out += "  - " + n + "\n";
     }
     return out;

@@ -17,6 +17,7 @@ struct SizeResult {
     std::string model_label;     // e.g. "llama-3.1-8b (meta-llama/Llama-3.1-8B-Instruct)"
     KvSizing kv;
     WeightSizing weights;
+    std::vector<std::string> warnings;  // about the request, not the model (e.g. a context beyond the model's)
 };
 
 // The formula with the model's numbers filled in, one line per layer group.
