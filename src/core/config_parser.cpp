@@ -5,6 +5,7 @@
 #include "core/config_parser.hpp"
 
 #include <map>
+#include <numeric>
 
 #include "core/checked.hpp"
 #include "core/config_parts.hpp"
@@ -71,11 +72,28 @@ ModelDims read_dims(const ConfigReader& cfg, const std::string& model_type) {
     d.model_type = model_type;
     bool pure_ssm = model_type == "mamba" || model_type == "mamba2" || model_type == "falcon_mamba";
 
-    d.layers = cfg.require_int({"num_hidden_layers", "n_layer", "num_layers", "n_layers"}, 1, kMaxLayers);
-    d.hidden = cfg.require_int({"hidden_size", "n_embd", "d_model", "dim"}, 1, kMaxHidden);
+    d.layers = cfg.require_int({"num_hidden_layers", "n_layer", "num_layers", "n_layers", "num_transformer_layers"}, 1, kMaxLayers);
+    d.hidden = cfg.require_int({"hidden_size", "n_embd", "d_model", "dim", "model_dim"}, 1, kMaxHidden);
     d.vocab = cfg.require_int({"padded_vocab_size", "vocab_size", "n_vocab"}, 1, kMaxVocab);
 
-    if (!pure_ssm) {
+    if (!pure_ssm && cfg.is_array("num_query_heads")) {
+        // OpenELM: query and KV heads per layer. The model-wide head count is
+        // their gcd: a TP degree must divide every layer's heads.
+        d.layer_heads = *cfg.get_int_list("num_query_heads", 1, kMaxHeads);
+        d.layer_kv_heads = *cfg.get_int_list("num_kv_heads", 1, kMaxHeads);
+        for (auto* list : {&d.layer_heads, &d.layer_kv_heads})
+            if (static_cast<std::int64_t>(list->size()) != d.layers)
+                cfg.fail(list == &d.layer_heads ? "num_query_heads" : "num_kv_heads",
+                         "has " + std::to_string(list->size()) + " entries but the model has " + std::to_string(d.layers) + " layers");
+        for (std::int64_t i = 0; i < d.layers; ++i) {
+            if (d.layer_heads[i] % d.layer_kv_heads[i] != 0)
+                cfg.fail_relation("num_kv_heads[" + std::to_string(i) + "]", "(" + std::to_string(d.layer_kv_heads[i]) +
+                                  ") must divide num_query_heads[" + std::to_string(i) + "] (" + std::to_string(d.layer_heads[i]) + ")");
+            d.heads = std::gcd(d.heads, d.layer_heads[i]);
+        }
+        d.kv_heads = d.layer_kv_heads.front();
+        d.head_dim = cfg.require_int({"head_dim"}, 1, 100'000);
+    } else if (!pure_ssm) {
         d.heads = cfg.require_int({"num_attention_heads", "n_head", "n_heads", "num_heads"}, 1, kMaxHeads);
 
         // K/V heads: explicit count, else MQA flags, else multi-head (= heads).
@@ -216,7 +234,8 @@ ModelSpec parse_config_fields(const nlohmann::json& config, const std::string& s
     spec.intermediate = dims.intermediate;
     spec.experts = dims.experts;
     spec.experts_per_token = dims.experts_per_token;
-    spec.max_position_tokens = cfg.get_int({"max_position_embeddings", "n_positions", "seq_length", "max_seq_len", "n_ctx"}, 1, kMaxTokens)
+    spec.max_position_tokens = cfg.get_int({"max_position_embeddings", "n_positions", "seq_length", "max_seq_len", "n_ctx",
+                                            "max_context_length"}, 1, kMaxTokens)
                                    .value_or(top.get_int({"max_position_embeddings"}, 1, kMaxTokens).value_or(0));
     if (spec.max_position_tokens == 0 && spec.model_type == "falcon") {
         // FalconConfig's max_position_embeddings default; falcon-7b's config.json omits it.
@@ -229,7 +248,9 @@ ModelSpec parse_config_fields(const nlohmann::json& config, const std::string& s
     std::vector<LayerPlan> plan = plan_layers(cfg, dims);
     for (const LayerPlan& p : plan) spec.layers.push_back(p.spec);
 
-    bool tied = cfg.get_bool("tie_word_embeddings").value_or(top.get_bool("tie_word_embeddings").value_or(dims.traits.tie_default));
+    bool tied = cfg.get_bool("tie_word_embeddings")
+                    .value_or(cfg.get_bool("share_input_output_layers")  // OpenELM's name for it
+                                  .value_or(top.get_bool("tie_word_embeddings").value_or(dims.traits.tie_default)));
     spec.tied_embeddings = tied;
     spec.params = count_params(cfg, dims, plan, tied, spec.notes);
     spec.quantization = parse_quantization(top);

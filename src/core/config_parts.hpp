@@ -22,14 +22,17 @@ constexpr std::int64_t kMaxTokens = 1'000'000'000;  // contexts, windows, positi
 constexpr std::int64_t kMaxExperts = 100'000;
 
 // What a block's token mixer is; decides its parameters (LayerSpec decides its cache).
-enum class Mixer { Attention, Mla, Cross, Mamba1, Mamba2, GatedDeltaNet, None };
+// Linear: a single hidden x hidden matrix standing in for the block (DeciLM replace_with_linear).
+enum class Mixer { Attention, Mla, Cross, Mamba1, Mamba2, GatedDeltaNet, Linear, None };
 // What a block's feed-forward part is.
-enum class Ffn { Dense, Moe, None };
+enum class Ffn { Dense, Moe, Linear, None };
 
 struct LayerPlan {
     LayerSpec spec;
     Mixer mixer = Mixer::Attention;
     Ffn ffn = Ffn::Dense;
+    std::int64_t heads = 0;         // query heads of this layer when they vary (OpenELM); 0: the model's
+    std::int64_t intermediate = 0;  // MLP width of this layer when it varies (DeciLM, OpenELM); 0: the model's
 };
 
 // Family shape rules the config does not spell out: how transformers builds
@@ -63,6 +66,9 @@ struct ModelDims {
     std::int64_t experts = 0;
     std::int64_t experts_per_token = 0;
     FamilyTraits traits;
+    // Per-layer lists, when the config gives them (OpenELM): empty otherwise.
+    std::vector<std::int64_t> layer_heads;
+    std::vector<std::int64_t> layer_kv_heads;
 };
 
 FamilyTraits family_traits(const std::string& model_type, const ConfigReader& cfg);

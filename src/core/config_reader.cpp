@@ -8,15 +8,6 @@ namespace kvplan {
 
 namespace {
 
-std::string names_list(std::initializer_list<const char*> names) {
-    std::string out;
-    for (const char* n : names) {
-        if (!out.empty()) out += "/";
-        out += n;
-    }
-    return out;
-}
-
 std::string brief(const nlohmann::json& value) {
     std::string text = value.dump();
     if (text.size() > 40) text = text.substr(0, 37) + "...";
@@ -50,6 +41,11 @@ std::optional<ConfigReader> ConfigReader::child(const char* name) const {
 }
 
 bool ConfigReader::has(const char* name) const { return find({name}) != nullptr; }
+
+bool ConfigReader::is_array(const char* name) const {
+    const nlohmann::json* value = find({name});
+    return value && value->is_array();
+}
 
 const nlohmann::json* ConfigReader::find(std::initializer_list<const char*> names, std::string* used) const {
     for (const char* name : names) {
@@ -95,7 +91,12 @@ std::optional<std::int64_t> ConfigReader::get_int(std::initializer_list<const ch
 std::int64_t ConfigReader::require_int(std::initializer_list<const char*> names, std::int64_t min,
                                        std::int64_t max) const {
     auto value = get_int(names, min, max);
-    if (!value) fail(names_list(names), "required field is missing (expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "])");
+    if (!value) {
+        std::string also;
+        for (auto it = names.begin() + 1; it != names.end(); ++it) also += std::string(also.empty() ? "" : ", ") + *it;
+        fail(*names.begin(), "required field is missing (expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]" +
+                                 (also.empty() ? "" : "; also accepted as " + also) + ")");
+    }
     return *value;
 }
 

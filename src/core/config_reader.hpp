@@ -25,6 +25,7 @@ public:
     std::optional<ConfigReader> child(const char* name) const;
 
     bool has(const char* name) const;
+    bool is_array(const char* name) const;
 
     // The first of `names` present (not null); returns the name used in `*used`.
     const nlohmann::json* find(std::initializer_list<const char*> names, std::string* used = nullptr) const;

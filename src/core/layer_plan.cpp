@@ -101,6 +101,68 @@ std::int64_t require_window(const ConfigReader& cfg, const char* why) {
     return *w;
 }
 
+// OpenELM: heads, KV heads and MLP width vary by layer (num_query_heads,
+// num_kv_heads, ffn_multipliers; transformers-remote modeling_openelm.py).
+void apply_openelm_layers(const ConfigReader& cfg, const ModelDims& dims, std::vector<LayerPlan>& plan) {
+    const nlohmann::json* values = cfg.find({"ffn_multipliers"});
+    std::int64_t divisor = cfg.get_int({"ffn_dim_divisor"}, 1, 1'000'000).value_or(256);
+    for (std::size_t i = 0; i < plan.size(); ++i) {
+        plan[i].spec.kv_heads = dims.layer_kv_heads[i];
+        plan[i].heads = dims.layer_heads[i];
+        if (!values) continue;
+        if (!values->is_array() || values->size() != plan.size() || !(*values)[i].is_number())
+            cfg.fail("ffn_multipliers", "expected one number per layer (" + std::to_string(plan.size()) + ")");
+        // make_divisible(v, divisor): round to the nearest multiple, never more than 10% down.
+        double v = (*values)[i].get<double>() * static_cast<double>(dims.hidden);
+        std::int64_t width = std::max<std::int64_t>(divisor, static_cast<std::int64_t>(v + divisor / 2.0) / divisor * divisor);
+        if (width < 0.9 * v) width += divisor;
+        plan[i].intermediate = width;
+    }
+}
+
+// DeciLM / Nemotron-NAS (Llama-3.3-Nemotron-Super-49B): each block's
+// attention is full (heads / n_heads_in_group KV heads), sliding
+// (window_length), a single linear map, or absent; its MLP has its own width
+// (2/3 x ffn_mult x hidden, rounded up to 256) or is linear or absent
+// (transformers-remote modeling_decilm.py, _ffn_mult_to_intermediate_size).
+void apply_block_configs(const ConfigReader& cfg, const ModelDims& dims, std::vector<LayerPlan>& plan) {
+    const nlohmann::json& blocks = *cfg.find({"block_configs"});
+    if (blocks.size() != plan.size())
+        cfg.fail("block_configs", "has " + std::to_string(blocks.size()) + " entries but the model has " + std::to_string(plan.size()) + " layers");
+    for (std::size_t i = 0; i < plan.size(); ++i) {
+        ConfigReader block(blocks[i], cfg.source(), cfg.prefix() + "block_configs[" + std::to_string(i) + "].");
+        auto attention = block.child("attention");
+        auto ffn = block.child("ffn");
+        if (!attention || !ffn) block.fail("attention", "each block needs an \"attention\" and an \"ffn\" object");
+        LayerPlan& p = plan[i];
+        if (attention->get_bool("no_op").value_or(false) || attention->get_bool("replace_with_linear").value_or(false)) {
+            p.mixer = attention->get_bool("no_op").value_or(false) ? Mixer::None : Mixer::Linear;
+            p.spec = LayerSpec{};
+            p.spec.kind = LayerKind::None;
+        } else {
+            std::int64_t group = attention->require_int({"n_heads_in_group"}, 1, kMaxHeads);
+            if (dims.heads % group != 0)
+                attention->fail_relation("n_heads_in_group", "(" + std::to_string(group) + ") must divide num_attention_heads (" +
+                                                              std::to_string(dims.heads) + ")");
+            p.spec.kv_heads = dims.heads / group;
+            if (auto window = attention->get_int({"window_length"}, 1, kMaxTokens)) {
+                p.spec.kind = LayerKind::Sliding;
+                p.spec.window_tokens = *window;
+            }
+        }
+        if (ffn->get_bool("no_op").value_or(false)) {
+            p.ffn = Ffn::None;
+        } else if (ffn->get_bool("replace_with_linear").value_or(false)) {
+            p.ffn = Ffn::Linear;
+        } else {
+            auto mult = ffn->get_number("ffn_mult");
+            if (!mult || *mult <= 0 || *mult > 1000) ffn->fail("ffn_mult", "expected a positive number");
+            std::int64_t width = static_cast<std::int64_t>(2.0 * *mult * static_cast<double>(dims.hidden) / 3.0);
+            p.intermediate = ceil_div(width, 256) * 256;
+        }
+    }
+}
+
 }  // namespace
 
 std::vector<LayerPlan> plan_layers(const ConfigReader& cfg, const ModelDims& dims) {
@@ -236,6 +298,10 @@ std::vector<LayerPlan> plan_layers(const ConfigReader& cfg, const ModelDims& dim
         for (std::int64_t i = 0; i < n; ++i)
             if (rope[i]) { plan[i].spec.kind = LayerKind::Chunked; plan[i].spec.window_tokens = *chunk; }
     }
+
+    // Per-layer shapes: OpenELM's lists, DeciLM's block_configs.
+    if (!dims.layer_kv_heads.empty()) apply_openelm_layers(cfg, dims, plan);
+    if (cfg.is_array("block_configs")) apply_block_configs(cfg, dims, plan);
 
     // mllama: the listed layers cross-attend to the vision encoder's tokens.
     if (auto cross = cfg.get_int_list("cross_attention_layers", 0, kMaxLayers)) {

@@ -18,7 +18,7 @@ bool known_family(const std::string& type) {
         "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next", "phi3", "phimoe",
         "gemma", "gemma2", "gemma3", "gemma3_text", "deepseek_v2", "deepseek_v3", "kimi_k2", "gpt_oss", "llama4_text",
         "mllama_text_model", "mllama", "jamba", "nemotron_h", "mamba", "mamba2", "falcon_mamba", "gpt2", "gpt_bigcode",
-        "gptj", "phi", "falcon", "starcoder2", "cohere", "cohere2", "chatglm"};
+        "gptj", "phi", "falcon", "starcoder2", "cohere", "cohere2", "chatglm", "openelm", "nemotron-nas", "deci"};
     for (const char* k : known)
         if (type == k) return true;
     return false;
@@ -33,7 +33,8 @@ FamilyTraits family_traits(const std::string& type, const ConfigReader& cfg) {
         return false;
     };
     if (is({"llama", "mistral", "mixtral", "qwen3", "qwen3_moe", "phi3", "deepseek_v2", "deepseek_v3", "kimi_k2",
-            "gpt_oss", "llama4_text", "mllama_text_model", "jamba", "nemotron_h", "qwen3_next", "mamba2"})) {
+            "gpt_oss", "llama4_text", "mllama_text_model", "jamba", "nemotron_h", "qwen3_next", "mamba2", "nemotron-nas",
+            "deci"})) {
         t.tie_default = false;
     }
     if (is({"qwen2", "qwen2_moe"})) { t.qkv_bias = true; t.tie_default = false; }
@@ -69,6 +70,7 @@ FamilyTraits family_traits(const std::string& type, const ConfigReader& cfg) {
     if (type == "chatglm") { t.qkv_bias = cfg.get_bool("add_qkv_bias").value_or(false); t.tie_default = false; }
     if (type == "nemotron_h") t.gated_mlp = false;  // relu^2 up + down
     if (type == "gpt_oss") t.attention_sinks = true;
+    if (type == "openelm") t.qk_norm = cfg.get_bool("normalize_qk_projections").value_or(false);
     if (type == "qwen3_next") t.gated_attention = true;         // transformers Qwen3NextAttention
     if (type == "mllama_text_model") t.extra_embedding_rows = 8;  // MllamaTextModel: Embedding(vocab_size + 8, ...)
     // Explicit flags in the config win over the family's defaults.
@@ -113,9 +115,11 @@ void add_norm(TensorList& t, const FamilyTraits& tr, const std::string& name, st
     if (tr.layer_norm) t.vector(ParamPart::Norm, name + ".bias", n);
 }
 
-void add_attention(TensorList& t, const ConfigReader& cfg, const ModelDims& d, const LayerSpec& s, bool cross) {
+void add_attention(TensorList& t, const ConfigReader& cfg, const ModelDims& d, const LayerPlan& layer, bool cross) {
     const FamilyTraits& tr = d.traits;
-    std::int64_t q = checked_mul(d.heads, d.head_dim);
+    const LayerSpec& s = layer.spec;
+    const std::int64_t heads = layer.heads > 0 ? layer.heads : d.heads;
+    std::int64_t q = checked_mul(heads, d.head_dim);
     std::int64_t kv = checked_mul(s.kv_heads, s.k_head_dim);
     t.matrix(ParamPart::Attention, "q_proj", tr.gated_attention ? 2 * q : q, d.hidden);
     t.matrix(ParamPart::Attention, "k_proj", kv, d.hidden);
@@ -131,7 +135,7 @@ void add_attention(TensorList& t, const ConfigReader& cfg, const ModelDims& d, c
         t.vector(ParamPart::Norm, "q_norm", d.head_dim);
         t.vector(ParamPart::Norm, "k_norm", s.k_head_dim);
     }
-    if (tr.attention_sinks) t.vector(ParamPart::Attention, "sinks", d.heads);
+    if (tr.attention_sinks) t.vector(ParamPart::Attention, "sinks", heads);
     if (cross) {  // mllama: tanh gates on the cross-attention and MLP residuals
         t.vector(ParamPart::Attention, "cross_attn_attn_gate", 1);
         t.vector(ParamPart::Attention, "cross_attn_mlp_gate", 1);
@@ -277,11 +281,12 @@ std::vector<ParamTensor> count_params(const ConfigReader& cfg, const ModelDims& 
         TensorList t;  // one layer's tensors, then merged into `all`
         bool mixes = layer.mixer != Mixer::None;
         bool ffn = layer.ffn != Ffn::None;
-        int norms = (mixes && ffn) ? tr.norms_per_layer : 1;
+        int norms = (mixes && ffn) ? tr.norms_per_layer : (mixes || ffn) ? 1 : 0;
         for (int i = 0; i < norms; ++i) add_norm(t, tr, "layernorm" + std::to_string(i), d.hidden);
         switch (layer.mixer) {
-            case Mixer::Attention: add_attention(t, cfg, d, layer.spec, false); break;
-            case Mixer::Cross: add_attention(t, cfg, d, layer.spec, true); break;
+            case Mixer::Attention: add_attention(t, cfg, d, layer, false); break;
+            case Mixer::Cross: add_attention(t, cfg, d, layer, true); break;
+            case Mixer::Linear: t.matrix(ParamPart::Attention, "linear_attn", d.hidden, d.hidden); break;
             case Mixer::Mla: add_mla(t, cfg, d); break;
             case Mixer::Mamba1: add_mamba1(t, cfg, d); break;
             case Mixer::Mamba2: add_mamba2(t, cfg, d); break;
@@ -290,8 +295,11 @@ std::vector<ParamTensor> count_params(const ConfigReader& cfg, const ModelDims& 
         }
         if (layer.ffn == Ffn::Dense) {
             // Llama-4 names its dense-layer width intermediate_size_mlp.
-            std::int64_t inter = cfg.get_int({"intermediate_size_mlp"}, 1, kMaxHidden * 64).value_or(d.intermediate);
+            std::int64_t inter = layer.intermediate > 0 ? layer.intermediate
+                                 : cfg.get_int({"intermediate_size_mlp"}, 1, kMaxHidden * 64).value_or(d.intermediate);
             add_mlp(t, tr, ParamPart::Mlp, "mlp.", d.hidden, inter);
+        } else if (layer.ffn == Ffn::Linear) {
+            t.matrix(ParamPart::Mlp, "linear_mlp", d.hidden, d.hidden);
         } else if (layer.ffn == Ffn::Moe) {
             add_moe(t, cfg, d);
         }

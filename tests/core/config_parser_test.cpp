@@ -70,7 +70,7 @@ TEST_CASE("nested text_config: Llava-1.5 sizes its Llama language model, filling
 TEST_CASE("nested text_config: Gemma-3-4B multimodal uses Gemma3TextConfig defaults and its own window") {
     // 34 layers; defaults 4 KV heads x 256 head_dim; sliding_window 1024 from the file;
     // pattern 6: layers 5, 11, 17, 23, 29 full.
-    auto m = fixture("constructed/gemma-3-4b-it.json");
+    auto m = fixture("configs/gemma-3-4b-it.json");
     CHECK(count_kind(m, LayerKind::Sliding) == 29);
     CHECK(count_kind(m, LayerKind::Full) == 5);
     CHECK(m.layers[0].window_tokens == 1024);
@@ -78,7 +78,7 @@ TEST_CASE("nested text_config: Gemma-3-4B multimodal uses Gemma3TextConfig defau
 }
 
 TEST_CASE("Mistral-7B-v0.1 and Phi-3-mini: a non-null sliding_window makes every layer sliding") {
-    auto mistral = fixture("constructed/mistral-7b-v0.1.json");
+    auto mistral = fixture("configs/mistral-7b-v0.1.json");
     CHECK(count_kind(mistral, LayerKind::Sliding) == 32);
     CHECK(kv(mistral, 32768).bytes_per_sequence == 131'072LL * 4096);
     auto phi3 = fixture("configs/phi-3-mini-4k.json");
@@ -169,7 +169,8 @@ TEST_CASE("errors name the file and the field") {
     }
     SECTION("a missing required field") {
         CHECK_THROWS_WITH(from_json(R"({"hidden_size": 64, "num_attention_heads": 4, "vocab_size": 10})"),
-                          Catch::Contains("num_hidden_layers/n_layer/num_layers/n_layers: required field is missing"));
+                          Catch::Contains("inline.json: num_hidden_layers: required field is missing (expected an integer in [1, 10000]; "
+                                         "also accepted as n_layer, num_layers, n_layers, num_transformer_layers)"));
     }
     SECTION("a nested field names its path") {
         CHECK_THROWS_WITH(from_json(R"({"text_config": {"model_type": "qwen2", "num_hidden_layers": "two",

@@ -8,8 +8,8 @@
 using namespace kvplan;
 using namespace kvplan::test;
 
-TEST_CASE("Jamba: attention every 8th layer from offset 4, Mamba elsewhere, MoE every 2nd layer") {
-    auto m = fixture("constructed/jamba.json");
+TEST_CASE("Jamba-1.5-Mini: attention every 8th layer from offset 4, Mamba elsewhere, MoE every 2nd layer") {
+    auto m = fixture("configs/jamba.json");
     auto s = kv(m, 8192);
     REQUIRE(s.groups.size() == 2);
     // Layers 4, 12, 20, 28 attend: 4 x 2 x 8 x 128 x 2 = 16,384 B/token.
@@ -23,8 +23,8 @@ TEST_CASE("Jamba: attention every 8th layer from offset 4, Mamba elsewhere, MoE 
     CHECK(w.active_params < w.params / 3);
 }
 
-TEST_CASE("Nemotron-H: hybrid_override_pattern '*' attention, 'M' Mamba-2, '-' MLP only") {
-    auto m = fixture("constructed/nemotron-h.json");
+TEST_CASE("Nemotron-H-8B: hybrid_override_pattern '*' attention, 'M' Mamba-2, '-' MLP only") {
+    auto m = fixture("configs/nemotron-h.json");
     auto s = kv(m, 8192);
     CHECK(s.bytes_per_token == 4 * 2 * 8 * 128 * 2);  // four '*' layers
     // Mamba-2: d_inner = 128 heads x 64 = 8,192; conv dim = 8,192 + 2 x 8 groups x 128 = 10,240;
@@ -74,4 +74,27 @@ TEST_CASE("state dtypes follow vLLM's mamba cache flags, not the KV dtype") {
 TEST_CASE("recurrent state splits across tensor-parallel ranks by heads") {
     auto m = fixture("constructed/mamba2.json");
     CHECK(kv(m, 1, 1, 4).bytes_per_sequence_per_gpu == 64LL * 1'079'296 * 2 / 4);
+}
+
+TEST_CASE("Nemotron-Super-49B (DeciLM block_configs): per-block KV heads, skipped attention, per-block MLP widths") {
+    // 80 blocks: 49 attend with n_heads_in_group 8 (64 / 8 = 8 KV heads), 31 have attention no_op.
+    auto m = fixture("configs/nemotron-super-49b.json");
+    auto s = kv(m, 1);
+    CHECK(s.bytes_per_token == 49 * 2 * 8 * 128 * 2);  // 200,704
+    // A public note on this model (index id 63224824488): "Confirmed size 49,867,145,216 bf16 params".
+    CHECK(size_weights(m).params == 49'867'145'216);
+}
+
+TEST_CASE("OpenELM-270M: heads, KV heads and MLP widths vary by layer") {
+    // num_kv_heads [3 x5, 4 x7, 5 x4], head_dim 64: 2 x 64 x 2 x (5x3 + 7x4 + 4x5) = 16,128 B/token.
+    auto m = fixture("configs/openelm-270m.json");
+    CHECK(kv(m, 1).bytes_per_token == 16'128);
+    // Per layer: qkv (nq + 2 nk) x 64 x 1280 + out 1280 x nq x 64 + q/k norms 2 x 64 + 2 norms x 1280
+    // + 3 x 1280 x I, I = make_divisible(ffn_multiplier x 1280, 256) = 768, 1024, 1280, ..., 5120;
+    // + tied embedding 32000 x 1280 + final norm 1280 = 271,527,168 (Apple's "OpenELM-270M").
+    CHECK(size_weights(m).params == 271'527'168);
+    // The model-wide head count is the gcd of 12, 16, 20 = 4, so TP could only be 2 or 4, and
+    // neither shards 3 or 5 KV heads: this model does not split across GPUs.
+    CHECK(m.heads == 4);
+    CHECK_THROWS_WITH(kv(m, 1, 1, 2), Catch::Contains("cannot shard 3 KV heads"));
 }
