@@ -20,7 +20,7 @@ CLI::App* setup_size(CLI::App& app, SizeOptions& o) {
                     "dtype of the recurrent (SSM) part of that state, as vLLM's flag (auto: --mamba-cache-dtype)");
     cmd->add_option("--tp", o.tp, "tensor-parallel ranks")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_flag("--json", o.json, "print JSON (schema: docs/size.md)");
-    cmd->add_option("--format", o.format, "table|json|markdown")->check(CLI::IsMember({"table", "json", "markdown"}));
+    cmd->add_option("--format", o.format, "table|json|markdown|csv")->check(CLI::IsMember({"table", "json", "markdown", "csv"}));
     cmd->footer(
         "Examples:\n"
         "  kvplan size --model llama-3.1-8b --context 8192 --batch 32\n"
@@ -56,6 +56,7 @@ std::string run_size(const SizeOptions& o) {
     std::string format = o.json ? "json" : o.format;
     if (format == "json") return render_size_json(result);
     if (format == "markdown") return render_size_markdown(result);
+    if (format == "csv") return render_size_csv(result);
     return render_size_table(result);
 }
 

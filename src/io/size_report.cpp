@@ -124,6 +124,29 @@ std::string render_size_markdown(const SizeResult& r) {
     return out;
 }
 
+std::string render_size_csv(const SizeResult& r) {
+    const KvSizing& kv = r.kv;
+    Table t({"model", "kv_dtype", "context_tokens", "batch", "tp", "group", "kind", "layers", "window_tokens",
+             "bytes_per_token", "tokens_held", "state_bytes_per_sequence", "bytes_per_sequence", "bytes_per_sequence_per_gpu"});
+    const std::string context = kv.context_tokens ? std::to_string(*kv.context_tokens) : "";
+    auto row = [&](const std::string& group, const std::string& kind, std::int64_t layers, const std::string& window,
+                   std::int64_t per_token, const std::string& held, std::int64_t state, std::int64_t seq, std::int64_t seq_gpu) {
+        t.add({r.model->name, std::string(dtype_name(kv.kv_dtype)), context, std::to_string(kv.batch), std::to_string(kv.tp), group,
+               kind, std::to_string(layers), window, std::to_string(per_token), held, std::to_string(state), std::to_string(seq),
+               std::to_string(seq_gpu)});
+    };
+    std::int64_t layers = 0, state = 0;
+    for (std::size_t i = 0; i < kv.groups.size(); ++i) {
+        const LayerGroup& g = kv.groups[i];
+        row(std::to_string(i), layer_kind_name(g.spec.kind), g.layers, g.spec.window_tokens > 0 ? std::to_string(g.spec.window_tokens) : "",
+            g.bytes_per_token, std::to_string(g.tokens_held), g.state_bytes_per_sequence, g.bytes_per_sequence, g.bytes_per_sequence_per_gpu);
+        layers += g.layers;
+        state += g.state_bytes_per_sequence;
+    }
+    row("total", "", layers, "", kv.bytes_per_token, "", state, kv.bytes_per_sequence, kv.bytes_per_sequence_per_gpu);
+    return t.render_csv();
+}
+
 std::string render_size_json(const SizeResult& r) {
     const KvSizing& kv = r.kv;
     nlohmann::ordered_json j;

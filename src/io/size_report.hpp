@@ -26,5 +26,7 @@ std::vector<std::string> formula_lines(const KvSizing& kv);
 std::string render_size_table(const SizeResult& r);
 std::string render_size_markdown(const SizeResult& r);
 std::string render_size_json(const SizeResult& r);
+// One row per layer group plus a "total" row; raw integers, units in the headers.
+std::string render_size_csv(const SizeResult& r);
 
 }  // namespace kvplan

@@ -43,4 +43,21 @@ std::string Table::render_markdown() const {
     return out;
 }
 
+std::string Table::render_csv() const {
+    auto cell = [](const std::string& c) {
+        if (c.find_first_of(",\"\n") == std::string::npos) return c;
+        std::string out = "\"";
+        for (char ch : c) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+        return out + "\"";
+    };
+    auto line = [&](const std::vector<std::string>& row) {
+        std::string out;
+        for (std::size_t c = 0; c < row.size(); ++c) out += (c ? "," : "") + cell(row[c]);
+        return out + "\n";
+    };
+    std::string out = line(headers_);
+    for (const auto& row : rows_) out += line(row);
+    return out;
+}
+
 }  // namespace kvplan

@@ -18,6 +18,8 @@ public:
     // Columns padded to their widest cell.
     std::string render_text() const;
     std::string render_markdown() const;
+    // RFC 4180: comma-separated, cells with commas or quotes quoted.
+    std::string render_csv() const;
 
 private:
     std::vector<std::string> headers_;

@@ -89,6 +89,14 @@ TEST_CASE("a hand-built model needs no config: the seeds' 13B shape") {
     CHECK(j["kv_bytes_per_sequence"] == 3355443200LL);
 }
 
+TEST_CASE("csv output: one row per layer group and a total, raw integers") {
+    auto r = kvplan_run({"size", "--model", "gemma-2-9b", "--context", "8192", "--format", "csv"});
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Catch::StartsWith("model,kv_dtype,context_tokens,batch,tp,group,kind,layers,window_tokens,bytes_per_token,"));
+    CHECK_THAT(r.out, Catch::Contains("gemma-2-9b,bf16,8192,1,1,0,sliding,21,4096,172032,4096,0,704643072,704643072"));
+    CHECK_THAT(r.out, Catch::Contains("gemma-2-9b,bf16,8192,1,1,total,,42,,344064,,0,2113929216,2113929216"));
+}
+
 TEST_CASE("markdown output renders the same figures") {
     auto r = kvplan_run({"size", "--model", "qwen3-8b", "--context", "1000", "--format", "markdown"});
     REQUIRE(r.code == 0);
