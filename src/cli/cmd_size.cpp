@@ -36,8 +36,8 @@ std::string run_size(const SizeOptions& o) {
     // Compute: KV sizing by layer group, then the weights.
     KvOptions kv;
     kv.kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
-    kv.state_dtype = parse_dtype_flag("--mamba-cache-dtype", o.mamba_cache_dtype);
-    kv.ssm_state_dtype = parse_dtype_flag("--mamba-ssm-cache-dtype", o.mamba_ssm_cache_dtype);
+    kv.state_dtype = parse_state_dtype_flag("--mamba-cache-dtype", o.mamba_cache_dtype);
+    kv.ssm_state_dtype = parse_state_dtype_flag("--mamba-ssm-cache-dtype", o.mamba_ssm_cache_dtype);
     if (o.context > 0) kv.context = o.context;
     kv.batch = o.batch;
     kv.tp = o.tp;

@@ -30,4 +30,8 @@ std::string model_label(const ModelSpec& spec);
 // Parses --kv-dtype / --weights-dtype values; "auto" gives nullopt.
 std::optional<Dtype> parse_dtype_flag(const std::string& flag, const std::string& value);
 
+// Parses --mamba-cache-dtype / --mamba-ssm-cache-dtype: auto, fp32, fp16 or
+// bf16 only, as vLLM accepts for recurrent state (vllm/config/cache.py MambaDType).
+std::optional<Dtype> parse_state_dtype_flag(const std::string& flag, const std::string& value);
+
 }  // namespace kvplan

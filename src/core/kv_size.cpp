@@ -31,7 +31,8 @@ void check_tp(const ModelSpec& spec, std::int64_t tp) {
 
 }  // namespace
 
-KvSizing size_kv_at(const ModelSpec& spec, const KvOptions& o);
+// One sequence: everything but the batch products.
+KvSizing size_sequence(const ModelSpec& spec, const KvOptions& o);
 
 std::int64_t elements_per_token(const LayerSpec& l) {
     switch (l.kind) {
@@ -55,15 +56,20 @@ std::int64_t kv_heads_per_rank(std::int64_t kv_heads, std::int64_t tp) {
 }
 
 KvSizing size_kv(const ModelSpec& spec, const KvOptions& o) {
-    // Without --context the context is the config's max_position_embeddings:
-    // an overflow then comes from the file, and the error says so.
-    if (!o.context && spec.max_position_tokens > 0 && spec.model_type != "manual")
-        return overflow_blames(spec.name + " (context from max_position_embeddings " + std::to_string(spec.max_position_tokens) + ")",
-                          [&] { return size_kv_at(spec, o); });
-    return size_kv_at(spec, o);
+    // Per sequence first. Without --context the context is the config's
+    // max_position_embeddings: an overflow there comes from the file, and the
+    // error says so. The batch is a flag: its overflow is a usage error.
+    KvSizing out = !o.context && spec.max_position_tokens > 0
+                       ? overflow_blames(spec.name + " (context from max_position_embeddings " +
+                                             std::to_string(spec.max_position_tokens) + ")",
+                                         [&] { return size_sequence(spec, o); })
+                       : size_sequence(spec, o);
+    out.bytes_total = checked_mul(out.bytes_per_sequence, o.batch, "KV bytes for the batch");
+    out.bytes_per_gpu = checked_mul(out.bytes_per_sequence_per_gpu, o.batch, "KV bytes per GPU");
+    return out;
 }
 
-KvSizing size_kv_at(const ModelSpec& spec, const KvOptions& o) {
+KvSizing size_sequence(const ModelSpec& spec, const KvOptions& o) {
     check_tp(spec, o.tp);
     if (o.batch < 1) usage_error("--batch must be at least 1, found " + std::to_string(o.batch));
 
@@ -126,8 +132,6 @@ KvSizing size_kv_at(const ModelSpec& spec, const KvOptions& o) {
         out.bytes_per_sequence = checked_add(out.bytes_per_sequence, seq_bytes, "KV bytes per sequence");
         out.bytes_per_sequence_per_gpu = checked_add(out.bytes_per_sequence_per_gpu, rank_bytes, "KV bytes per sequence");
     }
-    out.bytes_total = checked_mul(out.bytes_per_sequence, o.batch, "KV bytes for the batch");
-    out.bytes_per_gpu = checked_mul(out.bytes_per_sequence_per_gpu, o.batch, "KV bytes per GPU");
     return out;
 }
 

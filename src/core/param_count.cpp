@@ -69,6 +69,11 @@ FamilyTraits family_traits(const std::string& type, const ConfigReader& cfg) {
     if (is({"cohere", "cohere2"})) { t.norms_per_layer = 1; t.qk_norm = false; }
     if (type == "chatglm") { t.qkv_bias = cfg.get_bool("add_qkv_bias").value_or(false); t.tie_default = false; }
     if (type == "nemotron_h") t.gated_mlp = false;  // relu^2 up + down
+    if (type == "phimoe") {  // transformers PhiMoE: LayerNorm with bias, biased lm_head, untied
+        t.layer_norm = true;
+        t.lm_head_bias = true;
+        t.tie_default = false;
+    }
     if (type == "gpt_oss") t.attention_sinks = true;
     if (type == "openelm") t.qk_norm = cfg.get_bool("normalize_qk_projections").value_or(false);
     if (type == "qwen3_next") t.gated_attention = true;         // transformers Qwen3NextAttention

@@ -1,5 +1,7 @@
 #include "io/size_report.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -47,13 +49,39 @@ Table params_table(const WeightSizing& w) {
     return t;
 }
 
+// "2 bytes (bf16)", "4/8 bytes (int4)": one element's size in a formula.
+std::string element_size(Dtype d) {
+    const int bits = dtype_bits(d);
+    return bits % 8 == 0 ? fmt::format("{} bytes ({})", bits / 8, dtype_name(d)) : fmt::format("{}/8 bytes ({})", bits, dtype_name(d));
+}
+
+bool has_state(const KvSizing& kv) {
+    return std::any_of(kv.groups.begin(), kv.groups.end(), [](const LayerGroup& g) { return g.spec.kind == LayerKind::State; });
+}
+
+// "KV dtype bf16, context 8,192 tokens, batch 32, tp 1" (+ the state dtypes when the model keeps state).
+std::string settings_line(const KvSizing& kv) {
+    std::string out = fmt::format("KV dtype {}", dtype_name(kv.kv_dtype));
+    if (has_state(kv))
+        out += fmt::format(", state dtype {} (conv) / {} (recurrent)", dtype_name(kv.conv_state_dtype), dtype_name(kv.ssm_state_dtype));
+    out += fmt::format(", context {}, batch {}, tp {}",
+                       kv.context_tokens ? group_digits(*kv.context_tokens) + " tokens" : std::string("n/a (no per-token layers)"),
+                       group_digits(kv.batch), kv.tp);
+    return out;
+}
+
+std::vector<std::string> all_notes(const SizeResult& r) {
+    std::vector<std::string> out;
+    for (const std::string& n : r.warnings) out.push_back("warning: " + n);
+    out.insert(out.end(), r.model->notes.begin(), r.model->notes.end());
+    return out;
+}
+
 }  // namespace
 
 std::vector<std::string> formula_lines(const KvSizing& kv) {
     std::vector<std::string> out;
-    const int bits = dtype_bits(kv.kv_dtype);
-    const std::string elem = bits % 8 == 0 ? fmt::format("{} bytes ({})", bits / 8, dtype_name(kv.kv_dtype))
-                                           : fmt::format("{}/8 bytes ({})", bits, dtype_name(kv.kv_dtype));
+    const std::string elem = element_size(kv.kv_dtype);
     for (const LayerGroup& g : kv.groups) {
         std::string kind = layer_kind_name(g.spec.kind);
         switch (g.spec.kind) {
@@ -72,11 +100,10 @@ std::vector<std::string> formula_lines(const KvSizing& kv) {
                                           g.layers, g.spec.latent_dim, elem, group_digits(g.bytes_per_token)));
                 break;
             case LayerKind::State:
-                out.push_back(fmt::format("state: {} layers x ({} conv elements x {} B ({}) + {} recurrent elements x {} B ({})) = {} B per sequence, "
+                out.push_back(fmt::format("state: {} layers x ({} conv elements x {} + {} recurrent elements x {}) = {} B per sequence, "
                                           "whatever the context",
-                                          g.layers, group_digits(g.spec.conv_state_elements), dtype_bits(kv.conv_state_dtype) / 8.0,
-                                          dtype_name(kv.conv_state_dtype), group_digits(g.spec.ssm_state_elements),
-                                          dtype_bits(kv.ssm_state_dtype) / 8.0, dtype_name(kv.ssm_state_dtype),
+                                          g.layers, group_digits(g.spec.conv_state_elements), element_size(kv.conv_state_dtype),
+                                          group_digits(g.spec.ssm_state_elements), element_size(kv.ssm_state_dtype),
                                           group_digits(g.state_bytes_per_sequence)));
                 break;
             case LayerKind::Cross:
@@ -93,9 +120,7 @@ std::vector<std::string> formula_lines(const KvSizing& kv) {
 
 std::string render_size_table(const SizeResult& r) {
     std::string out = fmt::format("kvplan size: {}\n", r.model_label);
-    out += fmt::format("KV dtype {}, context {}, batch {}, tp {}\n\n", dtype_name(r.kv.kv_dtype),
-                       r.kv.context_tokens ? group_digits(*r.kv.context_tokens) + " tokens" : std::string("n/a (no per-token layers)"),
-                       group_digits(r.kv.batch), r.kv.tp);
+    out += settings_line(r.kv) + "\n\n";
     out += headline_table(r).render_text();
     out += "\n";
     out += groups_table(r.kv).render_text();
@@ -106,21 +131,25 @@ std::string render_size_table(const SizeResult& r) {
         out += fmt::format(", active per token {} ({})", group_digits(r.weights.active_params), short_count(r.weights.active_params));
     out += "\n";
     if (!r.weights.parts.empty()) out += params_table(r.weights).render_text();
-    if (!r.model->notes.empty() || !r.warnings.empty()) {
+    if (auto notes = all_notes(r); !notes.empty()) {
         out += "\nNotes:\n";
-        for (const std::string& n : r.warnings) out += "  - warning: " + n + "\n";
-        for (const std::string& n : r.model->notes) out += "  - " + n + "\n";
+        for (const std::string& n : notes) out += "  - " + n + "\n";
     }
     return out;
 }
 
 std::string render_size_markdown(const SizeResult& r) {
-    std::string out = fmt::format("### kvplan size: {}\n\n", r.model_label);
+    std::string out = fmt::format("### kvplan size: {}\n\n{}\n\n", r.model_label, settings_line(r.kv));
     out += headline_table(r).render_markdown();
     out += "\n";
     out += groups_table(r.kv).render_markdown();
     out += "\n";
     for (const std::string& line : formula_lines(r.kv)) out += "- " + line + "\n";
+    if (!r.weights.parts.empty()) out += "\n" + params_table(r.weights).render_markdown();
+    if (auto notes = all_notes(r); !notes.empty()) {
+        out += "\n";
+        for (const std::string& n : notes) out += "> " + n + "\n";
+    }
     return out;
 }
 

@@ -427,6 +427,18 @@ TEST_CASE("bad input: --kv-dtype fp7 exits 2", "[bad-input][flags]") {
                        {"--kv-dtype", "fp7", "fp8"});
 }
 
+TEST_CASE("bad input: --mamba-cache-dtype fp8 exits 2 (vLLM keeps recurrent state in 16 or 32 bits)", "[bad-input][flags]") {
+    expect_clean_error(Run::kvplan({"size", "--model", "mamba-2.8b", "--mamba-cache-dtype", "fp8"}), kExitUsage,
+                       {"--mamba-cache-dtype", "fp8", "fp32, fp16 or bf16"});
+}
+
+TEST_CASE("bad input: a batch that overflows a config's per-sequence bytes exits 2, naming the flag's product", "[bad-input][flags][overflow]") {
+    // Llama-3.1-70B at its default 131,072 tokens is 42,949,672,960 B per sequence; x 10,000,000 sequences
+    // is 4.3e17 B, which fits; at --context 1e9 tokens x 1e7 it does not. The product comes from flags: exit 2.
+    expect_clean_error(Run::kvplan({"size", "--model", "llama-3.1-70b", "--context", "1000000000", "--batch", "10000000"}),
+                       kExitUsage, {"overflow", "batch"});
+}
+
 TEST_CASE("bad input: --context -5 exits 2", "[bad-input][flags]") {
     expect_clean_error(Run::kvplan({"size", "--model", "llama-3.1-8b", "--context", "-5"}), kExitUsage, {"--context", "-5"});
 }
