@@ -48,9 +48,10 @@ std::optional<Dtype> parse_dtype_flag(const std::string& flag, const std::string
 }
 
 std::optional<Dtype> parse_state_dtype_flag(const std::string& flag, const std::string& value) {
-    auto d = parse_dtype_flag(flag, value);
-    if (d && *d != Dtype::Fp32 && *d != Dtype::Fp16 && *d != Dtype::Bf16)
-        usage_error(flag + " " + value + ": recurrent state is kept in auto, fp32, fp16 or bf16");
+    if (value == "auto") return std::nullopt;
+    auto d = parse_dtype(value);
+    if (!d || (*d != Dtype::Fp32 && *d != Dtype::Fp16 && *d != Dtype::Bf16))
+        usage_error(flag + " " + value + ": expected auto, fp32, fp16 or bf16 (the dtypes vLLM keeps recurrent state in)");
     return d;
 }
 
