@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Regenerates the command outputs quoted in README.md, so they cannot drift
-# from what kvplan prints (after google/bloaty's regen-readme.py).
+# Regenerates the command outputs quoted in README.md and docs/*.md, so they
+# cannot drift from what kvplan prints (after google/bloaty's regen-readme.py).
 #
-#   scripts/regen-readme.sh [path/to/kvplan]          rewrite README.md in place
-#   scripts/regen-readme.sh --check [path/to/kvplan]  exit 1 if README.md is stale (run by CTest)
+#   scripts/regen-readme.sh [path/to/kvplan]          rewrite the files in place
+#   scripts/regen-readme.sh --check [path/to/kvplan]  exit 1 if any is stale (run by CTest)
 #
 # Each block looks like:
 #   <!-- kvplan: size --model llama-3.1-8b -->
@@ -17,10 +17,11 @@ check=0
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
 root="$(cd "$(dirname "$0")/.." && pwd)"
 kvplan="${1:-$root/build/kvplan}"
-readme="$root/README.md"
 tmp="$(mktemp)"
 trap 'rm -f "$tmp"' EXIT
+stale=0
 
+for readme in "$root/README.md" "$root"/docs/*.md; do
 awk -v kvplan="$kvplan" '
   function run(args,   cmd, line) {
     cmd = kvplan " " args " 2>&1"
@@ -42,9 +43,11 @@ awk -v kvplan="$kvplan" '
 
 if [ "$check" = 1 ]; then
   if ! diff -u "$readme" "$tmp"; then
-    echo "README.md is out of date: run scripts/regen-readme.sh" >&2
-    exit 1
+    echo "${readme#$root/} is out of date: run scripts/regen-readme.sh" >&2
+    stale=1
   fi
-else
+elif ! cmp -s "$tmp" "$readme"; then
   cp "$tmp" "$readme"
 fi
+done
+exit "$stale"
