@@ -38,6 +38,9 @@ const char* quant_method_name(QuantMethod method) {
         case QuantMethod::Awq: return "awq";
         case QuantMethod::Mxfp4: return "mxfp4";
         case QuantMethod::BitsAndBytes: return "bitsandbytes";
+        case QuantMethod::CompressedTensors: return "compressed-tensors";
+        case QuantMethod::ModelOpt: return "modelopt";
+        case QuantMethod::FbgemmFp8: return "fbgemm_fp8";
     }
     return "?";
 }

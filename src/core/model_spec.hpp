@@ -59,19 +59,32 @@ struct ParamTensor {
     std::optional<Dtype> fixed_dtype;  // stored in this dtype whatever the model's (e.g. fp32 biases)
 };
 
-enum class QuantMethod { None, Fp8, Gptq, Awq, Mxfp4, BitsAndBytes };
+// quantization_config's quant_method, as far as kvplan tells them apart.
+enum class QuantMethod { None, Fp8, Gptq, Awq, Mxfp4, BitsAndBytes, CompressedTensors, ModelOpt, FbgemmFp8 };
 
 const char* quant_method_name(QuantMethod method);
 
-// quantization_config, as far as weight bytes depend on it.
+// How a quantized checkpoint stores one [rows = out, cols = in] weight, as
+// far as its bytes go. Every scheme kvplan knows is one setting of these:
+//   values        ceil(rows x cols x bits / 8)
+//   scales        one per block (block_rows x block_cols), or per group of
+//                 group_size inputs in each row, or per row (group_size 0),
+//                 or one per tensor (group_size -1); scale_bytes each
+//   zero points   zero_bits each, one per scale (asymmetric schemes)
+//   extra         tensor_bytes per tensor (global scales, shape records) and,
+//                 with input_index, one int32 per input column (GPTQ g_idx)
 struct Quantization {
     QuantMethod method = QuantMethod::None;
-    int bits = 16;                       // GPTQ/AWQ/bnb: bits per weight
-    std::int64_t group_size = 0;         // GPTQ/AWQ: inputs per scale group (0: per output row)
-    std::int64_t block_rows = 0;         // fp8: weight_block_size[0] (0: one scale per tensor)
-    std::int64_t block_cols = 0;         // fp8: weight_block_size[1]
-    bool double_quant = false;           // bitsandbytes bnb_4bit_use_double_quant
-    std::vector<ParamPart> keep_parts;   // parts left unquantized (modules_to_not_convert)
+    int bits = 16;                       // bits per stored weight value
+    std::int64_t group_size = -1;        // inputs per scale; 0: one per row; -1: one per tensor
+    std::int64_t block_rows = 0;         // > 0: one scale per block_rows x block_cols block
+    std::int64_t block_cols = 0;
+    int scale_bytes = 4;                 // bytes per scale
+    int zero_bits = 0;                   // bits per zero point; 0 when symmetric
+    std::int64_t tensor_bytes = 0;       // fixed bytes per tensor
+    bool input_index = false;            // GPTQ act-order g_idx: int32 per input column
+    bool second_level_scales = false;    // bitsandbytes double quant: an fp32 scale per 256 scales
+    std::vector<ParamPart> keep_parts;   // parts left unquantized (modules_to_not_convert, ignore)
 };
 
 struct ModelSpec {

@@ -21,36 +21,15 @@ bool kept(const ParamTensor& t, const Quantization& q) {
 std::optional<std::int64_t> quantized_bytes(const ParamTensor& t, const Quantization& q) {
     if (q.method == QuantMethod::None || kept(t, q)) return std::nullopt;
     const std::int64_t elements = checked_mul(t.rows, t.cols, "tensor elements");
-    switch (q.method) {
-        case QuantMethod::Fp8: {
-            // e4m3 values, plus one fp32 scale per block (weight_scale_inv) or per tensor.
-            std::int64_t scales = q.block_rows > 0 ? ceil_div(t.rows, q.block_rows) * ceil_div(t.cols, q.block_cols) : 1;
-            return elements + 4 * scales;
-        }
-        case QuantMethod::Mxfp4:
-            // 4-bit values plus one e8m0 byte per 32 along the input dimension (OCP MX spec v1.0).
-            return elements / 2 + t.rows * ceil_div(t.cols, 32);
-        case QuantMethod::Gptq:
-        case QuantMethod::Awq: {
-            // qweight (bits each), fp16 scales and packed zeros per (row, group);
-            // GPTQ also stores g_idx, one int32 per input column (AutoGPTQ QuantLinear).
-            std::int64_t groups = q.group_size > 0 ? ceil_div(t.cols, q.group_size) : 1;
-            std::int64_t scale_entries = checked_mul(t.rows, groups, "quantization groups");
-            std::int64_t bytes = ceil_div(elements * q.bits, 8) + 2 * scale_entries + ceil_div(scale_entries * q.bits, 8);
-            if (q.method == QuantMethod::Gptq) bytes += 4 * t.cols;
-            return bytes;
-        }
-        case QuantMethod::BitsAndBytes: {
-            if (q.bits == 8) return elements + 4 * t.rows;  // int8 + one fp32 scale per row (LLM.int8 SCB)
-            // NF4/FP4 in blocks of 64 with an absmax each: fp32, or 8-bit with an
-            // fp32 scale per 256 blocks when double-quantized (QLoRA paper §3).
-            std::int64_t blocks = ceil_div(elements, 64);
-            std::int64_t absmax = q.double_quant ? blocks + 4 * ceil_div(blocks, 256) : 4 * blocks;
-            return ceil_div(elements, 2) + absmax;
-        }
-        case QuantMethod::None: break;
-    }
-    return std::nullopt;
+    std::int64_t scales = 1;  // group_size -1: one per tensor
+    if (q.block_rows > 0) scales = ceil_div(t.rows, q.block_rows) * ceil_div(t.cols, q.block_cols);
+    else if (q.group_size > 0) scales = checked_mul(t.rows, ceil_div(t.cols, q.group_size), "quantization scales");
+    else if (q.group_size == 0) scales = t.rows;
+    std::int64_t bytes = ceil_div(checked_mul(elements, q.bits, "quantized bits"), 8);
+    bytes += scales * q.scale_bytes + ceil_div(scales * q.zero_bits, 8) + q.tensor_bytes;
+    if (q.second_level_scales) bytes += 4 * ceil_div(scales, 256);
+    if (q.input_index) bytes += 4 * t.cols;
+    return bytes;
 }
 
 namespace {

@@ -3,6 +3,7 @@
 // hand derivations where no exact count is published.
 #include <catch2/catch.hpp>
 
+#include "io/presets.hpp"
 #include "test_support.hpp"
 
 using namespace kvplan;
@@ -156,4 +157,62 @@ TEST_CASE("MoE active parameters scale the routed experts by experts_per_token /
     auto w = weights("gpt-oss-120b");
     CHECK(w.active_params == 5'711'982'912);
     CHECK((w.active_params - 579'133'440) / 1e9 == Approx(5.13).margin(0.005));
+}
+
+namespace {
+
+// Llama-3.1-8B's config with a quantization_config added, as llm-compressor,
+// ModelOpt or fbgemm write them.
+WeightSizing llama8b_quantized(const std::string& quantization_config) {
+    auto config = nlohmann::json::parse(find_preset("llama-3.1-8b")->config_text);
+    config["quantization_config"] = nlohmann::json::parse(quantization_config);
+    return size_weights(parse_model_config(config, "llama-3.1-8b-quantized"));
+}
+
+// Llama-3.1-8B by hand: linear weights per layer q 4096x4096, k and v 1024x4096, o 4096x4096,
+// gate and up 14336x4096, down 4096x14336 = 218,103,808 params and 43,008 output rows;
+// x 32 layers = 6,979,321,856 params, 1,376,256 rows. The rest (embeddings, head, norms)
+// = 8,030,261,248 - 6,979,321,856 = 1,050,939,392 params, kept in bf16: 2,101,878,784 B.
+constexpr std::int64_t kLinear = 6'979'321'856;
+constexpr std::int64_t kRows = 1'376'256;
+constexpr std::int64_t kRestBytes = 2'101'878'784;
+
+}  // namespace
+
+TEST_CASE("compressed-tensors W4A16: int4 values, a bf16 scale per 128 inputs, a weight_shape per tensor") {
+    auto w = llama8b_quantized(R"({"quant_method": "compressed-tensors", "format": "pack-quantized",
+        "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int",
+        "strategy": "group", "group_size": 128, "symmetric": true}}}, "ignore": ["lm_head"]})");
+    // values kLinear / 2; scales kLinear / 128 x 2 B; 7 tensors x 32 layers x 16 B of weight_shape.
+    CHECK(w.bytes == kRestBytes + kLinear / 2 + kLinear / 128 * 2 + 7 * 32 * 16);
+    CHECK(w.quantization == QuantMethod::CompressedTensors);
+}
+
+TEST_CASE("compressed-tensors FP8 dynamic: fp8 values and a bf16 scale per output channel") {
+    auto w = llama8b_quantized(R"({"quant_method": "compressed-tensors", "format": "float-quantized",
+        "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float",
+        "strategy": "channel", "symmetric": true}}}, "ignore": ["lm_head"]})");
+    CHECK(w.bytes == kRestBytes + kLinear + kRows * 2);
+}
+
+TEST_CASE("ModelOpt NVFP4: fp4 values, an fp8 scale per 16 inputs, an fp32 global scale per tensor") {
+    auto w = llama8b_quantized(R"({"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16,
+        "exclude_modules": ["lm_head"]})");
+    CHECK(w.bytes == kRestBytes + kLinear / 2 + kLinear / 16 + 7 * 32 * 4);
+}
+
+TEST_CASE("fbgemm FP8 and asymmetric AWQ") {
+    auto fbgemm = llama8b_quantized(R"({"quant_method": "fbgemm_fp8"})");
+    CHECK(fbgemm.bytes == kRestBytes + kLinear + kRows * 4);  // fp32 scale per row
+    // AWQ 4-bit, group 128: values /2, fp16 scales and 4-bit zeros per group, no g_idx.
+    auto awq = llama8b_quantized(R"({"quant_method": "awq", "bits": 4, "group_size": 128, "version": "gemm"})");
+    CHECK(awq.bytes == kRestBytes + kLinear / 2 + kLinear / 128 * 2 + kLinear / 128 / 2);
+}
+
+TEST_CASE("an exclusion of one projection does not unquantize its whole part") {
+    auto all = llama8b_quantized(R"({"quant_method": "fbgemm_fp8"})");
+    auto one = llama8b_quantized(R"({"quant_method": "fbgemm_fp8", "modules_to_not_convert": ["model.layers.0.self_attn.q_proj"]})");
+    CHECK(one.bytes == all.bytes);
+    auto attn = llama8b_quantized(R"({"quant_method": "fbgemm_fp8", "modules_to_not_convert": ["self_attn"]})");
+    CHECK(attn.bytes > all.bytes);
 }
