@@ -388,6 +388,16 @@ TEST_CASE("bad input: an unknown quant_method exits 65", "[bad-input][config]") 
     expect_bad_config("unknown_quant_method.json", kExitData, {"quantization_config.quant_method", "magic4bit"});
 }
 
+TEST_CASE("bad input: compressed-tensors with two quantization groups exits 65", "[bad-input][config]") {
+    expect_bad_config("compressed_tensors_two_groups.json", kExitData,
+                      {"quantization_config.config_groups", "2 groups", "single quantization group"});
+}
+
+TEST_CASE("bad input: compressed-tensors with an unknown strategy exits 65", "[bad-input][config]") {
+    expect_bad_config("compressed_tensors_bad_strategy.json", kExitData,
+                      {"quantization_config.config_groups.group_0.weights.strategy", "\"row\""});
+}
+
 TEST_CASE("bad input: text_config that is a string exits 65", "[bad-input][config]") {
     expect_bad_config("text_config_string.json", kExitData, {"text_config", "expected an object", "string"});
 }
