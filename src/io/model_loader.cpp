@@ -1,8 +1,13 @@
 #include "io/model_loader.hpp"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -67,25 +72,78 @@ nlohmann::json read_json_file(const std::string& path, std::int64_t max_bytes) {
     return parse_json_text(text.str(), path);
 }
 
+namespace {
+
+// A model folder's config.json. A Hugging Face cache entry
+// (models--org--name/) keeps it under snapshots/<revision>/: the revision
+// refs/main names, else the only snapshot there is.
+std::string config_in_folder(const fs::path& dir) {
+    std::error_code ec;
+    if (fs::exists(dir / "config.json", ec)) return (dir / "config.json").string();
+    if (fs::is_directory(dir / "snapshots", ec)) {
+        std::ifstream ref(dir / "refs" / "main");
+        std::string revision;
+        if (ref >> revision && fs::exists(dir / "snapshots" / revision / "config.json", ec))
+            return (dir / "snapshots" / revision / "config.json").string();
+        std::vector<fs::path> snapshots;
+        for (const auto& entry : fs::directory_iterator(dir / "snapshots", ec))
+            if (fs::exists(entry.path() / "config.json", ec)) snapshots.push_back(entry.path());
+        if (snapshots.size() == 1) return (snapshots.front() / "config.json").string();
+        if (snapshots.size() > 1)
+            usage_error(dir.string() + ": " + std::to_string(snapshots.size()) +
+                        " snapshots and no refs/main; pass the snapshot folder you mean");
+    }
+    usage_error(dir.string() + ": folder has no config.json (expected a Hugging Face model folder)");
+}
+
+// Where huggingface_hub caches models: $HF_HUB_CACHE, $HF_HOME/hub, or
+// ~/.cache/huggingface/hub (huggingface_hub constants.py).
+std::optional<fs::path> hf_cache_entry(const std::string& repo_id) {
+    auto slash = repo_id.find('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == repo_id.size() || repo_id.find('/', slash + 1) != std::string::npos)
+        return std::nullopt;
+    std::vector<fs::path> roots;
+    if (const char* hub = std::getenv("HF_HUB_CACHE")) roots.emplace_back(hub);
+    if (const char* home = std::getenv("HF_HOME")) roots.push_back(fs::path(home) / "hub");
+    if (const char* home = std::getenv("HOME")) roots.push_back(fs::path(home) / ".cache" / "huggingface" / "hub");
+    std::string folder = "models--" + repo_id.substr(0, slash) + "--" + repo_id.substr(slash + 1);
+    std::error_code ec;
+    for (const fs::path& root : roots)
+        if (fs::is_directory(root / folder, ec)) return root / folder;
+    return std::nullopt;
+}
+
+ModelSpec load_preset(const Preset& preset) {
+    ModelSpec spec = parse_model_config(parse_json_text(std::string(preset.config_text), preset.name), preset.name);
+    spec.name = preset.name;
+    return spec;
+}
+
+ModelSpec load_file(const std::string& path) {
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) usage_error(path + ": not a regular file");
+    return parse_model_config(read_json_file(path), path);
+}
+
+}  // namespace
+
 ModelSpec load_model(const std::string& arg) {
     if (arg.empty()) usage_error("--model: empty value (expected a config.json path, a model folder or a preset name)");
     std::error_code ec;
-    if (fs::exists(arg, ec)) {
-        std::string path = arg;
-        if (fs::is_directory(arg, ec)) {
-            path = (fs::path(arg) / "config.json").string();
-            if (!fs::exists(path, ec))
-                usage_error(arg + ": folder has no config.json (expected a Hugging Face model folder)");
-        }
-        if (!fs::is_regular_file(path, ec)) usage_error(path + ": not a regular file");
-        return parse_model_config(read_json_file(path), path);
-    }
-    if (auto preset = find_preset(arg)) {
-        ModelSpec spec = parse_model_config(parse_json_text(std::string(preset->config_text), preset->name), preset->name);
-        spec.name = preset->name;
-        return spec;
-    }
-    usage_error("--model " + arg + ": no such file, folder or bundled preset (presets: " + preset_names() + ")");
+    // 1. A path: a config.json, or a folder holding one.
+    if (fs::exists(arg, ec)) return load_file(fs::is_directory(arg, ec) ? config_in_folder(arg) : arg);
+    // 2. A bundled preset.
+    if (auto preset = find_preset(arg)) return load_preset(*preset);
+    // 3. A Hugging Face repo id in the local Hugging Face cache.
+    if (auto cached = hf_cache_entry(arg)) return load_file(config_in_folder(*cached));
+    // 4. A Hugging Face repo id that a preset was copied from.
+    for (const Preset& p : presets())
+        if (p.hf_id.size() == arg.size() && std::equal(arg.begin(), arg.end(), p.hf_id.begin(), [](char a, char b) {
+                return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+            }))
+            return load_preset(p);
+    usage_error("--model " + arg + ": no such file, folder, cached Hugging Face model or bundled preset (presets: " +
+                preset_names() + ")");
 }
 
 }  // namespace kvplan

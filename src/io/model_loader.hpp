@@ -1,6 +1,10 @@
-// Resolves a --model argument (a config.json path, a model folder holding
-// one, or a bundled preset name), reads and parses it, and returns the
-// ModelSpec. The only place that touches model files.
+// Resolves a --model argument, reads and parses the config, and returns the
+// ModelSpec. The only place that touches model files. In order:
+//   1. a path: a config.json, a model folder holding one, or a Hugging Face
+//      cache entry (models--org--name/snapshots/<refs/main>/config.json);
+//   2. a bundled preset name (case-insensitive);
+//   3. a Hugging Face repo id ("org/name") found in the local HF cache;
+//   4. a Hugging Face repo id a bundled preset was copied from.
 #pragma once
 
 #include <string>

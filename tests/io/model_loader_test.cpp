@@ -2,6 +2,9 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <fstream>
 
 #include "core/error.hpp"
@@ -30,7 +33,7 @@ TEST_CASE("a bundled preset is byte for byte the reference config") {
 }
 
 TEST_CASE("a model folder resolves to its config.json") {
-    fs::path dir = fs::temp_directory_path() / "kvplan_loader_test_folder";
+    fs::path dir = fs::temp_directory_path() / ("kvplan_loader_test_folder_" + std::to_string(::getpid()));
     fs::create_directories(dir);
     fs::copy_file(std::string(KVPLAN_SOURCE_DIR) + "/models/presets/qwen3-8b.json", dir / "config.json",
                   fs::copy_options::overwrite_existing);
@@ -53,4 +56,55 @@ TEST_CASE("unknown names are usage errors that list the presets") {
 TEST_CASE("malformed JSON reports line and column") {
     CHECK_THROWS_WITH(parse_json_text("{\n  \"a\": 1,\n}", "x.json"), Catch::StartsWith("x.json:3:1: not valid JSON"));
     CHECK_THROWS_WITH(parse_json_text("   \n", "x.json"), Catch::Contains("file is empty"));
+}
+
+namespace {
+
+// A Hugging Face cache laid out as huggingface_hub writes it, under a scratch HF_HUB_CACHE.
+struct HfCache {
+    // One folder per process: ctest runs test cases in parallel processes.
+    fs::path root = fs::temp_directory_path() / ("kvplan_hf_cache_test_" + std::to_string(::getpid()));
+    HfCache() {
+        fs::remove_all(root);
+        ::setenv("HF_HUB_CACHE", root.c_str(), 1);
+    }
+    ~HfCache() {
+        ::unsetenv("HF_HUB_CACHE");
+        fs::remove_all(root);
+    }
+    void snapshot(const std::string& folder, const std::string& revision, const std::string& preset_file) {
+        fs::path dir = root / folder / "snapshots" / revision;
+        fs::create_directories(dir);
+        fs::copy_file(std::string(KVPLAN_SOURCE_DIR) + "/models/presets/" + preset_file, dir / "config.json");
+    }
+};
+
+}  // namespace
+
+TEST_CASE("a Hugging Face repo id resolves through the local HF cache and follows refs/main") {
+    HfCache cache;
+    cache.snapshot("models--acme--tiny", "aaaa", "qwen3-8b.json");
+    cache.snapshot("models--acme--tiny", "bbbb", "gemma-2-9b.json");
+    fs::create_directories(cache.root / "models--acme--tiny" / "refs");
+    std::ofstream(cache.root / "models--acme--tiny" / "refs" / "main") << "bbbb";
+    auto m = load_model("acme/tiny");
+    CHECK(m.model_type == "gemma2");
+    CHECK_THAT(m.name, Catch::EndsWith("snapshots/bbbb/config.json"));
+    // The cache entry's folder works as a --model path too.
+    CHECK(load_model((cache.root / "models--acme--tiny").string()).model_type == "gemma2");
+}
+
+TEST_CASE("a cache entry with several snapshots and no refs/main asks which one") {
+    HfCache cache;
+    cache.snapshot("models--acme--two", "aaaa", "qwen3-8b.json");
+    cache.snapshot("models--acme--two", "bbbb", "gemma-2-9b.json");
+    CHECK_THROWS_WITH(load_model("acme/two"), Catch::Contains("2 snapshots and no refs/main"));
+    cache.snapshot("models--acme--one", "cccc", "qwen3-8b.json");
+    CHECK(load_model("acme/one").model_type == "qwen3");
+}
+
+TEST_CASE("a preset's Hugging Face repo id finds the preset when the model is not cached") {
+    HfCache cache;
+    auto m = load_model("meta-llama/Llama-3.1-8B-Instruct");
+    CHECK(m.name == "llama-3.1-8b");
 }
