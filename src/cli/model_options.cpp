@@ -9,7 +9,9 @@
 namespace kvplan {
 
 void add_model_options(CLI::App& app, ModelOptions& o) {
-    app.add_option("-m,--model", o.model, "config.json path, model folder, or bundled preset (see `kvplan models`)");
+    app.add_option("-m,--model", o.model,
+                   "config.json path, model folder, Hugging Face repo id (read from the local HF cache), or bundled preset "
+                   "(see `kvplan models`)");
     auto* g = app.add_option_group("hand-built model", "a model with no config file: --layers --kv-heads --head-dim are required together");
     g->add_option("--layers", o.shape.layers, "decoder layers")->check(CLI::Range(std::int64_t{1}, kMaxLayers));
     g->add_option("--kv-heads", o.shape.kv_heads, "K/V heads per layer")->check(CLI::Range(std::int64_t{1}, kMaxHeads));
