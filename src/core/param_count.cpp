@@ -260,7 +260,12 @@ void add_moe(TensorList& t, const ConfigReader& cfg, const ModelDims& d) {
         t.vector(ParamPart::Router, "router.bias", d.experts);
         expert.mlp_bias = true;
     }
-    if (cfg.get_string("topk_method").value_or("") == "noaux_tc")  // DeepSeek-V3's aux-loss-free routing bias, stored fp32
+    // DeepSeek-V3's aux-loss-free routing bias (topk_method noaux_tc), stored
+    // fp32. transformers' DeepseekV3 (and Kimi-K2) always has it, and their
+    // configs may omit topk_method.
+    std::string topk = cfg.get_string("topk_method").value_or(
+        d.model_type == "deepseek_v3" || d.model_type == "kimi_k2" ? "noaux_tc" : "");
+    if (topk == "noaux_tc")
         t.add(ParamPart::Router, "e_score_correction_bias", d.experts, 1, 1, false, Dtype::Fp32);
     add_mlp(t, expert, ParamPart::Experts, "experts.", d.hidden, inter, d.experts);
 

@@ -75,6 +75,8 @@ TEST_CASE("nested text_config: Gemma-3-4B multimodal uses Gemma3TextConfig defau
     CHECK(count_kind(m, LayerKind::Full) == 5);
     CHECK(m.layers[0].window_tokens == 1024);
     CHECK(kv(m).bytes_per_token == 139'264);  // 2 x 34 x 4 x 256 x 2
+    // "Gemma 3 4B (text) | 3,880,263,168" (public parameter table, index id 70113386272).
+    CHECK(size_weights(m).params == 3'880'263'168);
 }
 
 TEST_CASE("Mistral-7B-v0.1 and Phi-3-mini: a non-null sliding_window makes every layer sliding") {
@@ -142,7 +144,12 @@ TEST_CASE("MLA: DeepSeek-V3, DeepSeek-V2-Lite and Kimi-K2 cache kv_lora_rank + q
     CHECK(kv(fixture("configs/kimi-k2.json")).bytes_per_token == 61 * 576 * 2);
     // DeepSeek-V2-Lite has no q_lora_rank: a plain q_proj.
     auto lite = fixture("configs/deepseek-v2-lite.json");
-    CHECK(size_weights(lite).params == 15'706'484'224);  // HF "15.7B"; derived: see docs/size.md
+    // Published: "deepseek-ai/DeepSeek-V2-Lite | base | 15706484224" (public table, index id 69468411049).
+    CHECK(size_weights(lite).params == 15'706'484'224);
+    // Kimi-K2-Instruct: "Language model parameters | 1,026,408,232,448" (public model note, index id
+    // 54841332681), including 60 MoE layers x 384 fp32 routing biases (the fixture omits topk_method;
+    // DeepSeek-V3-architecture routers always carry e_score_correction_bias).
+    CHECK(size_weights(fixture("configs/kimi-k2.json")).params == 1'026'408'232'448);
 }
 
 TEST_CASE("the dtype key: torch_dtype, or dtype in newer configs") {
