@@ -10,10 +10,6 @@ namespace kvplan {
 
 namespace {
 
-bool holds_per_token(LayerKind kind) {
-    return kind == LayerKind::Full || kind == LayerKind::Sliding || kind == LayerKind::Chunked || kind == LayerKind::Mla;
-}
-
 // Check the TP degree the way vLLM does before it shards anything
 // (vllm/config: verify_with_parallel_config; attention heads, KV heads).
 void check_tp(const ModelSpec& spec, std::int64_t tp) {
@@ -33,6 +29,10 @@ void check_tp(const ModelSpec& spec, std::int64_t tp) {
 
 // One sequence: everything but the batch products.
 KvSizing size_sequence(const ModelSpec& spec, const KvOptions& o);
+
+bool holds_per_token(LayerKind kind) {
+    return kind == LayerKind::Full || kind == LayerKind::Sliding || kind == LayerKind::Chunked || kind == LayerKind::Mla;
+}
 
 std::int64_t elements_per_token(const LayerSpec& l) {
     switch (l.kind) {

@@ -55,6 +55,10 @@ struct KvSizing {
 // the model needs but does not have, or sizes that overflow 64 bits.
 KvSizing size_kv(const ModelSpec& spec, const KvOptions& options);
 
+// Whether a layer of this kind stores something for every context token
+// (full, sliding, chunked, MLA); state, cross and none layers do not.
+bool holds_per_token(LayerKind kind);
+
 // Elements one layer stores per token (K + V, or the MLA latent); 0 for state/cross/none layers.
 std::int64_t elements_per_token(const LayerSpec& layer);
 

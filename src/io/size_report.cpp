@@ -35,7 +35,7 @@ Table groups_table(const KvSizing& kv) {
     Table t({"layer group", "layers", "window", "KV B/token", "tokens held", "B/sequence", "B/sequence per GPU"});
     for (const LayerGroup& g : kv.groups) {
         t.add({layer_kind_name(g.spec.kind), std::to_string(g.layers), window_cell(g), group_digits(g.bytes_per_token),
-               g.spec.kind == LayerKind::State || g.spec.kind == LayerKind::Cross || g.spec.kind == LayerKind::None ? "-" : group_digits(g.tokens_held),
+               holds_per_token(g.spec.kind) ? group_digits(g.tokens_held) : "-",
                group_digits(g.bytes_per_sequence), group_digits(g.bytes_per_sequence_per_gpu)});
     }
     return t;
