@@ -20,6 +20,7 @@
 
 #include "core/checked.hpp"
 #include "core/config_parts.hpp"
+#include "core/ssm_dims.hpp"
 
 namespace kvplan {
 
@@ -33,19 +34,12 @@ bool is_one_of(const std::string& s, std::initializer_list<const char*> list) {
 // (d_conv - 1) x d_inner plus SSM state d_inner x d_state, as vLLM allocates
 // it (vllm/model_executor/layers/mamba/mamba_utils.py, mamba1_state_shape).
 LayerPlan mamba1_layer(const ConfigReader& cfg, const ModelDims& dims) {
-    bool jamba = dims.model_type == "jamba";
-    std::int64_t expand = jamba ? cfg.get_int({"mamba_expand"}, 1, 64).value_or(2) : cfg.get_int({"expand"}, 1, 64).value_or(2);
-    std::int64_t inner = jamba ? checked_mul(expand, dims.hidden)
-                               : cfg.get_int({"intermediate_size"}, 1, kMaxHidden * 64).value_or(checked_mul(expand, dims.hidden));
-    std::int64_t state = jamba ? cfg.get_int({"mamba_d_state"}, 1, 1'000'000).value_or(16)
-                               : cfg.get_int({"state_size", "d_state"}, 1, 1'000'000).value_or(16);
-    std::int64_t conv = jamba ? cfg.get_int({"mamba_d_conv"}, 1, 1024).value_or(4)
-                              : cfg.get_int({"conv_kernel", "d_conv"}, 1, 1024).value_or(4);
+    const Mamba1Dims m = read_mamba1(cfg, dims);
     LayerPlan p;
     p.spec.kind = LayerKind::State;
-    p.spec.conv_state_elements = checked_mul(conv - 1, inner, "Mamba conv state");
-    p.spec.ssm_state_elements = checked_mul(inner, state, "Mamba SSM state");
-    p.spec.state_tp_unit = inner;  // d_inner is what TP splits
+    p.spec.conv_state_elements = checked_mul(m.conv - 1, m.inner, "Mamba conv state");
+    p.spec.ssm_state_elements = checked_mul(m.inner, m.state, "Mamba SSM state");
+    p.spec.state_tp_unit = m.inner;  // d_inner is what TP splits
     p.mixer = Mixer::Mamba1;
     p.ffn = Ffn::None;
     return p;
@@ -54,20 +48,13 @@ LayerPlan mamba1_layer(const ConfigReader& cfg, const ModelDims& dims) {
 // Mamba-2 (mamba2, Nemotron-H, Bamba, Granite-4): conv state (d_conv - 1) x
 // (d_inner + 2 x n_groups x d_state) plus SSM state heads x head_dim x d_state
 // (vLLM mamba2_state_shape).
-LayerPlan mamba2_layer(const ConfigReader& cfg, const ModelDims& dims) {
-    std::int64_t heads = cfg.require_int({"mamba_num_heads", "mamba_n_heads", "num_heads"}, 1, kMaxHeads);
-    std::int64_t head_dim = cfg.require_int({"mamba_head_dim", "mamba_d_head", "head_dim"}, 1, 100'000);
-    std::int64_t groups = cfg.get_int({"n_groups", "mamba_n_groups"}, 1, kMaxHeads).value_or(1);
-    std::int64_t state = cfg.require_int({"ssm_state_size", "mamba_d_state", "state_size"}, 1, 1'000'000);
-    std::int64_t conv = cfg.get_int({"conv_kernel", "mamba_d_conv"}, 1, 1024).value_or(4);
-    std::int64_t inner = checked_mul(heads, head_dim);
-    std::int64_t conv_dim = inner + 2 * groups * state;
-    (void)dims;
+LayerPlan mamba2_layer(const ConfigReader& cfg) {
+    const Mamba2Dims m = read_mamba2(cfg);
     LayerPlan p;
     p.spec.kind = LayerKind::State;
-    p.spec.conv_state_elements = checked_mul(conv - 1, conv_dim, "Mamba-2 conv state");
-    p.spec.ssm_state_elements = checked_mul(inner, state, "Mamba-2 SSM state");
-    p.spec.state_tp_unit = heads;
+    p.spec.conv_state_elements = checked_mul(m.conv - 1, m.conv_dim(), "Mamba-2 conv state");
+    p.spec.ssm_state_elements = checked_mul(m.inner(), m.state, "Mamba-2 SSM state");
+    p.spec.state_tp_unit = m.heads;
     p.mixer = Mixer::Mamba2;
     p.ffn = Ffn::None;
     return p;
@@ -77,17 +64,12 @@ LayerPlan mamba2_layer(const ConfigReader& cfg, const ModelDims& dims) {
 // conv state (kernel - 1) x (2 x key_dim + value_dim) plus a recurrent state
 // of value heads x key head dim x value head dim (vLLM gated_delta_net_state_shape).
 LayerPlan linear_attention_layer(const ConfigReader& cfg) {
-    std::int64_t k_heads = cfg.require_int({"linear_num_key_heads"}, 1, kMaxHeads);
-    std::int64_t v_heads = cfg.require_int({"linear_num_value_heads"}, 1, kMaxHeads);
-    std::int64_t k_dim = cfg.require_int({"linear_key_head_dim"}, 1, 100'000);
-    std::int64_t v_dim = cfg.require_int({"linear_value_head_dim"}, 1, 100'000);
-    std::int64_t conv = cfg.get_int({"linear_conv_kernel_dim"}, 1, 1024).value_or(4);
-    std::int64_t conv_dim = 2 * k_heads * k_dim + v_heads * v_dim;
+    const DeltaNetDims g = read_delta_net(cfg);
     LayerPlan p;
     p.spec.kind = LayerKind::State;
-    p.spec.conv_state_elements = checked_mul(conv - 1, conv_dim, "linear-attention conv state");
-    p.spec.ssm_state_elements = checked_mul(checked_mul(v_heads, k_dim), v_dim, "linear-attention recurrent state");
-    p.spec.state_tp_unit = k_heads;
+    p.spec.conv_state_elements = checked_mul(g.conv - 1, g.conv_dim(), "linear-attention conv state");
+    p.spec.ssm_state_elements = checked_mul(checked_mul(g.v_heads, g.k_dim), g.v_dim, "linear-attention recurrent state");
+    p.spec.state_tp_unit = g.k_heads;
     p.mixer = Mixer::GatedDeltaNet;
     return p;
 }
@@ -214,7 +196,7 @@ std::vector<LayerPlan> plan_layers(const ConfigReader& cfg, const ModelDims& dim
             } else if (t == "linear_attention") {
                 plan[i] = linear_attention_layer(cfg);
             } else if (t == "mamba" || t == "mamba2") {
-                plan[i] = cfg.has("mamba_num_heads") || cfg.has("mamba_n_heads") ? mamba2_layer(cfg, dims) : mamba1_layer(cfg, dims);
+                plan[i] = cfg.has("mamba_num_heads") || cfg.has("mamba_n_heads") ? mamba2_layer(cfg) : mamba1_layer(cfg, dims);
                 plan[i].ffn = Ffn::Dense;
             } else {
                 cfg.fail("layer_types[" + std::to_string(i) + "]",
@@ -234,7 +216,7 @@ std::vector<LayerPlan> plan_layers(const ConfigReader& cfg, const ModelDims& dim
             char c = (*pattern)[static_cast<std::size_t>(i)];
             // Nemotron-H blocks hold one thing each: a mixer, or an MLP, or a MoE.
             if (c == '*') { plan[i] = attn; plan[i].ffn = Ffn::None; }
-            else if (c == 'M') { plan[i] = mamba2_layer(cfg, dims); }
+            else if (c == 'M') { plan[i] = mamba2_layer(cfg); }
             else if (c == '-' || c == 'E') {
                 plan[i] = LayerPlan{};
                 plan[i].spec.kind = LayerKind::None;
@@ -260,13 +242,13 @@ std::vector<LayerPlan> plan_layers(const ConfigReader& cfg, const ModelDims& dim
             if (b == "attention") continue;
             if (b != "mamba")
                 cfg.fail("layers_block_type[" + std::to_string(i) + "]", "unknown block type \"" + b + "\" (expected attention or mamba)");
-            plan[i] = cfg.has("mamba_n_heads") || cfg.has("mamba_num_heads") ? mamba2_layer(cfg, dims) : mamba1_layer(cfg, dims);
+            plan[i] = cfg.has("mamba_n_heads") || cfg.has("mamba_num_heads") ? mamba2_layer(cfg) : mamba1_layer(cfg, dims);
             plan[i].ffn = Ffn::Dense;
         }
     } else if (is_one_of(type, {"mamba", "falcon_mamba"})) {
         for (auto& p : plan) p = mamba1_layer(cfg, dims);
     } else if (type == "mamba2") {
-        for (auto& p : plan) p = mamba2_layer(cfg, dims);
+        for (auto& p : plan) p = mamba2_layer(cfg);
     } else if (type == "gemma2") {
         for (std::int64_t i = 0; i < n; i += 2) plan[i] = sliding(require_window(cfg, "gemma2's alternating layers"));
     } else if (auto pat = cfg.get_int({"sliding_window_pattern", "_sliding_window_pattern"}, 1, kMaxLayers)) {

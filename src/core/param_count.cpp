@@ -10,6 +10,7 @@
 
 #include "core/checked.hpp"
 #include "core/config_parts.hpp"
+#include "core/ssm_dims.hpp"
 
 namespace kvplan {
 
@@ -120,7 +121,7 @@ void add_norm(TensorList& t, const FamilyTraits& tr, const std::string& name, st
     if (tr.layer_norm) t.vector(ParamPart::Norm, name + ".bias", n);
 }
 
-void add_attention(TensorList& t, const ConfigReader& cfg, const ModelDims& d, const LayerPlan& layer, bool cross) {
+void add_attention(TensorList& t, const ModelDims& d, const LayerPlan& layer, bool cross) {
     const FamilyTraits& tr = d.traits;
     const LayerSpec& s = layer.spec;
     const std::int64_t heads = layer.heads > 0 ? layer.heads : d.heads;
@@ -145,7 +146,6 @@ void add_attention(TensorList& t, const ConfigReader& cfg, const ModelDims& d, c
         t.vector(ParamPart::Attention, "cross_attn_attn_gate", 1);
         t.vector(ParamPart::Attention, "cross_attn_mlp_gate", 1);
     }
-    (void)cfg;
 }
 
 // MLA (DeepSeek-V2/V3): low-rank q (when q_lora_rank is set) and a joint
@@ -170,73 +170,50 @@ void add_mla(TensorList& t, const ConfigReader& cfg, const ModelDims& d) {
 }
 
 void add_mamba1(TensorList& t, const ConfigReader& cfg, const ModelDims& d) {
-    bool jamba = d.model_type == "jamba";
-    std::int64_t expand = cfg.get_int({jamba ? "mamba_expand" : "expand"}, 1, 64).value_or(2);
-    std::int64_t inner = jamba ? d.hidden * expand : cfg.get_int({"intermediate_size"}, 1, kMaxHidden * 64).value_or(d.hidden * expand);
-    std::int64_t state = cfg.get_int({jamba ? "mamba_d_state" : "state_size"}, 1, 1'000'000).value_or(16);
-    std::int64_t conv = cfg.get_int({jamba ? "mamba_d_conv" : "conv_kernel"}, 1, 1024).value_or(4);
-    // dt_rank "auto" = ceil(hidden / 16) (Mamba paper's default; transformers MambaConfig).
-    std::int64_t rank = ceil_div(d.hidden, 16);
-    const char* rank_key = jamba ? "mamba_dt_rank" : "time_step_rank";
-    if (auto r = cfg.find({rank_key}); r && !r->is_string()) rank = cfg.require_int({rank_key}, 1, kMaxHidden);
-    bool bias = cfg.get_bool(jamba ? "mamba_proj_bias" : "use_bias").value_or(false);
-    bool conv_bias = cfg.get_bool(jamba ? "mamba_conv_bias" : "use_conv_bias").value_or(true);
-    t.matrix(ParamPart::Mixer, "in_proj", 2 * inner, d.hidden);
-    if (bias) t.vector(ParamPart::Mixer, "in_proj.bias", 2 * inner);
-    t.add(ParamPart::Mixer, "conv1d", inner, conv, 1, false);
-    if (conv_bias) t.vector(ParamPart::Mixer, "conv1d.bias", inner);
-    t.matrix(ParamPart::Mixer, "x_proj", rank + 2 * state, inner);
-    t.matrix(ParamPart::Mixer, "dt_proj", inner, rank);
-    t.vector(ParamPart::Mixer, "dt_proj.bias", inner);
-    t.add(ParamPart::Mixer, "A_log", inner, state, 1, false);
-    t.vector(ParamPart::Mixer, "D", inner);
-    t.matrix(ParamPart::Mixer, "out_proj", d.hidden, inner);
-    if (bias) t.vector(ParamPart::Mixer, "out_proj.bias", d.hidden);
-    if (jamba) {  // Jamba normalises dt, B and C (transformers JambaMambaMixer)
-        t.vector(ParamPart::Norm, "dt_layernorm", rank);
-        t.vector(ParamPart::Norm, "b_layernorm", state);
-        t.vector(ParamPart::Norm, "c_layernorm", state);
+    const Mamba1Dims m = read_mamba1(cfg, d);
+    t.matrix(ParamPart::Mixer, "in_proj", 2 * m.inner, d.hidden);
+    if (m.proj_bias) t.vector(ParamPart::Mixer, "in_proj.bias", 2 * m.inner);
+    t.add(ParamPart::Mixer, "conv1d", m.inner, m.conv, 1, false);
+    if (m.conv_bias) t.vector(ParamPart::Mixer, "conv1d.bias", m.inner);
+    t.matrix(ParamPart::Mixer, "x_proj", m.dt_rank + 2 * m.state, m.inner);
+    t.matrix(ParamPart::Mixer, "dt_proj", m.inner, m.dt_rank);
+    t.vector(ParamPart::Mixer, "dt_proj.bias", m.inner);
+    t.add(ParamPart::Mixer, "A_log", m.inner, m.state, 1, false);
+    t.vector(ParamPart::Mixer, "D", m.inner);
+    t.matrix(ParamPart::Mixer, "out_proj", d.hidden, m.inner);
+    if (m.proj_bias) t.vector(ParamPart::Mixer, "out_proj.bias", d.hidden);
+    if (d.model_type == "jamba") {  // Jamba normalises dt, B and C (transformers JambaMambaMixer)
+        t.vector(ParamPart::Norm, "dt_layernorm", m.dt_rank);
+        t.vector(ParamPart::Norm, "b_layernorm", m.state);
+        t.vector(ParamPart::Norm, "c_layernorm", m.state);
     }
 }
 
 void add_mamba2(TensorList& t, const ConfigReader& cfg, const ModelDims& d) {
-    std::int64_t heads = cfg.require_int({"mamba_num_heads", "mamba_n_heads", "num_heads"}, 1, kMaxHeads);
-    std::int64_t head_dim = cfg.require_int({"mamba_head_dim", "mamba_d_head", "head_dim"}, 1, 100'000);
-    std::int64_t groups = cfg.get_int({"n_groups", "mamba_n_groups"}, 1, kMaxHeads).value_or(1);
-    std::int64_t state = cfg.require_int({"ssm_state_size", "mamba_d_state", "state_size"}, 1, 1'000'000);
-    std::int64_t conv = cfg.get_int({"conv_kernel", "mamba_d_conv"}, 1, 1024).value_or(4);
-    bool bias = cfg.get_bool("use_bias").value_or(cfg.get_bool("mamba_proj_bias").value_or(false));
-    bool conv_bias = cfg.get_bool("use_conv_bias").value_or(cfg.get_bool("mamba_conv_bias").value_or(true));
-    std::int64_t inner = heads * head_dim;
-    std::int64_t conv_dim = inner + 2 * groups * state;
-    std::int64_t in_out = 2 * inner + 2 * groups * state + heads;  // z, x, B, C, dt
+    const Mamba2Dims m = read_mamba2(cfg);
+    const std::int64_t in_out = 2 * m.inner() + 2 * m.groups * m.state + m.heads;  // z, x, B, C, dt
     t.matrix(ParamPart::Mixer, "in_proj", in_out, d.hidden);
-    if (bias) t.vector(ParamPart::Mixer, "in_proj.bias", in_out);
-    t.add(ParamPart::Mixer, "conv1d", conv_dim, conv, 1, false);
-    if (conv_bias) t.vector(ParamPart::Mixer, "conv1d.bias", conv_dim);
-    t.vector(ParamPart::Mixer, "dt_bias", heads);
-    t.vector(ParamPart::Mixer, "A_log", heads);
-    t.vector(ParamPart::Mixer, "D", heads);
-    t.vector(ParamPart::Norm, "mixer.norm", inner);
-    t.matrix(ParamPart::Mixer, "out_proj", d.hidden, inner);
-    if (bias) t.vector(ParamPart::Mixer, "out_proj.bias", d.hidden);
+    if (m.proj_bias) t.vector(ParamPart::Mixer, "in_proj.bias", in_out);
+    t.add(ParamPart::Mixer, "conv1d", m.conv_dim(), m.conv, 1, false);
+    if (m.conv_bias) t.vector(ParamPart::Mixer, "conv1d.bias", m.conv_dim());
+    t.vector(ParamPart::Mixer, "dt_bias", m.heads);
+    t.vector(ParamPart::Mixer, "A_log", m.heads);
+    t.vector(ParamPart::Mixer, "D", m.heads);
+    t.vector(ParamPart::Norm, "mixer.norm", m.inner());
+    t.matrix(ParamPart::Mixer, "out_proj", d.hidden, m.inner());
+    if (m.proj_bias) t.vector(ParamPart::Mixer, "out_proj.bias", d.hidden);
 }
 
 // Qwen3-Next Gated DeltaNet (transformers Qwen3NextGatedDeltaNet).
 void add_gated_delta_net(TensorList& t, const ConfigReader& cfg, const ModelDims& d) {
-    std::int64_t kh = cfg.require_int({"linear_num_key_heads"}, 1, kMaxHeads);
-    std::int64_t vh = cfg.require_int({"linear_num_value_heads"}, 1, kMaxHeads);
-    std::int64_t kd = cfg.require_int({"linear_key_head_dim"}, 1, 100'000);
-    std::int64_t vd = cfg.require_int({"linear_value_head_dim"}, 1, 100'000);
-    std::int64_t conv = cfg.get_int({"linear_conv_kernel_dim"}, 1, 1024).value_or(4);
-    std::int64_t key_dim = kh * kd, value_dim = vh * vd;
-    t.matrix(ParamPart::Mixer, "in_proj_qkvz", 2 * key_dim + 2 * value_dim, d.hidden);
-    t.matrix(ParamPart::Mixer, "in_proj_ba", 2 * vh, d.hidden);
-    t.add(ParamPart::Mixer, "conv1d", 2 * key_dim + value_dim, conv, 1, false);
-    t.vector(ParamPart::Mixer, "dt_bias", vh);
-    t.vector(ParamPart::Mixer, "A_log", vh);
-    t.vector(ParamPart::Norm, "mixer.norm", vd);
-    t.matrix(ParamPart::Mixer, "out_proj", d.hidden, value_dim);
+    const DeltaNetDims g = read_delta_net(cfg);
+    t.matrix(ParamPart::Mixer, "in_proj_qkvz", 2 * g.key_dim() + 2 * g.value_dim(), d.hidden);
+    t.matrix(ParamPart::Mixer, "in_proj_ba", 2 * g.v_heads, d.hidden);
+    t.add(ParamPart::Mixer, "conv1d", g.conv_dim(), g.conv, 1, false);
+    t.vector(ParamPart::Mixer, "dt_bias", g.v_heads);
+    t.vector(ParamPart::Mixer, "A_log", g.v_heads);
+    t.vector(ParamPart::Norm, "mixer.norm", g.v_dim);
+    t.matrix(ParamPart::Mixer, "out_proj", d.hidden, g.value_dim());
 }
 
 void add_mlp(TensorList& t, const FamilyTraits& tr, ParamPart part, const std::string& prefix, std::int64_t hidden,
@@ -294,8 +271,8 @@ std::vector<ParamTensor> count_params(const ConfigReader& cfg, const ModelDims& 
         int norms = (mixes && ffn) ? tr.norms_per_layer : (mixes || ffn) ? 1 : 0;
         for (int i = 0; i < norms; ++i) add_norm(t, tr, "layernorm" + std::to_string(i), d.hidden);
         switch (layer.mixer) {
-            case Mixer::Attention: add_attention(t, cfg, d, layer, false); break;
-            case Mixer::Cross: add_attention(t, cfg, d, layer, true); break;
+            case Mixer::Attention: add_attention(t, d, layer, false); break;
+            case Mixer::Cross: add_attention(t, d, layer, true); break;
             case Mixer::Linear: t.matrix(ParamPart::Attention, "linear_attn", d.hidden, d.hidden); break;
             case Mixer::Mla: add_mla(t, cfg, d); break;
             case Mixer::Mamba1: add_mamba1(t, cfg, d); break;
