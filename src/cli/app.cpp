@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/cmd_concurrency.hpp"
+#include "cli/cmd_gpus.hpp"
 #include "cli/cmd_models.hpp"
 #include "cli/cmd_size.hpp"
 #include "core/error.hpp"
@@ -16,13 +18,19 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     app.footer(
         "Examples:\n"
         "  kvplan size --model llama-3.1-8b --context 8192 --batch 32\n"
+        "  kvplan concurrency --model llama-3.1-8b --gpu h100-sxm --context 4096,32768\n"
         "  kvplan models\n"
+        "  kvplan gpus\n"
         "Run `kvplan <command> --help` for a command's flags.");
 
     SizeOptions size;
+    ConcurrencyOptions concurrency;
     ModelsOptions models;
+    GpusOptions gpus;
     CLI::App* size_cmd = setup_size(app, size);
+    CLI::App* concurrency_cmd = setup_concurrency(app, concurrency);
     CLI::App* models_cmd = setup_models(app, models);
+    CLI::App* gpus_cmd = setup_gpus(app, gpus);
 
     try {
         std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last-first
@@ -44,9 +52,11 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     try {
         std::string text;
         if (size_cmd->parsed()) text = run_size(size);
+        else if (concurrency_cmd->parsed()) text = run_concurrency(concurrency);
         else if (models_cmd->parsed()) text = run_models(models);
+        else if (gpus_cmd->parsed()) text = run_gpus(gpus);
         else {
-            err << "kvplan: error: no command given (expected size or models; run `kvplan --help`)\n";
+            err << "kvplan: error: no command given (expected size, concurrency, models or gpus; run `kvplan --help`)\n";
             return kExitUsage;
         }
         out << text;

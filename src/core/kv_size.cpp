@@ -8,8 +8,6 @@
 
 namespace kvplan {
 
-namespace {
-
 // Check the TP degree the way vLLM does before it shards anything
 // (vllm/config: verify_with_parallel_config; attention heads, KV heads).
 void check_tp(const ModelSpec& spec, std::int64_t tp) {
@@ -24,8 +22,6 @@ void check_tp(const ModelSpec& spec, std::int64_t tp) {
                         " KV heads (one must divide the other)");
     }
 }
-
-}  // namespace
 
 // One sequence: everything but the batch products.
 KvSizing size_sequence(const ModelSpec& spec, const KvOptions& o);
@@ -53,6 +49,21 @@ std::int64_t elements_per_token(const LayerSpec& l) {
 
 std::int64_t kv_heads_per_rank(std::int64_t kv_heads, std::int64_t tp) {
     return kv_heads >= tp ? kv_heads / tp : 1;
+}
+
+std::int64_t layer_bytes_per_token_per_gpu(const LayerSpec& l, std::int64_t tp, Dtype kv_dtype) {
+    if (!holds_per_token(l.kind)) return 0;
+    if (l.kind == LayerKind::Mla) return bytes_for(elements_per_token(l), kv_dtype);
+    LayerSpec shard = l;
+    shard.kv_heads = kv_heads_per_rank(l.kv_heads, tp);
+    return bytes_for(elements_per_token(shard), kv_dtype);
+}
+
+std::int64_t layer_state_bytes_per_gpu(const LayerSpec& l, std::int64_t tp, Dtype conv_dtype, Dtype ssm_dtype) {
+    if (l.kind != LayerKind::State) return 0;
+    const std::int64_t whole = checked_add(bytes_for(l.conv_state_elements, conv_dtype), bytes_for(l.ssm_state_elements, ssm_dtype));
+    const std::int64_t shards = std::min<std::int64_t>(tp, std::max<std::int64_t>(1, l.state_tp_unit));
+    return ceil_div(whole, shards);
 }
 
 KvSizing size_kv(const ModelSpec& spec, const KvOptions& o) {
@@ -115,17 +126,9 @@ KvSizing size_sequence(const ModelSpec& spec, const KvOptions& o) {
 
         // One TP rank: attention heads split (or replicate), MLA latents
         // replicate on every rank, recurrent states split by their heads.
-        std::int64_t rank_bytes = 0;
-        if (l.kind == LayerKind::Mla) {
-            rank_bytes = seq_bytes;
-        } else if (holds_per_token(l.kind)) {
-            LayerSpec shard = l;
-            shard.kv_heads = kv_heads_per_rank(l.kv_heads, o.tp);
-            rank_bytes = checked_mul(bytes_for(elements_per_token(shard), out.kv_dtype), held, "KV bytes per sequence");
-        } else if (l.kind == LayerKind::State) {
-            std::int64_t shards = std::min<std::int64_t>(o.tp, std::max<std::int64_t>(1, l.state_tp_unit));
-            rank_bytes = ceil_div(state_bytes, shards);
-        }
+        const std::int64_t rank_bytes =
+            checked_add(checked_mul(layer_bytes_per_token_per_gpu(l, o.tp, out.kv_dtype), held, "KV bytes per sequence"),
+                        layer_state_bytes_per_gpu(l, o.tp, out.conv_state_dtype, out.ssm_state_dtype));
         g.bytes_per_sequence_per_gpu = checked_add(g.bytes_per_sequence_per_gpu, rank_bytes);
 
         out.bytes_per_token = checked_add(out.bytes_per_token, per_token_bytes, "KV bytes per token");

@@ -55,12 +55,24 @@ struct KvSizing {
 // the model needs but does not have, or sizes that overflow 64 bits.
 KvSizing size_kv(const ModelSpec& spec, const KvOptions& options);
 
+// Throws Error(Usage) unless `tp` splits the model's attention heads and KV
+// heads the way engines require (one divides the other).
+void check_tp(const ModelSpec& spec, std::int64_t tp);
+
 // Whether a layer of this kind stores something for every context token
 // (full, sliding, chunked, MLA); state, cross and none layers do not.
 bool holds_per_token(LayerKind kind);
 
 // Elements one layer stores per token (K + V, or the MLA latent); 0 for state/cross/none layers.
 std::int64_t elements_per_token(const LayerSpec& layer);
+
+// What one layer stores per context token on one of `tp` ranks: KV heads
+// split (or replicated), MLA latents replicated; 0 for state/cross/none.
+std::int64_t layer_bytes_per_token_per_gpu(const LayerSpec& layer, std::int64_t tp, Dtype kv_dtype);
+
+// One layer's fixed recurrent state per sequence on one of `tp` ranks (split
+// by the layer's heads); 0 for every other kind.
+std::int64_t layer_state_bytes_per_gpu(const LayerSpec& layer, std::int64_t tp, Dtype conv_dtype, Dtype ssm_dtype);
 
 // KV heads one of `tp` ranks holds: split when tp divides them, one
 // (replicated) when tp exceeds them, as vLLM and SGLang shard attention.

@@ -1,0 +1,98 @@
+#include "cli/cmd_concurrency.hpp"
+
+#include "core/byte_size.hpp"
+#include "core/capacity.hpp"
+#include "core/config_parts.hpp"
+#include "core/error.hpp"
+#include "io/concurrency_report.hpp"
+
+namespace kvplan {
+
+CLI::App* setup_concurrency(CLI::App& app, ConcurrencyOptions& o) {
+    CLI::App* cmd = app.add_subcommand("concurrency", "GPU memory budget and how many requests fit at each context length");
+    add_model_options(*cmd, o.model);
+    add_gpu_options(*cmd, o.gpu);
+    const auto count = CLI::Range(std::int64_t{1}, std::int64_t{1'000'000});
+    cmd->add_option("--gpus", o.gpus, "GPUs in all (default: tp x pp); the rest are data-parallel replicas")->check(count);
+    cmd->add_option("--tp", o.tp, "tensor-parallel ranks per replica")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+    cmd->add_option("--pp", o.pp, "pipeline-parallel stages per replica")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+    cmd->add_option("-c,--context", o.contexts, "tokens per request, comma-separated (default: 4096,32768,131072 up to max_model_len)")
+        ->delimiter(',')
+        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+    cmd->add_option("--mem-util", o.mem_util, "memory fraction (vLLM gpu_memory_utilization, SGLang mem_fraction_static, TRT-LLM free fraction)")
+        ->check(CLI::Range(0.0, 1.0));
+    cmd->add_option("--weights", o.weights, "weights per GPU, replacing the computed size (e.g. 14.96GiB, as engines log it)");
+    cmd->add_option("--overhead", o.overhead, "runtime overhead per GPU, replacing the estimate (e.g. 2GB)");
+    cmd->add_option("--kv-pool", o.kv_pool, "KV pool per GPU, replacing the whole budget (e.g. a log's 'Available KV cache memory')");
+    cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
+    cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4: serve unquantized weights in this dtype");
+    cmd->add_option("--mamba-cache-dtype", o.mamba_cache_dtype, "Mamba/linear-attention state dtype (auto|fp32|fp16|bf16)");
+    cmd->add_option("--mamba-ssm-cache-dtype", o.mamba_ssm_cache_dtype, "recurrent (SSM) part of that state (auto|fp32|fp16|bf16)");
+    cmd->add_option("--block-size", o.block_size, "tokens per KV block (default: vLLM 16, SGLang 1, TRT-LLM 32, generic 16)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
+    cmd->add_option("--allocation", o.allocation, "paged|contiguous (contiguous: every request reserves --max-tokens)")
+        ->check(CLI::IsMember({"paged", "contiguous"}));
+    cmd->add_option("--max-tokens", o.max_tokens, "contiguous allocation: tokens reserved per request (default: max_model_len)")
+        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+    cmd->add_option("--prefix-tokens", o.prefix_tokens, "a shared prefix (system prompt) stored once for all requests")
+        ->check(CLI::Range(std::int64_t{0}, kMaxTokens));
+    cmd->add_option("--engine", o.engine, "generic|vllm|vllm-v0|sglang|trtllm: follow that engine's accounting and print its log lines");
+    cmd->add_option("--max-model-len", o.max_model_len, "the engine's max_model_len (default: max_position_embeddings)")
+        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+    cmd->add_option("--max-num-batched-tokens", o.max_batched_tokens, "tokens per forward pass (default: the engine's; sizes activations)")
+        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+    cmd->add_option("--max-num-seqs", o.max_num_seqs, "sequences the sampler is sized for (default: the engine's)")->check(count);
+    cmd->add_flag("--json", o.json, "print JSON (schema: docs/concurrency.md)");
+    cmd->add_option("--format", o.format, "table|json|markdown|csv")->check(CLI::IsMember({"table", "json", "markdown", "csv"}));
+    cmd->footer(
+        "Examples:\n"
+        "  kvplan concurrency --model llama-3.1-8b --gpu h100-sxm --context 4096,32768,131072\n"
+        "  kvplan concurrency --model llama-3.1-70b --gpu a100-80gb --tp 4 --gpus 8 --engine vllm\n"
+        "  kvplan concurrency --model qwen2.5-7b --gpu-mem 24GiB --kv-dtype fp8 --prefix-tokens 2000 --context 8192\n"
+        "  kvplan concurrency --layers 32 --kv-heads 32 --head-dim 128 --gpu-mem 40GB --mem-util 1 --weights 14GB \\\n"
+        "      --overhead 2GB --context 2000,8000,500 --block-size 1   # the seeds' 22 / 5 / 91\n"
+        "  kvplan concurrency --model llama-3.1-8b --gpu-mem 40GB --allocation contiguous --max-tokens 4000 --context 200");
+    return cmd;
+}
+
+std::string run_concurrency(const ConcurrencyOptions& o) {
+    ModelSpec model = resolve_model(o.model);
+    CapacityInputs in;
+    in.gpu = resolve_gpu(o.gpu);
+    in.engine = parse_engine(o.engine);
+    in.gpus = o.gpus;
+    in.tp = o.tp;
+    in.pp = o.pp;
+    in.contexts = o.contexts;
+    if (o.mem_util != 0) in.mem_util = o.mem_util;
+    if (!o.weights.empty()) in.weights_bytes = parse_byte_size("--weights", o.weights, true);
+    if (!o.overhead.empty()) in.overhead_bytes = parse_byte_size("--overhead", o.overhead, true);
+    if (!o.kv_pool.empty()) in.kv_pool_bytes = parse_byte_size("--kv-pool", o.kv_pool, true);
+    in.kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
+    in.weights_dtype = parse_dtype_flag("--weights-dtype", o.weights_dtype);
+    in.state_dtype = parse_state_dtype_flag("--mamba-cache-dtype", o.mamba_cache_dtype);
+    in.ssm_state_dtype = parse_state_dtype_flag("--mamba-ssm-cache-dtype", o.mamba_ssm_cache_dtype);
+    if (o.block_size > 0) in.block_size = o.block_size;
+    in.allocation = o.allocation == "contiguous" ? Allocation::Contiguous : Allocation::Paged;
+    if (o.max_tokens > 0) {
+        if (in.allocation != Allocation::Contiguous) usage_error("--max-tokens applies to --allocation contiguous only");
+        in.max_tokens = o.max_tokens;
+    }
+    in.prefix_tokens = o.prefix_tokens;
+    if (o.max_model_len > 0) in.max_model_len = o.max_model_len;
+    if (o.max_batched_tokens > 0) in.max_batched_tokens = o.max_batched_tokens;
+    if (o.max_num_seqs > 0) in.max_num_seqs = o.max_num_seqs;
+
+    ConcurrencyResult result;
+    result.model = &model;
+    result.model_label = model_label(model);
+    result.plan = plan_capacity(model, in);
+
+    const std::string format = o.json ? "json" : o.format;
+    if (format == "json") return render_concurrency_json(result);
+    if (format == "markdown") return render_concurrency_markdown(result);
+    if (format == "csv") return render_concurrency_csv(result);
+    return render_concurrency_table(result);
+}
+
+}  // namespace kvplan

@@ -1,0 +1,46 @@
+// `kvplan concurrency`: the memory budget of a GPU (or a group of GPUs) and
+// how many requests fit at each context length, as an engine counts it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/gpu_options.hpp"
+#include "cli/model_options.hpp"
+
+namespace kvplan {
+
+struct ConcurrencyOptions {
+    ModelOptions model;
+    GpuOptions gpu;
+    std::int64_t gpus = 0;
+    std::int64_t tp = 1;
+    std::int64_t pp = 1;
+    std::vector<std::int64_t> contexts;
+    double mem_util = 0;  // 0: the engine's default
+    std::string weights, overhead, kv_pool;  // sizes with units; empty: computed
+    std::string kv_dtype = "auto";
+    std::string weights_dtype = "auto";
+    std::string mamba_cache_dtype = "auto";
+    std::string mamba_ssm_cache_dtype = "auto";
+    std::int64_t block_size = 0;  // 0: the engine's
+    std::string allocation = "paged";
+    std::int64_t max_tokens = 0;
+    std::int64_t prefix_tokens = 0;
+    std::string engine = "generic";
+    std::int64_t max_model_len = 0;
+    std::int64_t max_batched_tokens = 0;
+    std::int64_t max_num_seqs = 0;
+    bool json = false;
+    std::string format = "table";
+};
+
+CLI::App* setup_concurrency(CLI::App& app, ConcurrencyOptions& options);
+
+// Computes everything first and returns the rendered text.
+std::string run_concurrency(const ConcurrencyOptions& options);
+
+}  // namespace kvplan

@@ -1,0 +1,23 @@
+#include "cli/cmd_gpus.hpp"
+
+#include "io/gpu_db.hpp"
+#include "io/gpus_report.hpp"
+
+namespace kvplan {
+
+CLI::App* setup_gpus(CLI::App& app, GpusOptions& o) {
+    CLI::App* cmd = app.add_subcommand("gpus", "list the accelerators in the hardware database (memory, bandwidth, TFLOP/s, links)");
+    cmd->add_flag("--json", o.json, "print JSON");
+    cmd->add_option("--format", o.format, "table|json|markdown")->check(CLI::IsMember({"table", "json", "markdown"}));
+    cmd->footer("Examples:\n  kvplan gpus\n  kvplan concurrency --model llama-3.1-8b --gpu h100");
+    return cmd;
+}
+
+std::string run_gpus(const GpusOptions& o) {
+    const std::string format = o.json ? "json" : o.format;
+    if (format == "json") return render_gpus_json(bundled_gpus());
+    if (format == "markdown") return render_gpus_markdown(bundled_gpus());
+    return render_gpus_table(bundled_gpus());
+}
+
+}  // namespace kvplan

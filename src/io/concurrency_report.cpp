@@ -1,0 +1,252 @@
+#include "io/concurrency_report.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "io/table.hpp"
+#include "io/units.hpp"
+
+namespace kvplan {
+
+namespace {
+
+std::string gib2(std::int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / 1073741824.0); }
+
+std::string signed_bytes(std::int64_t bytes) { return bytes < 0 ? "-" + group_digits(-bytes) : group_digits(bytes); }
+
+std::string percent(double share) { return fmt::format("{:.1f}%", share * 100.0); }
+
+// "1 GPU", "8 GPUs (TP 2 x PP 1, 4 replicas)"
+std::string layout_text(const CapacityPlan& p) {
+    std::string out = fmt::format("{} GPU{} (TP {}, PP {}", p.gpus, p.gpus == 1 ? "" : "s", p.tp, p.pp);
+    if (p.replicas > 1) out += fmt::format(", {} data-parallel replicas", p.replicas);
+    return out + ")";
+}
+
+std::string device_text(const Gpu& g) {
+    if (!g.from_database) return g.name;
+    return g.name + " (" + g.id + ")";
+}
+
+std::string header(const ConcurrencyResult& r) {
+    const CapacityPlan& p = r.plan;
+    std::string out = fmt::format("{} on {}\n", r.model_label, device_text(p.gpu));
+    out += fmt::format("{}, {}, KV dtype {}, weights {} ({} in all)", engine_label(p.engine), layout_text(p), dtype_name(p.kv_dtype),
+                       dtype_name(p.weights_dtype), decimal_size(p.model_weights_bytes));
+    if (p.allocation == Allocation::Contiguous)
+        out += fmt::format(", contiguous allocation of {} tokens per request", group_digits(p.max_tokens));
+    else
+        out += fmt::format(", {}-token blocks", group_digits(p.block_size));
+    out += fmt::format(", max_model_len {}, {} batched tokens\n", group_digits(p.max_model_len), group_digits(p.max_batched_tokens));
+    return out;
+}
+
+Table budget_table(const CapacityPlan& p) {
+    Table t({"memory budget, one GPU", "bytes", "GiB"});
+    for (const BudgetLine& l : p.budget.lines) {
+        std::string label = l.op == ' ' ? l.label : std::string(1, l.op) + " " + l.label;
+        t.add({label, signed_bytes(l.bytes), gib2(l.bytes)});
+    }
+    return t;
+}
+
+Table overhead_table(const CapacityPlan& p) {
+    Table t({"overhead term", "bytes", "range (GiB)", "in pool", "basis"});
+    for (const OverheadTerm& o : p.budget.overhead)
+        t.add({o.name, signed_bytes(o.bytes), gib2(o.low_bytes) + " .. " + gib2(o.high_bytes), o.in_pool ? "yes" : "no", o.basis});
+    return t;
+}
+
+Table contexts_table(const CapacityPlan& p) {
+    const bool contiguous = p.allocation == Allocation::Contiguous;
+    const bool prefix = p.prefix_tokens > 0 && !contiguous;
+    std::vector<std::string> headers{"context", "max requests"};
+    if (p.replicas > 1) headers.push_back("all replicas");
+    headers.push_back(contiguous ? "reserved/request" : "KV/request (one GPU)");
+    if (contiguous) {
+        headers.push_back("used/request");
+        headers.push_back("reserved, unused");
+        headers.push_back("reserved/used");
+    }
+    headers.push_back("KV share of memory");
+    if (prefix) headers.push_back(fmt::format("with {}-token shared prefix", group_digits(p.prefix_tokens)));
+    Table t(headers, 0);
+    for (const ContextRow& row : p.rows) {
+        std::vector<std::string> cells{group_digits(row.context_tokens), group_digits(row.max_requests)};
+        if (p.replicas > 1) cells.push_back(group_digits(row.max_requests_total));
+        cells.push_back(binary_size(row.kv_bytes_per_request));
+        if (contiguous) {
+            cells.push_back(binary_size(row.used_bytes_per_request));
+            cells.push_back(binary_size(row.unused_bytes));
+            cells.push_back(row.used_bytes_per_request > 0
+                                ? fmt::format("{:.1f}x", static_cast<double>(row.reserved_bytes_per_request) / static_cast<double>(row.used_bytes_per_request))
+                                : "-");
+        }
+        cells.push_back(percent(row.kv_memory_share));
+        if (prefix) {
+            const std::int64_t with = row.max_requests_with_prefix.value_or(row.max_requests);
+            cells.push_back(fmt::format("{} (+{})", group_digits(with), group_digits(with - row.max_requests)));
+        }
+        t.add(cells);
+    }
+    return t;
+}
+
+std::string pool_line(const CapacityPlan& p) {
+    std::string out = fmt::format("KV per token per GPU: {} B ({})", group_digits(p.kv_bytes_per_token_per_gpu), binary_size(p.kv_bytes_per_token_per_gpu));
+    if (p.num_blocks && p.kv_cache_tokens)
+        out += fmt::format("; KV cache: {} blocks, {} tokens", group_digits(*p.num_blocks), group_digits(*p.kv_cache_tokens));
+    return out + "\n";
+}
+
+std::string not_fit_text(const CapacityPlan& p) {
+    if (p.fits) return "";
+    std::string out;
+    if (p.budget.kv_pool_bytes <= 0)
+        out = fmt::format("Nothing fits: weights and overhead leave no KV pool ({} GiB).", gib2(p.budget.kv_pool_bytes));
+    else
+        out = "Not even one request of the longest context fits.";
+    if (p.smallest_tp)
+        out += fmt::format(" The smallest TP that fits is {} ({} GPUs per replica).", *p.smallest_tp, *p.smallest_tp * p.pp);
+    else if (p.tp_searched)
+        out += " No TP up to 64 fits; add pipeline stages, quantize, or pick a device with more memory.";
+    return out + "\n";
+}
+
+std::vector<std::string> notes(const CapacityPlan& p) {
+    std::vector<std::string> out;
+    for (const std::string& w : p.warnings) out.push_back("warning: " + w);
+    out.insert(out.end(), p.notes.begin(), p.notes.end());
+    if (!p.gpu.cuda_total_bytes && p.gpu.from_database)
+        out.push_back("no published CUDA-visible total for this device: the budget starts from the driver's figure, a few hundred MiB high");
+    return out;
+}
+
+}  // namespace
+
+std::string answer_sentence(const ConcurrencyResult& r) {
+    const CapacityPlan& p = r.plan;
+    std::string who = p.gpus == 1 ? "one " + p.gpu.name : fmt::format("{} x {}", p.gpus, p.gpu.name);
+    std::string verb = p.gpus == 1 ? "holds" : "hold";
+    std::string out;
+    for (std::size_t i = 0; i < p.rows.size(); ++i) {
+        const ContextRow& row = p.rows[i];
+        if (i == 0)
+            out = fmt::format("At {} tokens {} {} {} request{} of {}", group_digits(row.context_tokens), who, verb,
+                              group_digits(row.max_requests_total), row.max_requests_total == 1 ? "" : "s", r.model->name);
+        else
+            out += fmt::format("; at {}, {}", group_digits(row.context_tokens), group_digits(row.max_requests_total));
+    }
+    return out + ".";
+}
+
+std::string render_concurrency_table(const ConcurrencyResult& r) {
+    const CapacityPlan& p = r.plan;
+    std::string out = header(r) + "\n" + budget_table(p).render_text();
+    if (p.budget.overhead.size() > 1 || !p.budget.overhead.empty()) out += "\n" + overhead_table(p).render_text();
+    out += "\n" + pool_line(p) + "\n" + contexts_table(p).render_text() + "\n" + answer_sentence(r) + "\n";
+    out += not_fit_text(p);
+    if (!p.engine_lines.empty()) {
+        out += fmt::format("\n{} would log:\n", engine_label(p.engine));
+        for (const std::string& l : p.engine_lines) out += "  " + l + "\n";
+    }
+    std::vector<std::string> n = notes(p);
+    if (!n.empty()) {
+        out += "\nNotes:\n";
+        for (const std::string& line : n) out += "  - " + line + "\n";
+    }
+    return out;
+}
+
+std::string render_concurrency_markdown(const ConcurrencyResult& r) {
+    const CapacityPlan& p = r.plan;
+    std::string out = "### " + r.model_label + " on " + device_text(p.gpu) + "\n\n" + header(r).substr(header(r).find('\n') + 1) + "\n";
+    out += budget_table(p).render_markdown() + "\n" + overhead_table(p).render_markdown() + "\n" + pool_line(p) + "\n";
+    out += contexts_table(p).render_markdown() + "\n" + answer_sentence(r) + "\n";
+    std::string nf = not_fit_text(p);
+    if (!nf.empty()) out += "\n" + nf;
+    if (!p.engine_lines.empty()) {
+        out += fmt::format("\n{} would log:\n\n```\n", engine_label(p.engine));
+        for (const std::string& l : p.engine_lines) out += l + "\n";
+        out += "```\n";
+    }
+    for (const std::string& line : notes(p)) out += "\n- " + line;
+    if (!notes(p).empty()) out += "\n";
+    return out;
+}
+
+std::string render_concurrency_csv(const ConcurrencyResult& r) {
+    const CapacityPlan& p = r.plan;
+    Table t({"context_tokens", "max_requests", "max_requests_all_replicas", "kv_bytes_per_request", "kv_memory_fraction",
+             "kv_pool_bytes", "kv_cache_tokens", "weights_bytes_per_gpu", "overhead_bytes"}, 0);
+    for (const ContextRow& row : p.rows)
+        t.add({std::to_string(row.context_tokens), std::to_string(row.max_requests), std::to_string(row.max_requests_total),
+               std::to_string(row.kv_bytes_per_request), fmt::format("{:.6f}", row.kv_memory_share), std::to_string(p.budget.kv_pool_bytes),
+               p.kv_cache_tokens ? std::to_string(*p.kv_cache_tokens) : "", std::to_string(p.budget.weights_bytes),
+               std::to_string(p.budget.overhead_bytes)});
+    return t.render_csv();
+}
+
+std::string render_concurrency_json(const ConcurrencyResult& r) {
+    const CapacityPlan& p = r.plan;
+    nlohmann::ordered_json j;
+    j["model"] = r.model->name;
+    j["gpu"] = p.gpu.from_database ? p.gpu.id : p.gpu.name;
+    j["gpu_memory_bytes"] = p.budget.total_bytes;
+    j["gpu_driver_memory_bytes"] = p.gpu.memory_bytes;
+    j["engine"] = engine_name(p.engine);
+    j["gpus"] = p.gpus;
+    j["tp"] = p.tp;
+    j["pp"] = p.pp;
+    j["replicas"] = p.replicas;
+    j["mem_util"] = p.budget.mem_fraction;
+    j["weights_bytes_per_gpu"] = p.budget.weights_bytes;
+    j["overhead_bytes"] = p.budget.overhead_bytes;
+    j["overhead_terms"] = nlohmann::ordered_json::array();
+    for (const OverheadTerm& o : p.budget.overhead) {
+        nlohmann::ordered_json t;
+        t["name"] = o.name;
+        t["bytes"] = o.bytes;
+        t["low_bytes"] = o.low_bytes;
+        t["high_bytes"] = o.high_bytes;
+        t["in_pool"] = o.in_pool;
+        t["basis"] = o.basis;
+        t["source"] = o.source;
+        j["overhead_terms"].push_back(t);
+    }
+    j["kv_pool_bytes"] = p.budget.kv_pool_bytes;
+    j["kv_dtype"] = dtype_name(p.kv_dtype);
+    j["weights_dtype"] = dtype_name(p.weights_dtype);
+    j["kv_bytes_per_token_per_gpu"] = p.kv_bytes_per_token_per_gpu;
+    j["allocation"] = p.allocation == Allocation::Contiguous ? "contiguous" : "paged";
+    j["block_size_tokens"] = p.block_size;
+    j["max_model_len_tokens"] = p.max_model_len;
+    j["max_num_batched_tokens"] = p.max_batched_tokens;
+    j["num_blocks"] = p.num_blocks ? nlohmann::ordered_json(*p.num_blocks) : nlohmann::ordered_json(nullptr);
+    j["kv_cache_tokens"] = p.kv_cache_tokens ? nlohmann::ordered_json(*p.kv_cache_tokens) : nlohmann::ordered_json(nullptr);
+    j["prefix_tokens"] = p.prefix_tokens;
+    j["contexts"] = nlohmann::ordered_json::array();
+    for (const ContextRow& row : p.rows) {
+        nlohmann::ordered_json c;
+        c["context_tokens"] = row.context_tokens;
+        c["max_requests"] = row.max_requests;
+        c["kv_bytes_per_request"] = row.kv_bytes_per_request;
+        c["max_requests_all_replicas"] = row.max_requests_total;
+        c["kv_memory_fraction"] = row.kv_memory_share;
+        if (row.max_requests_with_prefix) c["max_requests_with_prefix"] = *row.max_requests_with_prefix;
+        if (p.allocation == Allocation::Contiguous) {
+            c["reserved_bytes_per_request"] = row.reserved_bytes_per_request;
+            c["used_bytes_per_request"] = row.used_bytes_per_request;
+            c["unused_bytes"] = row.unused_bytes;
+        }
+        j["contexts"].push_back(c);
+    }
+    j["fits"] = p.fits;
+    j["smallest_tp_that_fits"] = p.smallest_tp ? nlohmann::ordered_json(*p.smallest_tp) : nlohmann::ordered_json(nullptr);
+    if (!p.engine_lines.empty()) j["engine_log_lines"] = p.engine_lines;
+    j["answer"] = answer_sentence(r);
+    j["notes"] = notes(p);
+    return j.dump(2) + "\n";
+}
+
+}  // namespace kvplan

@@ -1,0 +1,27 @@
+// Renders `kvplan concurrency` results: the budget, the overhead terms, one
+// row per context, the answer in words and the engine's log lines (table,
+// Markdown, CSV, JSON; schema in docs/concurrency.md).
+#pragma once
+
+#include <string>
+
+#include "core/capacity.hpp"
+#include "core/model_spec.hpp"
+
+namespace kvplan {
+
+struct ConcurrencyResult {
+    const ModelSpec* model = nullptr;
+    std::string model_label;
+    CapacityPlan plan;
+};
+
+// "At 4,096 tokens one NVIDIA H100 SXM 80GB holds 103 requests of llama-3.1-8b; at 32,768, 12."
+std::string answer_sentence(const ConcurrencyResult& r);
+
+std::string render_concurrency_table(const ConcurrencyResult& r);
+std::string render_concurrency_markdown(const ConcurrencyResult& r);
+std::string render_concurrency_csv(const ConcurrencyResult& r);
+std::string render_concurrency_json(const ConcurrencyResult& r);
+
+}  // namespace kvplan

@@ -1,0 +1,59 @@
+#include "io/gpus_report.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "io/table.hpp"
+#include "io/units.hpp"
+
+namespace kvplan {
+
+namespace {
+
+std::string tflops(const std::optional<double>& v) { return v ? fmt::format("{:g}", *v) : "-"; }
+
+Table gpus_table(const std::vector<Gpu>& gpus) {
+    Table t({"id", "name", "memory (driver)", "CUDA total", "bandwidth", "bf16 TFLOP/s", "fp8 TFLOP/s", "fp4 TFLOP/s", "link per direction"}, 2);
+    for (const Gpu& g : gpus)
+        t.add({g.id, g.name, binary_size(g.memory_bytes), g.cuda_total_bytes ? binary_size(*g.cuda_total_bytes) : "-",
+               fmt::format("{:g} GB/s", static_cast<double>(g.bandwidth_bytes_per_s) / 1e9),
+               tflops(g.peak.bf16 ? g.peak.bf16 : g.peak.fp16), tflops(g.peak.fp8), tflops(g.peak.fp4),
+               g.interconnect_bytes_per_s > 0 ? fmt::format("{:g} GB/s", static_cast<double>(g.interconnect_bytes_per_s) / 1e9) : "-"});
+    return t;
+}
+
+nlohmann::ordered_json number_or_null(const std::optional<double>& v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr); }
+
+}  // namespace
+
+std::string render_gpus_table(const std::vector<Gpu>& gpus) {
+    return gpus_table(gpus).render_text() +
+           "\nDense (not sparse) peak TFLOP/s (bf16 column: fp16 where the device has no bf16). Memory in GiB (2^30 B) as the driver\n"
+           "reports it; CUDA total is what engines see. Sources per figure: models/gpus.json, models/GPUS_SOURCES.md.\n";
+}
+
+std::string render_gpus_markdown(const std::vector<Gpu>& gpus) { return gpus_table(gpus).render_markdown(); }
+
+std::string render_gpus_json(const std::vector<Gpu>& gpus) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const Gpu& g : gpus) {
+        nlohmann::ordered_json j;
+        j["id"] = g.id;
+        j["name"] = g.name;
+        j["aliases"] = g.aliases;
+        j["memory_bytes"] = g.memory_bytes;
+        j["cuda_total_bytes"] = g.cuda_total_bytes ? nlohmann::ordered_json(*g.cuda_total_bytes) : nlohmann::ordered_json(nullptr);
+        j["memory_bandwidth_bytes_per_s"] = g.bandwidth_bytes_per_s;
+        j["peak_tflops"] = {{"fp32", number_or_null(g.peak.fp32)}, {"tf32", number_or_null(g.peak.tf32)}, {"bf16", number_or_null(g.peak.bf16)},
+                            {"fp16", number_or_null(g.peak.fp16)}, {"fp8", number_or_null(g.peak.fp8)}, {"int8", number_or_null(g.peak.int8)},
+                            {"fp4", number_or_null(g.peak.fp4)}};
+        j["interconnect"] = g.interconnect;
+        j["interconnect_bytes_per_s_per_direction"] = g.interconnect_bytes_per_s;
+        j["unified_memory"] = g.unified_memory;
+        j["unverified"] = g.unverified;
+        out.push_back(j);
+    }
+    return out.dump(2) + "\n";
+}
+
+}  // namespace kvplan
