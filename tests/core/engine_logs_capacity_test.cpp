@@ -33,6 +33,8 @@ std::int64_t gib(double g) { return static_cast<std::int64_t>(std::llround(g * k
 
 // How a row is replayed. `in` holds what the log's command line and GPU say.
 struct Replay {
+    Replay() = default;
+    Replay(std::function<ModelSpec()> m, CapacityInputs i) : model(std::move(m)), in(std::move(i)) {}
     std::function<ModelSpec()> model;
     CapacityInputs in;
     // The pool the log reports: a value printed with two decimals in GiB
