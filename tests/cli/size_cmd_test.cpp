@@ -104,7 +104,7 @@ TEST_CASE("markdown output renders the same figures") {
 }
 
 TEST_CASE("every subcommand's --help shows a working example") {
-    for (const char* cmd : {"size", "models"}) {
+    for (const char* cmd : {"size", "concurrency", "models", "gpus"}) {
         auto r = kvplan_run({cmd, "--help"});
         CHECK(r.code == 0);
         CHECK_THAT(r.out, Catch::Contains("Example"));
@@ -116,12 +116,14 @@ TEST_CASE("every subcommand's --help shows a working example") {
 }
 
 TEST_CASE("every example in every --help runs and succeeds") {
-    for (const char* cmd : {"size", "models"}) {
+    for (const char* cmd : {"size", "concurrency", "models", "gpus"}) {
         std::istringstream help(kvplan_run({cmd, "--help"}).out);
         std::string line;
         int examples = 0;
         while (std::getline(help, line)) {
             if (line.rfind("  kvplan ", 0) != 0) continue;
+            // An example may continue on the next line after a trailing backslash.
+            for (std::string more; !line.empty() && line.back() == '\\' && std::getline(help, more);) line = line.substr(0, line.size() - 1) + more;
             line = line.substr(0, line.find('#'));  // drop the trailing comment
             std::istringstream words(line.substr(9));
             std::vector<std::string> args;

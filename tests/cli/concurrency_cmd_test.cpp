@@ -1,0 +1,111 @@
+// `kvplan concurrency` and `kvplan gpus` in process, through run().
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/app.hpp"
+
+using namespace kvplan;
+
+namespace {
+
+struct Result {
+    int code;
+    std::string out;
+    std::string err;
+};
+
+Result kvplan_run(std::vector<std::string> args) {
+    std::ostringstream out, err;
+    int code = run(args, out, err);
+    return {code, out.str(), err.str()};
+}
+
+}  // namespace
+
+TEST_CASE("concurrency --json carries the documented keys, every number with its unit") {
+    auto r = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--context", "4096,32768", "--json"});
+    REQUIRE(r.code == 0);
+    CHECK(r.err.empty());
+    auto j = nlohmann::json::parse(r.out);
+    for (const char* key : {"gpu", "gpu_memory_bytes", "mem_util", "weights_bytes_per_gpu", "overhead_bytes", "kv_pool_bytes",
+                            "kv_bytes_per_token_per_gpu", "block_size_tokens", "kv_cache_tokens", "contexts"}) {
+        INFO(key);
+        CHECK(j.contains(key));
+    }
+    CHECK(j["gpu"] == "h100-sxm");
+    CHECK(j["kv_bytes_per_token_per_gpu"] == 131072);
+    CHECK(j["block_size_tokens"] == 16);
+    REQUIRE(j["contexts"].size() == 2);
+    CHECK(j["contexts"][0]["context_tokens"] == 4096);
+    CHECK(j["contexts"][0]["kv_bytes_per_request"] == 4096LL * 131072);
+    // Quadrupling the context (or more) divides the requests accordingly: 8x the context, at most 1/8 the requests.
+    CHECK(j["contexts"][1]["max_requests"].get<std::int64_t>() <= j["contexts"][0]["max_requests"].get<std::int64_t>() / 8);
+    // Pool = usable - weights - overhead.
+    CHECK(j["kv_pool_bytes"].get<std::int64_t>() ==
+          static_cast<std::int64_t>(j["gpu_memory_bytes"].get<double>() * 0.9) - j["weights_bytes_per_gpu"].get<std::int64_t>() -
+              j["overhead_bytes"].get<std::int64_t>());
+}
+
+TEST_CASE("concurrency --engine vllm prints the lines vLLM logs") {
+    auto r = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--engine", "vllm", "--max-model-len", "8192",
+                         "--context", "8192"});
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("Available KV cache memory: ") && Catch::Contains(" GiB"));
+    CHECK_THAT(r.out, Catch::Contains("GPU KV cache size: "));
+    CHECK_THAT(r.out, Catch::Contains("Maximum concurrency for 8,192 tokens per request: "));
+    auto j = nlohmann::json::parse(kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--engine", "sglang", "--json"}).out);
+    REQUIRE(j.contains("engine_log_lines"));
+    CHECK_THAT(j["engine_log_lines"][0].get<std::string>(), Catch::StartsWith("KV Cache is allocated. #tokens: "));
+}
+
+TEST_CASE("concurrency answers in words") {
+    auto r = kvplan_run({"concurrency", "--layers", "32", "--kv-heads", "32", "--head-dim", "128", "--gpu-mem", "40GB", "--mem-util", "1",
+                         "--weights", "14GB", "--overhead", "2GB", "--context", "2000,8000,500", "--block-size", "1"});
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("At 2,000 tokens one 40GB GPU holds 22 requests of manual; at 8,000, 5; at 500, 91."));
+}
+
+TEST_CASE("concurrency says when nothing fits and what TP would") {
+    auto r = kvplan_run({"concurrency", "--model", "llama-3.1-70b", "--gpu", "l40s", "--context", "8192", "--json"});
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["fits"] == false);
+    CHECK(j["smallest_tp_that_fits"].is_number());
+    auto text = kvplan_run({"concurrency", "--model", "llama-3.1-70b", "--gpu", "l40s", "--context", "8192"});
+    CHECK_THAT(text.out, Catch::Contains("Nothing fits") && Catch::Contains("smallest TP that fits"));
+}
+
+TEST_CASE("concurrency renders markdown and csv from the same figures") {
+    auto md = kvplan_run({"concurrency", "--model", "qwen3-8b", "--gpu", "a100-80gb", "--context", "4096", "--format", "markdown"});
+    REQUIRE(md.code == 0);
+    CHECK_THAT(md.out, Catch::Contains("| context |"));
+    auto csv = kvplan_run({"concurrency", "--model", "qwen3-8b", "--gpu", "a100-80gb", "--context", "4096,8192", "--format", "csv"});
+    REQUIRE(csv.code == 0);
+    CHECK_THAT(csv.out, Catch::StartsWith("context_tokens,max_requests,"));
+    CHECK(std::count(csv.out.begin(), csv.out.end(), '\n') == 3);
+}
+
+TEST_CASE("every preset plans on an H100 with every engine") {
+    for (const char* model : {"llama-2-7b", "llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "qwen2.5-7b", "qwen3-8b", "gemma-2-9b",
+                              "gemma-3-1b", "phi-4", "falcon-7b", "deepseek-v3", "gpt-oss-120b", "gpt2", "gpt-j-6b", "mamba-2.8b"})
+        for (const char* engine : {"generic", "vllm", "sglang", "trtllm"}) {
+            INFO(model << " " << engine);
+            auto r = kvplan_run({"concurrency", "--model", model, "--gpu", "h100", "--engine", engine, "--json"});
+            CHECK(r.code == 0);
+            CHECK(r.err.empty());
+        }
+}
+
+TEST_CASE("gpus lists the database") {
+    auto r = kvplan_run({"gpus", "--json"});
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j.size() == 38);
+    CHECK(j[0]["id"] == "h100-sxm");
+    CHECK(j[0]["memory_bytes"] == 81'559LL * 1'048'576);
+    auto text = kvplan_run({"gpus"});
+    CHECK_THAT(text.out, Catch::Contains("h100-sxm") && Catch::Contains("tpu-v6e"));
+}
