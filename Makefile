@@ -24,9 +24,10 @@ build: deps
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-# A plan for the bundled default model (llama-3.1-8b).
+# A plan for the bundled default model (llama-3.1-8b) on the default GPU (H100 SXM 80GB).
 run: build
 	$(BUILD_DIR)/kvplan size --model llama-3.1-8b --context 8192 --batch 32
+	$(BUILD_DIR)/kvplan concurrency --model llama-3.1-8b --gpu h100-sxm --context 4096,32768,131072
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)

@@ -525,3 +525,67 @@ TEST_CASE("bad input: a hand-built shape whose KV bytes overflow 64 bits exits 2
                                     "1000000000", "--batch", "10000000"}),
                        kExitUsage, {"overflow"});
 }
+
+// --- concurrency: devices, sizes and parallelism flags ---
+
+TEST_CASE("bad input: concurrency with an unknown GPU exits 2 and suggests ids", "[bad-input][concurrency]") {
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h1000"}), kExitUsage,
+                       {"--gpu", "h1000", "h100", "kvplan gpus"});
+}
+
+TEST_CASE("bad input: concurrency without a device exits 2", "[bad-input][concurrency]") {
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b"}), kExitUsage, {"--gpu", "--gpu-mem"});
+}
+
+TEST_CASE("bad input: concurrency with both --gpu and --gpu-mem exits 2", "[bad-input][concurrency]") {
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpu-mem", "80GB"}), kExitUsage,
+                       {"--gpu", "--gpu-mem", "not both"});
+}
+
+TEST_CASE("bad input: concurrency sizes must carry a known unit and be positive", "[bad-input][concurrency]") {
+    for (const char* size : {"-5", "80XB", "eighty", "0", "5000TiB"}) {
+        INFO(size);
+        expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu-mem", size}), kExitUsage, {"--gpu-mem"});
+    }
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--weights", "lots"}), kExitUsage,
+                       {"--weights", "lots"});
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--kv-pool", "-1GiB"}), kExitUsage,
+                       {"--kv-pool", "negative"});
+}
+
+TEST_CASE("bad input: concurrency --mem-util outside (0, 1] exits 2", "[bad-input][concurrency]") {
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--mem-util", "1.5"}), kExitUsage,
+                       {"--mem-util"});
+}
+
+TEST_CASE("bad input: concurrency with a TP that cannot split the heads exits 2", "[bad-input][concurrency]") {
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--tp", "3"}), kExitUsage,
+                       {"--tp 3", "attention heads"});
+}
+
+TEST_CASE("bad input: concurrency with --gpus not a multiple of tp x pp exits 2", "[bad-input][concurrency]") {
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--tp", "2", "--gpus", "3"}), kExitUsage,
+                       {"--gpus 3", "multiple"});
+}
+
+TEST_CASE("bad input: concurrency with more pipeline stages than layers exits 2", "[bad-input][concurrency]") {
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "gpt2", "--gpu", "h100", "--pp", "13"}), kExitUsage, {"--pp 13", "layers"});
+}
+
+TEST_CASE("bad input: concurrency with an unknown engine or allocation exits 2", "[bad-input][concurrency]") {
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--engine", "ollama"}), kExitUsage,
+                       {"--engine", "ollama"});
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--allocation", "heap"}), kExitUsage,
+                       {"--allocation"});
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--engine", "vllm", "--allocation",
+                                    "contiguous"}),
+                       kExitUsage, {"contiguous", "--engine generic"});
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--max-tokens", "4000"}), kExitUsage,
+                       {"--max-tokens", "contiguous"});
+}
+
+TEST_CASE("bad input: concurrency with a malformed config exits 65 naming the file", "[bad-input][concurrency]") {
+    ScratchDir dir;
+    fs::path file = dir.write("broken.json", "{\"model_type\": \"llama\", \"num_hidden_layers\": -3}");
+    expect_clean_error(Run::kvplan({"concurrency", "--model", file.string(), "--gpu", "h100"}), kExitData, {"broken.json", "num_hidden_layers"});
+}
