@@ -121,6 +121,7 @@ CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool sea
     p.kv_dtype = dt.kv;
     const WeightSizing weights = size_weights(spec, in.weights_dtype);
     p.weights_dtype = weights.dtype;
+    p.weights_quantization = weights.quantization;
     p.model_weights_bytes = weights.bytes;
 
     p.max_model_len = in.max_model_len.value_or(spec.max_position_tokens);
@@ -267,6 +268,10 @@ CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool sea
     if (in.pp > 1)
         p.notes.push_back("pipeline stage " + std::to_string(binding) + " (layers " + std::to_string(b.where.first_layer) + "-" +
                           std::to_string(b.where.first_layer + b.where.layers - 1) + ") holds the fewest requests and sets the capacity");
+    if ((in.engine == Engine::Vllm || in.engine == Engine::VllmV0) && !p.rows.empty() &&
+        std::any_of(p.rows.begin(), p.rows.end(), [&](const ContextRow& r) { return r.max_requests > p.max_num_seqs; }))
+        p.notes.push_back("memory holds more requests than vLLM schedules at once: max_num_seqs is " + std::to_string(p.max_num_seqs) +
+                          " (raise it with --max-num-seqs)");
     if (in.prefix_tokens > 0 && in.allocation == Allocation::Contiguous)
         p.notes.push_back("a contiguous (naive) engine cannot share a prefix between requests; --prefix-tokens ignored");
     if (in.kv_dtype == Dtype::Fp8 && std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) { return l.kind == LayerKind::Mla; }))

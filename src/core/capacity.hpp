@@ -65,7 +65,8 @@ struct CapacityPlan {
     Engine engine = Engine::Generic;
     std::int64_t gpus = 1, tp = 1, pp = 1, replicas = 1;
     Dtype kv_dtype = Dtype::Bf16;
-    Dtype weights_dtype = Dtype::Bf16;
+    Dtype weights_dtype = Dtype::Bf16;     // of unquantized tensors
+    QuantMethod weights_quantization = QuantMethod::None;
     Allocation allocation = Allocation::Paged;
     std::int64_t block_size = 16;
     std::int64_t max_model_len = 0;

@@ -31,8 +31,11 @@ std::string device_text(const Gpu& g) {
 std::string header(const ConcurrencyResult& r) {
     const CapacityPlan& p = r.plan;
     std::string out = fmt::format("{} on {}\n", r.model_label, device_text(p.gpu));
+    const std::string weights = p.weights_quantization == QuantMethod::None
+                                    ? std::string(dtype_name(p.weights_dtype))
+                                    : std::string(quant_method_name(p.weights_quantization)) + "-quantized";
     out += fmt::format("{}, {}, KV dtype {}, weights {} ({} in all)", engine_label(p.engine), layout_text(p), dtype_name(p.kv_dtype),
-                       dtype_name(p.weights_dtype), decimal_size(p.model_weights_bytes));
+                       weights, decimal_size(p.model_weights_bytes));
     if (p.allocation == Allocation::Contiguous)
         out += fmt::format(", contiguous allocation of {} tokens per request", group_digits(p.max_tokens));
     else
@@ -93,7 +96,9 @@ Table contexts_table(const CapacityPlan& p) {
 }
 
 std::string pool_line(const CapacityPlan& p) {
-    std::string out = fmt::format("KV per token per GPU: {} B ({})", group_digits(p.kv_bytes_per_token_per_gpu), binary_size(p.kv_bytes_per_token_per_gpu));
+    std::string out = p.kv_bytes_per_token_per_gpu > 0
+                          ? fmt::format("KV per token per GPU: {} B ({})", group_digits(p.kv_bytes_per_token_per_gpu), binary_size(p.kv_bytes_per_token_per_gpu))
+                          : std::string("KV per token per GPU: none (recurrent state only, a fixed size per request)");
     if (p.num_blocks && p.kv_cache_tokens)
         out += fmt::format("; KV cache: {} blocks, {} tokens", group_digits(*p.num_blocks), group_digits(*p.kv_cache_tokens));
     return out + "\n";
