@@ -7,6 +7,8 @@
 #include "cli/cmd_concurrency.hpp"
 #include "cli/cmd_gpus.hpp"
 #include "cli/cmd_models.hpp"
+#include "cli/cmd_recommend.hpp"
+#include "cli/cmd_roofline.hpp"
 #include "cli/cmd_size.hpp"
 #include "core/error.hpp"
 
@@ -19,6 +21,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         "Examples:\n"
         "  kvplan size --model llama-3.1-8b --context 8192 --batch 32\n"
         "  kvplan concurrency --model llama-3.1-8b --gpu h100-sxm --context 4096,32768\n"
+        "  kvplan roofline --model llama-3.1-8b --gpu h100-sxm --context 4096\n"
+        "  kvplan recommend --model llama-3.1-8b --context 8192 --ttft 0.5 --tpot 0.05\n"
         "  kvplan models\n"
         "  kvplan gpus\n"
         "Run `kvplan <command> --help` for a command's flags.");
@@ -27,10 +31,14 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     ConcurrencyOptions concurrency;
     ModelsOptions models;
     GpusOptions gpus;
+    RooflineOptions roofline;
+    RecommendOptions recommend;
     CLI::App* size_cmd = setup_size(app, size);
     CLI::App* concurrency_cmd = setup_concurrency(app, concurrency);
     CLI::App* models_cmd = setup_models(app, models);
     CLI::App* gpus_cmd = setup_gpus(app, gpus);
+    CLI::App* roofline_cmd = setup_roofline(app, roofline);
+    CLI::App* recommend_cmd = setup_recommend(app, recommend);
 
     try {
         std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last-first
@@ -55,8 +63,10 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         else if (concurrency_cmd->parsed()) text = run_concurrency(concurrency);
         else if (models_cmd->parsed()) text = run_models(models);
         else if (gpus_cmd->parsed()) text = run_gpus(gpus);
+        else if (roofline_cmd->parsed()) text = run_roofline(roofline);
+        else if (recommend_cmd->parsed()) text = run_recommend(recommend);
         else {
-            err << "kvplan: error: no command given (expected size, concurrency, models or gpus; run `kvplan --help`)\n";
+            err << "kvplan: error: no command given (expected size, concurrency, roofline, recommend, models or gpus; run `kvplan --help`)\n";
             return kExitUsage;
         }
         out << text;

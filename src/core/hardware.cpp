@@ -87,6 +87,7 @@ std::vector<Gpu> parse_gpu_database(const nlohmann::json& db, const std::string&
             r.fail_relation("cuda_total_bytes", "must not exceed memory_bytes (CUDA sees at most what the driver has)");
         g.cuda_total_source = text_or_empty(r, "cuda_total_source");
         g.marketed_memory = text_or_empty(r, "marketed_memory");
+        g.memory_technology = text_or_empty(r, "memory_technology");
         g.bandwidth_bytes_per_s = r.require_int({"memory_bandwidth_bytes_per_s"}, 1, kMax);
         g.bandwidth_source = text_or_empty(r, "bandwidth_source");
         if (auto peak = r.child("peak_tflops")) {

@@ -36,6 +36,7 @@ struct Gpu {
     std::optional<std::int64_t> cuda_total_bytes;
     std::string cuda_total_source;
     std::string marketed_memory;  // e.g. "80 GB"
+    std::string memory_technology;  // e.g. "HBM3", "GDDR6X", "LPDDR5": sets the batch-1 bandwidth efficiency
     std::int64_t bandwidth_bytes_per_s = 0;  // datasheet memory bandwidth
     std::string bandwidth_source;
     PeakTflops peak;

@@ -1,0 +1,87 @@
+#include "cli/cmd_recommend.hpp"
+
+#include <cstdlib>
+#include <sstream>
+
+#include "core/config_parts.hpp"
+#include "core/error.hpp"
+#include "io/gpu_db.hpp"
+#include "io/recommend_report.hpp"
+
+namespace kvplan {
+
+namespace {
+
+std::vector<std::string> split(const std::string& text, char sep) {
+    std::vector<std::string> out;
+    std::stringstream in(text);
+    for (std::string item; std::getline(in, item, sep);)
+        if (!item.empty()) out.push_back(item);
+    return out;
+}
+
+}  // namespace
+
+CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
+    CLI::App* cmd = app.add_subcommand("recommend", "the GPU, TP and batch that meet TTFT and TPOT targets, best first");
+    add_model_options(*cmd, o.model);
+    cmd->add_option("-c,--context", o.context, "the longest request in tokens (max_model_len)")->required()->check(CLI::Range(std::int64_t{2}, kMaxTokens));
+    cmd->add_option("--prompt", o.prompt, "prompt tokens for TTFT (default: context - output)")->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+    cmd->add_option("--output", o.output, "output tokens per request (default 256)")->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+    cmd->add_option("--ttft", o.ttft, "time-to-first-token target, seconds")->required()->check(CLI::Range(1e-6, 3600.0));
+    cmd->add_option("--tpot", o.tpot, "time-per-output-token target, seconds")->required()->check(CLI::Range(1e-6, 60.0));
+    cmd->add_option("--gpus", o.gpus, "devices to consider: comma-separated ids, or all (default)");
+    cmd->add_option("--max-gpus", o.max_gpus, "largest TP degree to try (1, 2, 4, 8)")->check(CLI::Range(std::int64_t{1}, std::int64_t{8}));
+    cmd->add_option("--price-per-hour", o.prices, "USD per GPU-hour per device, e.g. h100-sxm=2.5,a100-80gb=1.6: rank by cost");
+    cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4|q8_0|q4_0|q4_k_m");
+    cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
+    add_efficiency_options(*cmd, o.efficiency);
+    cmd->add_option("--top", o.top, "candidates to print (default 5)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1000}));
+    cmd->add_flag("--json", o.json, "print JSON (schema: docs/roofline.md)");
+    cmd->add_option("--format", o.format, "table|json|markdown")->check(CLI::IsMember({"table", "json", "markdown"}));
+    cmd->footer(
+        "Examples:\n"
+        "  kvplan recommend --model llama-3.1-8b --context 8192 --ttft 0.5 --tpot 0.05\n"
+        "  kvplan recommend --model llama-3.1-70b --context 32768 --ttft 2 --tpot 0.04 --price-per-hour h100-sxm=2.5,h200=3.5,a100-80gb=1.6");
+    return cmd;
+}
+
+std::string run_recommend(const RecommendOptions& o) {
+    ModelSpec model = resolve_model(o.model);
+    RecommendResult r;
+    r.model = model.name;
+    RecommendInputs& in = r.inputs;
+    in.model = &model;
+    if (o.gpus == "all") in.gpus = bundled_gpus();
+    else
+        for (const std::string& id : split(o.gpus, ',')) in.gpus.push_back(find_gpu(bundled_gpus(), id));
+    if (in.gpus.empty()) usage_error("--gpus: expected comma-separated device ids or all");
+    for (const std::string& pair : split(o.prices, ',')) {
+        const auto eq = pair.find('=');
+        if (eq == std::string::npos) usage_error("--price-per-hour: expected GPU=USD pairs such as h100-sxm=2.5, found \"" + pair + "\"");
+        const Gpu& g = find_gpu(bundled_gpus(), pair.substr(0, eq));
+        char* end = nullptr;
+        const std::string value = pair.substr(eq + 1);
+        const double usd = std::strtod(value.c_str(), &end);
+        if (value.empty() || *end != '\0' || !(usd > 0 && usd < 1e6))
+            usage_error("--price-per-hour: expected a positive USD figure for " + g.id + ", found \"" + value + "\"");
+        in.prices[g.id] = usd;
+    }
+    in.context = o.context;
+    in.prompt = o.prompt;
+    in.output = o.output;
+    in.ttft_s = o.ttft;
+    in.tpot_s = o.tpot;
+    in.max_gpus = o.max_gpus;
+    in.weights = parse_weight_format("--weights-dtype", o.weights_dtype);
+    in.kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
+    in.efficiency = resolve_efficiency(o.efficiency);
+    r.top = static_cast<std::size_t>(o.top);
+    r.rec = recommend(in);
+    const std::string f = o.json ? "json" : o.format;
+    if (f == "json") return render_recommend_json(r);
+    if (f == "markdown") return render_recommend_markdown(r);
+    return render_recommend_table(r);
+}
+
+}  // namespace kvplan

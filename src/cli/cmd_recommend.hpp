@@ -1,0 +1,36 @@
+// `kvplan recommend`: the GPU type, TP degree and batch that meet a TTFT and
+// a TPOT target, ranked by throughput per GPU or by cost.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/cmd_roofline.hpp"
+#include "cli/model_options.hpp"
+
+namespace kvplan {
+
+struct RecommendOptions {
+    ModelOptions model;
+    std::int64_t context = 0;
+    std::int64_t prompt = 0;   // 0: context - output
+    std::int64_t output = 256;
+    double ttft = 0;
+    double tpot = 0;
+    std::string gpus = "all";  // comma-separated ids, or all
+    std::int64_t max_gpus = 8;
+    std::string prices;        // "h100-sxm=2.5,a100-80gb=1.6"
+    std::string weights_dtype = "auto";
+    std::string kv_dtype = "auto";
+    EfficiencyOptions efficiency;
+    std::int64_t top = 5;
+    bool json = false;
+    std::string format = "table";
+};
+
+CLI::App* setup_recommend(CLI::App& app, RecommendOptions& options);
+std::string run_recommend(const RecommendOptions& options);
+
+}  // namespace kvplan

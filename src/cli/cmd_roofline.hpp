@@ -1,0 +1,48 @@
+// `kvplan roofline`: decode step time, throughput and bound versus batch
+// size, TTFT and end-to-end latency, on one device.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/gpu_options.hpp"
+#include "cli/model_options.hpp"
+#include "core/step_cost.hpp"
+
+namespace kvplan {
+
+// The flags every command that costs a step shares.
+struct EfficiencyOptions {
+    double bw_efficiency = 0;     // 0: the default fraction
+    double flops_efficiency = 0;
+    double step_overhead_ms = -1; // < 0: the default
+    std::string calibration;      // a file written by `kvplan measure --output`
+};
+
+void add_efficiency_options(CLI::App& app, EfficiencyOptions& options);
+// Builds the Efficiency the flags describe (reads the calibration file).
+Efficiency resolve_efficiency(const EfficiencyOptions& options);
+
+struct RooflineOptions {
+    ModelOptions model;
+    GpuOptions gpu;
+    std::int64_t tp = 1;
+    std::vector<std::int64_t> batches;
+    std::int64_t context = 0;  // 0: prompt + output
+    std::int64_t prompt = 2048;
+    std::int64_t output = 512;
+    std::string weights_dtype = "auto";
+    std::string kv_dtype = "auto";
+    EfficiencyOptions efficiency;
+    double price_per_hour = 0;
+    bool json = false;
+    std::string format = "table";
+};
+
+CLI::App* setup_roofline(CLI::App& app, RooflineOptions& options);
+std::string run_roofline(const RooflineOptions& options);
+
+}  // namespace kvplan

@@ -1,0 +1,187 @@
+#include "io/roofline_report.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "io/table.hpp"
+#include "io/units.hpp"
+
+namespace kvplan {
+
+namespace {
+
+std::string ms(double s) { return fmt::format("{:.2f}", s * 1e3); }
+std::string rate(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.1f}", v); }
+std::string pct(double share) { return fmt::format("{:.1f}%", share * 100); }
+std::string tb_s(double v) { return fmt::format("{:.2f} TB/s", v / 1e12); }
+std::string tflop_s(double v) { return fmt::format("{:.1f} TFLOP/s", v / 1e12); }
+const char* bound_name(const StepCost& s) { return s.compute_bound ? "compute" : "memory"; }
+
+std::string header(const RooflineResult& r) {
+    const CostModel& m = r.cost;
+    std::string out = fmt::format("{} on {} ({}), TP {}, weights {} ({} per GPU), KV {}\n", r.model_label, r.gpu.name, r.gpu.id, m.tp,
+                                  r.weights_label, decimal_size(static_cast<std::int64_t>(m.weight_bytes_total / static_cast<double>(m.tp))),
+                                  dtype_name(m.kv_dtype));
+    const Efficiency& e = r.efficiency;
+    if (e.measured_bandwidth_bytes_per_s)
+        out += fmt::format("achievable bandwidth {} (measured: {})", tb_s(m.bandwidth_bytes_per_s), e.calibration_source);
+    else
+        out += fmt::format("achievable bandwidth {} batched, {} at batch 1 ({:.2f} and {:.2f} x {} datasheet, {})", tb_s(m.bandwidth_bytes_per_s),
+                           tb_s(m.batch1_bandwidth_bytes_per_s), m.bandwidth_bytes_per_s / static_cast<double>(r.gpu.bandwidth_bytes_per_s),
+                           m.batch1_bandwidth_bytes_per_s / static_cast<double>(r.gpu.bandwidth_bytes_per_s),
+                           tb_s(static_cast<double>(r.gpu.bandwidth_bytes_per_s)), r.gpu.memory_technology.empty() ? "memory type unknown" : r.gpu.memory_technology);
+    if (m.flops_per_s > 0) {
+        if (e.measured_flops_per_s)
+            out += fmt::format("; compute {} (measured)", tflop_s(m.flops_per_s));
+        else
+            out += fmt::format("; compute {} ({:.2f} x dense {} peak)", tflop_s(m.flops_per_s),
+                               e.flops_fraction.value_or(default_flops_fraction(m.math_dtype)), dtype_name(m.math_dtype));
+    }
+    out += fmt::format("; step overhead {} ms\n", ms(m.step_overhead_s));
+    return out;
+}
+
+Table rows_table(const RooflineResult& r) {
+    const bool priced = r.inputs.price_per_hour.has_value();
+    std::vector<std::string> h{"batch", "step (ms)", "tok/s per user", "tok/s total", "bound", "KV share of bytes", "fits"};
+    if (priced) h.push_back("$ per M tokens");
+    Table t(h, 0);
+    for (const RooflineRow& row : r.roofline.rows) {
+        std::vector<std::string> c{group_digits(row.batch), ms(row.step.total_s), rate(row.tokens_per_s_per_user), rate(row.tokens_per_s_total),
+                                   bound_name(row.step), pct(row.kv_share), row.fits ? "yes" : "no"};
+        if (priced) c.push_back(row.usd_per_million_tokens ? fmt::format("{:.3f}", *row.usd_per_million_tokens) : "-");
+        t.add(c);
+    }
+    return t;
+}
+
+// Every term of the step at batch 1 and at the largest batch shown, with shares.
+Table terms_table(const RooflineResult& r) {
+    const RooflineRow& a = r.roofline.rows.front();
+    const RooflineRow& b = r.roofline.rows.back();
+    Table t({"term", fmt::format("batch {}", a.batch), "share", fmt::format("batch {}", b.batch), "share"});
+    auto bytes_row = [&](const char* name, double x, double y) {
+        t.add({name, decimal_size(static_cast<std::int64_t>(x)), pct(x / a.step.bytes()), decimal_size(static_cast<std::int64_t>(y)), pct(y / b.step.bytes())});
+    };
+    bytes_row("weights read", a.step.weight_bytes, b.step.weight_bytes);
+    bytes_row("KV read", a.step.kv_read_bytes, b.step.kv_read_bytes);
+    bytes_row("KV written", a.step.kv_write_bytes, b.step.kv_write_bytes);
+    auto flops_row = [&](const char* name, double x, double y) {
+        t.add({name, fmt::format("{:.3g} GFLOP", x / 1e9), pct(x / a.step.flops()), fmt::format("{:.3g} GFLOP", y / 1e9), pct(y / b.step.flops())});
+    };
+    flops_row("matmul FLOPs", a.step.matmul_flops, b.step.matmul_flops);
+    flops_row("attention FLOPs", a.step.attention_flops, b.step.attention_flops);
+    auto time_row = [&](const char* name, double x, double y) {
+        t.add({name, ms(x) + " ms", pct(x / a.step.total_s), ms(y) + " ms", pct(y / b.step.total_s)});
+    };
+    time_row("memory time", a.step.memory_s, b.step.memory_s);
+    time_row("compute time", a.step.compute_s, b.step.compute_s);
+    time_row("fixed overhead", a.step.overhead_s, b.step.overhead_s);
+    time_row("TP all-reduces", a.step.allreduce_s, b.step.allreduce_s);
+    time_row("step = max(memory, compute) + overhead + all-reduce", a.step.total_s, b.step.total_s);
+    return t;
+}
+
+std::vector<std::string> words(const RooflineResult& r) {
+    const Roofline& f = r.roofline;
+    const RooflineInputs& in = r.inputs;
+    std::vector<std::string> out;
+    if (f.kv_equals_weights_batch)
+        out.push_back(fmt::format("KV reads equal weight reads at batch {} ({} tokens of context each); beyond it the cache, not the model, sets the step.",
+                                  group_digits(*f.kv_equals_weights_batch), group_digits(in.context)));
+    if (f.compute_bound_batch)
+        out.push_back(fmt::format("Compute takes over from memory at batch {}.", group_digits(*f.compute_bound_batch)));
+    else if (r.cost.flops_per_s > 0)
+        out.push_back("Decode stays memory-bound at every batch at this context: KV reads grow as fast as the FLOPs.");
+    if (f.ceiling)
+        out.push_back(fmt::format("Memory holds {} sequences of {} tokens: the throughput ceiling is {} tokens/s ({} ms per step, {} tokens/s per user).",
+                                  group_digits(*f.max_batch), group_digits(in.context), rate(f.ceiling->tokens_per_s_total),
+                                  ms(f.ceiling->step.total_s), rate(f.ceiling->tokens_per_s_per_user)));
+    else if (f.max_batch)
+        out.push_back(fmt::format("Not one sequence of {} tokens fits in memory on this configuration.", group_digits(in.context)));
+    out.push_back(fmt::format("TTFT for a {}-token prompt: {} ms ({}-bound); end to end for {} in / {} out at batch 1: {:.2f} s.",
+                              group_digits(in.prompt), ms(f.ttft_s), bound_name(f.prefill), group_digits(in.prompt), group_digits(in.output), f.e2e_s));
+    return out;
+}
+
+}  // namespace
+
+std::string render_roofline_table(const RooflineResult& r) {
+    std::string out = header(r) + fmt::format("\nDecode, {} tokens of context per sequence:\n", group_digits(r.inputs.context));
+    out += rows_table(r).render_text() + "\n" + terms_table(r).render_text() + "\n";
+    for (const std::string& w : words(r)) out += w + "\n";
+    if (!r.cost.notes.empty()) {
+        out += "\nNotes:\n";
+        for (const std::string& n : r.cost.notes) out += "  - " + n + "\n";
+    }
+    return out;
+}
+
+std::string render_roofline_markdown(const RooflineResult& r) {
+    std::string out = "### " + header(r) + "\n" + rows_table(r).render_markdown() + "\n" + terms_table(r).render_markdown() + "\n";
+    for (const std::string& w : words(r)) out += "- " + w + "\n";
+    return out;
+}
+
+std::string render_roofline_csv(const RooflineResult& r) {
+    Table t({"batch", "context_tokens", "decode_step_s", "tokens_per_s_per_user", "tokens_per_s_total", "bound", "kv_share", "fits",
+             "weight_bytes", "kv_read_bytes", "kv_write_bytes", "flops", "memory_s", "compute_s", "overhead_s", "allreduce_s"}, 0);
+    for (const RooflineRow& row : r.roofline.rows)
+        t.add({std::to_string(row.batch), std::to_string(row.context), fmt::format("{:.9g}", row.step.total_s),
+               fmt::format("{:.6g}", row.tokens_per_s_per_user), fmt::format("{:.6g}", row.tokens_per_s_total), bound_name(row.step),
+               fmt::format("{:.6f}", row.kv_share), row.fits ? "true" : "false", fmt::format("{:.0f}", row.step.weight_bytes),
+               fmt::format("{:.0f}", row.step.kv_read_bytes), fmt::format("{:.0f}", row.step.kv_write_bytes), fmt::format("{:.6g}", row.step.flops()),
+               fmt::format("{:.9g}", row.step.memory_s), fmt::format("{:.9g}", row.step.compute_s), fmt::format("{:.9g}", row.step.overhead_s),
+               fmt::format("{:.9g}", row.step.allreduce_s)});
+    return t.render_csv();
+}
+
+std::string render_roofline_json(const RooflineResult& r) {
+    const Roofline& f = r.roofline;
+    auto opt = [](const std::optional<std::int64_t>& v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr); };
+    nlohmann::ordered_json j;
+    j["gpu"] = r.gpu.id;
+    j["model"] = r.model->name;
+    j["tp"] = r.cost.tp;
+    j["weights_format"] = r.weights_label;
+    j["kv_dtype"] = dtype_name(r.cost.kv_dtype);
+    j["achievable_bandwidth_bytes_per_s"] = r.cost.bandwidth_bytes_per_s;
+    j["achievable_flops_per_s"] = r.cost.flops_per_s;
+    j["calibrated"] = r.efficiency.measured_bandwidth_bytes_per_s.has_value();
+    j["step_overhead_s"] = r.cost.step_overhead_s;
+    j["context_tokens"] = r.inputs.context;
+    j["prompt_tokens"] = r.inputs.prompt;
+    j["output_tokens"] = r.inputs.output;
+    j["ttft_s"] = f.ttft_s;
+    j["e2e_s"] = f.e2e_s;
+    j["kv_equals_weights_batch"] = opt(f.kv_equals_weights_batch);
+    j["compute_bound_batch"] = opt(f.compute_bound_batch);
+    j["max_batch"] = opt(f.max_batch);
+    if (r.inputs.price_per_hour) j["price_per_hour_usd"] = *r.inputs.price_per_hour;
+    j["rows"] = nlohmann::ordered_json::array();
+    for (const RooflineRow& row : f.rows) {
+        nlohmann::ordered_json x;
+        x["batch"] = row.batch;
+        x["context_tokens"] = row.context;
+        x["decode_step_s"] = row.step.total_s;
+        x["tokens_per_s_per_user"] = row.tokens_per_s_per_user;
+        x["tokens_per_s_total"] = row.tokens_per_s_total;
+        x["bound"] = bound_name(row.step);
+        x["kv_share"] = row.kv_share;
+        x["fits"] = row.fits;
+        x["weight_bytes"] = row.step.weight_bytes;
+        x["kv_read_bytes"] = row.step.kv_read_bytes;
+        x["kv_write_bytes"] = row.step.kv_write_bytes;
+        x["flops"] = row.step.flops();
+        x["memory_s"] = row.step.memory_s;
+        x["compute_s"] = row.step.compute_s;
+        x["overhead_s"] = row.step.overhead_s;
+        x["allreduce_s"] = row.step.allreduce_s;
+        if (row.usd_per_million_tokens) x["usd_per_million_tokens"] = *row.usd_per_million_tokens;
+        j["rows"].push_back(x);
+    }
+    j["notes"] = r.cost.notes;
+    return j.dump(2) + "\n";
+}
+
+}  // namespace kvplan

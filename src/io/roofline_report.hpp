@@ -1,0 +1,29 @@
+// Renders `kvplan roofline` results: the device's achievable figures, one row
+// per batch size, the step's terms with their shares, and the regime changes
+// in words (table, Markdown, CSV, JSON; schema in docs/roofline.md).
+#pragma once
+
+#include <string>
+
+#include "core/roofline.hpp"
+#include "core/model_spec.hpp"
+
+namespace kvplan {
+
+struct RooflineResult {
+    const ModelSpec* model = nullptr;
+    std::string model_label;
+    Gpu gpu;
+    CostModel cost;
+    Efficiency efficiency;
+    RooflineInputs inputs;
+    Roofline roofline;
+    std::string weights_label;  // e.g. "bf16", "q4_k_m"
+};
+
+std::string render_roofline_table(const RooflineResult& r);
+std::string render_roofline_markdown(const RooflineResult& r);
+std::string render_roofline_csv(const RooflineResult& r);
+std::string render_roofline_json(const RooflineResult& r);
+
+}  // namespace kvplan
