@@ -12,7 +12,7 @@
 namespace kvplan {
 
 void add_efficiency_options(CLI::App& app, EfficiencyOptions& o) {
-    app.add_option("--bw-efficiency", o.bw_efficiency, "achievable fraction of datasheet bandwidth at every batch (default: 0.85 batched; at batch 1 HBM 0.55, GDDR 0.88, LPDDR 0.80; docs/roofline.md)")
+    app.add_option("--bw-efficiency", o.bw_efficiency, "achievable fraction of datasheet bandwidth for weights and KV alike (default: KV 0.85; weights HBM 0.55, GDDR 0.88, LPDDR 0.80; docs/roofline.md)")
         ->check(CLI::Range(0.01, 1.0));
     app.add_option("--flops-efficiency", o.flops_efficiency, "achievable fraction of dense peak FLOP/s (default 0.65 for 16-bit math, 0.45 for fp8)")->check(CLI::Range(0.01, 1.0));
     app.add_option("--step-overhead-ms", o.step_overhead_ms, "fixed time per step: launches, scheduling, sampling (default 1.5)")
@@ -22,7 +22,7 @@ void add_efficiency_options(CLI::App& app, EfficiencyOptions& o) {
 
 Efficiency resolve_efficiency(const EfficiencyOptions& o) {
     Efficiency e;
-    if (o.bw_efficiency > 0) e.bandwidth_fraction = *(e.batch1_bandwidth_fraction = o.bw_efficiency);
+    if (o.bw_efficiency > 0) e.bandwidth_fraction = *(e.weights_bandwidth_fraction = o.bw_efficiency);
     if (o.flops_efficiency > 0) e.flops_fraction = o.flops_efficiency;
     if (o.step_overhead_ms >= 0) e.step_overhead_s = o.step_overhead_ms / 1e3;
     if (!o.calibration.empty()) e = apply_calibration(e, parse_calibration(read_json_file(o.calibration), o.calibration), o.calibration);

@@ -40,6 +40,7 @@ Recommendation recommend(const RecommendInputs& in) {
     const ModelSpec& spec = *in.model;
     const WeightSizing weights = size_weights_in(spec, in.weights);
     bool ttft_met = false, tpot_met = false;
+    std::string skipped;
     for (const Gpu& gpu : in.gpus) {
         for (std::int64_t tp : {1, 2, 4, 8}) {
             if (tp > in.max_gpus) break;
@@ -51,7 +52,7 @@ Recommendation recommend(const RecommendInputs& in) {
             CostModelInputs ci{in.model, gpu, in.weights, in.kv_dtype, tp, in.efficiency};
             const CostModel m = make_cost_model(ci);
             if (m.flops_per_s <= 0) {
-                if (tp == 1) out.notes.push_back(gpu.id + " skipped: no FLOP/s figure, so no TTFT");
+                skipped += (skipped.empty() ? "" : ", ") + gpu.id;
                 break;
             }
             ++out.configurations;
@@ -102,6 +103,8 @@ Recommendation recommend(const RecommendInputs& in) {
             out.candidates.push_back(c);
         }
     }
+
+    if (!skipped.empty()) out.notes.push_back("skipped for want of a FLOP/s figure (no TTFT): " + skipped);
 
     // Best first: cheapest per million tokens when priced, else most tokens/s per GPU; then fewer GPUs.
     std::stable_sort(out.candidates.begin(), out.candidates.end(), [](const Candidate& a, const Candidate& b) {

@@ -25,7 +25,7 @@ double causal_pairs(std::int64_t n, std::int64_t window) {
 
 }  // namespace
 
-double default_batch1_fraction(const Gpu& gpu) {
+double default_weights_fraction(const Gpu& gpu) {
     const std::string& t = gpu.memory_technology;
     if (t.rfind("HBM", 0) == 0) return 0.55;
     if (t.rfind("GDDR", 0) == 0) return 0.88;
@@ -57,11 +57,11 @@ CostModel make_cost_model(const CostModelInputs& in) {
     const double datasheet = static_cast<double>(in.gpu.bandwidth_bytes_per_s);
     const double kernels = in.weights.kernel_efficiency;
     if (e.measured_bandwidth_bytes_per_s) {
-        m.bandwidth_bytes_per_s = m.batch1_bandwidth_bytes_per_s = *e.measured_bandwidth_bytes_per_s * kernels;
+        m.bandwidth_bytes_per_s = *e.measured_bandwidth_bytes_per_s;
+        m.weights_bandwidth_bytes_per_s = *e.measured_bandwidth_bytes_per_s * kernels;
     } else {
-        const double batch1 = e.batch1_bandwidth_fraction.value_or(default_batch1_fraction(in.gpu));
-        m.bandwidth_bytes_per_s = std::max(batch1, e.bandwidth_fraction) * datasheet * kernels;
-        m.batch1_bandwidth_bytes_per_s = batch1 * datasheet * kernels;
+        m.bandwidth_bytes_per_s = e.bandwidth_fraction * datasheet;
+        m.weights_bandwidth_bytes_per_s = e.weights_bandwidth_fraction.value_or(default_weights_fraction(in.gpu)) * datasheet * kernels;
     }
     std::optional<double> peak = peak_tflops_for(in.gpu, m.math_dtype);
     if (!peak && m.math_dtype == Dtype::Fp8) peak = peak_tflops_for(in.gpu, Dtype::Bf16);  // fp8 weights upcast where there is no fp8 path
@@ -144,16 +144,8 @@ CostModel make_cost_model(const CostModelInputs& in) {
 
 namespace {
 
-// Achievable bandwidth for a step over `tokens` tokens: a single sequence's
-// matrix-vector products reach the batch-1 figure, wider steps approach the
-// batched one as sat - (sat - batch1) / tokens.
-double bandwidth_for(const CostModel& m, std::int64_t tokens) {
-    const double t = static_cast<double>(std::max<std::int64_t>(1, tokens));
-    return m.bandwidth_bytes_per_s - (m.bandwidth_bytes_per_s - m.batch1_bandwidth_bytes_per_s) / t;
-}
-
 StepCost finish(const CostModel& m, StepCost c, std::int64_t tokens) {
-    c.memory_s = c.bytes() / bandwidth_for(m, tokens);
+    c.memory_s = c.weight_bytes / m.weights_bandwidth_bytes_per_s + (c.kv_read_bytes + c.kv_write_bytes) / m.bandwidth_bytes_per_s;
     c.compute_s = m.flops_per_s > 0 ? c.flops() / m.flops_per_s : 0;
     c.compute_bound = c.compute_s > c.memory_s;
     c.overhead_s = m.step_overhead_s;

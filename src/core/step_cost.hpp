@@ -26,12 +26,13 @@ namespace kvplan {
 // Defaults derived from shared/reference/decode_measurements.jsonl; see
 // docs/roofline.md ("Efficiency defaults").
 struct Efficiency {
-    // Of datasheet memory bandwidth: `bandwidth_fraction` for batched steps,
-    // `batch1_bandwidth_fraction` for a single-sequence matrix-vector step
-    // (default by memory technology: HBM 0.55, GDDR 0.88, LPDDR 0.80), and
-    // in between bandwidth(B) = sat - (sat - batch1) / B.
+    // Of datasheet memory bandwidth. Weights are streamed by matrix-vector
+    // and skinny matrix products, which reach `weights_bandwidth_fraction`
+    // (default by memory technology: HBM 0.55, GDDR 0.88, LPDDR 0.80); the KV
+    // cache is streamed by attention kernels in long contiguous reads, which
+    // reach `bandwidth_fraction`.
     double bandwidth_fraction = 0.85;
-    std::optional<double> batch1_bandwidth_fraction;
+    std::optional<double> weights_bandwidth_fraction;
     // Of dense peak tensor FLOP/s; default by math dtype: 16-bit 0.65, fp8
     // 0.45 (TensorRT-LLM's 2,048-token first-token latencies; docs/roofline.md).
     std::optional<double> flops_fraction;
@@ -62,17 +63,18 @@ struct CostGroup {
     double state_flops_per_token = 0;
 };
 
-// The batch-1 bandwidth fraction a device reaches by its memory technology:
-// HBM parts 0.55, GDDR parts 0.88, Apple's LPDDR 0.80 (fitted to the llama.cpp
-// batch-1 rows of decode_measurements.jsonl; docs/roofline.md); 0.85 when unknown.
-double default_batch1_fraction(const Gpu& gpu);
+// The fraction of datasheet bandwidth weight streaming reaches by memory
+// technology: HBM parts 0.55, GDDR parts 0.88, Apple's LPDDR 0.80 (fitted to
+// the llama.cpp batch-1 rows of decode_measurements.jsonl; docs/roofline.md);
+// 0.85 when unknown.
+double default_weights_fraction(const Gpu& gpu);
 double default_flops_fraction(Dtype math);
 
 struct CostModel {
     std::string gpu_id;
     std::int64_t tp = 1;
-    double bandwidth_bytes_per_s = 0;  // achievable in batched steps
-    double batch1_bandwidth_bytes_per_s = 0;  // achievable by one sequence's matrix-vector step
+    double bandwidth_bytes_per_s = 0;          // achievable reading and writing the KV cache
+    double weights_bandwidth_bytes_per_s = 0;  // achievable streaming the weights
     double flops_per_s = 0;            // achievable (0: no FLOP/s figure for this device and dtype)
     double link_bytes_per_s = 0;       // per direction
     double step_overhead_s = 0;

@@ -25,11 +25,13 @@ std::string header(const RooflineResult& r) {
     const Efficiency& e = r.efficiency;
     if (e.measured_bandwidth_bytes_per_s)
         out += fmt::format("achievable bandwidth {} (measured: {})", tb_s(m.bandwidth_bytes_per_s), e.calibration_source);
+    // (a measured figure is used for weights and KV alike)
     else
-        out += fmt::format("achievable bandwidth {} batched, {} at batch 1 ({:.2f} and {:.2f} x {} datasheet, {})", tb_s(m.bandwidth_bytes_per_s),
-                           tb_s(m.batch1_bandwidth_bytes_per_s), m.bandwidth_bytes_per_s / static_cast<double>(r.gpu.bandwidth_bytes_per_s),
-                           m.batch1_bandwidth_bytes_per_s / static_cast<double>(r.gpu.bandwidth_bytes_per_s),
-                           tb_s(static_cast<double>(r.gpu.bandwidth_bytes_per_s)), r.gpu.memory_technology.empty() ? "memory type unknown" : r.gpu.memory_technology);
+        out += fmt::format("achievable bandwidth {} streaming weights, {} streaming KV ({:.2f} and {:.2f} x {} datasheet {})",
+                           tb_s(m.weights_bandwidth_bytes_per_s), tb_s(m.bandwidth_bytes_per_s),
+                           m.weights_bandwidth_bytes_per_s / static_cast<double>(r.gpu.bandwidth_bytes_per_s),
+                           m.bandwidth_bytes_per_s / static_cast<double>(r.gpu.bandwidth_bytes_per_s),
+                           tb_s(static_cast<double>(r.gpu.bandwidth_bytes_per_s)), r.gpu.memory_technology.empty() ? "memory" : r.gpu.memory_technology);
     if (m.flops_per_s > 0) {
         if (e.measured_flops_per_s)
             out += fmt::format("; compute {} (measured)", tflop_s(m.flops_per_s));
@@ -145,7 +147,8 @@ std::string render_roofline_json(const RooflineResult& r) {
     j["tp"] = r.cost.tp;
     j["weights_format"] = r.weights_label;
     j["kv_dtype"] = dtype_name(r.cost.kv_dtype);
-    j["achievable_bandwidth_bytes_per_s"] = r.cost.bandwidth_bytes_per_s;
+    j["achievable_bandwidth_bytes_per_s"] = r.cost.weights_bandwidth_bytes_per_s;
+    j["achievable_kv_bandwidth_bytes_per_s"] = r.cost.bandwidth_bytes_per_s;
     j["achievable_flops_per_s"] = r.cost.flops_per_s;
     j["calibrated"] = r.efficiency.measured_bandwidth_bytes_per_s.has_value();
     j["step_overhead_s"] = r.cost.step_overhead_s;

@@ -1,0 +1,94 @@
+// `kvplan roofline` and `kvplan recommend` in process, through run().
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/app.hpp"
+
+using namespace kvplan;
+
+namespace {
+
+struct Result {
+    int code;
+    std::string out;
+    std::string err;
+};
+
+Result kvplan_run(std::vector<std::string> args) {
+    std::ostringstream out, err;
+    int code = run(args, out, err);
+    return {code, out.str(), err.str()};
+}
+
+}  // namespace
+
+TEST_CASE("roofline --json carries the documented keys and one row per batch") {
+    auto r = kvplan_run({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100", "--batch", "1,16,256", "--context", "4096", "--json"});
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    for (const char* key : {"gpu", "model", "achievable_bandwidth_bytes_per_s", "achievable_flops_per_s", "ttft_s", "rows"}) {
+        INFO(key);
+        CHECK(j.contains(key));
+    }
+    REQUIRE(j["rows"].size() == 3);
+    for (const char* key : {"batch", "context_tokens", "decode_step_s", "tokens_per_s_per_user", "tokens_per_s_total", "bound", "kv_share", "fits"}) {
+        INFO(key);
+        CHECK(j["rows"][0].contains(key));
+    }
+    CHECK(j["rows"][0]["bound"] == "memory");
+    CHECK(j["rows"][2]["fits"] == false);  // 256 sequences of 4,096 tokens exceed an H100's KV pool
+    CHECK_FALSE(j.contains("price_per_hour_usd"));
+    auto priced = nlohmann::json::parse(
+        kvplan_run({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100", "--batch", "1", "--price-per-hour", "2.5", "--json"}).out);
+    CHECK(priced["price_per_hour_usd"] == 2.5);
+    CHECK(priced["rows"][0].contains("usd_per_million_tokens"));
+}
+
+TEST_CASE("roofline says where the regime changes, in words") {
+    auto r = kvplan_run({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "4096"});
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("KV reads equal weight reads at batch"));
+    CHECK_THAT(r.out, Catch::Contains("throughput ceiling"));
+    CHECK_THAT(r.out, Catch::Contains("TTFT for a 2,048-token prompt"));
+}
+
+TEST_CASE("roofline --calibration uses measured figures and says so") {
+    char path[] = "/tmp/kvplan_calibration_XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    close(fd);
+    std::ofstream(path) << R"({"schema_version": 1, "device": "test", "measured_bandwidth_bytes_per_s": 3.0e12, "measured_flops_per_s": 6.0e14})";
+    auto r = kvplan_run({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100", "--batch", "1", "--calibration", path, "--json"});
+    std::remove(path);
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["calibrated"] == true);
+    CHECK(j["achievable_bandwidth_bytes_per_s"] == 3.0e12);
+    CHECK(j["achievable_flops_per_s"] == 6.0e14);
+}
+
+TEST_CASE("recommend --json lists candidates best first with vLLM flags") {
+    auto r = kvplan_run({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.05", "--gpus",
+                         "h100-sxm,l40s,a100-80gb", "--json"});
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    REQUIRE(j["candidates"].size() > 0);
+    for (const char* key : {"gpu", "tp", "batch", "ttft_s", "tpot_s", "tokens_per_s_per_gpu", "usd_per_million_tokens", "vllm_flags"}) {
+        INFO(key);
+        CHECK(j["candidates"][0].contains(key));
+    }
+    CHECK(j["candidates"][0]["usd_per_million_tokens"].is_null());
+    CHECK_THAT(j["candidates"][0]["vllm_flags"].get<std::string>(), Catch::StartsWith("--tensor-parallel-size "));
+}
+
+TEST_CASE("recommend says plainly when nothing meets the targets") {
+    auto r = kvplan_run({"recommend", "--model", "llama-3.1-70b", "--context", "32768", "--ttft", "0.05", "--tpot", "0.004"});
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("Nothing meets both targets") && Catch::Contains("bind"));
+}
