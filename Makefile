@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PACKAGES := cmake g++ make libcli11-dev nlohmann-json3-dev libfmt-dev catch2
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build run test clean
+.PHONY: all deps build run test bench clean
 
 all: build
 
@@ -31,6 +31,10 @@ run: build
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+# Speed figures (median of repeated runs, ratio to a baseline): see docs/roofline.md.
+bench: build
+	$(BUILD_DIR)/tests/kvplan_bench 5
 
 clean:
 	rm -rf $(BUILD_DIR)

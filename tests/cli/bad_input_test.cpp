@@ -589,3 +589,51 @@ TEST_CASE("bad input: concurrency with a malformed config exits 65 naming the fi
     fs::path file = dir.write("broken.json", "{\"model_type\": \"llama\", \"num_hidden_layers\": -3}");
     expect_clean_error(Run::kvplan({"concurrency", "--model", file.string(), "--gpu", "h100"}), kExitData, {"broken.json", "num_hidden_layers"});
 }
+
+// --- roofline and recommend ---
+
+TEST_CASE("bad input: roofline needs a database device, not --gpu-mem", "[bad-input][roofline]") {
+    expect_clean_error(Run::kvplan({"roofline", "--model", "llama-3.1-8b", "--gpu-mem", "80GB"}), kExitUsage, {"--gpu ID", "--gpu-mem"});
+}
+
+TEST_CASE("bad input: roofline with an unknown weights format exits 2", "[bad-input][roofline]") {
+    expect_clean_error(Run::kvplan({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100", "--weights-dtype", "q3_k"}), kExitUsage,
+                       {"--weights-dtype", "q3_k", "q4_k_m"});
+}
+
+TEST_CASE("bad input: roofline efficiencies outside (0, 1] exit 2", "[bad-input][roofline]") {
+    expect_clean_error(Run::kvplan({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100", "--bw-efficiency", "1.7"}), kExitUsage,
+                       {"--bw-efficiency"});
+    expect_clean_error(Run::kvplan({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100", "--flops-efficiency", "0"}), kExitUsage,
+                       {"--flops-efficiency"});
+}
+
+TEST_CASE("bad input: a broken calibration file exits 65 naming the file and field", "[bad-input][roofline]") {
+    ScratchDir dir;
+    fs::path missing = dir.write("cal_missing.json", R"({"schema_version": 1, "device": "x"})");
+    expect_clean_error(Run::kvplan({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100", "--calibration", missing.string()}), kExitData,
+                       {"cal_missing.json", "measured_bandwidth_bytes_per_s"});
+    fs::path negative = dir.write("cal_negative.json", R"({"schema_version": 1, "measured_bandwidth_bytes_per_s": -1})");
+    expect_clean_error(Run::kvplan({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100", "--calibration", negative.string()}), kExitData,
+                       {"cal_negative.json", "measured_bandwidth_bytes_per_s"});
+    fs::path garbage = dir.write("cal_garbage.json", "{not json");
+    expect_clean_error(Run::kvplan({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100", "--calibration", garbage.string()}), kExitData,
+                       {"cal_garbage.json"});
+    expect_clean_error(Run::kvplan({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100", "--calibration", (dir.path() / "nope.json").string()}),
+                       kExitUsage, {"nope.json"});
+}
+
+TEST_CASE("bad input: recommend without its targets, or with a bad price, exits 2", "[bad-input][recommend]") {
+    expect_clean_error(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--tpot", "0.05"}), kExitUsage, {"--ttft"});
+    expect_clean_error(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "-1", "--tpot", "0.05"}), kExitUsage,
+                       {"--ttft"});
+    expect_clean_error(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "1", "--tpot", "0.05",
+                                    "--price-per-hour", "h100=cheap"}),
+                       kExitUsage, {"--price-per-hour", "h100-sxm", "cheap"});
+    expect_clean_error(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "1", "--tpot", "0.05",
+                                    "--gpus", "h100,warp-drive"}),
+                       kExitUsage, {"--gpu", "warp-drive"});
+    expect_clean_error(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--prompt", "9000", "--ttft", "1", "--tpot",
+                                    "0.05"}),
+                       kExitUsage, {"--prompt", "--context"});
+}

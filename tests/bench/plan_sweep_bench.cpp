@@ -1,0 +1,121 @@
+// Speed benchmark (not a test): how many plan evaluations per second the
+// step-cost model sustains, and how long `recommend` over every GPU takes.
+//
+//   build/tests/kvplan_bench [repeats]      (or: make bench)
+//
+// The sweep: every bundled preset x every GPU in the database x TP 1, 2, 4, 8
+// x batch 1, 2, 4, ..., 1024 x 8 contexts. For each (preset, GPU, TP) the cost
+// model and the memory capacity at the 8 contexts are computed once; each
+// (batch, context) point is then one decode step and one fits check: one
+// "plan evaluation". Reported as the median of repeated runs, and as a ratio
+// to a baseline measured in the same run: the naive loop that rebuilds the
+// cost model for every point (what a planner without CostModel would do).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "core/capacity.hpp"
+#include "core/config_parser.hpp"
+#include "core/error.hpp"
+#include "core/kv_size.hpp"
+#include "core/recommend.hpp"
+#include "core/step_cost.hpp"
+#include "io/gpu_db.hpp"
+#include "io/model_loader.hpp"
+#include "io/presets.hpp"
+
+using namespace kvplan;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const std::int64_t kContexts[] = {512, 1024, 2048, 4096, 8192, 16384, 32768, 131072};
+const std::int64_t kTps[] = {1, 2, 4, 8};
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+struct Sweep {
+    double seconds = 0;
+    std::int64_t evaluations = 0;
+    double checksum = 0;  // keeps the work observable
+};
+
+// naive: rebuild the cost model for every point, and only sweep `gpu_limit` GPUs (it is slow).
+Sweep sweep(const std::vector<ModelSpec>& models, const std::vector<Gpu>& gpus, bool naive, std::size_t gpu_limit) {
+    Sweep s;
+    const auto start = Clock::now();
+    for (const ModelSpec& m : models)
+        for (std::size_t gi = 0; gi < gpus.size() && gi < gpu_limit; ++gi)
+            for (std::int64_t tp : kTps) {
+                try {
+                    check_tp(m, tp);
+                } catch (const Error&) {
+                    continue;
+                }
+                const CostModelInputs in{&m, gpus[gi], WeightFormat{}, std::nullopt, tp, Efficiency{}};
+                const CostModel cm = make_cost_model(in);
+                CapacityInputs cap;
+                cap.gpu = gpus[gi];
+                cap.tp = tp;
+                cap.contexts.assign(std::begin(kContexts), std::end(kContexts));
+                cap.overhead_bytes = 0;
+                const CapacityPlan plan = plan_capacity(m, cap);
+                for (std::size_t ci = 0; ci < std::size(kContexts); ++ci)
+                    for (std::int64_t b = 1; b <= 1024; b *= 2) {
+                        const StepCost c = naive ? decode_step(make_cost_model(in), b, kContexts[ci]) : decode_step(cm, b, kContexts[ci]);
+                        const bool fits = b <= plan.rows[ci].max_requests;
+                        s.checksum += c.total_s + (fits ? 1 : 0);
+                        ++s.evaluations;
+                    }
+            }
+    s.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const int repeats = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
+    std::vector<ModelSpec> models;
+    for (const Preset& p : presets()) models.push_back(parse_model_config(parse_json_text(std::string(p.config_text), p.name), p.name));
+    const std::vector<Gpu>& gpus = bundled_gpus();
+
+    std::vector<double> rates, naive_rates, recommend_s;
+    std::int64_t evaluations = 0;
+    double checksum = 0;
+    for (int r = 0; r < repeats; ++r) {
+        Sweep fast = sweep(models, gpus, false, gpus.size());
+        Sweep slow = sweep(models, gpus, true, 2);  // the baseline, on 2 GPUs
+        rates.push_back(static_cast<double>(fast.evaluations) / fast.seconds);
+        naive_rates.push_back(static_cast<double>(slow.evaluations) / slow.seconds);
+        evaluations = fast.evaluations;
+        checksum += fast.checksum + slow.checksum;
+
+        RecommendInputs in;
+        in.model = &models[1];  // llama-3.1-8b
+        in.gpus = gpus;
+        in.context = 8192;
+        in.ttft_s = 0.5;
+        in.tpot_s = 0.05;
+        const auto start = Clock::now();
+        Recommendation rec = recommend(in);
+        recommend_s.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+        checksum += static_cast<double>(rec.candidates.size());
+    }
+    const double rate = median(rates), base = median(naive_rates);
+    std::printf("kvplan_bench: %d repeats (median reported)\n", repeats);
+    std::printf("  sweep: %zu presets x %zu GPUs x TP 1,2,4,8 x batch 1..1024 x 8 contexts = %lld plan evaluations\n", models.size(), gpus.size(),
+                static_cast<long long>(evaluations));
+    std::printf("  plan evaluations per second:          %.3g (median; %.3g s per sweep)\n", rate, static_cast<double>(evaluations) / rate);
+    std::printf("  baseline, cost model rebuilt per point: %.3g per second\n", base);
+    std::printf("  ratio to baseline:                      %.1fx\n", rate / base);
+    std::printf("  recommend over all %zu GPUs (llama-3.1-8b, 8K, TTFT 0.5 s, TPOT 50 ms): %.1f ms (median)\n", gpus.size(), median(recommend_s) * 1e3);
+    std::printf("  (checksum %.6g)\n", checksum);
+    return 0;
+}
