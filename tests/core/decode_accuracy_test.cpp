@@ -9,6 +9,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdlib>
+#include <iterator>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -189,4 +191,22 @@ TEST_CASE("decode accuracy: every published measurement predicted; batch-1 decod
     std::printf("%s%s", table.c_str(), summary.c_str());
     REQUIRE(errors["batch1_decode"].size() == 44);
     CHECK(median(errors["batch1_decode"]) <= 0.15);
+
+    // docs/accuracy.md quotes this table between markers; keep it current
+    // (KVPLAN_UPDATE_DOCS=1 rewrites it: scripts/regen-readme.sh does).
+    const std::string doc_path = std::string(KVPLAN_SOURCE_DIR) + "/docs/accuracy.md";
+    std::ifstream doc_in(doc_path);
+    std::string doc((std::istreambuf_iterator<char>(doc_in)), std::istreambuf_iterator<char>());
+    const std::string begin = "<!-- accuracy-table:begin -->\n", end = "<!-- accuracy-table:end -->";
+    const auto b = doc.find(begin), e = doc.find(end);
+    REQUIRE(b != std::string::npos);
+    REQUIRE(e != std::string::npos);
+    const std::string current = table + summary;
+    if (std::getenv("KVPLAN_UPDATE_DOCS")) {
+        doc = doc.substr(0, b + begin.size()) + current + doc.substr(e);
+        std::ofstream(doc_path) << doc;
+    } else {
+        INFO("docs/accuracy.md's table is stale: run KVPLAN_UPDATE_DOCS=1 build/tests/kvplan_tests \"decode accuracy*\"");
+        CHECK(doc.substr(b + begin.size(), e - b - begin.size()) == current);
+    }
 }
