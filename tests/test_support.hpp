@@ -2,10 +2,13 @@
 // ModelSpec, and size it.
 #pragma once
 
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "cli/app.hpp"
 #include "core/config_parser.hpp"
 #include "core/kv_size.hpp"
 #include "core/weights.hpp"
@@ -31,6 +34,19 @@ inline KvSizing kv(const ModelSpec& m, std::int64_t context = 1, std::int64_t ba
     o.tp = tp;
     o.kv_dtype = dtype;
     return size_kv(m, o);
+}
+
+// One in-process run of the CLI, through the same run() that main() calls.
+struct CliResult {
+    int code;
+    std::string out;
+    std::string err;
+};
+
+inline CliResult kvplan_run(const std::vector<std::string>& args) {
+    std::ostringstream out, err;
+    const int code = run(args, out, err);
+    return {code, out.str(), err.str()};
 }
 
 inline std::int64_t bytes_per_token(const std::string& preset_name) { return kv(preset(preset_name)).bytes_per_token; }

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "core/checked.hpp"
+#include "core/digits.hpp"
 #include "core/error.hpp"
 #include "core/kv_size.hpp"
 #include "core/parallel.hpp"
@@ -20,16 +21,6 @@ std::string gib_text(std::int64_t bytes) {
     char buf[48];
     std::snprintf(buf, sizeof buf, "%.2f", static_cast<double>(bytes) / kGiB);
     return buf;
-}
-
-std::string grouped(std::int64_t v) {
-    std::string s = std::to_string(v), out;
-    int n = 0;
-    for (auto it = s.rbegin(); it != s.rend(); ++it, ++n) {
-        if (n && n % 3 == 0 && *it != '-') out.insert(out.begin(), ',');
-        out.insert(out.begin(), *it);
-    }
-    return out;
 }
 
 // Whether the engine keeps only the window of a sliding/chunked layer. vLLM
@@ -243,8 +234,8 @@ CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool sea
             row.unused_bytes = checked_mul(row.max_requests, row.reserved_bytes_per_request - row.used_bytes_per_request, "unused bytes");
         p.rows.push_back(row);
         if (context > spec.max_position_tokens && spec.max_position_tokens > 0)
-            p.warnings.push_back("context " + grouped(context) + " exceeds the model's max_position_embeddings (" +
-                                 grouped(spec.max_position_tokens) + "); vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1");
+            p.warnings.push_back("context " + group_digits(context) + " exceeds the model's max_position_embeddings (" +
+                                 group_digits(spec.max_position_tokens) + "); vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1");
     }
 
     const Stage& b = stages[binding];
@@ -284,8 +275,8 @@ CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool sea
         char conc[64];
         std::snprintf(conc, sizeof conc, "%.2f", static_cast<double>(min_blocks) / static_cast<double>(per_req));
         p.engine_lines.push_back("Available KV cache memory: " + gib_text(b.budget.kv_pool_bytes) + " GiB");
-        p.engine_lines.push_back("GPU KV cache size: " + grouped(*p.kv_cache_tokens) + " tokens");
-        p.engine_lines.push_back("Maximum concurrency for " + grouped(worst_len) + " tokens per request: " + conc + "x");
+        p.engine_lines.push_back("GPU KV cache size: " + group_digits(*p.kv_cache_tokens) + " tokens");
+        p.engine_lines.push_back("Maximum concurrency for " + group_digits(worst_len) + " tokens per request: " + conc + "x");
         if (per_req > min_blocks)
             p.engine_lines.push_back("ValueError: To serve at least one request with the models's max seq len (" + std::to_string(worst_len) +
                                      "), (" + gib_text(checked_mul(per_req, b.layout->block_bytes(), "bytes")) +

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/checked.hpp"
+#include "core/digits.hpp"
 
 namespace kvplan {
 
@@ -22,17 +23,6 @@ std::int64_t up_rows(const ModelSpec& spec, ParamPart part) {
     for (const ParamTensor& t : spec.params)
         if (t.part == part && t.linear && ends_with(t.name, "up_proj")) rows = std::max(rows, t.rows);
     return rows;
-}
-
-std::string fmt_int(std::int64_t v) {
-    std::string s = std::to_string(v), out;
-    int n = 0;
-    for (auto it = s.rbegin(); it != s.rend(); ++it) {
-        if (n && n % 3 == 0 && *it != '-') out.insert(out.begin(), ',');
-        out.insert(out.begin(), *it);
-        ++n;
-    }
-    return out;
 }
 
 }  // namespace
@@ -83,7 +73,7 @@ std::vector<OverheadTerm> estimate_overhead(const ModelSpec& spec, const Overhea
         t.bytes = checked_mul(in.max_batched_tokens, per_token, "activation bytes");
         t.low_bytes = t.bytes * 85 / 100;
         t.high_bytes = t.bytes * 115 / 100;
-        t.basis = fmt_int(in.max_batched_tokens) + " batched tokens x (3 x " + fmt_int(width) + " + 3 x " + fmt_int(spec.hidden) + ") x 2 B";
+        t.basis = group_digits(in.max_batched_tokens) + " batched tokens x (3 x " + group_digits(width) + " + 3 x " + group_digits(spec.hidden) + ") x 2 B";
         t.source = "fit to vllm#10517 (V0, 20,000 and 29,000 tokens) and llm-d's H100 table (V1, 8,192 tokens), within 15%";
         t.in_pool = in.engine != Engine::Sglang;
         terms.push_back(t);
@@ -104,7 +94,7 @@ std::vector<OverheadTerm> estimate_overhead(const ModelSpec& spec, const Overhea
         t.bytes = checked_mul(checked_mul(in.max_num_seqs, spec.vocab, "sampler bytes"), per_entry, "sampler bytes");
         t.low_bytes = t.bytes * 85 / 100;
         t.high_bytes = t.bytes * 115 / 100;
-        t.basis = fmt_int(in.max_num_seqs) + " sequences x " + fmt_int(spec.vocab) + " vocab x " + std::to_string(per_entry) + " B";
+        t.basis = group_digits(in.max_num_seqs) + " sequences x " + group_digits(spec.vocab) + " vocab x " + std::to_string(per_entry) + " B";
         t.source = in.engine == Engine::VllmV0 ? "vLLM V0 profile_run: fp32 logits of the last token per sequence"
                                                : "fit to llm-d's H100 table (vLLM V1 _dummy_sampler_run over max_num_seqs)";
         t.in_pool = in.engine != Engine::Sglang;

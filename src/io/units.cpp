@@ -4,18 +4,6 @@
 
 namespace kvplan {
 
-std::string group_digits(std::int64_t value) {
-    std::string digits = std::to_string(value < 0 ? -value : value);
-    std::string out;
-    int count = 0;
-    for (auto it = digits.rbegin(); it != digits.rend(); ++it) {
-        if (count > 0 && count % 3 == 0) out.insert(out.begin(), ',');
-        out.insert(out.begin(), *it);
-        ++count;
-    }
-    return value < 0 ? "-" + out : out;
-}
-
 std::string binary_size(std::int64_t bytes) {
     static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
     double v = static_cast<double>(bytes);

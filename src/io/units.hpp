@@ -6,10 +6,11 @@
 #include <cstdint>
 #include <string>
 
+#include "core/digits.hpp"
+
 namespace kvplan {
 
-// 17179869184 -> "17,179,869,184"
-std::string group_digits(std::int64_t value);
+// group_digits(17179869184) -> "17,179,869,184" lives in core/digits.hpp.
 
 // 17179869184 -> "16.00 GiB"; below 1 KiB -> "512 B"
 std::string binary_size(std::int64_t bytes);

@@ -6,24 +6,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/app.hpp"
+#include "test_support.hpp"
 
 using namespace kvplan;
+using namespace kvplan::test;
 
-namespace {
-
-struct Result {
-    int code;
-    std::string out;
-    std::string err;
-};
-
-Result kvplan_run(std::vector<std::string> args) {
-    std::ostringstream out, err;
-    int code = run(args, out, err);
-    return {code, out.str(), err.str()};
-}
-
-}  // namespace
 
 TEST_CASE("concurrency --json carries the documented keys, every number with its unit") {
     auto r = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--context", "4096,32768", "--json"});

@@ -9,24 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/app.hpp"
+#include "test_support.hpp"
 
 using namespace kvplan;
+using namespace kvplan::test;
 
-namespace {
-
-struct Result {
-    int code;
-    std::string out;
-    std::string err;
-};
-
-Result kvplan_run(std::vector<std::string> args) {
-    std::ostringstream out, err;
-    int code = run(args, out, err);
-    return {code, out.str(), err.str()};
-}
-
-}  // namespace
 
 TEST_CASE("roofline --json carries the documented keys and one row per batch") {
     auto r = kvplan_run({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100", "--batch", "1,16,256", "--context", "4096", "--json"});

@@ -6,25 +6,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/app.hpp"
+#include "test_support.hpp"
 #include "io/presets.hpp"
 
 using namespace kvplan;
+using namespace kvplan::test;
 
-namespace {
-
-struct Result {
-    int code;
-    std::string out;
-    std::string err;
-};
-
-Result kvplan_run(std::vector<std::string> args) {
-    std::ostringstream out, err;
-    int code = run(args, out, err);
-    return {code, out.str(), err.str()};
-}
-
-}  // namespace
 
 TEST_CASE("size --json has exactly the documented top-level keys, with units in their names") {
     auto r = kvplan_run({"size", "--model", "llama-3.1-8b", "--context", "8192", "--batch", "32", "--json"});
