@@ -66,7 +66,7 @@ std::string run_roofline(const RooflineOptions& o) {
     const WeightFormat format = parse_weight_format("--weights-dtype", o.weights_dtype);
     const std::optional<Dtype> kv = parse_dtype_flag("--kv-dtype", o.kv_dtype);
     check_tp(model, o.tp);
-    r.cost = make_cost_model(CostModelInputs{&model, r.gpu, format, kv, o.tp, r.efficiency});
+    r.cost = make_cost_model(CostModelInputs{&model, r.gpu, format, kv, o.tp, r.efficiency, std::nullopt});
 
     r.inputs.batches = o.batches.empty() ? std::vector<std::int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512} : o.batches;
     r.inputs.prompt = o.prompt;

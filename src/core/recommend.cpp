@@ -49,7 +49,7 @@ Recommendation recommend(const RecommendInputs& in) {
             } catch (const Error&) {
                 continue;  // the model's heads do not split this way
             }
-            CostModelInputs ci{in.model, gpu, in.weights, in.kv_dtype, tp, in.efficiency};
+            CostModelInputs ci{in.model, gpu, in.weights, in.kv_dtype, tp, in.efficiency, std::nullopt};
             const CostModel m = make_cost_model(ci);
             if (m.flops_per_s <= 0) {
                 skipped += (skipped.empty() ? "" : ", ") + gpu.id;

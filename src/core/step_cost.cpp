@@ -75,35 +75,46 @@ CostModel make_cost_model(const CostModelInputs& in) {
     // reads B rows); a tied LM head reads the embedding matrix. Routed experts
     // are read only when touched.
     const WeightSizing w = size_weights_in(spec, in.weights);
+    const std::int64_t all_layers = std::max<std::int64_t>(1, static_cast<std::int64_t>(spec.layers.size()));
+    const bool sample = in.sample_layers.has_value();
+    const double layer_share = sample ? static_cast<double>(*in.sample_layers) / static_cast<double>(all_layers) : 1.0;
     m.weight_bytes_total = static_cast<double>(w.bytes);
     const double tp = static_cast<double>(in.tp);
     double dense = 0, expert_part = 0, embedding = 0;
     std::int64_t embedding_params = 0;
     bool has_head = false;
+    std::int64_t head_params = 0;
     for (const WeightPart& p : w.parts) {
         if (p.part == ParamPart::Embedding) {
             embedding = static_cast<double>(p.bytes);
             embedding_params = p.params;
         } else if (p.part == ParamPart::Experts) {
-            expert_part = static_cast<double>(p.bytes);
+            expert_part = static_cast<double>(p.bytes) * layer_share;
+        } else if (p.part == ParamPart::Head) {
+            has_head = true;
+            head_params = p.params;
+            if (!sample) dense += static_cast<double>(p.bytes);
         } else {
-            if (p.part == ParamPart::Head) has_head = true;
-            dense += static_cast<double>(p.bytes);
+            dense += static_cast<double>(p.bytes) * layer_share;
         }
     }
-    if (w.parts.empty()) dense = static_cast<double>(w.bytes);  // hand-built: --params only
-    if (!has_head && spec.tied_embeddings) dense += embedding;
+    if (w.parts.empty()) dense = static_cast<double>(w.bytes) * layer_share;  // hand-built: --params only
+    if (!has_head && spec.tied_embeddings && !sample) dense += embedding;
     m.experts = spec.experts;
     m.experts_per_token = spec.experts_per_token;
     for (const ParamTensor& t : spec.params)
         if (t.part == ParamPart::Experts && ends_with(t.name, "up_proj") && spec.experts > 0) m.moe_layers = t.copies / spec.experts;
-    if (m.moe_layers > 0) m.expert_bytes = expert_part / static_cast<double>(m.moe_layers * m.experts) / tp;
+    if (m.moe_layers > 0) {
+        m.expert_bytes = expert_part / layer_share / static_cast<double>(m.moe_layers * m.experts) / tp;
+        if (sample) m.moe_layers = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(static_cast<double>(m.moe_layers) * layer_share)));
+    }
     else dense += expert_part;
     m.dense_weight_bytes = dense / tp;
 
     // Matmul FLOPs: 2 per active parameter per token, without the embedding lookup, with a tied head.
     std::int64_t active = w.active_params - (w.parts.empty() ? 0 : embedding_params);
     if (!has_head && spec.tied_embeddings) active += embedding_params;
+    if (sample) active = static_cast<std::int64_t>(static_cast<double>(active - head_params - (!has_head && spec.tied_embeddings ? embedding_params : 0)) * layer_share);
     m.active_params = active;
     m.matmul_flops_per_token = 2.0 * static_cast<double>(active) / tp;
 
@@ -112,7 +123,12 @@ CostModel make_cost_model(const CostModelInputs& in) {
     kvo.kv_dtype = in.kv_dtype;
     kvo.context = 1;
     kvo.tp = in.tp;
-    const KvSizing s = size_kv(spec, kvo);
+    ModelSpec sampled;
+    if (sample) {
+        sampled = spec;
+        sampled.layers.resize(static_cast<std::size_t>(std::min<std::int64_t>(*in.sample_layers, all_layers)));
+    }
+    const KvSizing s = size_kv(sample ? sampled : spec, kvo);
     m.kv_dtype = s.kv_dtype;
     const double query_heads = spec.heads > 0 ? static_cast<double>(spec.heads) / tp : 0;
     for (const LayerGroup& g : s.groups) {
@@ -137,7 +153,7 @@ CostModel make_cost_model(const CostModelInputs& in) {
 
     // Tensor parallelism: two all-reduces of the hidden state per layer (after attention and after the MLP).
     m.activation_bytes_per_token = 2.0 * static_cast<double>(spec.hidden);
-    m.allreduces_per_step = in.tp > 1 ? 2 * static_cast<std::int64_t>(spec.layers.size()) : 0;
+    m.allreduces_per_step = in.tp > 1 ? 2 * (sample ? *in.sample_layers : static_cast<std::int64_t>(spec.layers.size())) : 0;
     if (in.tp > 1 && m.link_bytes_per_s <= 0) m.notes.push_back("no interconnect figure for " + in.gpu.id + ": all-reduces not timed");
     return m;
 }

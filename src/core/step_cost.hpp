@@ -50,6 +50,9 @@ struct CostModelInputs {
     std::optional<Dtype> kv_dtype;     // default: serving dtype
     std::int64_t tp = 1;
     Efficiency efficiency;
+    // Cost only the first `sample_layers` decoder layers, without the
+    // embedding and the LM head: what `kvplan measure` times on a sample.
+    std::optional<std::int64_t> sample_layers;
 };
 
 // One group of layers that cache the same way, per GPU.

@@ -58,7 +58,7 @@ Sweep sweep(const std::vector<ModelSpec>& models, const std::vector<Gpu>& gpus, 
                 } catch (const Error&) {
                     continue;
                 }
-                const CostModelInputs in{&m, gpus[gi], WeightFormat{}, std::nullopt, tp, Efficiency{}};
+                const CostModelInputs in{&m, gpus[gi], WeightFormat{}, std::nullopt, tp, Efficiency{}, std::nullopt};
                 const CostModel cm = make_cost_model(in);
                 CapacityInputs cap;
                 cap.gpu = gpus[gi];

@@ -111,7 +111,7 @@ Prediction predict(const nlohmann::json& row) {
     // llama.cpp splits layers across GPUs and runs them one after another: the step reads every weight at one
     // GPU's bandwidth, as if on one GPU. Everything else is tensor parallel.
     const std::int64_t tp = llama_cpp ? 1 : gpus;
-    CostModelInputs ci{&model, find_gpu(bundled_gpus(), gpu), parse_weight_format("--weights-dtype", format), kv, tp, Efficiency{}};
+    CostModelInputs ci{&model, find_gpu(bundled_gpus(), gpu), parse_weight_format("--weights-dtype", format), kv, tp, Efficiency{}, std::nullopt};
     const CostModel m = make_cost_model(ci);
     if ((p.category == "prefill" || p.category == "ttft") && m.flops_per_s <= 0) {
         p.why = "no FLOP/s figure for " + gpu + " in the database";

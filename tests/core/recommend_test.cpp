@@ -39,7 +39,7 @@ TEST_CASE("recommend: every candidate meets both targets and fits; its batch is 
         CHECK(c.batch <= c.max_requests);
         // One more sequence would either not fit or miss the TPOT target.
         if (c.batch < c.max_requests) {
-            const CostModel cm = make_cost_model(CostModelInputs{&m, find_gpu(bundled_gpus(), c.gpu), in.weights, std::nullopt, c.tp, in.efficiency});
+            const CostModel cm = make_cost_model(CostModelInputs{&m, find_gpu(bundled_gpus(), c.gpu), in.weights, std::nullopt, c.tp, in.efficiency, std::nullopt});
             CHECK(decode_step(cm, c.batch + 1, in.context).total_s > in.tpot_s);
         }
         CHECK_THAT(c.vllm_flags, Catch::Contains("--tensor-parallel-size " + std::to_string(c.tp)) &&

@@ -42,7 +42,7 @@ Efficiency pure() {
 }
 
 CostModel cost(const ModelSpec& m, const Gpu& g, Efficiency e = pure(), std::int64_t tp = 1, const std::string& format = "auto") {
-    return make_cost_model(CostModelInputs{&m, g, parse_weight_format("--weights-dtype", format), std::nullopt, tp, e});
+    return make_cost_model(CostModelInputs{&m, g, parse_weight_format("--weights-dtype", format), std::nullopt, tp, e, std::nullopt});
 }
 
 ModelSpec shape13b() {  // seed 002: 40 layers x 40 heads x 128, 819,200 B/token in bf16
