@@ -39,8 +39,10 @@ std::vector<std::uint8_t> random_tensor(ThreadPool& pool, std::int64_t elements,
 
 }  // namespace
 
-CpuModel::CpuModel(ThreadPool& pool, const LayerShape& s, std::int64_t layers, std::int64_t batch, std::int64_t capacity, Precision precision)
-    : pool_(pool), shape_(s), batch_(batch), capacity_(capacity), precision_(precision) {
+CpuModel::CpuModel(ThreadPool& pool, const LayerShape& s, std::int64_t layers, std::int64_t batch, std::int64_t capacity, Precision precision,
+                   std::vector<std::int64_t> windows)
+    : pool_(pool), shape_(s), batch_(batch), capacity_(capacity), precision_(precision), windows_(std::move(windows)) {
+    windows_.resize(static_cast<std::size_t>(std::max<std::int64_t>(layers, 0)), 0);
     if (layers < 1 || batch < 1 || capacity < 1 || s.heads % s.kv_heads != 0) throw std::invalid_argument("CpuModel: bad shape");
     const std::int64_t q = s.heads * s.head_dim, kv = s.kv_heads * s.head_dim;
     // Weights scaled like a trained model's (about 1/sqrt(fan-in)), so activations stay finite over layers.
@@ -116,7 +118,9 @@ StepTimes CpuModel::run(std::int64_t rows, std::int64_t first_position, bool pre
         attn(static_cast<std::size_t>(rows * q)), out(static_cast<std::size_t>(rows * s.hidden)),
         gate(static_cast<std::size_t>(rows * s.intermediate)), up(static_cast<std::size_t>(rows * s.intermediate)),
         qrows(static_cast<std::size_t>(rows * q));
-    for (Layer& l : layers_) {
+    for (std::size_t li = 0; li < layers_.size(); ++li) {
+        Layer& l = layers_[li];
+        const std::int64_t window = windows_[li];
         auto start = Clock::now();
         rmsnorm(x_.data(), l.norm1.data(), s.hidden, rows, h.data());
         t.other_s += since(start);
@@ -138,15 +142,18 @@ StepTimes CpuModel::run(std::int64_t rows, std::int64_t first_position, bool pre
         t.other_s += since(start);
 
         start = Clock::now();
+        // Attend to tokens [first, last] of each sequence: all of them, or the last `window`.
+        auto attend = [&](std::int64_t seqs, std::int64_t last, const float* qs, float* outs) {
+            const std::int64_t first = window > 0 ? std::max<std::int64_t>(0, last + 1 - window) : 0;
+            const std::int64_t skip = first * kv * element_bytes(precision_);
+            AttentionShape a{seqs, s.heads, s.kv_heads, s.head_dim, last + 1 - first, capacity_};
+            attention_decode(pool_, a, qs, Tensor{precision_, l.k.data() + skip}, Tensor{precision_, l.v.data() + skip}, outs);
+        };
         if (prefill) {
             // Causal: token r attends to tokens 0..r of sequence 0.
-            for (std::int64_t r = 0; r < rows; ++r) {
-                AttentionShape a{1, s.heads, s.kv_heads, s.head_dim, r + 1, capacity_};
-                attention_decode(pool_, a, qrows.data() + r * q, tensor(l.k), tensor(l.v), attn.data() + r * q);
-            }
+            for (std::int64_t r = 0; r < rows; ++r) attend(1, r, qrows.data() + r * q, attn.data() + r * q);
         } else {
-            AttentionShape a{rows, s.heads, s.kv_heads, s.head_dim, first_position + 1, capacity_};
-            attention_decode(pool_, a, qrows.data(), tensor(l.k), tensor(l.v), attn.data());
+            attend(rows, first_position, qrows.data(), attn.data());
         }
         t.attention_s += since(start);
 

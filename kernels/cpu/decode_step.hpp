@@ -36,7 +36,10 @@ class CpuModel {
 public:
     // `layers` layers of `shape` with weights and KV cache in `precision`, a
     // cache laid out for `capacity` tokens per sequence and `batch` sequences.
-    CpuModel(ThreadPool& pool, const LayerShape& shape, std::int64_t layers, std::int64_t batch, std::int64_t capacity, Precision precision);
+    // `windows[i]` > 0 makes layer i attend to its last windows[i] tokens only
+    // (sliding-window attention); empty or 0: full attention.
+    CpuModel(ThreadPool& pool, const LayerShape& shape, std::int64_t layers, std::int64_t batch, std::int64_t capacity, Precision precision,
+             std::vector<std::int64_t> windows = {});
 
     // Bytes the weights and the cache occupy (for memory checks and reports).
     std::int64_t weight_bytes() const;
@@ -66,6 +69,7 @@ private:
     std::int64_t batch_, capacity_;
     Precision precision_;
     std::vector<Layer> layers_;
+    std::vector<std::int64_t> windows_;
     std::vector<float> x_;
 };
 

@@ -6,6 +6,7 @@
 
 #include "cli/cmd_concurrency.hpp"
 #include "cli/cmd_gpus.hpp"
+#include "cli/cmd_measure.hpp"
 #include "cli/cmd_models.hpp"
 #include "cli/cmd_recommend.hpp"
 #include "cli/cmd_roofline.hpp"
@@ -33,12 +34,14 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     GpusOptions gpus;
     RooflineOptions roofline;
     RecommendOptions recommend;
+    MeasureOptions measure;
     CLI::App* size_cmd = setup_size(app, size);
     CLI::App* concurrency_cmd = setup_concurrency(app, concurrency);
     CLI::App* models_cmd = setup_models(app, models);
     CLI::App* gpus_cmd = setup_gpus(app, gpus);
     CLI::App* roofline_cmd = setup_roofline(app, roofline);
     CLI::App* recommend_cmd = setup_recommend(app, recommend);
+    CLI::App* measure_cmd = setup_measure(app, measure);
 
     try {
         std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last-first
@@ -65,8 +68,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         else if (gpus_cmd->parsed()) text = run_gpus(gpus);
         else if (roofline_cmd->parsed()) text = run_roofline(roofline);
         else if (recommend_cmd->parsed()) text = run_recommend(recommend);
+        else if (measure_cmd->parsed()) text = run_measure(measure, err);
         else {
-            err << "kvplan: error: no command given (expected size, concurrency, roofline, recommend, models or gpus; run `kvplan --help`)\n";
+            err << "kvplan: error: no command given (expected size, concurrency, roofline, recommend, measure, models or gpus; run `kvplan --help`)\n";
             return kExitUsage;
         }
         out << text;

@@ -91,7 +91,7 @@ TEST_CASE("markdown output renders the same figures") {
 }
 
 TEST_CASE("every subcommand's --help shows a working example") {
-    for (const char* cmd : {"size", "concurrency", "roofline", "recommend", "models", "gpus"}) {
+    for (const char* cmd : {"size", "concurrency", "roofline", "recommend", "measure", "models", "gpus"}) {
         auto r = kvplan_run({cmd, "--help"});
         CHECK(r.code == 0);
         CHECK_THAT(r.out, Catch::Contains("Example"));
@@ -103,7 +103,7 @@ TEST_CASE("every subcommand's --help shows a working example") {
 }
 
 TEST_CASE("every example in every --help runs and succeeds") {
-    for (const char* cmd : {"size", "concurrency", "roofline", "recommend", "models", "gpus"}) {
+    for (const char* cmd : {"size", "concurrency", "roofline", "recommend", "measure", "models", "gpus"}) {
         std::istringstream help(kvplan_run({cmd, "--help"}).out);
         std::string line;
         int examples = 0;

@@ -1,0 +1,217 @@
+#include "cli/cmd_measure.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <memory>
+
+#include <unistd.h>
+
+#include "core/byte_size.hpp"
+#include "core/config_parts.hpp"
+#include "core/error.hpp"
+#include "core/kv_size.hpp"
+#include "core/overhead.hpp"
+#include "core/step_cost.hpp"
+#include "cpu/decode_step.hpp"
+#include "cpu/stream.hpp"
+#include "io/file_writer.hpp"
+#include "io/measure_report.hpp"
+#include "io/units.hpp"
+
+namespace kvplan {
+
+CLI::App* setup_measure(CLI::App& app, MeasureOptions& o) {
+    CLI::App* cmd = app.add_subcommand("measure", "time bandwidth, a decode step and a prefill on this machine; write a calibration file");
+    add_model_options(*cmd, o.model);
+    cmd->add_option("--device", o.device, "where to measure: cpu (this host, every core)")->check(CLI::IsMember({"cpu"}));
+    cmd->add_option("--layers", o.layers, "layers to build and time; the others are scaled (default 2)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1000}));
+    cmd->add_option("-b,--batch", o.batches, "batch sizes, comma-separated (default 1,8)")->delimiter(',')->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+    cmd->add_option("-c,--context", o.contexts, "cached tokens per sequence, comma-separated (default 1024)")
+        ->delimiter(',')
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
+    cmd->add_option("--prompt", o.prompts, "prefill lengths, comma-separated (default 128)")->delimiter(',')->check(CLI::Range(std::int64_t{1}, std::int64_t{65536}));
+    cmd->add_option("--precision", o.precision, "weights and KV cache: bf16 or fp32")->check(CLI::IsMember({"bf16", "fp32"}));
+    cmd->add_option("--threads", o.threads, "threads (default: every core)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}));
+    cmd->add_option("--stream-size", o.stream_size, "bytes per STREAM array, well above the last-level cache (default 256MiB)");
+    cmd->add_option("--repeats", o.repeats, "timed runs per figure; the median is reported (default 5)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1000}));
+    cmd->add_flag("--json", o.json, "print the calibration JSON (schema: docs/measure.md)");
+    cmd->add_option("--output", o.output, "write the calibration JSON to FILE (for kvplan roofline --calibration FILE)");
+    cmd->footer(
+        "Examples:\n"
+        "  kvplan measure --device cpu --model gpt2 --layers 2 --batch 1,8 --context 512 --prompt 64 --output host.json\n"
+        "  kvplan roofline --model gpt2 --gpu h100 --batch 1,8 --context 512 --calibration host.json   # predictions from measured figures\n"
+        "A real model's layers take longer: --model llama-3.1-8b --layers 1 --batch 1,8 --context 1024 is about 30 s on 2 cores.");
+    return cmd;
+}
+
+namespace {
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+std::string cpu_name() {
+    std::ifstream in("/proc/cpuinfo");
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind("model name", 0) == 0) {
+            const auto colon = line.find(':');
+            if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+        }
+    return "unknown CPU";
+}
+
+std::int64_t physical_memory_bytes() {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), size = ::sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && size > 0 ? static_cast<std::int64_t>(pages) * size : 0;
+}
+
+// The layer the benchmark builds: the model's first attention layer, with the
+// MLP width a token actually runs through.
+kernels::LayerShape layer_shape(const ModelSpec& spec) {
+    for (const LayerSpec& l : spec.layers)
+        if (l.kind == LayerKind::Mla || l.kind == LayerKind::State || l.kind == LayerKind::Cross)
+            usage_error("kvplan measure builds standard attention + MLP layers; " + spec.name + " has " + layer_kind_name(l.kind) +
+                        " layers, which the CPU benchmark does not build");
+    auto it = std::find_if(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) { return holds_per_token(l.kind); });
+    if (it == spec.layers.end() || spec.heads <= 0) usage_error("kvplan measure needs a model with attention layers");
+    if (it->k_head_dim != it->v_head_dim) usage_error("kvplan measure needs equal K and V head sizes");
+    kernels::LayerShape s;
+    s.hidden = spec.hidden;
+    s.heads = spec.heads;
+    s.kv_heads = it->kv_heads;
+    s.head_dim = it->k_head_dim;
+    s.intermediate = activation_width(spec, 1);
+    s.gated = std::any_of(spec.params.begin(), spec.params.end(), [](const ParamTensor& t) { return t.name.find("gate_proj") != std::string::npos; });
+    if (spec.params.empty()) s.gated = true;
+    return s;
+}
+
+}  // namespace
+
+std::string run_measure(const MeasureOptions& o, std::ostream& progress) {
+    const ModelSpec spec = resolve_model(o.model);
+    const kernels::LayerShape shape = layer_shape(spec);
+    const std::int64_t total_layers = static_cast<std::int64_t>(spec.layers.size());
+    const std::int64_t layers = std::min(o.layers, total_layers);
+    const std::vector<std::int64_t> batches = o.batches.empty() ? std::vector<std::int64_t>{1, 8} : o.batches;
+    const std::vector<std::int64_t> contexts = o.contexts.empty() ? std::vector<std::int64_t>{1024} : o.contexts;
+    const std::vector<std::int64_t> prompts = o.prompts.empty() ? std::vector<std::int64_t>{128} : o.prompts;
+    const kernels::Precision precision = o.precision == "fp32" ? kernels::Precision::F32 : kernels::Precision::Bf16;
+    const std::int64_t element = precision == kernels::Precision::F32 ? 4 : 2;
+    const std::int64_t stream_bytes = parse_byte_size("--stream-size", o.stream_size, false);
+    const int repeats = static_cast<int>(o.repeats);
+    std::vector<std::int64_t> windows;
+    for (std::int64_t i = 0; i < layers; ++i) windows.push_back(spec.layers[static_cast<std::size_t>(i)].window_tokens);
+
+    // Memory: weights of the sampled layers, the largest cache, the STREAM arrays; at most 60% of this machine.
+    const std::int64_t max_batch = *std::max_element(batches.begin(), batches.end());
+    const std::int64_t capacity = std::max(*std::max_element(contexts.begin(), contexts.end()) + 1, *std::max_element(prompts.begin(), prompts.end()));
+    const std::int64_t q = shape.heads * shape.head_dim, kv = shape.kv_heads * shape.head_dim;
+    const std::int64_t layer_weights = ((q + 2 * kv) * shape.hidden + shape.hidden * q + (shape.gated ? 3 : 2) * shape.intermediate * shape.hidden) * element;
+    const std::int64_t needed = layers * (layer_weights + 2 * max_batch * capacity * kv * element) + 3 * stream_bytes;
+    const std::int64_t memory = physical_memory_bytes();
+    if (memory > 0 && needed > memory / 10 * 6)
+        usage_error("measure would need " + binary_size(needed) + " of this machine's " + binary_size(memory) +
+                    "; use fewer --layers, a smaller --batch or --context, or --stream-size");
+
+    kernels::ThreadPool pool(o.threads > 0 ? static_cast<unsigned>(o.threads) : std::max(1u, std::thread::hardware_concurrency()));
+    MeasureResult r;
+    r.model = spec.name;
+    r.device = "cpu: " + cpu_name() + " (" + std::to_string(pool.size()) + " threads)";
+    r.precision = o.precision;
+    r.layers_measured = layers;
+    r.layers_total = total_layers;
+    r.threads = pool.size();
+
+    progress << "measure: STREAM bandwidth, 3 arrays of " << binary_size(stream_bytes) << "\n" << std::flush;
+    const kernels::StreamResult stream = kernels::measure_stream(pool, static_cast<std::size_t>(stream_bytes), repeats);
+    r.read_bytes_per_s = stream.read_bytes_per_s;
+    r.copy_bytes_per_s = stream.copy_bytes_per_s;
+    r.triad_bytes_per_s = stream.triad_bytes_per_s;
+    r.stream_array_bytes = static_cast<std::int64_t>(stream.array_bytes);
+
+    // The kernels' own FLOP rate: the MLP up projection over 128 tokens (a matrix product, compute-bound).
+    progress << "measure: matrix-product FLOP/s\n" << std::flush;
+    {
+        kernels::CpuModel probe(pool, shape, 1, 1, 1, precision);
+        const std::int64_t tokens = 128;
+        std::vector<float> x(static_cast<std::size_t>(tokens * shape.hidden), 0.01f), y(static_cast<std::size_t>(tokens * shape.intermediate));
+        std::vector<std::uint8_t> w(static_cast<std::size_t>(shape.intermediate * shape.hidden * element), 0);
+        const kernels::Tensor t{precision, w.data()};
+        std::vector<double> times;
+        for (int i = 0; i <= repeats; ++i) {
+            const auto start = std::chrono::steady_clock::now();
+            kernels::matvec(pool, t, shape.intermediate, shape.hidden, x.data(), tokens, y.data());
+            if (i > 0) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        }
+        r.flops_per_s = 2.0 * static_cast<double>(shape.intermediate * shape.hidden * tokens) / median(times);
+    }
+
+    // Predictions: the roofline with the measured bandwidth and FLOP/s, for the same layers, scaled like the measurements.
+    Gpu host = gpu_from_memory(std::max<std::int64_t>(memory, 1), r.device);
+    host.id = "cpu";
+    host.bandwidth_bytes_per_s = static_cast<std::int64_t>(r.read_bytes_per_s);
+    Efficiency e;
+    e.measured_bandwidth_bytes_per_s = r.read_bytes_per_s;
+    e.measured_flops_per_s = r.flops_per_s;
+    e.step_overhead_s = 0;
+    const CostModel cost = make_cost_model(CostModelInputs{&spec, host, parse_weight_format("--precision", o.precision),
+                                                           precision == kernels::Precision::F32 ? Dtype::Fp32 : Dtype::Bf16, 1, e, layers});
+    const double scale = static_cast<double>(total_layers) / static_cast<double>(layers);
+
+    auto to_all_layers = [&](const kernels::StepTimes& t, MeasuredStep& m) {
+        m.measured_s = t.total() * scale;
+        m.qkv_s = t.qkv_s * scale;
+        m.attention_s = t.attention_s * scale;
+        m.o_proj_s = t.o_proj_s * scale;
+        m.mlp_s = t.mlp_s * scale;
+        m.other_s = t.other_s * scale;
+    };
+    auto median_step = [&](auto&& one) {
+        one();  // warm-up
+        std::vector<kernels::StepTimes> runs;
+        for (int i = 0; i < repeats; ++i) runs.push_back(one());
+        std::sort(runs.begin(), runs.end(), [](const kernels::StepTimes& a, const kernels::StepTimes& b) { return a.total() < b.total(); });
+        return runs[runs.size() / 2];
+    };
+
+    for (std::int64_t b : batches) {
+        kernels::CpuModel model(pool, shape, layers, b, capacity, precision, windows);
+        for (std::int64_t c : contexts) {
+            progress << "measure: decode, batch " << b << ", context " << group_digits(c) << "\n" << std::flush;
+            MeasuredStep m;
+            m.batch = b;
+            m.tokens = c;
+            to_all_layers(median_step([&] { return model.decode(c); }), m);
+            const StepCost predicted = decode_step(cost, b, c);
+            m.predicted_s = predicted.total_s * scale;
+            m.bytes = predicted.bytes() * scale;
+            r.decode.push_back(m);
+        }
+    }
+    {
+        kernels::CpuModel model(pool, shape, layers, 1, capacity, precision, windows);
+        for (std::int64_t p : prompts) {
+            progress << "measure: prefill, " << group_digits(p) << " tokens\n" << std::flush;
+            MeasuredStep m;
+            m.tokens = p;
+            to_all_layers(median_step([&] { return model.prefill(p); }), m);
+            const StepCost predicted = prefill_step(cost, 1, p);
+            m.predicted_s = predicted.total_s * scale;
+            m.bytes = predicted.bytes() * scale;
+            r.prefill.push_back(m);
+        }
+    }
+    if (layers < total_layers)
+        r.notes.push_back(std::to_string(layers) + " of " + std::to_string(total_layers) + " layers were built and timed; figures are scaled to all layers");
+    if (shape.intermediate != spec.intermediate && spec.experts > 0)
+        r.notes.push_back("MoE: the MLP is built dense with the width a token runs through (experts per token x expert width)");
+
+    const std::string json = render_measure_json(r);
+    if (!o.output.empty()) write_file_atomically(o.output, json);
+    return o.json ? json : render_measure_table(r);
+}
+
+}  // namespace kvplan
