@@ -78,6 +78,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         return kExitOk;
     } catch (const Error& e) {
         err << "kvplan: error: " << e.what() << "\n";
+        if (e.kind() == ErrorKind::Unavailable) return kExitUnavailable;
         return e.kind() == ErrorKind::Usage ? kExitUsage : kExitDataErr;
     }
 }

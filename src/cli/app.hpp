@@ -15,6 +15,7 @@ inline constexpr const char* kVersion = "0.1.0";
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitUsage = 2;     // bad flags or arguments
 inline constexpr int kExitDataErr = 65;  // EX_DATAERR: a file's content is wrong
+inline constexpr int kExitUnavailable = 69;  // EX_UNAVAILABLE: no GPU, or a build without CUDA
 
 // `args` excludes the program name. Output reaches `out` only when the whole
 // command succeeded; errors go to `err` as one line "kvplan: error: ...".

@@ -5,7 +5,14 @@
 #include <fstream>
 #include <memory>
 
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
 
 #include "core/byte_size.hpp"
 #include "core/config_parts.hpp"
@@ -17,6 +24,7 @@
 #include "cpu/stream.hpp"
 #include "io/file_writer.hpp"
 #include "io/measure_report.hpp"
+#include "io/model_loader.hpp"
 #include "io/units.hpp"
 
 namespace kvplan {
@@ -24,7 +32,9 @@ namespace kvplan {
 CLI::App* setup_measure(CLI::App& app, MeasureOptions& o) {
     CLI::App* cmd = app.add_subcommand("measure", "time bandwidth, a decode step and a prefill on this machine; write a calibration file");
     add_model_options(*cmd, o.model);
-    cmd->add_option("--device", o.device, "where to measure: cpu (this host, every core)")->check(CLI::IsMember({"cpu"}));
+    cmd->add_option("--device", o.device, "cpu (this host, every core) or cuda (GPU 0, via kvplan-gpu-bench)")->check(CLI::IsMember({"cpu", "cuda"}));
+    cmd->add_option("--kv-dtype", o.kv_dtype, "cuda: KV cache dtype, bf16 or fp8 (weights are bf16)")->check(CLI::IsMember({"bf16", "fp8"}));
+    cmd->add_option("--from", o.from, "cuda: read the JSON a kvplan-gpu-bench run saved (e.g. by kernels/gpu-check.sh) instead of running it");
     cmd->add_option("--layers", o.layers, "layers to build and time; the others are scaled (default 2)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1000}));
     cmd->add_option("-b,--batch", o.batches, "batch sizes, comma-separated (default 1,8)")->delimiter(',')->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("-c,--context", o.contexts, "cached tokens per sequence, comma-separated (default 1024)")
@@ -88,10 +98,140 @@ kernels::LayerShape layer_shape(const ModelSpec& spec) {
     return s;
 }
 
+// The GPU benchmark: $KVPLAN_GPU_BENCH, else kvplan-gpu-bench next to this kvplan binary.
+std::string gpu_bench_path() {
+    if (const char* env = std::getenv("KVPLAN_GPU_BENCH")) return env;
+    std::error_code ec;
+    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    return ec ? std::string("kvplan-gpu-bench") : (self.parent_path() / "kvplan-gpu-bench").string();
+}
+
+std::string shell_quote(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+std::string join(const std::vector<std::int64_t>& v) {
+    std::string out;
+    for (std::int64_t x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
+    return out;
+}
+
+// Runs kvplan-gpu-bench for the model's shape and returns its JSON.
+std::string run_gpu_bench(const MeasureOptions& o, const kernels::LayerShape& s, std::int64_t layers, std::int64_t total_layers,
+                          std::ostream& progress) {
+    const std::string bench = gpu_bench_path();
+    if (!std::filesystem::exists(bench))
+        unavailable_error("this kvplan has no CUDA benchmark (" + bench + " is missing: nvcc was not found when kvplan was configured); "
+                          "build it with kernels/gpu-check.sh, or pass --from FILE");
+    char err_path[] = "/tmp/kvplan_gpu_bench_XXXXXX";
+    const int fd = ::mkstemp(err_path);
+    if (fd < 0) unavailable_error("cannot create a temporary file for kvplan-gpu-bench's messages");
+    ::close(fd);
+    const std::string command = shell_quote(bench) + " --hidden " + std::to_string(s.hidden) + " --heads " + std::to_string(s.heads) + " --kv-heads " +
+                                std::to_string(s.kv_heads) + " --head-dim " + std::to_string(s.head_dim) + " --intermediate " +
+                                std::to_string(s.intermediate) + " --layers " + std::to_string(total_layers) + " --sample " + std::to_string(layers) +
+                                " --batch " + join(o.batches.empty() ? std::vector<std::int64_t>{1, 16, 64} : o.batches) + " --context " +
+                                join(o.contexts.empty() ? std::vector<std::int64_t>{1024, 8192} : o.contexts) + " --prompt " +
+                                join(o.prompts.empty() ? std::vector<std::int64_t>{512} : o.prompts) + " --kv-dtype " + o.kv_dtype + " --repeats " +
+                                std::to_string(std::max<std::int64_t>(20, o.repeats)) + " 2>" + err_path;
+    (void)progress;  // kvplan-gpu-bench is silent until it prints its JSON; a missing GPU then gives one line
+    std::string out;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    if (!pipe) unavailable_error("cannot run " + bench);
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+    const int status = ::pclose(pipe);
+    std::ifstream err_in(err_path);
+    std::string message;
+    std::getline(err_in, message);
+    std::remove(err_path);
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (code == 69) unavailable_error("no CUDA GPU here: " + message);
+    if (code != 0) data_error("kvplan-gpu-bench failed (exit " + std::to_string(code) + "): " + message);
+    return out;
+}
+
+MeasureResult measure_cuda(const MeasureOptions& o, const ModelSpec& spec, std::ostream& progress) {
+    const kernels::LayerShape shape = layer_shape(spec);
+    const std::int64_t total_layers = static_cast<std::int64_t>(spec.layers.size());
+    const std::int64_t layers = std::min(o.layers, total_layers);
+    const std::string source = o.from.empty() ? "kvplan-gpu-bench" : o.from;
+    const nlohmann::json j = o.from.empty() ? parse_json_text(run_gpu_bench(o, shape, layers, total_layers, progress), source) : read_json_file(o.from);
+    MeasureResult r;
+    try {
+        r.device = "cuda: " + j.at("device").get<std::string>();
+        r.model = spec.name;
+        r.precision = "bf16 weights, " + j.at("kv_dtype").get<std::string>() + " KV";
+        r.layers_measured = j.at("layers_measured").get<std::int64_t>();
+        r.layers_total = j.at("layers_total").get<std::int64_t>();
+        r.read_bytes_per_s = j.at("bandwidth").at("read_bytes_per_s").get<double>();
+        r.copy_bytes_per_s = j.at("bandwidth").at("copy_bytes_per_s").get<double>();
+        r.stream_array_bytes = j.at("bandwidth").at("buffer_bytes").get<std::int64_t>();
+        r.flops_per_s = j.at("measured_flops_per_s").get<double>();
+        auto steps = [&](const char* key, const char* tokens_key) {
+            std::vector<MeasuredStep> out;
+            for (const auto& x : j.at(key)) {
+                MeasuredStep m;
+                m.batch = x.value("batch", std::int64_t{1});
+                m.tokens = x.at(tokens_key).get<std::int64_t>();
+                m.measured_s = x.at("measured_s").get<double>();
+                const auto& c = x.at("components_s");
+                m.qkv_s = c.at("qkv").get<double>();
+                m.attention_s = c.at("attention").get<double>();
+                m.o_proj_s = c.at("o_proj").get<double>();
+                m.mlp_s = c.at("mlp").get<double>();
+                m.other_s = c.at("other").get<double>();
+                out.push_back(m);
+            }
+            return out;
+        };
+        r.decode = steps("decode", "context_tokens");
+        r.prefill = steps("prefill", "prompt_tokens");
+    } catch (const nlohmann::json::exception& e) {
+        data_error(source + ": not a kvplan-gpu-bench result (" + e.what() + ")");
+    }
+    if (r.layers_total != total_layers)
+        data_error(source + ": layers_total " + std::to_string(r.layers_total) + " does not match " + spec.name + "'s " + std::to_string(total_layers) + " layers");
+    r.threads = 0;
+    if (r.layers_measured < r.layers_total)
+        r.notes.push_back(std::to_string(r.layers_measured) + " of " + std::to_string(r.layers_total) + " layers were built and timed; figures are scaled to all layers");
+    r.notes.push_back("the \"STREAM\" figures are the GPU's read and copy kernels; the copy figure is the ceiling for the attention and GEMM kernels");
+    return r;
+}
+
 }  // namespace
 
 std::string run_measure(const MeasureOptions& o, std::ostream& progress) {
     const ModelSpec spec = resolve_model(o.model);
+    if (o.device == "cuda") {
+        MeasureResult r = measure_cuda(o, spec, progress);
+        // Predicted: the roofline with the bandwidth and FLOP/s just measured, every layer, no fixed overhead (CUDA graphs).
+        Gpu gpu = gpu_from_memory(1, r.device);
+        gpu.id = "cuda";
+        gpu.bandwidth_bytes_per_s = static_cast<std::int64_t>(r.read_bytes_per_s);
+        Efficiency e;
+        e.measured_bandwidth_bytes_per_s = r.read_bytes_per_s;
+        e.measured_flops_per_s = r.flops_per_s;
+        e.step_overhead_s = 0;
+        const bool fp8 = r.precision.find("fp8 KV") != std::string::npos;
+        const CostModel cost = make_cost_model(CostModelInputs{&spec, gpu, parse_weight_format("--precision", "bf16"), fp8 ? Dtype::Fp8 : Dtype::Bf16, 1, e,
+                                                               r.layers_total});
+        for (MeasuredStep& m : r.decode) {
+            const StepCost c = decode_step(cost, m.batch, m.tokens);
+            m.predicted_s = c.total_s;
+            m.bytes = c.bytes();
+        }
+        for (MeasuredStep& m : r.prefill) {
+            const StepCost c = prefill_step(cost, 1, m.tokens);
+            m.predicted_s = c.total_s;
+            m.bytes = c.bytes();
+        }
+        const std::string json = render_measure_json(r);
+        if (!o.output.empty()) write_file_atomically(o.output, json);
+        return o.json ? json : render_measure_table(r);
+    }
     const kernels::LayerShape shape = layer_shape(spec);
     const std::int64_t total_layers = static_cast<std::int64_t>(spec.layers.size());
     const std::int64_t layers = std::min(o.layers, total_layers);

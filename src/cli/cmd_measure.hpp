@@ -28,6 +28,8 @@ struct MeasureOptions {
     std::int64_t repeats = 5;
     bool json = false;
     std::string output;                  // calibration file
+    std::string kv_dtype = "bf16";       // cuda: bf16 or fp8 KV cache
+    std::string from;                    // cuda: read a saved kvplan-gpu-bench JSON instead of running it
 };
 
 CLI::App* setup_measure(CLI::App& app, MeasureOptions& options);

@@ -26,8 +26,12 @@ Table steps_table(const std::vector<MeasuredStep>& steps, const char* tokens_hea
 std::string render_measure_table(const MeasureResult& r) {
     std::string out = fmt::format("kvplan measure: {} on {}, {} weights and KV, {} of {} layers timed and scaled\n", r.model, r.device, r.precision,
                                   r.layers_measured, r.layers_total);
-    out += fmt::format("memory bandwidth (STREAM, {} per array, {} threads): read {}, copy {}, triad {}\n", binary_size(r.stream_array_bytes), r.threads,
-                       gbs(r.read_bytes_per_s), gbs(r.copy_bytes_per_s), gbs(r.triad_bytes_per_s));
+    if (r.threads > 0)
+        out += fmt::format("memory bandwidth (STREAM, {} per array, {} threads): read {}, copy {}, triad {}\n", binary_size(r.stream_array_bytes),
+                           r.threads, gbs(r.read_bytes_per_s), gbs(r.copy_bytes_per_s), gbs(r.triad_bytes_per_s));
+    else
+        out += fmt::format("memory bandwidth (16-byte read and copy kernels over {}): read {}, copy {}\n", binary_size(r.stream_array_bytes),
+                           gbs(r.read_bytes_per_s), gbs(r.copy_bytes_per_s));
     out += fmt::format("matrix products (the kernels' own rate): {:.1f} GFLOP/s\n\n", r.flops_per_s / 1e9);
     out += "Decode step (all layers; embedding and LM head excluded); predicted = roofline with the measured bandwidth and FLOP/s:\n";
     out += steps_table(r.decode, "context").render_text();

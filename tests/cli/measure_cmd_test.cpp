@@ -86,3 +86,31 @@ TEST_CASE("measure --output into a folder that does not exist fails cleanly and 
     CHECK_THAT(r.err, Catch::Contains("cannot write /nonexistent-kvplan-folder/cal.json"));
     CHECK_FALSE(std::filesystem::exists("/nonexistent-kvplan-folder/cal.json"));
 }
+
+TEST_CASE("measure --device cuda --from FILE reads a kvplan-gpu-bench result and predicts from its bandwidth") {
+    auto r = kvplan_run({"measure", "--device", "cuda", "--model", "llama-3.1-8b", "--from",
+                         std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/gpu/bench-output-format.json", "--json"});
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["device"] == "cuda: Synthetic GPU");
+    CHECK(j["measured_bandwidth_bytes_per_s"] == 4.0e12);
+    CHECK(j["measured_flops_per_s"] == 6.0e14);
+    REQUIRE(j["decode"].size() == 2);
+    CHECK(j["decode"][0]["measured_s"] == 0.005);
+    // Batch 1 is memory-bound: predicted = bytes / measured bandwidth (no fixed overhead under CUDA graphs).
+    CHECK(j["decode"][0]["predicted_s"].get<double>() == Approx(j["decode"][0]["bytes"].get<double>() / 4.0e12));
+    // The bytes: every layer's bf16 weights (Llama-3.1-8B without embedding and head: 6,979,588,096 parameters,
+    // 13,959,176,192 B) plus 1,024 cached tokens x 131,072 B read and one token written.
+    CHECK(j["decode"][0]["bytes"].get<double>() == Approx(13'959'176'192.0 + 1024.0 * 131'072 + 131'072).epsilon(1e-6));
+    CHECK(j["prefill"][0]["prompt_tokens"] == 512);
+}
+
+TEST_CASE("measure --device cuda without a GPU exits 69 with one line") {
+    auto r = kvplan_run({"measure", "--device", "cuda", "--model", "llama-3.1-8b"});
+    if (r.code == 0) SUCCEED("a GPU is present");  // the run measured for real
+    else {
+        CHECK(r.code == 69);
+        CHECK(r.out.empty());
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    }
+}
