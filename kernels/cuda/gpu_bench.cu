@@ -3,6 +3,7 @@
 // builds on any GPU machine. `kvplan measure --device cuda` runs it and reads
 // its JSON; kernels/gpu-check.sh builds and runs it on a lent GPU.
 //
+//   kvplan-gpu-bench --probe                      the device's name and memory, one line (exit 69 without a GPU)
 //   kvplan-gpu-bench --check                      correctness against the CPU references; exit 1 on a mismatch
 //   kvplan-gpu-bench [shape and sweep flags]      measurements, as JSON on stdout
 //
@@ -43,6 +44,7 @@ struct Options {
     int repeats = 20;
     std::size_t bandwidth_bytes = std::size_t{4} << 30;
     bool check = false;
+    bool probe = false;
 };
 
 std::vector<int> int_list(const char* text) {
@@ -61,6 +63,7 @@ Options parse(int argc, char** argv) {
             return argv[++i];
         };
         if (a == "--check") o.check = true;
+        else if (a == "--probe") o.probe = true;
         else if (a == "--hidden") o.shape.hidden = std::stoi(next());
         else if (a == "--heads") o.shape.heads = std::stoi(next());
         else if (a == "--kv-heads") o.shape.kv_heads = std::stoi(next());
@@ -264,6 +267,12 @@ int main(int argc, char** argv) {
     }
     try {
         const Options o = parse(argc, argv);
+        if (o.probe) {
+            cudaDeviceProp prop;
+            KV_CUDA(cudaGetDeviceProperties(&prop, 0));
+            std::printf("%s, %.1f GiB, compute capability %d.%d\n", prop.name, static_cast<double>(prop.totalGlobalMem) / (1 << 30), prop.major, prop.minor);
+            return 0;
+        }
         return o.check ? run_checks() : run_measure(o);
     } catch (const std::invalid_argument& err) {
         std::fprintf(stderr, "kvplan-gpu-bench: error: %s\n", err.what());

@@ -118,6 +118,8 @@ std::string join(const std::vector<std::int64_t>& v) {
     return out;
 }
 
+std::string run_command(const std::string& command);
+
 // Runs kvplan-gpu-bench for the model's shape and returns its JSON.
 std::string run_gpu_bench(const MeasureOptions& o, const kernels::LayerShape& s, std::int64_t layers, std::int64_t total_layers,
                           std::ostream& progress) {
@@ -125,21 +127,26 @@ std::string run_gpu_bench(const MeasureOptions& o, const kernels::LayerShape& s,
     if (!std::filesystem::exists(bench))
         unavailable_error("this kvplan has no CUDA benchmark (" + bench + " is missing: nvcc was not found when kvplan was configured); "
                           "build it with kernels/gpu-check.sh, or pass --from FILE");
-    char err_path[] = "/tmp/kvplan_gpu_bench_XXXXXX";
-    const int fd = ::mkstemp(err_path);
-    if (fd < 0) unavailable_error("cannot create a temporary file for kvplan-gpu-bench's messages");
-    ::close(fd);
-    const std::string command = shell_quote(bench) + " --hidden " + std::to_string(s.hidden) + " --heads " + std::to_string(s.heads) + " --kv-heads " +
+    const std::string probe = run_command(shell_quote(bench) + " --probe");
+    progress << "measure: " << probe.substr(0, probe.find('\n')) << ": running kvplan-gpu-bench (a minute or two)\n" << std::flush;
+    return run_command(shell_quote(bench) + " --hidden " + std::to_string(s.hidden) + " --heads " + std::to_string(s.heads) + " --kv-heads " +
                                 std::to_string(s.kv_heads) + " --head-dim " + std::to_string(s.head_dim) + " --intermediate " +
                                 std::to_string(s.intermediate) + " --layers " + std::to_string(total_layers) + " --sample " + std::to_string(layers) +
                                 " --batch " + join(o.batches.empty() ? std::vector<std::int64_t>{1, 16, 64} : o.batches) + " --context " +
                                 join(o.contexts.empty() ? std::vector<std::int64_t>{1024, 8192} : o.contexts) + " --prompt " +
                                 join(o.prompts.empty() ? std::vector<std::int64_t>{512} : o.prompts) + " --kv-dtype " + o.kv_dtype + " --repeats " +
-                                std::to_string(std::max<std::int64_t>(20, o.repeats)) + " 2>" + err_path;
-    (void)progress;  // kvplan-gpu-bench is silent until it prints its JSON; a missing GPU then gives one line
+                       std::to_string(std::max<std::int64_t>(20, o.repeats)));
+}
+
+// Runs `command` (kvplan-gpu-bench) and returns its stdout; its exit 69 (no GPU) becomes ours, with its one line.
+std::string run_command(const std::string& command) {
+    char err_path[] = "/tmp/kvplan_gpu_bench_XXXXXX";
+    const int fd = ::mkstemp(err_path);
+    if (fd < 0) unavailable_error("cannot create a temporary file for kvplan-gpu-bench's messages");
+    ::close(fd);
     std::string out;
-    FILE* pipe = ::popen(command.c_str(), "r");
-    if (!pipe) unavailable_error("cannot run " + bench);
+    FILE* pipe = ::popen((command + " 2>" + err_path).c_str(), "r");
+    if (!pipe) unavailable_error("cannot run " + command);
     char buf[4096];
     for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
     const int status = ::pclose(pipe);
@@ -201,6 +208,17 @@ MeasureResult measure_cuda(const MeasureOptions& o, const ModelSpec& spec, std::
     return r;
 }
 
+// Bytes each component of a decode step must move, all `layers`: its weights
+// (`w` bytes per element), or for attention the KV cache read (`kv` bytes per element).
+void component_bytes(MeasuredStep& m, const kernels::LayerShape& s, std::int64_t layers, double w, double kv, std::int64_t held) {
+    const double L = static_cast<double>(layers), h = static_cast<double>(s.hidden), q = static_cast<double>(s.heads * s.head_dim),
+                 k = static_cast<double>(s.kv_heads * s.head_dim), inter = static_cast<double>(s.intermediate);
+    m.qkv_bytes = L * (q + 2 * k) * h * w;
+    m.o_proj_bytes = L * h * q * w;
+    m.mlp_bytes = L * (s.gated ? 3 : 2) * inter * h * w;
+    m.attention_bytes = L * static_cast<double>(m.batch) * static_cast<double>(held) * 2 * k * kv;
+}
+
 }  // namespace
 
 std::string run_measure(const MeasureOptions& o, std::ostream& progress) {
@@ -218,15 +236,19 @@ std::string run_measure(const MeasureOptions& o, std::ostream& progress) {
         const bool fp8 = r.precision.find("fp8 KV") != std::string::npos;
         const CostModel cost = make_cost_model(CostModelInputs{&spec, gpu, parse_weight_format("--precision", "bf16"), fp8 ? Dtype::Fp8 : Dtype::Bf16, 1, e,
                                                                r.layers_total});
+        const kernels::LayerShape shape = layer_shape(spec);
         for (MeasuredStep& m : r.decode) {
             const StepCost c = decode_step(cost, m.batch, m.tokens);
             m.predicted_s = c.total_s;
             m.bytes = c.bytes();
+            m.flops = c.flops();
+            component_bytes(m, shape, r.layers_total, 2, fp8 ? 1 : 2, m.tokens + 1);
         }
         for (MeasuredStep& m : r.prefill) {
             const StepCost c = prefill_step(cost, 1, m.tokens);
             m.predicted_s = c.total_s;
             m.bytes = c.bytes();
+            m.flops = c.flops();
         }
         const std::string json = render_measure_json(r);
         if (!o.output.empty()) write_file_atomically(o.output, json);
@@ -328,6 +350,9 @@ std::string run_measure(const MeasureOptions& o, std::ostream& progress) {
             const StepCost predicted = decode_step(cost, b, c);
             m.predicted_s = predicted.total_s * scale;
             m.bytes = predicted.bytes() * scale;
+            m.flops = predicted.flops() * scale;
+            const std::int64_t window = windows.empty() ? 0 : windows.front();
+            component_bytes(m, shape, total_layers, static_cast<double>(element), static_cast<double>(element), window > 0 ? std::min(c + 1, window) : c + 1);
             r.decode.push_back(m);
         }
     }
@@ -341,6 +366,7 @@ std::string run_measure(const MeasureOptions& o, std::ostream& progress) {
             const StepCost predicted = prefill_step(cost, 1, p);
             m.predicted_s = predicted.total_s * scale;
             m.bytes = predicted.bytes() * scale;
+            m.flops = predicted.flops() * scale;
             r.prefill.push_back(m);
         }
     }

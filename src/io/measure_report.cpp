@@ -37,17 +37,26 @@ std::string render_measure_table(const MeasureResult& r) {
     out += steps_table(r.decode, "context").render_text();
     if (!r.decode.empty()) {
         const MeasuredStep& m = r.decode.front();
-        Table c({"component", "measured (ms)", "share"});
+        Table c({"component", "measured (ms)", "share", "bytes moved", "achieved", "of copy bandwidth"});
         const double total = m.measured_s;
-        auto row = [&](const char* name, double s) { c.add({name, ms(s), fmt::format("{:.1f}%", s / total * 100)}); };
-        row("QKV projection", m.qkv_s);
-        row("attention over the KV cache", m.attention_s);
-        row("output projection", m.o_proj_s);
-        row("MLP", m.mlp_s);
-        row("norms, rotary, residuals, KV append", m.other_s);
+        auto row = [&](const char* name, double s, double bytes) {
+            c.add({name, ms(s), fmt::format("{:.1f}%", s / total * 100), bytes > 0 ? decimal_size(static_cast<std::int64_t>(bytes)) : "-",
+                   bytes > 0 ? gbs(bytes / s) : "-", bytes > 0 ? fmt::format("{:.0f}%", bytes / s / r.copy_bytes_per_s * 100) : "-"});
+        };
+        row("QKV projection", m.qkv_s, m.qkv_bytes);
+        row("attention over the KV cache", m.attention_s, m.attention_bytes);
+        row("output projection", m.o_proj_s, m.o_proj_bytes);
+        row("MLP", m.mlp_s, m.mlp_bytes);
+        row("norms, rotary, residuals, KV append", m.other_s, 0);
         out += fmt::format("\nComponents at batch {}, context {}:\n", m.batch, group_digits(m.tokens)) + c.render_text();
     }
-    if (!r.prefill.empty()) out += "\nPrefill (all layers):\n" + steps_table(r.prefill, "prompt").render_text();
+    if (!r.prefill.empty()) {
+        Table p({"prompt", "predicted (ms)", "measured (ms)", "error", "achieved", "of measured peak"}, 0);
+        for (const MeasuredStep& m : r.prefill)
+            p.add({group_digits(m.tokens), ms(m.predicted_s), ms(m.measured_s), err(m), fmt::format("{:.2f} TFLOP/s", m.flops / m.measured_s / 1e12),
+                   fmt::format("{:.0f}%", m.flops / m.measured_s / r.flops_per_s * 100)});
+        out += "\nPrefill (all layers):\n" + p.render_text();
+    }
     for (const std::string& n : r.notes) out += "note: " + n + "\n";
     return out;
 }
@@ -75,6 +84,7 @@ std::string render_measure_json(const MeasureResult& r) {
             x["predicted_s"] = m.predicted_s;
             x["measured_s"] = m.measured_s;
             x["bytes"] = m.bytes;
+            x["flops"] = m.flops;
             a.push_back(x);
         }
         return a;

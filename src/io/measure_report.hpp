@@ -17,6 +17,9 @@ struct MeasuredStep {
     double bytes = 0;          // moved per step, all layers (predicted)
     // Measured seconds by component, all layers.
     double qkv_s = 0, attention_s = 0, o_proj_s = 0, mlp_s = 0, other_s = 0;
+    // Bytes each component must move (weights, or the KV cache for attention), all layers.
+    double qkv_bytes = 0, attention_bytes = 0, o_proj_bytes = 0, mlp_bytes = 0;
+    double flops = 0;          // predicted FLOPs of the step (prefill: reported as TFLOP/s)
 };
 
 struct MeasureResult {
