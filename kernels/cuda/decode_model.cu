@@ -117,7 +117,10 @@ std::size_t GpuModel::bytes_needed(const ModelShape& s, int sampled, int seqs, i
     const std::size_t cache = 2 * blocks * 16 * k * (kv == KvType::Bf16 ? 2 : 1);
     const std::size_t rows = std::max(seqs, capacity);
     const std::size_t activations = rows * (3 * h + (q + 2 * k) + 2 * q + 3 * inter) * 2;
-    return sampled * (weights + cache) + activations + (64u << 20);
+    // Attention scratch: at most 2 x SMs / (queries x kv_heads) + 1 slices per query head; 264 SMs is a generous bound.
+    const std::size_t slices = std::max<std::size_t>(1, 2 * 264 / (static_cast<std::size_t>(seqs) * s.kv_heads) + 1);
+    const std::size_t scratch = std::max(static_cast<std::size_t>(seqs) * slices, static_cast<std::size_t>(capacity)) * s.heads * (s.head_dim + 2) * 4;
+    return sampled * (weights + cache) + activations + scratch + (64u << 20);
 }
 
 GpuModel::GpuModel(const ModelShape& s, int sampled, int seqs, int capacity, KvType kv)
@@ -190,13 +193,18 @@ GpuModel::GpuModel(const ModelShape& s, int sampled, int seqs, int capacity, KvT
     KV_CUDA(cudaMalloc(&out_, rows * h * 2));
     KV_CUDA(cudaMalloc(&gu_, rows * 2 * inter * 2));
     KV_CUDA(cudaMalloc(&act_, rows * inter * 2));
+    // Attention scratch for the larger of the two uses: decode (seqs sequences,
+    // contexts up to capacity) and prefill (capacity one-token queries).
     PagedAttention probe;
-    probe.seqs = static_cast<int>(rows);
     probe.heads = s.heads;
     probe.kv_heads = s.kv_heads;
     probe.head_dim = s.head_dim;
     probe.max_context = capacity;
-    attn_ws_bytes_ = paged_attention_workspace_bytes(probe, paged_attention_splits(probe, sms_) + 8);
+    attn_ws_bytes_ = 0;
+    for (int queries : {seqs, capacity}) {
+        probe.seqs = queries;
+        attn_ws_bytes_ = std::max(attn_ws_bytes_, paged_attention_workspace_bytes(probe, paged_attention_splits(probe, sms_)));
+    }
     KV_CUDA(cudaMalloc(&attn_ws_, attn_ws_bytes_));
     KV_CUDA(cudaStreamSynchronize(stream_));
 }
