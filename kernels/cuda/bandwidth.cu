@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cuda_check.cuh"
+#include "timing.cuh"
 
 namespace kvplan::gpu {
 
@@ -31,28 +32,6 @@ __global__ void copy_kernel(const uint4* __restrict__ a, uint4* __restrict__ b, 
     for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) b[i] = a[i];
 }
 
-template <typename F>
-double median_ms(F launch, int repeats) {
-    cudaEvent_t start, stop;
-    KV_CUDA(cudaEventCreate(&start));
-    KV_CUDA(cudaEventCreate(&stop));
-    launch();  // warm-up
-    std::vector<float> ms;
-    for (int r = 0; r < repeats; ++r) {
-        KV_CUDA(cudaEventRecord(start));
-        launch();
-        KV_CUDA(cudaEventRecord(stop));
-        KV_CUDA(cudaEventSynchronize(stop));
-        float t = 0;
-        KV_CUDA(cudaEventElapsedTime(&t, start, stop));
-        ms.push_back(t);
-    }
-    KV_CUDA(cudaEventDestroy(start));
-    KV_CUDA(cudaEventDestroy(stop));
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
-}
-
 }  // namespace
 
 Bandwidth measure_bandwidth(std::size_t bytes, int repeats) {
@@ -68,8 +47,8 @@ Bandwidth measure_bandwidth(std::size_t bytes, int repeats) {
     const int blocks = sms * 8, threads = 256;
     Bandwidth out;
     out.buffer_bytes = n * sizeof(uint4);
-    const double read_ms = median_ms([&] { read_kernel<<<blocks, threads>>>(a, n, sink); }, repeats);
-    const double copy_ms = median_ms([&] { copy_kernel<<<blocks, threads>>>(a, b, n); }, repeats);
+    const double read_ms = median_ms([&] { read_kernel<<<blocks, threads>>>(a, n, sink); }, nullptr, repeats);
+    const double copy_ms = median_ms([&] { copy_kernel<<<blocks, threads>>>(a, b, n); }, nullptr, repeats);
     KV_CUDA(cudaGetLastError());
     out.read_bytes_per_s = static_cast<double>(out.buffer_bytes) / (read_ms * 1e-3);
     out.copy_bytes_per_s = 2.0 * static_cast<double>(out.buffer_bytes) / (copy_ms * 1e-3);

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "cuda_check.cuh"
+#include "timing.cuh"
 
 namespace kvplan::gpu {
 
@@ -290,32 +291,7 @@ double GpuModel::time_graph(int rows, int context, bool prefill, int component, 
         std::vector<int> lens(static_cast<std::size_t>(seqs_), context + 1);
         KV_CUDA(cudaMemcpy(context_lens_, lens.data(), lens.size() * sizeof(int), cudaMemcpyHostToDevice));
     }
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    KV_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-    run_layers(rows, context, prefill, component);
-    KV_CUDA(cudaStreamEndCapture(stream_, &graph));
-    KV_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-    cudaEvent_t start, stop;
-    KV_CUDA(cudaEventCreate(&start));
-    KV_CUDA(cudaEventCreate(&stop));
-    for (int w = 0; w < 3; ++w) KV_CUDA(cudaGraphLaunch(exec, stream_));
-    std::vector<float> ms;
-    for (int r = 0; r < repeats; ++r) {
-        KV_CUDA(cudaEventRecord(start, stream_));
-        KV_CUDA(cudaGraphLaunch(exec, stream_));
-        KV_CUDA(cudaEventRecord(stop, stream_));
-        KV_CUDA(cudaEventSynchronize(stop));
-        float t = 0;
-        KV_CUDA(cudaEventElapsedTime(&t, start, stop));
-        ms.push_back(t);
-    }
-    KV_CUDA(cudaEventDestroy(start));
-    KV_CUDA(cudaEventDestroy(stop));
-    KV_CUDA(cudaGraphExecDestroy(exec));
-    KV_CUDA(cudaGraphDestroy(graph));
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
+    return graph_median_ms([&] { run_layers(rows, context, prefill, component); }, stream_, repeats);
 }
 
 StepMs GpuModel::decode(int context, int repeats) {
@@ -346,34 +322,14 @@ double GpuModel::gemm_flops(int tokens, int repeats) {
     tokens = std::min(tokens, std::max(seqs_, capacity_));
     const int h = s_.hidden, inter = s_.intermediate;
     const float one = 1.0f, zero = 0.0f;
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    KV_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < 4; ++i)
-        KV_CUBLAS(cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, 2 * inter, tokens, h, &one, wgu_[0], CUDA_R_16BF, h, h_, CUDA_R_16BF, h, &zero, gu_,
-                               CUDA_R_16BF, 2 * inter, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    KV_CUDA(cudaStreamEndCapture(stream_, &graph));
-    KV_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-    cudaEvent_t start, stop;
-    KV_CUDA(cudaEventCreate(&start));
-    KV_CUDA(cudaEventCreate(&stop));
-    KV_CUDA(cudaGraphLaunch(exec, stream_));
-    std::vector<float> ms;
-    for (int r = 0; r < repeats; ++r) {
-        KV_CUDA(cudaEventRecord(start, stream_));
-        KV_CUDA(cudaGraphLaunch(exec, stream_));
-        KV_CUDA(cudaEventRecord(stop, stream_));
-        KV_CUDA(cudaEventSynchronize(stop));
-        float t = 0;
-        KV_CUDA(cudaEventElapsedTime(&t, start, stop));
-        ms.push_back(t);
-    }
-    KV_CUDA(cudaEventDestroy(start));
-    KV_CUDA(cudaEventDestroy(stop));
-    KV_CUDA(cudaGraphExecDestroy(exec));
-    KV_CUDA(cudaGraphDestroy(graph));
-    std::sort(ms.begin(), ms.end());
-    return 4.0 * 2.0 * 2.0 * inter * static_cast<double>(h) * tokens / (ms[ms.size() / 2] * 1e-3);
+    const double ms = graph_median_ms(
+        [&] {
+            for (int i = 0; i < 4; ++i)
+                KV_CUBLAS(cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, 2 * inter, tokens, h, &one, wgu_[0], CUDA_R_16BF, h, h_, CUDA_R_16BF, h, &zero,
+                                       gu_, CUDA_R_16BF, 2 * inter, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        },
+        stream_, repeats, 1);
+    return 4.0 * 2.0 * 2.0 * inter * static_cast<double>(h) * tokens / (ms * 1e-3);
 }
 
 }  // namespace kvplan::gpu
