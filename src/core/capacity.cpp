@@ -128,6 +128,9 @@ CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool sea
     p.allocation = in.allocation;
     p.prefix_tokens = in.prefix_tokens;
     if (in.prefix_tokens < 0) usage_error("--prefix-tokens must not be negative");
+    if (in.prefix_tokens > *std::min_element(contexts.begin(), contexts.end()))
+        usage_error("--prefix-tokens " + std::to_string(in.prefix_tokens) + " exceeds the shortest --context (" +
+                    std::to_string(*std::min_element(contexts.begin(), contexts.end())) + "): a shared prefix is part of every request");
 
     const bool has_state = std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) { return l.kind == LayerKind::State; });
     if (in.engine == Engine::VllmV0 && has_state)

@@ -637,3 +637,8 @@ TEST_CASE("bad input: recommend without its targets, or with a bad price, exits 
                                     "0.05"}),
                        kExitUsage, {"--prompt", "--context"});
 }
+
+TEST_CASE("bad input: a shared prefix longer than the context exits 2", "[bad-input][concurrency]") {
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--prefix-tokens", "5000", "--context", "4096"}),
+                       kExitUsage, {"--prefix-tokens 5000", "--context"});
+}
