@@ -553,7 +553,7 @@ TEST_CASE("bad input: concurrency sizes must carry a known unit and be positive"
                        {"--kv-pool", "negative"});
 }
 
-TEST_CASE("bad input: concurrency --mem-util outside (0, 1] exits 2", "[bad-input][concurrency]") {
+TEST_CASE("bad input: concurrency --mem-util outside 0 to 1 exits 2", "[bad-input][concurrency]") {
     expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--mem-util", "1.5"}), kExitUsage,
                        {"--mem-util"});
 }
@@ -601,7 +601,7 @@ TEST_CASE("bad input: roofline with an unknown weights format exits 2", "[bad-in
                        {"--weights-dtype", "q3_k", "q4_k_m"});
 }
 
-TEST_CASE("bad input: roofline efficiencies outside (0, 1] exit 2", "[bad-input][roofline]") {
+TEST_CASE("bad input: roofline efficiencies outside 0 to 1 exit 2", "[bad-input][roofline]") {
     expect_clean_error(Run::kvplan({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100", "--bw-efficiency", "1.7"}), kExitUsage,
                        {"--bw-efficiency"});
     expect_clean_error(Run::kvplan({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100", "--flops-efficiency", "0"}), kExitUsage,

@@ -6,7 +6,7 @@
 
 using namespace kvplan;
 
-TEST_CASE("sizes take explicit units; a plain number is GiB") {
+TEST_CASE("sizes take explicit units, a plain number is GiB") {
     CHECK(parse_byte_size("--gpu-mem", "80GB", false) == 80'000'000'000);
     CHECK(parse_byte_size("--gpu-mem", "80GiB", false) == 85'899'345'920);
     CHECK(parse_byte_size("--gpu-mem", "80", false) == 85'899'345'920);

@@ -272,7 +272,7 @@ TEST_CASE("AIC: Qwen3-32B at TP 4 holds 0.3125 GiB per 5,120-token sequence per 
     CHECK(p.rows.at(0).kv_bytes_per_request == gib(0.3125));
 }
 
-TEST_CASE("TP beyond the KV heads replicates them; MLA latents replicate on every rank") {
+TEST_CASE("TP beyond the KV heads replicates them, MLA latents replicate on every rank") {
     // Llama-3.1-70B: 80 layers, 8 KV heads of 128. TP 16 > 8: one head per rank, 80 x 1 x 256 x 2 B = 40,960 B.
     CapacityInputs in;
     in.gpu = gpu("h100-sxm");
@@ -285,7 +285,7 @@ TEST_CASE("TP beyond the KV heads replicates them; MLA latents replicate on ever
     CHECK(plan_capacity(preset("deepseek-v3"), in).kv_bytes_per_token_per_gpu == 70'272);
 }
 
-TEST_CASE("data-parallel replicas multiply requests; TP splits weights") {
+TEST_CASE("data-parallel replicas multiply requests, TP splits weights") {
     CapacityInputs in;
     in.gpu = gpu("h100-sxm");
     in.tp = 2;

@@ -162,7 +162,7 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-TEST_CASE("decode accuracy: every published measurement predicted; batch-1 decode median error <= 15%") {
+TEST_CASE("decode accuracy: every published measurement predicted, batch-1 decode median error <= 15%") {
     const auto all = rows();
     REQUIRE(all.size() == 114);
     std::map<std::string, std::vector<double>> errors;  // by category

@@ -83,7 +83,7 @@ TEST_CASE("GPT-2: 124,439,808 params at the canonical vocab of 50,257") {
     CHECK(size_weights(m).params == 124'439'808);
 }
 
-TEST_CASE("DeepSeek-V3: 671,026,419,200 main-model params; fp8 weights with 128x128 block scales") {
+TEST_CASE("DeepSeek-V3: 671,026,419,200 main-model params, fp8 weights with 128x128 block scales") {
     // Row notes: "main weights 671,026,419,200; MTP weights 13,463,426,304 ... scales 41,540,496".
     // kvplan counts the main model; the MTP layer is noted, not counted.
     auto m = preset("deepseek-v3");

@@ -26,7 +26,7 @@ RecommendInputs base(const ModelSpec& m) {
 
 }  // namespace
 
-TEST_CASE("recommend: every candidate meets both targets and fits; its batch is the largest under the TPOT target") {
+TEST_CASE("recommend: every candidate meets both targets and fits, its batch is the largest under the TPOT target") {
     const ModelSpec m = preset("llama-3.1-8b");
     RecommendInputs in = base(m);
     Recommendation r = recommend(in);

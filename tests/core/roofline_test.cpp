@@ -65,7 +65,7 @@ TEST_CASE("seed 002: reading a 3.1 GiB cache over ~2 TB/s costs roughly 1.5 ms p
     CHECK(std::abs(cache_s / 1.5e-3 - 1) < 0.15);
 }
 
-TEST_CASE("seed 000: decode does about 2 FLOPs per weight element; a 500-token prefill is compute-bound on an H100") {
+TEST_CASE("seed 000: decode does about 2 FLOPs per weight element, a 500-token prefill is compute-bound on an H100") {
     // A matrix-vector product does 2 x M x N FLOPs over M x N weights.
     const ModelSpec m = preset("llama-3.1-8b");
     const CostModel c = cost(m, gpu("h100-sxm"), Efficiency{});

@@ -67,7 +67,7 @@ TEST_CASE("matvec matches the reference for fp32 and bf16 weights, any thread co
     }
 }
 
-TEST_CASE("GQA attention matches the reference; each group of query heads shares its KV head") {
+TEST_CASE("GQA attention matches the reference, each group of query heads shares its KV head") {
     AttentionShape s{2, 8, 2, 16, 37, 40};
     const auto q = random_floats(static_cast<std::size_t>(s.batch * s.heads * s.head_dim), 3);
     const auto k = random_floats(static_cast<std::size_t>(s.batch * s.capacity * s.kv_heads * s.head_dim), 4);
