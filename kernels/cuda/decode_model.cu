@@ -118,8 +118,8 @@ std::size_t GpuModel::bytes_needed(const ModelShape& s, int sampled, int seqs, i
     const std::size_t cache = 2 * blocks * 16 * k * (kv == KvType::Bf16 ? 2 : 1);
     const std::size_t rows = std::max(seqs, capacity);
     const std::size_t activations = rows * (3 * h + (q + 2 * k) + 2 * q + 3 * inter) * 2;
-    // Attention scratch: at most 2 x SMs / (queries x kv_heads) + 1 slices per query head; 264 SMs is a generous bound.
-    const std::size_t slices = std::max<std::size_t>(1, 2 * 264 / (static_cast<std::size_t>(seqs) * s.kv_heads) + 1);
+    // Attention scratch: at most 4 x SMs / (queries x kv_heads) + 1 slices per query head; 264 SMs is a generous bound.
+    const std::size_t slices = std::max<std::size_t>(1, 4 * 264 / (static_cast<std::size_t>(seqs) * s.kv_heads) + 1);
     const std::size_t scratch = std::max(static_cast<std::size_t>(seqs) * slices, static_cast<std::size_t>(capacity)) * s.heads * (s.head_dim + 2) * 4;
     return sampled * (weights + cache) + activations + scratch + (64u << 20);
 }

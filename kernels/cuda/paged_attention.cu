@@ -39,10 +39,13 @@ __device__ inline float warp_sum(float x) {
     return x;
 }
 
-// grid (kv_heads, seqs, splits), block kWarps x 32. Each warp walks every
-// kWarps-th token of the slice with an online softmax per query head; the
-// warps then merge in shared memory and write the slice's (max, sum, acc).
-template <int D, int MAXG, typename KvT>
+// grid (kv_heads, seqs, splits), block kWarps x 32. Each warp walks its
+// share of the slice UNROLL tokens at a time: it issues the loads of all
+// UNROLL K and V rows before using any, so that enough bytes are in flight to
+// cover memory latency (an H200 needs about 25 KB per multiprocessor), then
+// updates an online softmax per query head. The warps then merge in shared
+// memory and write the slice's (max, sum, acc).
+template <int D, int MAXG, typename KvT, int UNROLL>
 __global__ void __launch_bounds__(kWarps * 32) split_kernel(PagedAttention p, int tokens_per_split, float* ws) {
     constexpr int PER_LANE = D / 32;
     const int g = blockIdx.x, s = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
@@ -72,26 +75,36 @@ __global__ void __launch_bounds__(kWarps * 32) split_kernel(PagedAttention p, in
 
     const KvT* kc = static_cast<const KvT*>(p.k_cache);
     const KvT* vc = static_cast<const KvT*>(p.v_cache);
-    for (int t = begin + warp; t < end; t += kWarps) {
-        const int block = p.block_table[static_cast<size_t>(s) * p.max_blocks + t / p.block_size];
-        const size_t row = (static_cast<size_t>(block) * p.block_size + t % p.block_size) * p.kv_heads + g;
-        float k[PER_LANE], v[PER_LANE];
-        load_row<KvT, PER_LANE>(kc + row * D + lane * PER_LANE, k, p.kv_scale);
-        load_row<KvT, PER_LANE>(vc + row * D + lane * PER_LANE, v, p.kv_scale);
+    for (int t0 = begin + warp * UNROLL; t0 < end; t0 += kWarps * UNROLL) {
+        float k[UNROLL][PER_LANE], v[UNROLL][PER_LANE];
 #pragma unroll
-        for (int h = 0; h < MAXG; ++h) {
-            if (h >= group) break;
-            float dot = 0.0f;
+        for (int u = 0; u < UNROLL; ++u) {
+            const int t = t0 + u;
+            if (t < end) {
+                const int block = p.block_table[static_cast<size_t>(s) * p.max_blocks + t / p.block_size];
+                const size_t row = (static_cast<size_t>(block) * p.block_size + t % p.block_size) * p.kv_heads + g;
+                load_row<KvT, PER_LANE>(kc + row * D + lane * PER_LANE, k[u], p.kv_scale);
+                load_row<KvT, PER_LANE>(vc + row * D + lane * PER_LANE, v[u], p.kv_scale);
+            }
+        }
 #pragma unroll
-            for (int j = 0; j < PER_LANE; ++j) dot += q[h][j] * k[j];
-            dot = warp_sum(dot);
-            const float m_new = fmaxf(m[h], dot);
-            const float correction = __expf(m[h] - m_new);
-            const float e = __expf(dot - m_new);
-            l[h] = l[h] * correction + e;
+        for (int u = 0; u < UNROLL; ++u) {
+            if (t0 + u >= end) break;  // the same for every lane of the warp
 #pragma unroll
-            for (int j = 0; j < PER_LANE; ++j) acc[h][j] = acc[h][j] * correction + e * v[j];
-            m[h] = m_new;
+            for (int h = 0; h < MAXG; ++h) {
+                if (h >= group) break;
+                float dot = 0.0f;
+#pragma unroll
+                for (int j = 0; j < PER_LANE; ++j) dot += q[h][j] * k[u][j];
+                dot = warp_sum(dot);
+                const float m_new = fmaxf(m[h], dot);
+                const float correction = __expf(m[h] - m_new);
+                const float e = __expf(dot - m_new);
+                l[h] = l[h] * correction + e;
+#pragma unroll
+                for (int j = 0; j < PER_LANE; ++j) acc[h][j] = acc[h][j] * correction + e * v[u][j];
+                m[h] = m_new;
+            }
         }
     }
 
@@ -149,7 +162,8 @@ __global__ void merge_kernel(PagedAttention p, int splits, const float* ws) {
 template <int D, int MAXG, typename KvT>
 void launch(const PagedAttention& p, int splits, float* ws, cudaStream_t stream) {
     const int tokens_per_split = (p.max_context + splits - 1) / splits;
-    split_kernel<D, MAXG, KvT><<<dim3(p.kv_heads, p.seqs, splits), kWarps * 32, 0, stream>>>(p, tokens_per_split, ws);
+    constexpr int kUnroll = D >= 256 ? 2 : 4;
+    split_kernel<D, MAXG, KvT, kUnroll><<<dim3(p.kv_heads, p.seqs, splits), kWarps * 32, 0, stream>>>(p, tokens_per_split, ws);
     KV_CUDA(cudaGetLastError());
     merge_kernel<D><<<dim3(p.heads, p.seqs), D, 0, stream>>>(p, splits, ws);
     KV_CUDA(cudaGetLastError());
@@ -157,8 +171,12 @@ void launch(const PagedAttention& p, int splits, float* ws, cudaStream_t stream)
 
 template <typename KvT>
 void launch_for_type(const PagedAttention& p, int splits, float* ws, cudaStream_t stream) {
+    // The query heads per KV head set the register arrays' size: the smallest of 4, 8, 16 that holds the group.
     const int group = p.heads / p.kv_heads;
+    if (p.head_dim == 64 && group <= 4) return launch<64, 4, KvT>(p, splits, ws, stream);
     if (p.head_dim == 64 && group <= 16) return launch<64, 16, KvT>(p, splits, ws, stream);
+    if (p.head_dim == 128 && group <= 4) return launch<128, 4, KvT>(p, splits, ws, stream);
+    if (p.head_dim == 128 && group <= 8) return launch<128, 8, KvT>(p, splits, ws, stream);
     if (p.head_dim == 128 && group <= 16) return launch<128, 16, KvT>(p, splits, ws, stream);
     if (p.head_dim == 256 && group <= 8) return launch<256, 8, KvT>(p, splits, ws, stream);
     throw std::invalid_argument("paged_attention: head_dim must be 64, 128 or 256 with at most 16 (8 for 256) query heads per KV head");
@@ -172,8 +190,8 @@ std::size_t paged_attention_workspace_bytes(const PagedAttention& p, int splits)
 
 int paged_attention_splits(const PagedAttention& p, int sms) {
     const int ctas = p.seqs * p.kv_heads;
-    int splits = (2 * sms + ctas - 1) / ctas;
-    splits = std::max(1, std::min(splits, (p.max_context + 255) / 256));  // at least 256 tokens per slice
+    int splits = (4 * sms + ctas - 1) / ctas;                               // about four CTAs per multiprocessor
+    splits = std::max(1, std::min(splits, (p.max_context + 127) / 128));  // at least 128 tokens per slice
     return splits;
 }
 
