@@ -54,9 +54,9 @@ Table budget_table(const CapacityPlan& p) {
 }
 
 Table overhead_table(const CapacityPlan& p) {
-    Table t({"overhead term", "bytes", "range (GiB)", "in pool", "basis"});
+    Table t({"overhead term", "basis", "bytes", "range (GiB)", "in pool"}, 2);
     for (const OverheadTerm& o : p.budget.overhead)
-        t.add({o.name, signed_bytes(o.bytes), gib2(o.low_bytes) + " .. " + gib2(o.high_bytes), o.in_pool ? "yes" : "no", o.basis});
+        t.add({o.name, o.basis, signed_bytes(o.bytes), gib2(o.low_bytes) + " .. " + gib2(o.high_bytes), o.in_pool ? "yes" : "no"});
     return t;
 }
 
