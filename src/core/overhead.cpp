@@ -9,8 +9,6 @@ namespace kvplan {
 
 namespace {
 
-constexpr std::int64_t kMiB = std::int64_t{1} << 20;
-
 std::int64_t gib(double g) { return static_cast<std::int64_t>(g * 1073741824.0 + 0.5); }
 
 bool ends_with(const std::string& s, const std::string& tail) {
@@ -117,7 +115,6 @@ std::vector<OverheadTerm> estimate_overhead(const ModelSpec& spec, const Overhea
         t.in_pool = false;
         terms.push_back(t);
     }
-    (void)kMiB;
     return terms;
 }
 
