@@ -2,6 +2,7 @@
 // ModelSpec, and size it.
 #pragma once
 
+#include <cmath>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "core/config_parser.hpp"
 #include "core/kv_size.hpp"
 #include "core/weights.hpp"
+#include "io/gpu_db.hpp"
 #include "io/model_loader.hpp"
 
 namespace kvplan::test {
@@ -48,6 +50,12 @@ inline CliResult kvplan_run(const std::vector<std::string>& args) {
     const int code = run(args, out, err);
     return {code, out.str(), err.str()};
 }
+
+// A device from the bundled hardware database, by id or alias.
+inline const Gpu& gpu(const std::string& id) { return find_gpu(bundled_gpus(), id); }
+
+// GiB to bytes, rounded to the nearest byte: how logs' two-decimal GiB figures are read.
+inline std::int64_t gib(double g) { return static_cast<std::int64_t>(std::llround(g * 1073741824.0)); }
 
 inline std::int64_t bytes_per_token(const std::string& preset_name) { return kv(preset(preset_name)).bytes_per_token; }
 

@@ -1,26 +1,11 @@
 #include "stream.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <vector>
 
+#include "timing.hpp"
+
 namespace kvplan::kernels {
-
-namespace {
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
-template <typename F>
-double timed(F&& f) {
-    const auto start = std::chrono::steady_clock::now();
-    f();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-}  // namespace
 
 StreamResult measure_stream(ThreadPool& pool, std::size_t array_bytes, int repeats) {
     const std::size_t n = std::max<std::size_t>(array_bytes / sizeof(double), 1024);
@@ -72,9 +57,9 @@ StreamResult measure_stream(ThreadPool& pool, std::size_t array_bytes, int repea
     triad();
     std::vector<double> tr, tc, tt;
     for (int r = 0; r < std::max(1, repeats); ++r) {
-        tr.push_back(timed(read));
-        tc.push_back(timed(copy));
-        tt.push_back(timed(triad));
+        tr.push_back(seconds(read));
+        tc.push_back(seconds(copy));
+        tt.push_back(seconds(triad));
     }
     StreamResult out;
     const double bytes = static_cast<double>(n * sizeof(double));

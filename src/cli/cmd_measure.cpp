@@ -1,7 +1,6 @@
 #include "cli/cmd_measure.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <fstream>
 #include <memory>
 
@@ -21,6 +20,7 @@
 #include "core/overhead.hpp"
 #include "core/step_cost.hpp"
 #include "cpu/decode_step.hpp"
+#include "cpu/flops.hpp"
 #include "cpu/stream.hpp"
 #include "io/file_writer.hpp"
 #include "io/measure_report.hpp"
@@ -57,10 +57,6 @@ CLI::App* setup_measure(CLI::App& app, MeasureOptions& o) {
 
 namespace {
 
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
 
 std::string cpu_name() {
     std::ifstream in("/proc/cpuinfo");
@@ -219,41 +215,37 @@ void component_bytes(MeasuredStep& m, const kernels::LayerShape& s, std::int64_t
     m.attention_bytes = L * static_cast<double>(m.batch) * static_cast<double>(held) * 2 * k * kv;
 }
 
-}  // namespace
-
-std::string run_measure(const MeasureOptions& o, std::ostream& progress) {
-    const ModelSpec spec = resolve_model(o.model);
-    if (o.device == "cuda") {
-        MeasureResult r = measure_cuda(o, spec, progress);
-        // Predicted: the roofline with the bandwidth and FLOP/s just measured, every layer, no fixed overhead (CUDA graphs).
-        Gpu gpu = gpu_from_memory(1, r.device);
-        gpu.id = "cuda";
-        gpu.bandwidth_bytes_per_s = static_cast<std::int64_t>(r.read_bytes_per_s);
-        Efficiency e;
-        e.measured_bandwidth_bytes_per_s = r.read_bytes_per_s;
-        e.measured_flops_per_s = r.flops_per_s;
-        e.step_overhead_s = 0;
-        const bool fp8 = r.precision.find("fp8 KV") != std::string::npos;
-        const CostModel cost = make_cost_model(CostModelInputs{&spec, gpu, parse_weight_format("--precision", "bf16"), fp8 ? Dtype::Fp8 : Dtype::Bf16, 1, e,
-                                                               r.layers_total});
-        const kernels::LayerShape shape = layer_shape(spec);
-        for (MeasuredStep& m : r.decode) {
-            const StepCost c = decode_step(cost, m.batch, m.tokens);
-            m.predicted_s = c.total_s;
-            m.bytes = c.bytes();
-            m.flops = c.flops();
-            component_bytes(m, shape, r.layers_total, 2, fp8 ? 1 : 2, m.tokens + 1);
-        }
-        for (MeasuredStep& m : r.prefill) {
-            const StepCost c = prefill_step(cost, 1, m.tokens);
-            m.predicted_s = c.total_s;
-            m.bytes = c.bytes();
-            m.flops = c.flops();
-        }
-        const std::string json = render_measure_json(r);
-        if (!o.output.empty()) write_file_atomically(o.output, json);
-        return o.json ? json : render_measure_table(r);
+// The roofline's step cost for the timed layers, with the bandwidth and
+// FLOP/s just measured and no fixed overhead, scaled to all layers like the
+// measurements; plus the bytes each component must move. `w` and `kv` are
+// bytes per weight and per cache element; `window` the timed layers' window.
+void add_predictions(MeasureResult& r, const ModelSpec& spec, const std::string& weights, Dtype kv_dtype, double w, double kv, std::int64_t window) {
+    Gpu device = gpu_from_memory(1, r.device);
+    device.id = "measured";
+    device.bandwidth_bytes_per_s = static_cast<std::int64_t>(r.read_bytes_per_s);
+    Efficiency e;
+    e.measured_bandwidth_bytes_per_s = r.read_bytes_per_s;
+    e.measured_flops_per_s = r.flops_per_s;
+    e.step_overhead_s = 0;
+    const CostModel cost =
+        make_cost_model(CostModelInputs{&spec, device, parse_weight_format("--precision", weights), kv_dtype, 1, e, r.layers_measured});
+    const double scale = static_cast<double>(r.layers_total) / static_cast<double>(r.layers_measured);
+    const kernels::LayerShape shape = layer_shape(spec);
+    auto predict = [&](MeasuredStep& m, const StepCost& c) {
+        m.predicted_s = c.total_s * scale;
+        m.bytes = c.bytes() * scale;
+        m.flops = c.flops() * scale;
+    };
+    for (MeasuredStep& m : r.decode) {
+        predict(m, decode_step(cost, m.batch, m.tokens));
+        component_bytes(m, shape, r.layers_total, w, kv, window > 0 ? std::min(m.tokens + 1, window) : m.tokens + 1);
     }
+    for (MeasuredStep& m : r.prefill) predict(m, prefill_step(cost, 1, m.tokens));
+}
+
+// Times STREAM, the kernels' matrix-product rate, decode steps and prefills
+// on this host; every figure scaled to all the model's layers.
+MeasureResult measure_cpu(const MeasureOptions& o, const ModelSpec& spec, std::ostream& progress) {
     const kernels::LayerShape shape = layer_shape(spec);
     const std::int64_t total_layers = static_cast<std::int64_t>(spec.layers.size());
     const std::int64_t layers = std::min(o.layers, total_layers);
@@ -296,31 +288,8 @@ std::string run_measure(const MeasureOptions& o, std::ostream& progress) {
 
     // The kernels' own FLOP rate: the MLP up projection over 128 tokens (a matrix product, compute-bound).
     progress << "measure: matrix-product FLOP/s\n" << std::flush;
-    {
-        kernels::CpuModel probe(pool, shape, 1, 1, 1, precision);
-        const std::int64_t tokens = 128;
-        std::vector<float> x(static_cast<std::size_t>(tokens * shape.hidden), 0.01f), y(static_cast<std::size_t>(tokens * shape.intermediate));
-        std::vector<std::uint8_t> w(static_cast<std::size_t>(shape.intermediate * shape.hidden * element), 0);
-        const kernels::Tensor t{precision, w.data()};
-        std::vector<double> times;
-        for (int i = 0; i <= repeats; ++i) {
-            const auto start = std::chrono::steady_clock::now();
-            kernels::matvec(pool, t, shape.intermediate, shape.hidden, x.data(), tokens, y.data());
-            if (i > 0) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-        }
-        r.flops_per_s = 2.0 * static_cast<double>(shape.intermediate * shape.hidden * tokens) / median(times);
-    }
+    r.flops_per_s = kernels::measure_matmul_flops(pool, shape.intermediate, shape.hidden, 128, precision, repeats);
 
-    // Predictions: the roofline with the measured bandwidth and FLOP/s, for the same layers, scaled like the measurements.
-    Gpu host = gpu_from_memory(std::max<std::int64_t>(memory, 1), r.device);
-    host.id = "cpu";
-    host.bandwidth_bytes_per_s = static_cast<std::int64_t>(r.read_bytes_per_s);
-    Efficiency e;
-    e.measured_bandwidth_bytes_per_s = r.read_bytes_per_s;
-    e.measured_flops_per_s = r.flops_per_s;
-    e.step_overhead_s = 0;
-    const CostModel cost = make_cost_model(CostModelInputs{&spec, host, parse_weight_format("--precision", o.precision),
-                                                           precision == kernels::Precision::F32 ? Dtype::Fp32 : Dtype::Bf16, 1, e, layers});
     const double scale = static_cast<double>(total_layers) / static_cast<double>(layers);
 
     auto to_all_layers = [&](const kernels::StepTimes& t, MeasuredStep& m) {
@@ -347,12 +316,6 @@ std::string run_measure(const MeasureOptions& o, std::ostream& progress) {
             m.batch = b;
             m.tokens = c;
             to_all_layers(median_step([&] { return model.decode(c); }), m);
-            const StepCost predicted = decode_step(cost, b, c);
-            m.predicted_s = predicted.total_s * scale;
-            m.bytes = predicted.bytes() * scale;
-            m.flops = predicted.flops() * scale;
-            const std::int64_t window = windows.empty() ? 0 : windows.front();
-            component_bytes(m, shape, total_layers, static_cast<double>(element), static_cast<double>(element), window > 0 ? std::min(c + 1, window) : c + 1);
             r.decode.push_back(m);
         }
     }
@@ -363,10 +326,6 @@ std::string run_measure(const MeasureOptions& o, std::ostream& progress) {
             MeasuredStep m;
             m.tokens = p;
             to_all_layers(median_step([&] { return model.prefill(p); }), m);
-            const StepCost predicted = prefill_step(cost, 1, p);
-            m.predicted_s = predicted.total_s * scale;
-            m.bytes = predicted.bytes() * scale;
-            m.flops = predicted.flops() * scale;
             r.prefill.push_back(m);
         }
     }
@@ -375,6 +334,25 @@ std::string run_measure(const MeasureOptions& o, std::ostream& progress) {
     if (shape.intermediate != spec.intermediate && spec.experts > 0)
         r.notes.push_back("MoE: the MLP is built dense with the width a token runs through (experts per token x expert width)");
 
+    
+    return r;
+}
+
+}  // namespace
+
+std::string run_measure(const MeasureOptions& o, std::ostream& progress) {
+    const ModelSpec spec = resolve_model(o.model);
+    MeasureResult r;
+    if (o.device == "cuda") {
+        // kvplan-gpu-bench builds full-attention layers with bf16 weights.
+        r = measure_cuda(o, spec, progress);
+        const bool fp8 = r.precision.find("fp8 KV") != std::string::npos;
+        add_predictions(r, spec, "bf16", fp8 ? Dtype::Fp8 : Dtype::Bf16, 2, fp8 ? 1 : 2, 0);
+    } else {
+        r = measure_cpu(o, spec, progress);
+        const bool fp32 = o.precision == "fp32";
+        add_predictions(r, spec, o.precision, fp32 ? Dtype::Fp32 : Dtype::Bf16, fp32 ? 4 : 2, fp32 ? 4 : 2, spec.layers.front().window_tokens);
+    }
     const std::string json = render_measure_json(r);
     if (!o.output.empty()) write_file_atomically(o.output, json);
     return o.json ? json : render_measure_table(r);

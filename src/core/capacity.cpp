@@ -82,14 +82,7 @@ std::vector<std::int64_t> default_contexts(std::int64_t max_model_len) {
     return out;
 }
 
-CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool search_tp);
-
-}  // namespace
-
-CapacityPlan plan_capacity(const ModelSpec& spec, const CapacityInputs& in) { return plan_once(spec, in, true); }
-
-namespace {
-
+// The plan; when nothing fits and `search_tp`, also the smallest TP that would.
 CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool search_tp) {
     CapacityPlan p;
     p.gpu = in.gpu;
@@ -117,7 +110,8 @@ CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool sea
 
     p.max_model_len = in.max_model_len.value_or(spec.max_position_tokens);
     std::vector<std::int64_t> contexts = in.contexts.empty() ? default_contexts(p.max_model_len) : in.contexts;
-    if (p.max_model_len <= 0) p.max_model_len = *std::max_element(contexts.begin(), contexts.end());
+    const std::int64_t longest = *std::max_element(contexts.begin(), contexts.end());
+    if (p.max_model_len <= 0) p.max_model_len = longest;
     for (std::int64_t c : contexts)
         if (c < 1) usage_error("--context must be at least 1 token, found " + std::to_string(c));
     p.block_size = in.allocation == Allocation::Contiguous ? 1 : in.block_size.value_or(default_block_size(in.engine));
@@ -223,7 +217,7 @@ CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool sea
                 row.max_requests_with_prefix = with_prefix;
                 row.reserved_bytes_per_request = reserved;
                 row.used_bytes_per_request = used;
-                if (context == *std::max_element(contexts.begin(), contexts.end()) &&
+                if (context == longest &&
                     (binding_requests < 0 || requests < binding_requests)) {
                     binding = i;
                     binding_requests = requests;
@@ -337,5 +331,7 @@ CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool sea
 }
 
 }  // namespace
+
+CapacityPlan plan_capacity(const ModelSpec& spec, const CapacityInputs& in) { return plan_once(spec, in, true); }
 
 }  // namespace kvplan

@@ -175,8 +175,9 @@ std::string render_concurrency_markdown(const ConcurrencyResult& r) {
         for (const std::string& l : p.engine_lines) out += l + "\n";
         out += "```\n";
     }
-    for (const std::string& line : notes(p)) out += "\n- " + line;
-    if (!notes(p).empty()) out += "\n";
+    const std::vector<std::string> n = notes(p);
+    for (const std::string& line : n) out += "\n- " + line;
+    if (!n.empty()) out += "\n";
     return out;
 }
 

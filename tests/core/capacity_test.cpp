@@ -20,8 +20,6 @@ namespace {
 
 constexpr double kGiB = 1073741824.0;
 
-std::int64_t gib(double g) { return static_cast<std::int64_t>(std::llround(g * kGiB)); }
-
 // The seeds' "32-layer 4096-hidden" MHA model (Llama-2-7B's shape): 524,288 B/token in bf16.
 ModelSpec seven_b() {
     ManualShape s;
@@ -57,8 +55,6 @@ std::vector<std::int64_t> requests(const CapacityPlan& p) {
     for (const ContextRow& r : p.rows) out.push_back(r.max_requests);
     return out;
 }
-
-const Gpu& gpu(const std::string& id) { return find_gpu(bundled_gpus(), id); }
 
 }  // namespace
 

@@ -29,8 +29,6 @@ namespace {
 
 constexpr double kGiB = 1073741824.0;
 
-std::int64_t gib(double g) { return static_cast<std::int64_t>(std::llround(g * kGiB)); }
-
 // How a row is replayed. `in` holds what the log's command line and GPU say.
 struct Replay {
     Replay() = default;
@@ -47,8 +45,6 @@ struct Replay {
     enum class Pool { Within5Percent, NothingFits, PrintOnly, None } pool_check = Pool::None;
     std::string why;  // for rows that are not checked, or checked loosely
 };
-
-const Gpu& gpu(const std::string& id) { return find_gpu(bundled_gpus(), id); }
 
 // Published shapes for models with no bundled preset (each from its model card / config.json).
 ModelSpec qwen3_235b() {

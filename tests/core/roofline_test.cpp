@@ -17,8 +17,6 @@ using namespace kvplan::test;
 
 namespace {
 
-const Gpu& gpu(const std::string& id) { return find_gpu(bundled_gpus(), id); }
-
 // A device with round numbers: 2 TB/s, 1,000 dense bf16 TFLOP/s, 100 GB/s links.
 Gpu ideal_gpu() {
     Gpu g = gpu_from_memory(std::int64_t{80} << 30, "ideal");
