@@ -342,6 +342,7 @@ MeasureResult measure_cpu(const MeasureOptions& o, const ModelSpec& spec, std::o
 
 std::string run_measure(const MeasureOptions& o, std::ostream& progress) {
     const ModelSpec spec = resolve_model(o.model);
+    if (!o.output.empty()) check_writable(o.output);  // before minutes of measuring, not after
     MeasureResult r;
     if (o.device == "cuda") {
         // kvplan-gpu-bench builds full-attention layers with bf16 weights.

@@ -13,6 +13,12 @@
 
 namespace kvplan {
 
+void check_writable(const std::string& path) {
+    const std::filesystem::path target(path);
+    const std::string folder = target.has_parent_path() ? target.parent_path().string() : std::string(".");
+    if (::access(folder.c_str(), W_OK) != 0) usage_error("cannot write " + path + ": " + std::strerror(errno));
+}
+
 void write_file_atomically(const std::string& path, const std::string& text) {
     namespace fs = std::filesystem;
     const fs::path target(path);

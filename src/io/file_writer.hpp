@@ -10,4 +10,8 @@ namespace kvplan {
 // file, if any, is left as it was.
 void write_file_atomically(const std::string& path, const std::string& text);
 
+// Throws the same error write_file_atomically would when `path`'s folder is
+// missing or not writable: for commands that run a long time before writing.
+void check_writable(const std::string& path);
+
 }  // namespace kvplan
