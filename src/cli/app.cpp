@@ -4,7 +4,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/cmd_baseline.hpp"
+#include "cli/cmd_check.hpp"
 #include "cli/cmd_concurrency.hpp"
+#include "cli/cmd_diff.hpp"
 #include "cli/cmd_gpus.hpp"
 #include "cli/cmd_measure.hpp"
 #include "cli/cmd_models.hpp"
@@ -24,6 +27,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         "  kvplan concurrency --model llama-3.1-8b --gpu h100-sxm --context 4096,32768\n"
         "  kvplan roofline --model llama-3.1-8b --gpu h100-sxm --context 4096\n"
         "  kvplan recommend --model llama-3.1-8b --context 8192 --ttft 0.5 --tpot 0.05\n"
+        "  kvplan diff --model llama-3.1-8b --model qwen3-8b --gpu h100-sxm\n"
+        "  kvplan baseline --model llama-3.1-8b --gpu h100-sxm --context 4096,32768 --output capacity.json\n"
+        "  kvplan check --baseline capacity.json --tolerance 0.5%\n"
         "  kvplan models\n"
         "  kvplan gpus\n"
         "Run `kvplan <command> --help` for a command's flags.");
@@ -35,6 +41,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     RooflineOptions roofline;
     RecommendOptions recommend;
     MeasureOptions measure;
+    CheckOptions check;
+    BaselineOptions baseline;
+    DiffOptions diff;
     CLI::App* size_cmd = setup_size(app, size);
     CLI::App* concurrency_cmd = setup_concurrency(app, concurrency);
     CLI::App* models_cmd = setup_models(app, models);
@@ -42,6 +51,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     CLI::App* roofline_cmd = setup_roofline(app, roofline);
     CLI::App* recommend_cmd = setup_recommend(app, recommend);
     CLI::App* measure_cmd = setup_measure(app, measure);
+    CLI::App* check_cmd = setup_check(app, check);
+    CLI::App* baseline_cmd = setup_baseline(app, baseline);
+    CLI::App* diff_cmd = setup_diff(app, diff);
 
     try {
         std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last-first
@@ -62,20 +74,27 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
 
     try {
         std::string text;
-        if (size_cmd->parsed()) text = run_size(size);
+        int code = kExitOk;
+        if (check_cmd->parsed()) {
+            CommandOutput result = run_check(check, err);
+            text = std::move(result.text);
+            code = result.exit_code;
+        } else if (size_cmd->parsed()) text = run_size(size);
         else if (concurrency_cmd->parsed()) text = run_concurrency(concurrency);
         else if (models_cmd->parsed()) text = run_models(models);
         else if (gpus_cmd->parsed()) text = run_gpus(gpus);
         else if (roofline_cmd->parsed()) text = run_roofline(roofline);
         else if (recommend_cmd->parsed()) text = run_recommend(recommend);
         else if (measure_cmd->parsed()) text = run_measure(measure, err);
+        else if (baseline_cmd->parsed()) text = run_baseline(baseline, err);
+        else if (diff_cmd->parsed()) text = run_diff(diff);
         else {
-            err << "kvplan: error: no command given (expected size, concurrency, roofline, recommend, measure, models or gpus; run `kvplan --help`)\n";
+            err << "kvplan: error: no command given (expected size, concurrency, roofline, recommend, measure, diff, baseline, check, models or gpus; run `kvplan --help`)\n";
             return kExitUsage;
         }
         out << text;
         out.flush();
-        return kExitOk;
+        return code;
     } catch (const Error& e) {
         err << "kvplan: error: " << e.what() << "\n";
         if (e.kind() == ErrorKind::Unavailable) return kExitUnavailable;

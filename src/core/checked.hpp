@@ -26,6 +26,11 @@ inline std::int64_t checked_add(std::int64_t a, std::int64_t b, const char* what
     return r;
 }
 
+// A 128-bit integer, for exact comparisons of products of two 64-bit values
+// (tolerances x byte counts). A GCC/Clang extension; __extension__ keeps
+// -Wpedantic quiet about it.
+__extension__ typedef __int128 Int128;
+
 // ceil(a / b) for positive b.
 inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 

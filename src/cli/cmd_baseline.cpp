@@ -1,0 +1,158 @@
+#include "cli/cmd_baseline.hpp"
+
+#include <filesystem>
+
+#include "core/baseline.hpp"
+#include "core/capacity.hpp"
+#include "core/config_parts.hpp"
+#include "core/dtype.hpp"
+#include "core/engine.hpp"
+#include "core/error.hpp"
+#include "core/regression.hpp"
+#include "core/scenario.hpp"
+#include "io/baseline_file.hpp"
+#include "io/file_writer.hpp"
+#include "io/gpu_db.hpp"
+#include "io/model_loader.hpp"
+#include "io/presets.hpp"
+
+namespace kvplan {
+
+CLI::App* setup_baseline(CLI::App& app, BaselineOptions& o) {
+    CLI::App* cmd = app.add_subcommand("baseline", "write a baseline for `kvplan check`: one scenario per model x GPU x context");
+    cmd->add_option("-m,--model", o.models, "models (preset, config.json, folder or Hugging Face id); repeat or comma-separate")
+        ->required()
+        ->delimiter(',');
+    cmd->add_option("--gpu", o.gpus, "GPU ids from `kvplan gpus`; repeat or comma-separate")->required()->delimiter(',');
+    cmd->add_option("-c,--context", o.contexts, "tokens per request, comma-separated")
+        ->required()
+        ->delimiter(',')
+        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+    cmd->add_option("--tp", o.tp, "tensor-parallel degree, or auto: the smallest power of two whose GPUs hold the longest context");
+    cmd->add_option("--pp", o.pp, "pipeline-parallel stages")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+    cmd->add_option("--engine", o.engine, "generic|vllm|vllm-v0|sglang|trtllm");
+    cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
+    cmd->add_option("--mem-util", o.mem_util, "memory fraction (default: the engine's)")->check(CLI::Range(0.01, 1.0));
+    cmd->add_option("-b,--batch", o.batch, "also gate decode step time and tokens/s at this batch")->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
+    cmd->add_option("--tolerance", o.tolerance, "the baseline's default tolerance, e.g. 0.5% (default 0%)");
+    cmd->add_option("-o,--output", o.output, "write the baseline to FILE (atomically); config paths are made relative to FILE's folder");
+    cmd->footer(
+        "Examples:\n"
+        "  kvplan baseline --model llama-3.1-8b --gpu h100-sxm --context 4096,32768 --output capacity.json\n"
+        "  kvplan baseline --model configs/our-model/config.json --gpu h100-sxm,a100-80gb --context 8192 \\\n"
+        "      --engine vllm --kv-dtype fp8 --batch 32 --tolerance 0.5% --output capacity.json\n"
+        "  kvplan baseline --model llama-3.1-70b --gpu a100-80gb --tp auto --context 4096 > capacity.json");
+    return cmd;
+}
+
+namespace {
+
+// The short name a scenario starts with: a preset's name, a config's folder
+// ("configs/our-model/config.json" -> "our-model") or file stem.
+std::string model_short_name(const std::string& argument) {
+    if (find_preset(argument)) return find_preset(argument)->name;
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::path p(argument);
+    if (fs::exists(p, ec)) {
+        p = fs::absolute(p).lexically_normal();
+        if (p.filename().empty()) p = p.parent_path();
+        if (p.filename() == "config.json") return p.parent_path().filename().string();
+        if (fs::is_directory(p, ec)) return p.filename().string();
+        return p.stem().string();
+    }
+    return argument;  // a Hugging Face id
+}
+
+std::int64_t parse_tp(const std::string& text) {
+    if (text == "auto") return 0;
+    try {
+        std::size_t used = 0;
+        const long long v = std::stoll(text, &used);
+        if (used == text.size() && v >= 1 && v <= 4096) return v;
+    } catch (const std::exception&) {
+    }
+    usage_error("--tp " + text + ": expected a degree from 1 to 4096, or auto");
+}
+
+}  // namespace
+
+std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
+    if (!o.output.empty()) check_writable(o.output);
+    const std::int64_t tp_flag = parse_tp(o.tp);
+    parse_engine(o.engine);
+    if (o.kv_dtype != "auto" && !parse_dtype(o.kv_dtype))
+        usage_error("--kv-dtype " + o.kv_dtype + ": unknown dtype (expected auto, fp32, fp16, bf16, fp8, int8 or int4)");
+    std::optional<std::int64_t> tolerance;
+    if (!o.tolerance.empty()) tolerance = parse_tolerance("--tolerance", o.tolerance);
+    if (o.batch > 0 && o.pp > 1) usage_error("--batch: decode figures model tensor parallelism only; use --pp 1");
+
+    std::vector<Scenario> scenarios;
+    for (const std::string& model_arg : o.models) {
+        const ModelSpec model = load_model(model_arg);
+        const std::string short_name = model_short_name(model_arg);
+        const std::string reference = o.output.empty() ? model_arg : model_reference_for(model_arg, o.output);
+        for (const std::string& gpu_id : o.gpus) {
+            const Gpu& gpu = find_gpu(bundled_gpus(), gpu_id);
+            std::vector<std::int64_t> contexts;
+            for (std::int64_t c : o.contexts) {
+                if (model.max_position_tokens > 0 && c > model.max_position_tokens)
+                    err << "kvplan: note: " << short_name << ": skipped context " << c << ", beyond its max_position_embeddings ("
+                        << model.max_position_tokens << ")\n";
+                else contexts.push_back(c);
+            }
+            if (contexts.empty()) continue;
+
+            ScenarioInputs base;
+            base.model = reference;
+            base.gpu = gpu.id;
+            base.engine = o.engine;
+            base.pp = o.pp;
+            base.kv_dtype = o.kv_dtype;
+            if (o.mem_util > 0) base.mem_util = o.mem_util;
+            if (o.batch > 0) base.batch = o.batch;
+            base.tp = tp_flag;
+            if (tp_flag == 0) {
+                // auto: plan the longest context at TP 1; when it does not fit, take the smallest TP that does.
+                CapacityInputs cap;
+                cap.gpu = gpu;
+                cap.engine = parse_engine(o.engine);
+                cap.pp = o.pp;
+                cap.contexts = {*std::max_element(contexts.begin(), contexts.end())};
+                cap.mem_util = base.mem_util;
+                if (o.kv_dtype != "auto") cap.kv_dtype = parse_dtype(o.kv_dtype);
+                const CapacityPlan plan = plan_capacity(model, cap);
+                if (plan.fits) base.tp = 1;
+                else if (plan.smallest_tp) base.tp = *plan.smallest_tp;
+                else {
+                    err << "kvplan: note: " << short_name << " on " << gpu.id << ": skipped, no tensor-parallel degree up to 64 holds a request of "
+                        << cap.contexts[0] << " tokens\n";
+                    continue;
+                }
+            }
+            for (std::int64_t c : contexts) {
+                Scenario s;
+                s.inputs = base;
+                s.inputs.context_tokens = c;
+                s.name = short_name + "/" + gpu.id + "/tp" + std::to_string(s.inputs.tp);
+                if (o.pp > 1) s.name += "/pp" + std::to_string(o.pp);
+                if (o.engine != "generic") s.name += "/" + o.engine;
+                if (o.kv_dtype != "auto") s.name += "/kv-" + o.kv_dtype;
+                s.name += "/" + std::to_string(c);
+                s.expected = evaluate_scenario(model, gpu, s.inputs).figures;
+                scenarios.push_back(std::move(s));
+            }
+        }
+    }
+    if (scenarios.empty()) usage_error("no scenario left to write (every context was beyond the models' max_position_embeddings)");
+    for (std::size_t i = 0; i < scenarios.size(); ++i)
+        for (std::size_t j = 0; j < i; ++j)
+            if (scenarios[i].name == scenarios[j].name) usage_error("scenario \"" + scenarios[i].name + "\" given twice (a model or GPU repeated?)");
+
+    const std::string text = baseline_text(baseline_json(scenarios, tolerance));
+    if (o.output.empty()) return text;
+    write_file_atomically(o.output, text);
+    return "wrote " + o.output + ": " + std::to_string(scenarios.size()) + " scenario" + (scenarios.size() == 1 ? "" : "s") + "\n";
+}
+
+}  // namespace kvplan

@@ -1,0 +1,108 @@
+#include "cli/cmd_diff.hpp"
+
+#include <fmt/format.h>
+
+#include "cli/model_options.hpp"
+#include "core/config_parts.hpp"
+#include "core/engine.hpp"
+#include "core/error.hpp"
+#include "core/scenario.hpp"
+#include "io/diff_report.hpp"
+#include "io/gpu_db.hpp"
+#include "io/model_loader.hpp"
+#include "io/units.hpp"
+
+namespace kvplan {
+
+CLI::App* setup_diff(CLI::App& app, DiffOptions& o) {
+    CLI::App* cmd = app.add_subcommand("diff", "two models' KV sizing and capacity side by side, with the change in each figure");
+    cmd->add_option("-m,--model", o.models, "the two models, A then B (preset, config.json, folder or Hugging Face id)")->required();
+    cmd->add_option("--gpu", o.gpu, "GPU id from `kvplan gpus` (default h100-sxm)");
+    cmd->add_option("-c,--context", o.contexts, "tokens per request, comma-separated (default 4096,32768)")
+        ->delimiter(',')
+        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+    cmd->add_option("--tp", o.tp, "tensor-parallel ranks, for both")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+    cmd->add_option("--engine", o.engine, "generic|vllm|vllm-v0|sglang|trtllm");
+    cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4, for both");
+    cmd->add_option("--mem-util", o.mem_util, "memory fraction (default: the engine's)")->check(CLI::Range(0.01, 1.0));
+    cmd->add_option("-b,--batch", o.batch, "batch for the decode step time and tokens/s (default 1)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
+    cmd->add_flag("--json", o.json, "print JSON");
+    cmd->add_option("--format", o.format, "table|json|markdown")->check(CLI::IsMember({"table", "json", "markdown"}));
+    cmd->footer(
+        "Examples:\n"
+        "  kvplan diff --model llama-3.1-8b --model qwen3-8b --gpu h100-sxm --context 4096,32768\n"
+        "  kvplan diff --model configs/old/config.json --model configs/new/config.json --engine vllm --kv-dtype fp8");
+    return cmd;
+}
+
+std::string run_diff(const DiffOptions& o) {
+    if (o.models.size() != 2) usage_error("diff needs two models: --model A --model B");
+    const Gpu& gpu = find_gpu(bundled_gpus(), o.gpu);
+    parse_engine(o.engine);
+    parse_dtype_flag("--kv-dtype", o.kv_dtype);
+    const std::vector<std::int64_t> contexts = o.contexts.empty() ? std::vector<std::int64_t>{4096, 32768} : o.contexts;
+    const ModelSpec a = load_model(o.models[0]);
+    const ModelSpec b = load_model(o.models[1]);
+
+    DiffResult d;
+    d.label_a = model_label(a);
+    d.label_b = model_label(b);
+    d.gpu = gpu.name + " (" + gpu.id + ")";
+    d.setting = fmt::format("{}, TP {}, KV dtype {}, decode batch {}", engine_label(parse_engine(o.engine)), o.tp, o.kv_dtype, o.batch);
+
+    // Every figure comes from the same computation `kvplan check` gates on.
+    auto evaluate = [&](const ModelSpec& m, std::int64_t context) {
+        ScenarioInputs in;
+        in.gpu = gpu.id;
+        in.engine = o.engine;
+        in.tp = o.tp;
+        in.context_tokens = context;
+        in.kv_dtype = o.kv_dtype;
+        if (o.mem_util > 0) in.mem_util = o.mem_util;
+        in.batch = o.batch;
+        return evaluate_scenario(m, gpu, in);
+    };
+    std::vector<ScenarioResult> ra, rb;
+    for (std::int64_t c : contexts) {
+        ra.push_back(evaluate(a, c));
+        rb.push_back(evaluate(b, c));
+    }
+    auto fig = [](const ScenarioResult& r, Figure f) { return r.figures[static_cast<std::size_t>(f)]; };
+    auto add = [&](std::string key, std::string label, std::optional<std::int64_t> ctx, FigureValue va, FigureValue vb, Better better, bool bytes) {
+        d.rows.push_back(DiffRow{std::move(key), std::move(label), ctx, va, vb, better, bytes});
+    };
+    add("weights_bytes", "weights, whole model (bytes)", std::nullopt, FigureValue::of(ra[0].model_weights_bytes), FigureValue::of(rb[0].model_weights_bytes),
+        Better::Lower, true);
+    add("weights_bytes_per_gpu", "weights per GPU (bytes)", std::nullopt, FigureValue::of(ra[0].weights_bytes_per_gpu), FigureValue::of(rb[0].weights_bytes_per_gpu),
+        Better::Lower, true);
+    add("kv_pool_bytes_per_gpu", "KV pool per GPU (bytes)", std::nullopt, FigureValue::of(ra[0].kv_pool_bytes_per_gpu), FigureValue::of(rb[0].kv_pool_bytes_per_gpu),
+        Better::Higher, true);
+    add("kv_bytes_per_token", "KV bytes per token", std::nullopt, fig(ra[0], Figure::KvBytesPerToken), fig(rb[0], Figure::KvBytesPerToken), Better::Lower, false);
+    add("kv_cache_tokens", "KV cache tokens (pool)", std::nullopt, fig(ra[0], Figure::KvCacheTokens), fig(rb[0], Figure::KvCacheTokens), Better::Higher, false);
+    for (std::size_t i = 0; i < contexts.size(); ++i) {
+        const std::string at = " at " + group_digits(contexts[i]) + " tokens";
+        add("kv_bytes_per_sequence", "KV bytes per request" + at, contexts[i], fig(ra[i], Figure::KvBytesPerSequence), fig(rb[i], Figure::KvBytesPerSequence),
+            Better::Lower, true);
+        add("max_requests", "max requests" + at, contexts[i], fig(ra[i], Figure::MaxRequests), fig(rb[i], Figure::MaxRequests), Better::Higher, false);
+        add("decode_step_s", fmt::format("decode step, batch {}{} (s)", o.batch, at), contexts[i], fig(ra[i], Figure::DecodeStepS), fig(rb[i], Figure::DecodeStepS),
+            Better::Lower, false);
+        add("decode_tokens_per_s", fmt::format("decode tokens/s, batch {}{}", o.batch, at), contexts[i], fig(ra[i], Figure::DecodeTokensPerS),
+            fig(rb[i], Figure::DecodeTokensPerS), Better::Higher, false);
+    }
+    for (std::size_t i = 0; i < contexts.size(); ++i) {
+        if (ra[i].figures[static_cast<std::size_t>(Figure::MaxRequests)].integer < o.batch || rb[i].figures[static_cast<std::size_t>(Figure::MaxRequests)].integer < o.batch)
+            d.notes.push_back(fmt::format("at {} tokens a batch of {} does not fit in memory for {}; its decode figures are what the step would take", group_digits(contexts[i]), o.batch,
+                                          ra[i].figures[static_cast<std::size_t>(Figure::MaxRequests)].integer < o.batch ? "A" : "B"));
+    }
+    for (const ModelSpec* m : {&a, &b})
+        for (std::int64_t c : contexts)
+            if (m->max_position_tokens > 0 && c > m->max_position_tokens)
+                d.notes.push_back(fmt::format("{}: {} tokens is beyond its max_position_embeddings ({})", m->name, group_digits(c), group_digits(m->max_position_tokens)));
+
+    const std::string format = o.json ? "json" : o.format;
+    if (format == "json") return render_diff_json(d);
+    if (format == "markdown") return render_diff_markdown(d);
+    return render_diff_table(d);
+}
+
+}  // namespace kvplan

@@ -1,0 +1,84 @@
+#include "io/baseline_file.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "io/model_loader.hpp"
+#include "io/units.hpp"
+
+namespace kvplan {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The 1-based line of each scenario's "name" value, found in order.
+void set_lines(const std::string& text, Baseline& b) {
+    std::size_t from = 0;
+    for (Scenario& s : b.scenarios) {
+        const std::string value = nlohmann::json(s.name).dump();
+        std::size_t at = from;
+        while ((at = text.find("\"name\"", at)) != std::string::npos) {
+            std::size_t v = text.find_first_not_of(" \t\r\n", at + 6);
+            if (v != std::string::npos && text[v] == ':') v = text.find_first_not_of(" \t\r\n", v + 1);
+            if (v != std::string::npos && text.compare(v, value.size(), value) == 0) break;
+            at += 6;
+        }
+        if (at == std::string::npos) continue;
+        s.line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+        from = at + 6;
+    }
+}
+
+bool looks_like_path(const std::string& model) {
+    auto ends_with = [&](const std::string& suffix) {
+        return model.size() >= suffix.size() && model.compare(model.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    return ends_with(".json") || model.front() == '.' || model.front() == '/';
+}
+
+}  // namespace
+
+BaselineFile read_baseline_file(const std::string& path, bool require_expected) {
+    std::error_code ec;
+    const auto size = fs::file_size(path, ec);
+    if (ec) usage_error(path + ": cannot read the baseline: " + ec.message());
+    if (static_cast<std::int64_t>(size) > kMaxBaselineBytes)
+        data_error(path + ": file is " + group_digits(static_cast<std::int64_t>(size)) + " bytes; a baseline is at most " + binary_size(kMaxBaselineBytes));
+    std::ifstream in(path, std::ios::binary);
+    if (!in) usage_error(path + ": cannot open the baseline for reading");
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    const std::string text = buffer.str();
+    parse_json_text(text, path);  // kvplan's messages (line:column) for malformed JSON
+    BaselineFile f;
+    f.path = path;
+    f.doc = nlohmann::ordered_json::parse(text);
+    f.baseline = parse_baseline(f.doc, path, require_expected);
+    set_lines(text, f.baseline);
+    return f;
+}
+
+std::string scenario_model_argument(const std::string& model, const std::string& baseline_path) {
+    const fs::path m(model);
+    if (m.is_absolute()) return model;
+    const fs::path folder = fs::path(baseline_path).parent_path();
+    const fs::path candidate = folder / m;
+    std::error_code ec;
+    if (fs::exists(candidate, ec) || looks_like_path(model)) return candidate.lexically_normal().string();
+    return model;
+}
+
+std::string model_reference_for(const std::string& model, const std::string& baseline_path) {
+    std::error_code ec;
+    if (!fs::exists(model, ec)) return model;
+    const fs::path folder = fs::absolute(fs::path(baseline_path)).parent_path();
+    return fs::proximate(fs::absolute(model), folder, ec).generic_string();
+}
+
+std::string baseline_text(const nlohmann::ordered_json& doc) { return doc.dump(2) + "\n"; }
+
+}  // namespace kvplan

@@ -1,0 +1,242 @@
+#include "io/check_report.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "io/table.hpp"
+#include "io/units.hpp"
+
+namespace kvplan {
+
+std::string figure_value_text(const FigureValue& v) {
+    switch (v.state) {
+        case FigureValue::State::Integer: return group_digits(v.integer);
+        case FigureValue::State::Real: return fmt::format("{:.6g}", v.real);
+        case FigureValue::State::Null: return "n/a";
+        case FigureValue::State::Absent: return "-";
+    }
+    return "?";
+}
+
+std::string change_text(const FigureCheck& c) {
+    if (c.verdict == Verdict::Unchanged) return "0";
+    if (!c.relative_change) return "n/a";
+    return fmt::format("{:+.2f}%", *c.relative_change * 100.0);
+}
+
+namespace {
+
+bool passed(const CheckReport& r) { return r.exit_code == 0; }
+
+// What the gate says about a figure, --strict included.
+std::string verdict_text(const CheckReport& r, const FigureCheck& c) {
+    if (r.strict && c.verdict == Verdict::Improvement) return "improvement (stale baseline)";
+    return verdict_name(c.verdict);
+}
+
+bool fails(const CheckReport& r, const FigureCheck& c) {
+    return c.verdict == Verdict::Regression || (r.strict && c.verdict == Verdict::Improvement);
+}
+
+// "max_requests 102 -> 99 (-2.94%, tolerance 0.5%)"
+std::string figure_sentence(const CheckReport& r, const FigureCheck& c) {
+    return fmt::format("{} {} -> {} ({}, tolerance {})", figure_spec(c.figure).key, figure_value_text(c.baseline),
+                       figure_value_text(c.current), change_text(c), tolerance_text(r.tolerance_ppb));
+}
+
+Table figure_table(const CheckReport& r, bool changed_only) {
+    Table t({"scenario", "figure", "baseline", "current", "change", "verdict"}, 2);
+    for (const ScenarioCheck& s : r.checks) {
+        if (s.error) {
+            t.add({s.name, "(not computed)", "", "", "", "error"});
+            continue;
+        }
+        for (const FigureCheck& c : s.figures) {
+            if (changed_only && c.verdict == Verdict::Unchanged) continue;
+            t.add({s.name, figure_spec(c.figure).key, figure_value_text(c.baseline), figure_value_text(c.current), change_text(c), verdict_text(r, c)});
+        }
+    }
+    return t;
+}
+
+std::string counts_text(const CheckSummary& s) {
+    auto plural = [](std::int64_t n, const char* one, const char* many) { return fmt::format("{} {}", group_digits(n), n == 1 ? one : many); };
+    return fmt::format("{}, {}: {}, {}, {}, {} unchanged, {} within tolerance", plural(s.scenarios, "scenario", "scenarios"),
+                       plural(s.figures, "figure", "figures"), plural(s.regressions, "regression", "regressions"),
+                       plural(s.improvements, "improvement", "improvements"), plural(s.errors, "error", "errors"),
+                       group_digits(s.unchanged), group_digits(s.within));
+}
+
+std::string xml_escape(const std::string& text) {
+    std::string out;
+    for (char c : text) {
+        switch (c) {
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&quot;"; break;
+            case '\'': out += "&apos;"; break;
+            case '\n': out += "&#10;"; break;
+            default:
+                // XML 1.0 forbids most control characters even escaped.
+                if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\r') out += '?';
+                else out += c;
+        }
+    }
+    return out;
+}
+
+// GitHub workflow commands: data escapes %, CR and LF; properties also : and ,
+// (actions/toolkit, packages/core/src/command.ts).
+std::string github_data(const std::string& text) {
+    std::string out;
+    for (char c : text) {
+        if (c == '%') out += "%25";
+        else if (c == '\r') out += "%0D";
+        else if (c == '\n') out += "%0A";
+        else out += c;
+    }
+    return out;
+}
+
+std::string github_property(const std::string& text) {
+    std::string out;
+    for (char c : github_data(text)) {
+        if (c == ':') out += "%3A";
+        else if (c == ',') out += "%2C";
+        else out += c;
+    }
+    return out;
+}
+
+std::string github_command(const char* kind, const CheckReport& r, int line, const std::string& title, const std::string& message) {
+    std::string props = "file=" + github_property(r.baseline_path);
+    if (line > 0) props += fmt::format(",line={}", line);
+    props += ",title=" + github_property(title);
+    return fmt::format("::{} {}::{}\n", kind, props, github_data(message));
+}
+
+}  // namespace
+
+std::string check_summary_line(const CheckReport& r) {
+    std::string verdict;
+    if (r.updated) verdict = "baseline updated";
+    else if (r.summary.errors > 0) verdict = "check FAILED (scenarios not computed)";
+    else if (r.summary.regressions > 0) verdict = "check FAILED (capacity regression)";
+    else if (!passed(r)) verdict = "check FAILED (improvements under --strict: update the baseline)";
+    else verdict = "check passed";
+    return fmt::format("{}: {} (tolerance {})", verdict, counts_text(r.summary), tolerance_text(r.tolerance_ppb));
+}
+
+std::string render_check_text(const CheckReport& r) {
+    std::string out = fmt::format("kvplan check: {}, tolerance {}{}\n\n", r.baseline_path, tolerance_text(r.tolerance_ppb), r.strict ? ", strict" : "");
+    out += figure_table(r, false).render_text();
+    for (const ScenarioCheck& s : r.checks)
+        if (s.error) out += fmt::format("\nerror: scenario \"{}\": {}", s.name, *s.error);
+    return out + "\n" + check_summary_line(r) + "\n";
+}
+
+std::string render_check_markdown(const CheckReport& r) {
+    std::string out = fmt::format("## kvplan check: {}\n\n", passed(r) ? (r.updated ? "baseline updated" : "passed") : "FAILED");
+    out += fmt::format("Baseline `{}`, tolerance {}{}: {}.\n\n", r.baseline_path, tolerance_text(r.tolerance_ppb), r.strict ? " (strict)" : "", counts_text(r.summary));
+    for (const ScenarioCheck& s : r.checks)
+        if (s.error) out += fmt::format("- **error** in `{}`: {}\n", s.name, *s.error);
+    if (r.summary.errors > 0) out += "\n";
+    const bool changes = r.summary.regressions + r.summary.improvements + r.summary.within + r.summary.errors > 0;
+    if (changes) out += "Changed figures:\n\n" + figure_table(r, true).render_markdown() + "\n";
+    else out += "Every figure is unchanged.\n\n";
+    out += fmt::format("<details><summary>All {} figures</summary>\n\n{}\n</details>\n", group_digits(r.summary.figures), figure_table(r, false).render_markdown());
+    return out;
+}
+
+std::string render_check_github(const CheckReport& r) {
+    std::string out;
+    for (const ScenarioCheck& s : r.checks) {
+        if (s.error) {
+            out += github_command("error", r, s.line, "kvplan check: scenario not computed", "scenario \"" + s.name + "\": " + *s.error);
+            continue;
+        }
+        for (const FigureCheck& c : s.figures) {
+            if (c.verdict == Verdict::Regression)
+                out += github_command("error", r, s.line, "kvplan check: capacity regression", s.name + ": " + figure_sentence(r, c));
+            else if (c.verdict == Verdict::Improvement)
+                out += github_command(r.strict ? "error" : "notice", r, s.line,
+                                      r.strict ? "kvplan check: stale baseline (improvement)" : "kvplan check: improvement",
+                                      s.name + ": " + figure_sentence(r, c) + (r.strict ? "; run kvplan check --update" : ""));
+        }
+    }
+    return out + check_summary_line(r) + "\n";
+}
+
+std::string render_check_junit(const CheckReport& r) {
+    std::int64_t tests = 0, failures = 0, errors = 0;
+    std::string cases;
+    for (const ScenarioCheck& s : r.checks) {
+        if (s.error) {
+            ++tests;
+            ++errors;
+            cases += fmt::format("    <testcase classname=\"kvplan.check\" name=\"{}\">\n      <error type=\"not computed\" message=\"{}\"/>\n    </testcase>\n",
+                                 xml_escape(s.name), xml_escape(*s.error));
+            continue;
+        }
+        for (const FigureCheck& c : s.figures) {
+            ++tests;
+            const std::string name = xml_escape(s.name + ": " + figure_spec(c.figure).key);
+            if (fails(r, c)) {
+                ++failures;
+                cases += fmt::format("    <testcase classname=\"kvplan.check\" name=\"{}\">\n      <failure type=\"{}\" message=\"{}\"/>\n    </testcase>\n",
+                                     name, xml_escape(verdict_text(r, c)), xml_escape(figure_sentence(r, c)));
+            } else {
+                cases += fmt::format("    <testcase classname=\"kvplan.check\" name=\"{}\"/>\n", name);
+            }
+        }
+    }
+    std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+    out += fmt::format("<testsuites name=\"kvplan check\" tests=\"{}\" failures=\"{}\" errors=\"{}\">\n", tests, failures, errors);
+    out += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\">\n", xml_escape(r.baseline_path), tests, failures, errors);
+    out += fmt::format("    <properties>\n      <property name=\"tolerance\" value=\"{}\"/>\n      <property name=\"strict\" value=\"{}\"/>\n    </properties>\n",
+                       tolerance_text(r.tolerance_ppb), r.strict ? "true" : "false");
+    out += cases;
+    out += "  </testsuite>\n</testsuites>\n";
+    return out;
+}
+
+std::string render_check_json(const CheckReport& r) {
+    nlohmann::ordered_json j;
+    j["schema_version"] = 1;
+    j["baseline"] = r.baseline_path;
+    j["tolerance_percent"] = static_cast<double>(r.tolerance_ppb) / 1e7;
+    j["strict"] = r.strict;
+    j["updated"] = r.updated;
+    j["passed"] = passed(r);
+    j["exit_code"] = r.exit_code;
+    const CheckSummary& s = r.summary;
+    j["summary"] = {{"scenarios", s.scenarios}, {"figures", s.figures}, {"unchanged", s.unchanged}, {"within_tolerance", s.within},
+                    {"improvements", s.improvements}, {"regressions", s.regressions}, {"errors", s.errors}};
+    j["scenarios"] = nlohmann::ordered_json::array();
+    for (const ScenarioCheck& sc : r.checks) {
+        nlohmann::ordered_json o;
+        o["name"] = sc.name;
+        o["line"] = sc.line;
+        o["error"] = sc.error ? nlohmann::ordered_json(*sc.error) : nlohmann::ordered_json(nullptr);
+        o["figures"] = nlohmann::ordered_json::object();
+        auto value = [](const FigureValue& v) -> nlohmann::ordered_json {
+            if (v.state == FigureValue::State::Integer) return v.integer;
+            if (v.state == FigureValue::State::Real) return v.real;
+            return nullptr;
+        };
+        for (const FigureCheck& c : sc.figures) {
+            nlohmann::ordered_json f;
+            f["baseline"] = value(c.baseline);
+            f["current"] = value(c.current);
+            f["change_fraction"] = c.relative_change ? nlohmann::ordered_json(*c.relative_change) : nlohmann::ordered_json(nullptr);
+            f["verdict"] = verdict_name(c.verdict);
+            f["fails"] = fails(r, c);
+            o["figures"][figure_spec(c.figure).key] = f;
+        }
+        j["scenarios"].push_back(o);
+    }
+    return j.dump(2) + "\n";
+}
+
+}  // namespace kvplan

@@ -1,0 +1,111 @@
+#include "io/diff_report.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/checked.hpp"
+#include "io/check_report.hpp"
+#include "io/table.hpp"
+#include "io/units.hpp"
+
+namespace kvplan {
+
+namespace {
+
+// B - A, as the row's kind prints it.
+std::string delta_text(const DiffRow& r) {
+    if (!r.a.has_number() || !r.b.has_number()) return r.a == r.b ? "0" : "n/a";
+    if (r.a.state == FigureValue::State::Integer) {
+        const Int128 d = static_cast<Int128>(r.b.integer) - r.a.integer;
+        if (d == 0) return "0";
+        const std::int64_t magnitude = static_cast<std::int64_t>(d < 0 ? -d : d);
+        return (d < 0 ? "-" : "+") + group_digits(magnitude);
+    }
+    const double d = r.b.real - r.a.real;
+    return d == 0 ? "0" : fmt::format("{:+.4g}", d);
+}
+
+std::optional<double> fraction(const DiffRow& r) {
+    if (!r.a.has_number() || !r.b.has_number()) return std::nullopt;
+    const double a = r.a.state == FigureValue::State::Integer ? static_cast<double>(r.a.integer) : r.a.real;
+    const double b = r.b.state == FigureValue::State::Integer ? static_cast<double>(r.b.integer) : r.b.real;
+    if (a == 0) return std::nullopt;
+    return (b - a) / a;
+}
+
+std::string percent_text(const DiffRow& r) {
+    if (r.a == r.b) return "0";
+    auto f = fraction(r);
+    return f ? fmt::format("{:+.1f}%", *f * 100.0) : "n/a";
+}
+
+// For serving, from A to B.
+std::string direction(const DiffRow& r) {
+    if (r.a == r.b) return "same";
+    if (!r.a.has_number() || !r.b.has_number()) return "changed";
+    const double a = r.a.state == FigureValue::State::Integer ? static_cast<double>(r.a.integer) : r.a.real;
+    const double b = r.b.state == FigureValue::State::Integer ? static_cast<double>(r.b.integer) : r.b.real;
+    return (b > a) == (r.better == Better::Higher) ? "better" : "worse";
+}
+
+std::string value_text(const DiffRow& r, const FigureValue& v) {
+    std::string text = figure_value_text(v);
+    if (r.bytes && v.state == FigureValue::State::Integer) text += " (" + binary_size(v.integer) + ")";
+    return text;
+}
+
+Table diff_table(const DiffResult& d) {
+    Table t({"figure", "A", "B", "B - A", "change", "for serving"}, 1);
+    for (const DiffRow& r : d.rows) t.add({r.label, value_text(r, r.a), value_text(r, r.b), delta_text(r), percent_text(r), direction(r)});
+    return t;
+}
+
+std::string heading(const DiffResult& d) {
+    return fmt::format("A: {}\nB: {}\non {}, {}\n", d.label_a, d.label_b, d.gpu, d.setting);
+}
+
+std::string notes_text(const DiffResult& d) {
+    std::string out;
+    for (const std::string& n : d.notes) out += "note: " + n + "\n";
+    return out;
+}
+
+}  // namespace
+
+std::string render_diff_table(const DiffResult& d) { return heading(d) + "\n" + diff_table(d).render_text() + (d.notes.empty() ? "" : "\n" + notes_text(d)); }
+
+std::string render_diff_markdown(const DiffResult& d) {
+    std::string out = fmt::format("**A**: {}  \n**B**: {}  \non {}, {}\n\n", d.label_a, d.label_b, d.gpu, d.setting);
+    out += diff_table(d).render_markdown();
+    for (const std::string& n : d.notes) out += "\n> " + n + "\n";
+    return out;
+}
+
+std::string render_diff_json(const DiffResult& d) {
+    nlohmann::ordered_json j;
+    j["a"] = d.label_a;
+    j["b"] = d.label_b;
+    j["gpu"] = d.gpu;
+    j["setting"] = d.setting;
+    j["rows"] = nlohmann::ordered_json::array();
+    auto value = [](const FigureValue& v) -> nlohmann::ordered_json {
+        if (v.state == FigureValue::State::Integer) return v.integer;
+        if (v.state == FigureValue::State::Real) return v.real;
+        return nullptr;
+    };
+    for (const DiffRow& r : d.rows) {
+        nlohmann::ordered_json o;
+        o["figure"] = r.key;
+        o["context_tokens"] = r.context_tokens ? nlohmann::ordered_json(*r.context_tokens) : nlohmann::ordered_json(nullptr);
+        o["a"] = value(r.a);
+        o["b"] = value(r.b);
+        auto f = fraction(r);
+        o["change_fraction"] = f ? nlohmann::ordered_json(*f) : nlohmann::ordered_json(nullptr);
+        o["for_serving"] = direction(r);
+        j["rows"].push_back(o);
+    }
+    j["notes"] = d.notes;
+    return j.dump(2) + "\n";
+}
+
+}  // namespace kvplan

@@ -1,0 +1,35 @@
+// `kvplan diff`'s report: two models' sizing and capacity side by side, with
+// the change in each figure and whether it is better or worse for serving.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/figures.hpp"
+
+namespace kvplan {
+
+struct DiffRow {
+    std::string key;       // e.g. "max_requests"; its unit is in the name
+    std::string label;     // e.g. "max requests at 4,096 tokens"
+    std::optional<std::int64_t> context_tokens;  // for per-context rows
+    FigureValue a, b;
+    Better better = Better::Higher;
+    bool bytes = false;    // print with a GiB column
+};
+
+struct DiffResult {
+    std::string label_a, label_b;  // the models' labels
+    std::string gpu;               // "NVIDIA H100 SXM 80GB (h100-sxm)"
+    std::string setting;           // "generic engine, TP 1, KV dtype auto, batch 1"
+    std::vector<DiffRow> rows;
+    std::vector<std::string> notes;
+};
+
+std::string render_diff_table(const DiffResult& result);
+std::string render_diff_markdown(const DiffResult& result);
+std::string render_diff_json(const DiffResult& result);
+
+}  // namespace kvplan
