@@ -92,16 +92,17 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
         const ModelSpec model = load_model(model_arg);
         const std::string short_name = model_short_name(model_arg);
         const std::string reference = o.output.empty() ? model_arg : model_reference_for(model_arg, o.output);
+        // vLLM refuses a context beyond max_position_embeddings: no scenario to gate.
+        std::vector<std::int64_t> contexts;
+        for (std::int64_t c : o.contexts) {
+            if (model.max_position_tokens > 0 && c > model.max_position_tokens)
+                err << "kvplan: note: " << short_name << ": skipped context " << c << ", beyond its max_position_embeddings ("
+                    << model.max_position_tokens << ")\n";
+            else contexts.push_back(c);
+        }
+        if (contexts.empty()) continue;
         for (const std::string& gpu_id : o.gpus) {
             const Gpu& gpu = find_gpu(bundled_gpus(), gpu_id);
-            std::vector<std::int64_t> contexts;
-            for (std::int64_t c : o.contexts) {
-                if (model.max_position_tokens > 0 && c > model.max_position_tokens)
-                    err << "kvplan: note: " << short_name << ": skipped context " << c << ", beyond its max_position_embeddings ("
-                        << model.max_position_tokens << ")\n";
-                else contexts.push_back(c);
-            }
-            if (contexts.empty()) continue;
 
             ScenarioInputs base;
             base.model = reference;

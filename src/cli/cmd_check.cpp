@@ -68,7 +68,10 @@ ScenarioCheck check_scenario(const Scenario& s, const std::string& baseline_path
             c.figures.push_back(compare_figure(f.figure, s.expected[i], result.figures[i], tolerance_ppb));
         }
     } catch (const Error& e) {
-        c.error = e.what();
+        // load_model words its messages for the --model flag; here the value came from the file's "model".
+        std::string message = e.what();
+        if (message.rfind("--model ", 0) == 0) message = "model " + message.substr(8);
+        c.error = message;
         c.error_kind = e.kind() == ErrorKind::Usage ? ErrorKind::Usage : ErrorKind::Data;
     }
     return c;

@@ -1,0 +1,398 @@
+// `kvplan check`, `baseline` and `diff`, end to end through the real binary,
+// the way a team's pipeline runs them: a config folder and a baseline next
+// to it, edited the ways teams edit them (docs/ci.md).
+//
+// The scenario used throughout: our-model is Llama-3.1-8B's config.json
+// (models/presets/llama-3.1-8b.json, copied from Hugging Face), served by vLLM
+// on one H100 SXM at 4,096 tokens with an fp8 KV cache, decoding batches of 16.
+// By hand: 32 layers x 8 KV heads x 128 head_dim x 2 (K and V) x 1 byte (fp8)
+// = 65,536 bytes per token, and x 4,096 tokens = 268,435,456 bytes per request.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <functional>
+
+#include <nlohmann/json.hpp>
+
+#include "binary_run.hpp"
+#include "xml_check.hpp"
+
+namespace {
+
+using namespace kvplan::test;
+
+// A team's repository: configs/our-model/config.json and capacity.json beside it.
+struct Repo {
+    fs::path root;
+    fs::path config;
+    fs::path baseline;
+
+    explicit Repo(const std::string& name) {
+        root = scratch().path() / name;
+        fs::create_directories(root / "configs" / "our-model");
+        config = root / "configs" / "our-model" / "config.json";
+        fs::copy_file(fs::path(KVPLAN_SOURCE_DIR) / "models" / "presets" / "llama-3.1-8b.json", config, fs::copy_options::overwrite_existing);
+        baseline = root / "capacity.json";
+        Run r = Run::kvplan({"baseline", "--model", config.string(), "--gpu", "h100-sxm", "--context", "4096", "--engine", "vllm",
+                             "--kv-dtype", "fp8", "--batch", "16", "--output", baseline.string()});
+        INFO(r.command << "\n" << r.err);
+        REQUIRE(r.exit_code == 0);
+    }
+
+    nlohmann::ordered_json read() const { return nlohmann::ordered_json::parse(read_file(baseline)); }
+    void write(const nlohmann::ordered_json& doc) const { std::ofstream(baseline) << doc.dump(2) << "\n"; }
+    // Edits the first scenario's inputs or expected figures.
+    template <typename F>
+    void edit(F&& change) const {
+        nlohmann::ordered_json doc = read();
+        change(doc["scenarios"][0]);
+        write(doc);
+    }
+    Run check(std::vector<std::string> extra = {}) const {
+        std::vector<std::string> args = {"check", "--baseline", baseline.string()};
+        args.insert(args.end(), extra.begin(), extra.end());
+        return Run::kvplan(args);
+    }
+};
+
+nlohmann::json figure(const Run& r, const std::string& key) {
+    const nlohmann::json report = nlohmann::json::parse(r.out);
+    return report["scenarios"][0]["figures"][key];
+}
+
+// The folder cannot be written to, even by root (chattr +i), for as long as this lives.
+class Unwritable {
+public:
+    explicit Unwritable(fs::path dir) : dir_(std::move(dir)) {
+        if (::geteuid() == 0) std::system(("chattr +i " + shell_quote(dir_.string()) + " 2>/dev/null").c_str());
+        else fs::permissions(dir_, fs::perms::owner_write, fs::perm_options::remove);
+        probe_ok_ = ::access(dir_.c_str(), W_OK) != 0 || !try_create();
+    }
+    ~Unwritable() {
+        if (::geteuid() == 0) std::system(("chattr -i " + shell_quote(dir_.string()) + " 2>/dev/null").c_str());
+        else fs::permissions(dir_, fs::perms::owner_write, fs::perm_options::add);
+    }
+    bool effective() const { return probe_ok_; }
+
+private:
+    bool try_create() const {
+        const fs::path probe = dir_ / ".probe";
+        std::ofstream out(probe);
+        const bool created = static_cast<bool>(out);
+        out.close();
+        std::error_code ec;
+        fs::remove(probe, ec);
+        return created;
+    }
+    fs::path dir_;
+    bool probe_ok_ = false;
+};
+
+}  // namespace
+
+TEST_CASE("baseline writes the scenario with figures derived by hand and a path relative to itself") {
+    Repo repo("written");
+    const nlohmann::ordered_json doc = repo.read();
+    CHECK(doc["schema_version"] == 1);
+    const auto& s = doc["scenarios"][0];
+    CHECK(s["name"] == "our-model/h100-sxm/tp1/vllm/kv-fp8/4096");
+    CHECK(s["model"] == "configs/our-model/config.json");
+    CHECK(s["expected"]["kv_bytes_per_token"] == 65536);
+    CHECK(s["expected"]["kv_bytes_per_sequence"] == 268435456);
+    // The capacity figures are what `kvplan concurrency` prints for the same flags.
+    Run c = Run::kvplan({"concurrency", "--model", repo.config.string(), "--gpu", "h100-sxm", "--context", "4096", "--engine", "vllm",
+                         "--kv-dtype", "fp8", "--json"});
+    REQUIRE(c.exit_code == 0);
+    const nlohmann::json plan = nlohmann::json::parse(c.out);
+    CHECK(s["expected"]["kv_cache_tokens"] == plan["kv_cache_tokens"]);
+    CHECK(s["expected"]["max_requests"] == plan["contexts"][0]["max_requests"]);
+    CHECK(s["expected"]["decode_step_s"].get<double>() > 0);
+}
+
+TEST_CASE("an unchanged config passes, and the output is byte-identical run to run") {
+    Repo repo("unchanged");
+    Run a = repo.check();
+    Run b = repo.check();
+    INFO(a.out << a.err);
+    CHECK(a.exit_code == 0);
+    CHECK(a.err.empty());
+    CHECK(a.out.find("check passed: 1 scenario, 6 figures: 0 regressions") != std::string::npos);
+    CHECK(a.out == b.out);
+    for (const char* format : {"json", "junit", "github", "markdown"})
+        CHECK(repo.check({"--format", format}).out == repo.check({"--format", format}).out);
+}
+
+TEST_CASE("raising the config's kv heads fails on the bytes and the capacity it costs") {
+    Repo repo("kv_heads");
+    std::string text = read_file(repo.config);
+    const std::string from = "\"num_key_value_heads\": 8";
+    REQUIRE(text.find(from) != std::string::npos);
+    text.replace(text.find(from), from.size(), "\"num_key_value_heads\": 16");
+    std::ofstream(repo.config) << text;
+    Run r = repo.check({"--format", "json"});
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 1);
+    // 16 heads: twice the bytes, 131,072 per token (+100%).
+    CHECK(figure(r, "kv_bytes_per_token")["current"] == 131072);
+    CHECK(figure(r, "kv_bytes_per_token")["verdict"] == "regression");
+    CHECK(figure(r, "kv_bytes_per_token")["change_fraction"] == 1.0);
+    CHECK(figure(r, "kv_bytes_per_sequence")["verdict"] == "regression");
+    CHECK(figure(r, "max_requests")["verdict"] == "regression");
+    CHECK(figure(r, "kv_cache_tokens")["verdict"] == "regression");
+    // The text report's row: figure, baseline, current, change, verdict.
+    const std::string text_out = repo.check().out;
+    const std::size_t at = text_out.find("kv_bytes_per_token");
+    REQUIRE(at != std::string::npos);
+    const std::string row = text_out.substr(at, text_out.find('\n', at) - at);
+    INFO(row);
+    std::size_t pos = 0;
+    for (const char* cell : {"65,536", "131,072", "+100.00%", "regression"}) {
+        pos = row.find(cell, pos);
+        CHECK(pos != std::string::npos);
+    }
+}
+
+TEST_CASE("a longer context fails on bytes per request and requests, not on bytes per token") {
+    Repo repo("longer_context");
+    repo.edit([](auto& s) { s["context_tokens"] = 8192; });
+    Run r = repo.check({"--format", "json"});
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(figure(r, "kv_bytes_per_token")["verdict"] == "unchanged");
+    CHECK(figure(r, "kv_bytes_per_sequence")["current"] == 536870912);  // 8,192 x 65,536
+    CHECK(figure(r, "kv_bytes_per_sequence")["verdict"] == "regression");
+    CHECK(figure(r, "max_requests")["verdict"] == "regression");
+    CHECK(figure(r, "kv_cache_tokens")["verdict"] == "unchanged");  // the pool does not depend on the request length
+    CHECK(figure(r, "decode_step_s")["verdict"] == "regression");     // twice the KV read per step
+}
+
+TEST_CASE("a kv dtype change from fp8 to the model's bf16 doubles the bytes per token") {
+    Repo repo("kv_dtype");
+    repo.edit([](auto& s) { s["kv_dtype"] = "auto"; });
+    Run r = repo.check({"--format", "json"});
+    CHECK(r.exit_code == 1);
+    CHECK(figure(r, "kv_bytes_per_token")["current"] == 131072);  // 2 bytes per element
+    CHECK(figure(r, "kv_bytes_per_token")["verdict"] == "regression");
+    CHECK(figure(r, "kv_cache_tokens")["verdict"] == "regression");
+}
+
+TEST_CASE("a GPU change to a 40 GB A100 fails on the pool and the requests, not on bytes") {
+    Repo repo("gpu");
+    repo.edit([](auto& s) { s["gpu"] = "a100-40gb"; });
+    Run r = repo.check({"--format", "github"});
+    INFO(r.out);
+    CHECK(r.exit_code == 1);
+    CHECK(r.out.find("::error file=") != std::string::npos);
+    CHECK(r.out.find(",line=5,title=kvplan check%3A capacity regression::our-model/h100-sxm/tp1/vllm/kv-fp8/4096: kv_cache_tokens ") != std::string::npos);
+    CHECK(r.out.find(": max_requests ") != std::string::npos);
+    CHECK(r.out.find(": kv_bytes_per_token") == std::string::npos);
+}
+
+TEST_CASE("tolerance boundaries are exact") {
+    Repo repo("tolerance");
+    // Bytes per request 268,435,456 today against a baseline of 262,144,000:
+    // (268,435,456 - 262,144,000) / 262,144,000 = 6,291,456 / 262,144,000 = 0.024 exactly.
+    repo.edit([](auto& s) { s["expected"]["kv_bytes_per_sequence"] = 262144000; });
+    CHECK(repo.check({"--tolerance", "2.4%"}).exit_code == 0);
+    CHECK(repo.check({"--tolerance", "2.3999999%"}).exit_code == 1);
+    Run within = repo.check({"--tolerance", "2.4%", "--format", "json"});
+    CHECK(figure(within, "kv_bytes_per_sequence")["verdict"] == "within tolerance");
+
+    // Bytes per token 65,536 today against 81,920: (65,536 - 81,920) / 81,920 = -0.2, an improvement of 20%.
+    repo.edit([](auto& s) {
+        s["expected"]["kv_bytes_per_sequence"] = 268435456;
+        s["expected"]["kv_bytes_per_token"] = 81920;
+    });
+    Run improved = repo.check({"--tolerance", "19.9%", "--format", "json"});
+    CHECK(improved.exit_code == 0);  // improvements pass ...
+    CHECK(figure(improved, "kv_bytes_per_token")["verdict"] == "improvement");
+    CHECK(repo.check({"--tolerance", "19.9%", "--strict"}).exit_code == 1);  // ... unless --strict
+    CHECK(repo.check({"--tolerance", "20%", "--strict"}).exit_code == 0);
+
+    // The file's own tolerance applies when no flag is given; the flag wins.
+    repo.edit([](auto& s) { s["expected"]["kv_bytes_per_token"] = 65536; s["expected"]["kv_bytes_per_sequence"] = 262144000; });
+    nlohmann::ordered_json doc = repo.read();
+    doc["tolerance_percent"] = 2.4;
+    repo.write(doc);
+    CHECK(repo.check().exit_code == 0);
+    CHECK(repo.check({"--tolerance", "0%"}).exit_code == 1);
+}
+
+TEST_CASE("a tolerance without a unit or out of range is a usage error") {
+    Repo repo("tolerance_flags");
+    for (const char* bad : {"0.5", "-1%", "101%", "abc", "1e-3%", "0.0000000001%"}) {
+        Run r = repo.check({"--tolerance", bad});
+        INFO(bad << ": " << r.err);
+        CHECK(r.exit_code == 2);
+        CHECK(r.err.rfind("kvplan: error: --tolerance ", 0) == 0);
+        CHECK(r.out.empty());
+    }
+}
+
+TEST_CASE("check --update rewrites only the figures, keeping key order, formatting and other keys") {
+    Repo repo("update");
+    const std::string generated = read_file(repo.baseline);
+    repo.edit([](auto& s) {
+        s["expected"]["max_requests"] = 1;
+        s["expected"]["decode_step_s"] = 0.5;
+    });
+    Run r = repo.check({"--update"});
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("baseline updated") != std::string::npos);
+    CHECK(read_file(repo.baseline) == generated);
+    CHECK(repo.check().exit_code == 0);
+
+    // A hand-written baseline: its own key order and a description survive; missing figures are filled.
+    const std::string hand =
+        "{\n  \"schema_version\": 1,\n  \"description\": \"our capacity gate\",\n  \"scenarios\": [\n    {\n"
+        "      \"context_tokens\": 4096,\n      \"gpu\": \"h100-sxm\",\n      \"model\": \"configs/our-model/config.json\",\n"
+        "      \"name\": \"hand\",\n      \"kv_dtype\": \"fp8\",\n      \"expected\": {\n        \"max_requests\": 7\n      }\n    }\n  ]\n}\n";
+    std::ofstream(repo.baseline) << hand;
+    CHECK(repo.check().exit_code == 65);  // figures missing: check refuses
+    REQUIRE(repo.check({"--update"}).exit_code == 0);
+    const std::string updated = read_file(repo.baseline);
+    CHECK(updated.find("\"description\": \"our capacity gate\",\n  \"scenarios\"") != std::string::npos);
+    CHECK(updated.find("\"context_tokens\": 4096,\n      \"gpu\": \"h100-sxm\",\n      \"model\"") != std::string::npos);
+    CHECK(updated.find("\"expected\": {\n        \"max_requests\": ") != std::string::npos);  // kept first
+    CHECK(updated.find("\"kv_bytes_per_token\": 65536") != std::string::npos);                  // filled after it
+    CHECK(repo.check().exit_code == 0);
+}
+
+TEST_CASE("check --update into an unwritable folder fails cleanly and leaves the old file") {
+    Repo repo("unwritable");
+    repo.edit([](auto& s) { s["expected"]["max_requests"] = 1; });
+    const std::string before = read_file(repo.baseline);
+    Unwritable lock(repo.root);
+    if (!lock.effective()) {
+        WARN("cannot make a folder unwritable here (no chattr as root); the write-failure path is not exercised");
+        return;
+    }
+    Run r = repo.check({"--update"});
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.rfind("kvplan: error: cannot write " + repo.baseline.string(), 0) == 0);
+    CHECK(read_file(repo.baseline) == before);
+    std::size_t entries = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(repo.root)) ++entries;
+    CHECK(entries == 2);  // configs/ and capacity.json: no temporary left behind
+}
+
+TEST_CASE("a broken baseline is rejected with the field and what was expected") {
+    Repo repo("broken_baseline");
+    struct Case {
+        const char* what;
+        std::function<void(nlohmann::ordered_json&)> edit;
+        std::string message;
+    };
+    const std::vector<Case> cases = {
+        {"missing gpu", [](auto& d) { d["scenarios"][0].erase("gpu"); }, "scenarios[0].gpu: required field is missing (a string)"},
+        {"tp as a string", [](auto& d) { d["scenarios"][0]["tp"] = "2"; }, "scenarios[0].tp: expected an integer, found a string"},
+        {"unknown schema", [](auto& d) { d["schema_version"] = 2; }, "schema_version: unknown version 2 (this kvplan reads version 1"},
+        {"no schema", [](auto& d) { d.erase("schema_version"); }, "schema_version: required field is missing"},
+        {"figure as text", [](auto& d) { d["scenarios"][0]["expected"]["max_requests"] = "12"; },
+         "scenarios[0].expected.max_requests: expected an integer, found a string"},
+        {"missing figure", [](auto& d) { d["scenarios"][0]["expected"].erase("kv_cache_tokens"); },
+         "scenarios[0].expected.kv_cache_tokens: required figure is missing"},
+        {"typo", [](auto& d) { d["scenarios"][0]["kv_dtpye"] = "fp8"; }, "scenarios[0].kv_dtpye: unknown key"},
+        {"bad dtype", [](auto& d) { d["scenarios"][0]["kv_dtype"] = "fp7"; }, "scenarios[0].kv_dtype: expected auto, fp32"},
+        {"duplicate", [](auto& d) { d["scenarios"].push_back(d["scenarios"][0]); }, "scenarios[1].name: duplicate name"},
+    };
+    const nlohmann::ordered_json good = repo.read();
+    for (const Case& c : cases) {
+        nlohmann::ordered_json doc = good;
+        c.edit(doc);
+        repo.write(doc);
+        Run r = repo.check();
+        INFO(c.what << ": " << r.err);
+        CHECK(r.exit_code == 65);
+        CHECK(r.out.empty());
+        CHECK(r.err == "kvplan: error: " + repo.baseline.string() + ": " + r.err.substr(17 + repo.baseline.string().size(), std::string::npos));
+        CHECK(r.err.find(c.message) != std::string::npos);
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    }
+    std::ofstream(repo.baseline) << "{\"schema_version\": 1, \"scenarios\": [";
+    Run r = repo.check();
+    CHECK(r.exit_code == 65);
+    CHECK(r.err.find("not valid JSON") != std::string::npos);
+}
+
+TEST_CASE("a scenario whose config is gone or broken is an error naming the scenario") {
+    Repo repo("gone");
+    fs::remove(repo.config);
+    Run gone = repo.check();
+    INFO(gone.out << gone.err);
+    CHECK(gone.exit_code == 2);
+    CHECK(gone.err.find(":5: scenario \"our-model/h100-sxm/tp1/vllm/kv-fp8/4096\": model ") != std::string::npos);
+    CHECK(gone.out.find("error") != std::string::npos);  // the report still lists it
+
+    std::ofstream(repo.config) << "{\"model_type\": \"llama\", \"num_hidden_layers\": 32}";
+    Run broken = repo.check({"--format", "junit"});
+    CHECK(broken.exit_code == 65);
+    CHECK(broken.err.find("hidden_size: required field is missing") != std::string::npos);
+    CHECK(xml_problem(broken.out).empty());
+    CHECK(broken.out.find("<error type=\"not computed\"") != std::string::npos);
+}
+
+TEST_CASE("every report format is valid: JSON parses, JUnit is well-formed XML, GitHub commands, Markdown") {
+    Repo repo("formats");
+    repo.edit([](auto& s) {
+        s["name"] = "quotes \" & <angles>, 100% of: it";  // characters each format must escape
+        s["expected"]["max_requests"] = 100000;
+    });
+    Run json = repo.check({"--format", "json"});
+    CHECK(json.exit_code == 1);
+    const nlohmann::json report = nlohmann::json::parse(json.out);
+    CHECK(report["summary"]["regressions"] == 1);
+    CHECK(report["passed"] == false);
+    CHECK(report["scenarios"][0]["name"] == "quotes \" & <angles>, 100% of: it");
+
+    Run junit = repo.check({"--format", "junit"});
+    INFO(junit.out);
+    CHECK(xml_problem(junit.out).empty());
+    CHECK(junit.out.find("tests=\"6\" failures=\"1\" errors=\"0\"") != std::string::npos);
+    CHECK(junit.out.find("name=\"quotes &quot; &amp; &lt;angles&gt;, 100% of: it: max_requests\"") != std::string::npos);
+    CHECK(!xml_problem("<a><b></a></b>").empty());  // the checker itself can fail
+    CHECK(!xml_problem("<a x=1/>").empty());
+
+    Run github = repo.check({"--format", "github"});
+    CHECK(github.out.rfind("::error file=", 0) == 0);
+    CHECK(github.out.find("::quotes \" & <angles>, 100%25 of: it: max_requests 100,000 -> ") != std::string::npos);
+
+    Run md = repo.check({"--format", "markdown"});
+    CHECK(md.out.rfind("## kvplan check: FAILED\n", 0) == 0);
+    CHECK(md.out.find("| scenario | figure | baseline | current | change | verdict |") != std::string::npos);
+
+    // --output writes the report and prints only the summary.
+    const fs::path out = repo.root / "report.xml";
+    Run to_file = repo.check({"--format", "junit", "--output", out.string()});
+    CHECK(to_file.exit_code == 1);
+    CHECK(read_file(out) == junit.out);
+    CHECK(to_file.out.rfind("check FAILED (capacity regression): 1 scenario, 6 figures: 1 regression", 0) == 0);
+}
+
+TEST_CASE("diff shows two models side by side with the change in each figure") {
+    // Qwen3-8B by hand: 36 layers x 8 KV heads x 128 x 2 x 2 bytes = 147,456 per token,
+    // against Llama-3.1-8B's 32 layers: 131,072 (+12.5%).
+    Run r = Run::kvplan({"diff", "--model", "llama-3.1-8b", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--context", "4096", "--json"});
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json d = nlohmann::json::parse(r.out);
+    bool seen = false;
+    for (const auto& row : d["rows"]) {
+        if (row["figure"] != "kv_bytes_per_token") continue;
+        seen = true;
+        CHECK(row["a"] == 131072);
+        CHECK(row["b"] == 147456);
+        CHECK(row["change_fraction"] == 0.125);
+        CHECK(row["for_serving"] == "worse");
+    }
+    CHECK(seen);
+    Run table = Run::kvplan({"diff", "--model", "llama-3.1-8b", "--model", "qwen3-8b", "--context", "4096"});
+    CHECK(table.out.find("KV bytes per token") != std::string::npos);
+    CHECK(table.out.find("+16,384") != std::string::npos);
+    CHECK(Run::kvplan({"diff", "--model", "llama-3.1-8b"}).exit_code == 2);
+}
