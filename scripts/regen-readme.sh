@@ -17,6 +17,9 @@ check=0
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
 root="$(cd "$(dirname "$0")/.." && pwd)"
 kvplan="${1:-$root/build/kvplan}"
+case "$kvplan" in /*) ;; *) kvplan="$PWD/$kvplan" ;; esac
+# Commands run from the repository root, so quoted paths (docs/examples/...) read as written.
+cd "$root"
 tmp="$(mktemp)"
 trap 'rm -f "$tmp"' EXIT
 stale=0
