@@ -88,6 +88,7 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
     if (o.batch > 0 && o.pp > 1) usage_error("--batch: decode figures model tensor parallelism only; use --pp 1");
 
     std::vector<Scenario> scenarios;
+    std::vector<std::string> notes;  // printed only when the baseline is written: an error stays one line
     for (const std::string& model_arg : o.models) {
         const ModelSpec model = load_model(model_arg);
         const std::string short_name = model_short_name(model_arg);
@@ -96,8 +97,8 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
         std::vector<std::int64_t> contexts;
         for (std::int64_t c : o.contexts) {
             if (model.max_position_tokens > 0 && c > model.max_position_tokens)
-                err << "kvplan: note: " << short_name << ": skipped context " << c << ", beyond its max_position_embeddings ("
-                    << model.max_position_tokens << ")\n";
+                notes.push_back(short_name + ": skipped context " + std::to_string(c) + ", beyond its max_position_embeddings (" +
+                                std::to_string(model.max_position_tokens) + ")");
             else contexts.push_back(c);
         }
         if (contexts.empty()) continue;
@@ -126,8 +127,8 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
                 if (plan.fits) base.tp = 1;
                 else if (plan.smallest_tp) base.tp = *plan.smallest_tp;
                 else {
-                    err << "kvplan: note: " << short_name << " on " << gpu.id << ": skipped, no tensor-parallel degree up to 64 holds a request of "
-                        << cap.contexts[0] << " tokens\n";
+                    notes.push_back(short_name + " on " + gpu.id + ": skipped, no tensor-parallel degree up to 64 holds a request of " +
+                                    std::to_string(cap.contexts[0]) + " tokens");
                     continue;
                 }
             }
@@ -145,14 +146,19 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
             }
         }
     }
-    if (scenarios.empty()) usage_error("no scenario left to write (every context was beyond the models' max_position_embeddings)");
+    if (scenarios.empty()) {
+        std::string why;
+        for (const std::string& n : notes) why += (why.empty() ? "" : "; ") + n;
+        usage_error("no scenario left to write (" + why + ")");
+    }
     for (std::size_t i = 0; i < scenarios.size(); ++i)
         for (std::size_t j = 0; j < i; ++j)
             if (scenarios[i].name == scenarios[j].name) usage_error("scenario \"" + scenarios[i].name + "\" given twice (a model or GPU repeated?)");
 
     const std::string text = baseline_text(baseline_json(scenarios, tolerance));
+    if (!o.output.empty()) write_file_atomically(o.output, text);
+    for (const std::string& n : notes) err << "kvplan: note: " << n << "\n";
     if (o.output.empty()) return text;
-    write_file_atomically(o.output, text);
     return "wrote " + o.output + ": " + std::to_string(scenarios.size()) + " scenario" + (scenarios.size() == 1 ? "" : "s") + "\n";
 }
 

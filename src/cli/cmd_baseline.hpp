@@ -27,7 +27,8 @@ struct BaselineOptions {
 
 CLI::App* setup_baseline(CLI::App& app, BaselineOptions& options);
 
-// Notes (a context beyond a model's max_position_embeddings is skipped) go to `err`.
+// Notes (a context beyond a model's max_position_embeddings is skipped) go to
+// `err`, only once the baseline is written: an error stays one line.
 std::string run_baseline(const BaselineOptions& options, std::ostream& err);
 
 }  // namespace kvplan

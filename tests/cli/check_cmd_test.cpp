@@ -396,3 +396,49 @@ TEST_CASE("diff shows two models side by side with the change in each figure") {
     CHECK(table.out.find("+16,384") != std::string::npos);
     CHECK(Run::kvplan({"diff", "--model", "llama-3.1-8b"}).exit_code == 2);
 }
+
+TEST_CASE("baseline --tp auto records the smallest power of two whose GPUs hold the longest context") {
+    const fs::path out = scratch().path() / "auto_tp.json";
+    Run r = Run::kvplan({"baseline", "--model", "llama-3.1-70b", "--gpu", "a100-80gb", "--context", "32768", "--tp", "auto", "--engine", "vllm",
+                         "--output", out.string()});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto doc = nlohmann::json::parse(read_file(out));
+    const std::int64_t tp = doc["scenarios"][0]["tp"];
+    CHECK(tp > 1);  // 70B parameters in bf16 are 141 GB: more than one 80 GB A100
+    auto fits = [](std::int64_t degree) {
+        Run c = Run::kvplan({"concurrency", "--model", "llama-3.1-70b", "--gpu", "a100-80gb", "--context", "32768", "--engine", "vllm",
+                             "--tp", std::to_string(degree), "--json"});
+        return nlohmann::json::parse(c.out)["contexts"][0]["max_requests"].get<std::int64_t>() >= 1;
+    };
+    CHECK(fits(tp));
+    CHECK(!fits(tp / 2));
+    CHECK(doc["scenarios"][0]["expected"]["max_requests"].get<std::int64_t>() >= 1);
+}
+
+TEST_CASE("baseline and diff reject bad flags with one line and exit 2") {
+    struct Case {
+        std::vector<std::string> args;
+        std::string fragment;
+    };
+    const std::vector<Case> cases = {
+        {{"baseline", "--model", "llama-3.1-8b", "--gpu", "h100-typo", "--context", "4096"}, "h100"},
+        {{"baseline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "4096", "--tp", "three"}, "--tp three: expected a degree"},
+        {{"baseline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "4096", "--kv-dtype", "fp7"}, "--kv-dtype fp7"},
+        {{"baseline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "4096", "--tolerance", "1"}, "--tolerance 1: missing '%'"},
+        {{"baseline", "--model", "gpt2", "--gpu", "h100-sxm", "--context", "4096"}, "no scenario left to write"},
+        {{"baseline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "4096", "--output", "/nonexistent/dir/b.json"}, "cannot write /nonexistent/dir/b.json"},
+        {{"diff", "--model", "llama-3.1-8b", "--model", "qwen3-8b", "--model", "phi-4"}, "diff needs two models"},
+        {{"diff", "--model", "llama-3.1-8b", "--model", "qwen3-8b", "--gpu", "h100-typo"}, "h100"},
+        {{"check"}, "--baseline is required"},
+        {{"check", "--baseline", "/nonexistent/capacity.json"}, "/nonexistent/capacity.json: cannot read the baseline"},
+    };
+    for (const Case& c : cases) {
+        Run r = Run::kvplan(c.args);
+        INFO(r.command << "\n" << r.err);
+        CHECK(r.exit_code == 2);
+        CHECK(r.out.empty());
+        CHECK(r.err.rfind("kvplan: error: ", 0) == 0);
+        CHECK(r.err.find(c.fragment) != std::string::npos);
+    }
+}
