@@ -117,15 +117,15 @@ Scenario read_scenario(const nlohmann::json& object, const std::string& source, 
     return s;
 }
 
-nlohmann::ordered_json figure_json(const FigureValue& v) {
+}  // namespace
+
+nlohmann::ordered_json figure_value_json(const FigureValue& v) {
     switch (v.state) {
         case FigureValue::State::Integer: return v.integer;
         case FigureValue::State::Real: return v.real;
         default: return nullptr;
     }
 }
-
-}  // namespace
 
 Baseline parse_baseline(const nlohmann::ordered_json& doc_ordered, const std::string& source, bool require_expected) {
     // ConfigReader works on nlohmann::json; key order does not matter for reading.
@@ -180,7 +180,7 @@ void set_expected(nlohmann::ordered_json& object, const Figures& figures) {
     for (const FigureSpec& f : kFigures) {
         const FigureValue& v = figures[static_cast<std::size_t>(f.figure)];
         if (v.state == FigureValue::State::Absent) expected.erase(f.key);
-        else expected[f.key] = figure_json(v);
+        else expected[f.key] = figure_value_json(v);
     }
 }
 

@@ -62,6 +62,9 @@ void set_expected(nlohmann::ordered_json& scenario_object, const Figures& figure
 // A whole baseline document from scenarios (schema_version first).
 nlohmann::ordered_json baseline_json(const std::vector<Scenario>& scenarios, std::optional<std::int64_t> tolerance_ppb);
 
+// A figure's value as JSON: its integer or real, or null (also for absent).
+nlohmann::ordered_json figure_value_json(const FigureValue& value);
+
 // The figures a scenario calls for: the four capacity figures, and the two
 // decode figures when it has a batch.
 bool scenario_wants(const ScenarioInputs& inputs, Figure figure);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/baseline.hpp"
 #include "io/table.hpp"
 #include "io/units.hpp"
 
@@ -220,15 +221,10 @@ std::string render_check_json(const CheckReport& r) {
         o["line"] = sc.line;
         o["error"] = sc.error ? nlohmann::ordered_json(*sc.error) : nlohmann::ordered_json(nullptr);
         o["figures"] = nlohmann::ordered_json::object();
-        auto value = [](const FigureValue& v) -> nlohmann::ordered_json {
-            if (v.state == FigureValue::State::Integer) return v.integer;
-            if (v.state == FigureValue::State::Real) return v.real;
-            return nullptr;
-        };
         for (const FigureCheck& c : sc.figures) {
             nlohmann::ordered_json f;
-            f["baseline"] = value(c.baseline);
-            f["current"] = value(c.current);
+            f["baseline"] = figure_value_json(c.baseline);
+            f["current"] = figure_value_json(c.current);
             f["change_fraction"] = c.relative_change ? nlohmann::ordered_json(*c.relative_change) : nlohmann::ordered_json(nullptr);
             f["verdict"] = verdict_name(c.verdict);
             f["fails"] = fails(r, c);

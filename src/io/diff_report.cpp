@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/baseline.hpp"
 #include "core/checked.hpp"
 #include "io/check_report.hpp"
 #include "io/table.hpp"
@@ -88,17 +89,12 @@ std::string render_diff_json(const DiffResult& d) {
     j["gpu"] = d.gpu;
     j["setting"] = d.setting;
     j["rows"] = nlohmann::ordered_json::array();
-    auto value = [](const FigureValue& v) -> nlohmann::ordered_json {
-        if (v.state == FigureValue::State::Integer) return v.integer;
-        if (v.state == FigureValue::State::Real) return v.real;
-        return nullptr;
-    };
     for (const DiffRow& r : d.rows) {
         nlohmann::ordered_json o;
         o["figure"] = r.key;
         o["context_tokens"] = r.context_tokens ? nlohmann::ordered_json(*r.context_tokens) : nlohmann::ordered_json(nullptr);
-        o["a"] = value(r.a);
-        o["b"] = value(r.b);
+        o["a"] = figure_value_json(r.a);
+        o["b"] = figure_value_json(r.b);
         auto f = fraction(r);
         o["change_fraction"] = f ? nlohmann::ordered_json(*f) : nlohmann::ordered_json(nullptr);
         o["for_serving"] = direction(r);
