@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "cli/model_options.hpp"
 #include "core/baseline.hpp"
 #include "core/capacity.hpp"
 #include "core/config_parts.hpp"
@@ -34,6 +35,14 @@ CLI::App* setup_baseline(CLI::App& app, BaselineOptions& o) {
     cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
     cmd->add_option("--mem-util", o.mem_util, "memory fraction (default: the engine's)")->check(CLI::Range(0.01, 1.0));
     cmd->add_option("-b,--batch", o.batch, "also gate decode step time and tokens/s at this batch")->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
+    cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4: serve unquantized weights in this dtype");
+    cmd->add_option("--max-model-len", o.max_model_len, "the engine's max_model_len (default: max_position_embeddings)")
+        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+    cmd->add_option("--max-num-seqs", o.max_num_seqs, "sequences the sampler is sized for (default: the engine's)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
+    cmd->add_option("--max-num-batched-tokens", o.max_batched_tokens, "tokens per forward pass (default: the engine's)")
+        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+    cmd->add_option("--block-size", o.block_size, "tokens per KV block (default: the engine's)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
     cmd->add_option("--tolerance", o.tolerance, "the baseline's default tolerance, e.g. 0.5% (default 0%)");
     cmd->add_option("-o,--output", o.output, "write the baseline to FILE (atomically); config paths are made relative to FILE's folder");
     cmd->footer(
@@ -81,8 +90,8 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
     if (!o.output.empty()) check_writable(o.output);
     const std::int64_t tp_flag = parse_tp(o.tp);
     parse_engine(o.engine);
-    if (o.kv_dtype != "auto" && !parse_dtype(o.kv_dtype))
-        usage_error("--kv-dtype " + o.kv_dtype + ": unknown dtype (expected auto, fp32, fp16, bf16, fp8, int8 or int4)");
+    parse_dtype_flag("--kv-dtype", o.kv_dtype);
+    parse_dtype_flag("--weights-dtype", o.weights_dtype);
     std::optional<std::int64_t> tolerance;
     if (!o.tolerance.empty()) tolerance = parse_tolerance("--tolerance", o.tolerance);
     if (o.batch > 0 && o.pp > 1) usage_error("--batch: decode figures model tensor parallelism only; use --pp 1");
@@ -93,12 +102,14 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
         const ModelSpec model = load_model(model_arg);
         const std::string short_name = model_short_name(model_arg);
         const std::string reference = o.output.empty() ? model_arg : model_reference_for(model_arg, o.output);
-        // vLLM refuses a context beyond max_position_embeddings: no scenario to gate.
+        // vLLM refuses a request longer than max_model_len, which defaults to
+        // max_position_embeddings: no scenario to gate.
+        const std::int64_t limit = o.max_model_len > 0 ? o.max_model_len : model.max_position_tokens;
+        const char* limit_name = o.max_model_len > 0 ? "--max-model-len" : "max_position_embeddings";
         std::vector<std::int64_t> contexts;
         for (std::int64_t c : o.contexts) {
-            if (model.max_position_tokens > 0 && c > model.max_position_tokens)
-                notes.push_back(short_name + ": skipped context " + std::to_string(c) + ", beyond its max_position_embeddings (" +
-                                std::to_string(model.max_position_tokens) + ")");
+            if (limit > 0 && c > limit)
+                notes.push_back(short_name + ": skipped context " + std::to_string(c) + ", beyond its " + limit_name + " (" + std::to_string(limit) + ")");
             else contexts.push_back(c);
         }
         if (contexts.empty()) continue;
@@ -113,6 +124,11 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
             base.kv_dtype = o.kv_dtype;
             if (o.mem_util > 0) base.mem_util = o.mem_util;
             if (o.batch > 0) base.batch = o.batch;
+            base.weights_dtype = o.weights_dtype;
+            if (o.max_model_len > 0) base.max_model_len = o.max_model_len;
+            if (o.max_num_seqs > 0) base.max_num_seqs = o.max_num_seqs;
+            if (o.max_batched_tokens > 0) base.max_num_batched_tokens = o.max_batched_tokens;
+            if (o.block_size > 0) base.block_size = o.block_size;
             base.tp = tp_flag;
             if (tp_flag == 0) {
                 // auto: plan the longest context at TP 1; when it does not fit, take the smallest TP that does.
@@ -122,7 +138,12 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
                 cap.pp = o.pp;
                 cap.contexts = {*std::max_element(contexts.begin(), contexts.end())};
                 cap.mem_util = base.mem_util;
-                if (o.kv_dtype != "auto") cap.kv_dtype = parse_dtype(o.kv_dtype);
+                cap.kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
+                cap.weights_dtype = parse_dtype_flag("--weights-dtype", o.weights_dtype);
+                cap.max_model_len = base.max_model_len;
+                cap.max_num_seqs = base.max_num_seqs;
+                cap.max_batched_tokens = base.max_num_batched_tokens;
+                cap.block_size = base.block_size;
                 const CapacityPlan plan = plan_capacity(model, cap);
                 if (plan.fits) base.tp = 1;
                 else if (plan.smallest_tp) base.tp = *plan.smallest_tp;

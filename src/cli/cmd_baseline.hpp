@@ -21,6 +21,11 @@ struct BaselineOptions {
     std::string kv_dtype = "auto";
     double mem_util = 0;               // 0: the engine's default
     std::int64_t batch = 0;            // 0: no decode figures
+    std::string weights_dtype = "auto";
+    std::int64_t max_model_len = 0;    // 0: the engine's default, for these and the next three
+    std::int64_t max_num_seqs = 0;
+    std::int64_t max_batched_tokens = 0;
+    std::int64_t block_size = 0;
     std::string tolerance;             // recorded as tolerance_percent
     std::string output;                // empty: stdout
 };

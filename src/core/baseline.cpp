@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "core/config_parts.hpp"
 #include "core/config_reader.hpp"
 #include "core/dtype.hpp"
 #include "core/engine.hpp"
@@ -25,8 +26,12 @@ bool scenario_wants(const ScenarioInputs& in, Figure f) { return !figure_spec(f)
 namespace {
 
 // Keys a scenario may have; anything else is a typo worth an error.
-const std::set<std::string> kScenarioKeys = {"name", "description", "model", "gpu", "engine", "tp", "pp",
-                                             "context_tokens", "kv_dtype", "mem_util", "batch", "expected"};
+const std::set<std::string> kScenarioKeys = {"name", "description", "model", "gpu", "engine", "tp", "pp", "context_tokens", "kv_dtype",
+                                             "mem_util", "batch", "weights_dtype", "max_model_len", "max_num_seqs",
+                                             "max_num_batched_tokens", "block_size", "expected"};
+constexpr const char* kScenarioKeyList =
+    "name, model, gpu, engine, tp, pp, context_tokens, kv_dtype, mem_util, batch, weights_dtype, max_model_len, max_num_seqs, "
+    "max_num_batched_tokens, block_size, expected, description";
 const std::set<std::string> kTopKeys = {"schema_version", "description", "tolerance_percent", "scenarios"};
 
 [[noreturn]] void fail(const std::string& source, const std::string& field, const std::string& message) {
@@ -56,7 +61,7 @@ Scenario read_scenario(const nlohmann::json& object, const std::string& source, 
     const std::string at = "scenarios[" + std::to_string(index) + "]";
     if (!object.is_object()) fail(source, at, "expected an object, found " + json_type_name(object));
     for (const auto& [key, value] : object.items())
-        if (!kScenarioKeys.count(key)) fail(source, at + "." + key, "unknown key (expected name, model, gpu, engine, tp, pp, context_tokens, kv_dtype, mem_util, batch, expected, description)");
+        if (!kScenarioKeys.count(key)) fail(source, at + "." + key, std::string("unknown key (expected ") + kScenarioKeyList + ")");
     ConfigReader r(object, source, at + ".");
     Scenario s;
     auto required_string = [&](const char* key) {
@@ -79,12 +84,19 @@ Scenario read_scenario(const nlohmann::json& object, const std::string& source, 
     }
     in.tp = r.get_int({"tp"}, 1, 4096).value_or(1);
     in.pp = r.get_int({"pp"}, 1, 4096).value_or(1);
-    in.context_tokens = r.require_int({"context_tokens"}, 1, std::int64_t{1} << 40);
-    if (auto d = r.get_string("kv_dtype")) {
-        in.kv_dtype = *d;
-        if (in.kv_dtype != "auto" && !parse_dtype(in.kv_dtype))
-            r.fail("kv_dtype", "expected auto, fp32, fp16, bf16, fp8, int8 or int4, found \"" + in.kv_dtype + "\"");
-    }
+    in.context_tokens = r.require_int({"context_tokens"}, 1, kMaxTokens);
+    auto dtype_field = [&](const char* key, std::string& field) {
+        if (auto d = r.get_string(key)) {
+            field = *d;
+            if (field != "auto" && !parse_dtype(field)) r.fail(key, "expected auto, fp32, fp16, bf16, fp8, int8 or int4, found \"" + field + "\"");
+        }
+    };
+    dtype_field("kv_dtype", in.kv_dtype);
+    dtype_field("weights_dtype", in.weights_dtype);
+    in.max_model_len = r.get_int({"max_model_len"}, 1, kMaxTokens);
+    in.max_num_seqs = r.get_int({"max_num_seqs"}, 1, 1'000'000);
+    in.max_num_batched_tokens = r.get_int({"max_num_batched_tokens"}, 1, kMaxTokens);
+    in.block_size = r.get_int({"block_size"}, 1, 1'000'000);
     if (auto m = r.get_number("mem_util")) {
         if (!(*m > 0 && *m <= 1)) r.fail("mem_util", "expected a fraction in (0, 1], found " + nlohmann::json(*m).dump());
         in.mem_util = *m;
@@ -169,6 +181,11 @@ nlohmann::ordered_json scenario_json(const Scenario& s) {
     j["kv_dtype"] = in.kv_dtype;
     if (in.mem_util) j["mem_util"] = *in.mem_util;
     if (in.batch) j["batch"] = *in.batch;
+    if (in.weights_dtype != "auto") j["weights_dtype"] = in.weights_dtype;
+    if (in.max_model_len) j["max_model_len"] = *in.max_model_len;
+    if (in.max_num_seqs) j["max_num_seqs"] = *in.max_num_seqs;
+    if (in.max_num_batched_tokens) j["max_num_batched_tokens"] = *in.max_num_batched_tokens;
+    if (in.block_size) j["block_size"] = *in.block_size;
     j["expected"] = nlohmann::ordered_json::object();
     set_expected(j, s.expected);
     return j;

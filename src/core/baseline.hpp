@@ -29,6 +29,12 @@ struct ScenarioInputs {
     std::string kv_dtype = "auto";
     std::optional<double> mem_util;     // default: the engine's
     std::optional<std::int64_t> batch;  // sequences decoded together: adds the decode figures
+    // Engine settings teams change (default: the engine's), as `kvplan concurrency` takes them.
+    std::string weights_dtype = "auto";  // serve unquantized weights in this dtype
+    std::optional<std::int64_t> max_model_len;
+    std::optional<std::int64_t> max_num_seqs;
+    std::optional<std::int64_t> max_num_batched_tokens;
+    std::optional<std::int64_t> block_size;
 };
 
 struct Scenario {

@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "core/kv_size.hpp"
 #include "core/step_cost.hpp"
+#include "core/weight_format.hpp"
 
 namespace kvplan {
 
@@ -32,6 +33,11 @@ ScenarioResult evaluate_scenario(const ModelSpec& model, const Gpu& gpu, const S
     cap.contexts = {in.context_tokens};
     cap.mem_util = in.mem_util;
     cap.kv_dtype = kv_dtype;
+    if (in.weights_dtype != "auto") cap.weights_dtype = parse_dtype(in.weights_dtype);
+    cap.max_model_len = in.max_model_len;
+    cap.max_num_seqs = in.max_num_seqs;
+    cap.max_batched_tokens = in.max_num_batched_tokens;
+    cap.block_size = in.block_size;
     const CapacityPlan plan = plan_capacity(model, cap);
     set(Figure::KvCacheTokens, plan.kv_cache_tokens ? FigureValue::of(*plan.kv_cache_tokens) : FigureValue::null());
     set(Figure::MaxRequests, FigureValue::of(plan.rows.at(0).max_requests));
@@ -43,7 +49,8 @@ ScenarioResult evaluate_scenario(const ModelSpec& model, const Gpu& gpu, const S
 
     // Decode: what `kvplan roofline --batch B --context N` prints for the row.
     if (in.batch) {
-        const CostModel cost = make_cost_model(CostModelInputs{&model, gpu, WeightFormat{}, kv_dtype, in.tp, Efficiency{}, std::nullopt});
+        const WeightFormat weights = parse_weight_format("weights_dtype", in.weights_dtype);
+        const CostModel cost = make_cost_model(CostModelInputs{&model, gpu, weights, kv_dtype, in.tp, Efficiency{}, std::nullopt});
         const StepCost step = decode_step(cost, *in.batch, in.context_tokens);
         const double step_s = round_significant(step.total_s);
         set(Figure::DecodeStepS, FigureValue::of_real(step_s));

@@ -442,3 +442,25 @@ TEST_CASE("baseline and diff reject bad flags with one line and exit 2") {
         CHECK(r.err.find(c.fragment) != std::string::npos);
     }
 }
+
+TEST_CASE("an engine setting change, max_num_seqs 1024 to 4096, fails on the pool by what the sampler takes") {
+    const fs::path baseline = scratch().path() / "engine_setting.json";
+    Run made = Run::kvplan({"baseline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "4096", "--engine", "vllm",
+                            "--max-num-seqs", "1024", "--output", baseline.string()});
+    REQUIRE(made.exit_code == 0);
+    std::string text = read_file(baseline);
+    const std::string from = "\"max_num_seqs\": 1024";
+    REQUIRE(text.find(from) != std::string::npos);
+    text.replace(text.find(from), from.size(), "\"max_num_seqs\": 4096");
+    std::ofstream(baseline) << text;
+    Run r = Run::kvplan({"check", "--baseline", baseline.string(), "--format", "json"});
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 1);
+    // vLLM sizes its sampler warm-up for max_num_seqs x vocab x 32 bytes
+    // (docs/concurrency.md): 3,072 more sequences x 128,256 x 32 = 12,608,077,824
+    // bytes, which at 131,072 bytes per token is 96,192 fewer tokens (6,012 whole blocks).
+    const auto pool = figure(r, "kv_cache_tokens");
+    CHECK(pool["baseline"].get<std::int64_t>() - pool["current"].get<std::int64_t>() == 96192);
+    CHECK(pool["verdict"] == "regression");
+    CHECK(figure(r, "kv_bytes_per_token")["verdict"] == "unchanged");
+}
