@@ -52,15 +52,13 @@ float dot_row(const Tensor& t, std::int64_t offset, const float* b, std::int64_t
                                          : dot_bf16(static_cast<const std::uint16_t*>(t.data) + offset, b, n);
 }
 
-// y += p x row (the weighted sum of V rows).
-void axpy_row(const Tensor& t, std::int64_t offset, float p, float* y, std::int64_t n) {
-    if (t.precision == Precision::F32) {
-        const float* r = static_cast<const float*>(t.data) + offset;
-        for (std::int64_t i = 0; i < n; ++i) y[i] += p * r[i];
-    } else {
-        const std::uint16_t* r = static_cast<const std::uint16_t*>(t.data) + offset;
-        for (std::int64_t i = 0; i < n; ++i) y[i] += p * bf16_to_float(r[i]);
-    }
+// One row of `t` as floats: a pointer into the tensor when it holds fp32,
+// else the row converted into `buffer` (exact: bf16 is a truncated fp32).
+const float* row_as_f32(const Tensor& t, std::int64_t offset, std::int64_t n, float* buffer) {
+    if (t.precision == Precision::F32) return static_cast<const float*>(t.data) + offset;
+    const std::uint16_t* r = static_cast<const std::uint16_t*>(t.data) + offset;
+    for (std::int64_t i = 0; i < n; ++i) buffer[i] = bf16_to_float(r[i]);
+    return buffer;
 }
 
 }  // namespace
@@ -114,12 +112,15 @@ void attention_decode(ThreadPool& pool, const AttentionShape& s, const float* q,
         const std::int64_t g = static_cast<std::int64_t>(task) % s.kv_heads;
         const std::int64_t base = b * s.capacity * token_stride + g * s.head_dim;
         std::vector<float> scores(static_cast<std::size_t>(group * s.tokens));
-        // Scores: each K row once for all the group's query heads.
-        for (std::int64_t t = 0; t < s.tokens; ++t)
+        std::vector<float> buffer(static_cast<std::size_t>(s.head_dim));
+        // Scores: each K row read and converted once for all the group's query heads.
+        for (std::int64_t t = 0; t < s.tokens; ++t) {
+            const float* krow = row_as_f32(k, base + t * token_stride, s.head_dim, buffer.data());
             for (std::int64_t j = 0; j < group; ++j) {
                 const float* qh = q + (b * s.heads + g * group + j) * s.head_dim;
-                scores[static_cast<std::size_t>(j * s.tokens + t)] = dot_row(k, base + t * token_stride, qh, s.head_dim) * scale;
+                scores[static_cast<std::size_t>(j * s.tokens + t)] = dot_f32(krow, qh, s.head_dim) * scale;
             }
+        }
         for (std::int64_t j = 0; j < group; ++j) {
             float* row = scores.data() + j * s.tokens;
             const float mx = *std::max_element(row, row + s.tokens);
@@ -128,11 +129,15 @@ void attention_decode(ThreadPool& pool, const AttentionShape& s, const float* q,
             for (std::int64_t t = 0; t < s.tokens; ++t) row[t] = static_cast<float>(row[t] / sum);
             std::fill(out + (b * s.heads + g * group + j) * s.head_dim, out + (b * s.heads + g * group + j + 1) * s.head_dim, 0.0f);
         }
-        // Weighted sum: each V row once for the group.
-        for (std::int64_t t = 0; t < s.tokens; ++t)
-            for (std::int64_t j = 0; j < group; ++j)
-                axpy_row(v, base + t * token_stride, scores[static_cast<std::size_t>(j * s.tokens + t)],
-                         out + (b * s.heads + g * group + j) * s.head_dim, s.head_dim);
+        // Weighted sum: each V row read and converted once for the group.
+        for (std::int64_t t = 0; t < s.tokens; ++t) {
+            const float* vrow = row_as_f32(v, base + t * token_stride, s.head_dim, buffer.data());
+            for (std::int64_t j = 0; j < group; ++j) {
+                const float p = scores[static_cast<std::size_t>(j * s.tokens + t)];
+                float* y = out + (b * s.heads + g * group + j) * s.head_dim;
+                for (std::int64_t i = 0; i < s.head_dim; ++i) y[i] += p * vrow[i];
+            }
+        }
     });
 }
 
