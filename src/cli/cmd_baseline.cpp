@@ -4,6 +4,7 @@
 
 #include "cli/model_options.hpp"
 #include "core/baseline.hpp"
+#include "core/calibration.hpp"
 #include "core/capacity.hpp"
 #include "core/config_parts.hpp"
 #include "core/dtype.hpp"
@@ -43,6 +44,7 @@ CLI::App* setup_baseline(CLI::App& app, BaselineOptions& o) {
     cmd->add_option("--max-num-batched-tokens", o.max_batched_tokens, "tokens per forward pass (default: the engine's)")
         ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--block-size", o.block_size, "tokens per KV block (default: the engine's)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
+    cmd->add_option("--calibration", o.calibration, "with --batch: decode figures from this `kvplan measure --output` file's measured bandwidth and FLOP/s");
     cmd->add_option("--tolerance", o.tolerance, "the baseline's default tolerance, e.g. 0.5% (default 0%)");
     cmd->add_option("-o,--output", o.output, "write the baseline to FILE (atomically); config paths are made relative to FILE's folder");
     cmd->footer(
@@ -95,6 +97,11 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
     std::optional<std::int64_t> tolerance;
     if (!o.tolerance.empty()) tolerance = parse_tolerance("--tolerance", o.tolerance);
     if (o.batch > 0 && o.pp > 1) usage_error("--batch: decode figures model tensor parallelism only; use --pp 1");
+    Efficiency efficiency;
+    if (!o.calibration.empty()) {
+        if (o.batch == 0) usage_error("--calibration calibrates the decode figures: give --batch too");
+        efficiency = apply_calibration(efficiency, parse_calibration(read_json_file(o.calibration), o.calibration), o.calibration);
+    }
 
     std::vector<Scenario> scenarios;
     std::vector<std::string> notes;  // printed only when the baseline is written: an error stays one line
@@ -125,6 +132,7 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
             if (o.mem_util > 0) base.mem_util = o.mem_util;
             if (o.batch > 0) base.batch = o.batch;
             base.weights_dtype = o.weights_dtype;
+            if (!o.calibration.empty()) base.calibration = o.output.empty() ? o.calibration : model_reference_for(o.calibration, o.output);
             if (o.max_model_len > 0) base.max_model_len = o.max_model_len;
             if (o.max_num_seqs > 0) base.max_num_seqs = o.max_num_seqs;
             if (o.max_batched_tokens > 0) base.max_num_batched_tokens = o.max_batched_tokens;
@@ -162,7 +170,7 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
                 if (o.engine != "generic") s.name += "/" + o.engine;
                 if (o.kv_dtype != "auto") s.name += "/kv-" + o.kv_dtype;
                 s.name += "/" + std::to_string(c);
-                s.expected = evaluate_scenario(model, gpu, s.inputs).figures;
+                s.expected = evaluate_scenario(model, gpu, s.inputs, efficiency).figures;
                 scenarios.push_back(std::move(s));
             }
         }

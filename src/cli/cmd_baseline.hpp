@@ -26,6 +26,7 @@ struct BaselineOptions {
     std::int64_t max_num_seqs = 0;
     std::int64_t max_batched_tokens = 0;
     std::int64_t block_size = 0;
+    std::string calibration;           // a `kvplan measure --output` file for the decode figures
     std::string tolerance;             // recorded as tolerance_percent
     std::string output;                // empty: stdout
 };

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "core/calibration.hpp"
 #include "core/error.hpp"
 #include "core/regression.hpp"
 #include "core/scenario.hpp"
@@ -60,7 +61,12 @@ ScenarioCheck check_scenario(const Scenario& s, const std::string& baseline_path
             data_error(std::string("gpu: ") + e.what());
         }
         const ModelSpec& model = models.get(scenario_model_argument(s.inputs.model, baseline_path));
-        const ScenarioResult result = evaluate_scenario(model, *gpu, s.inputs);
+        Efficiency efficiency;
+        if (!s.inputs.calibration.empty()) {
+            const std::string path = scenario_file_path(s.inputs.calibration, baseline_path);
+            efficiency = apply_calibration(efficiency, parse_calibration(read_json_file(path), path), path);
+        }
+        const ScenarioResult result = evaluate_scenario(model, *gpu, s.inputs, efficiency);
         *current = result.figures;
         for (const FigureSpec& f : kFigures) {
             if (!scenario_wants(s.inputs, f.figure)) continue;

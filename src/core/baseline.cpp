@@ -28,10 +28,10 @@ namespace {
 // Keys a scenario may have; anything else is a typo worth an error.
 const std::set<std::string> kScenarioKeys = {"name", "description", "model", "gpu", "engine", "tp", "pp", "context_tokens", "kv_dtype",
                                              "mem_util", "batch", "weights_dtype", "max_model_len", "max_num_seqs",
-                                             "max_num_batched_tokens", "block_size", "expected"};
+                                             "max_num_batched_tokens", "block_size", "calibration", "expected"};
 constexpr const char* kScenarioKeyList =
     "name, model, gpu, engine, tp, pp, context_tokens, kv_dtype, mem_util, batch, weights_dtype, max_model_len, max_num_seqs, "
-    "max_num_batched_tokens, block_size, expected, description";
+    "max_num_batched_tokens, block_size, calibration, expected, description";
 const std::set<std::string> kTopKeys = {"schema_version", "description", "tolerance_percent", "scenarios"};
 
 [[noreturn]] void fail(const std::string& source, const std::string& field, const std::string& message) {
@@ -102,6 +102,10 @@ Scenario read_scenario(const nlohmann::json& object, const std::string& source, 
         in.mem_util = *m;
     }
     in.batch = r.get_int({"batch"}, 1, 1'000'000);
+    if (auto c = r.get_string("calibration")) {
+        if (!in.batch) r.fail("calibration", "calibrates the decode figures, which need the scenario's \"batch\"");
+        in.calibration = *c;
+    }
     if (in.batch && in.pp > 1) r.fail("batch", "decode figures model tensor parallelism only; drop \"batch\" or use pp 1");
 
     const bool has_expected = object.contains("expected");
@@ -186,6 +190,7 @@ nlohmann::ordered_json scenario_json(const Scenario& s) {
     if (in.max_num_seqs) j["max_num_seqs"] = *in.max_num_seqs;
     if (in.max_num_batched_tokens) j["max_num_batched_tokens"] = *in.max_num_batched_tokens;
     if (in.block_size) j["block_size"] = *in.block_size;
+    if (!in.calibration.empty()) j["calibration"] = in.calibration;
     j["expected"] = nlohmann::ordered_json::object();
     set_expected(j, s.expected);
     return j;

@@ -35,6 +35,9 @@ struct ScenarioInputs {
     std::optional<std::int64_t> max_num_seqs;
     std::optional<std::int64_t> max_num_batched_tokens;
     std::optional<std::int64_t> block_size;
+    // A `kvplan measure --output` file, relative to the baseline: the decode
+    // figures use its measured bandwidth and FLOP/s instead of datasheet fractions.
+    std::string calibration;
 };
 
 struct Scenario {

@@ -10,7 +10,7 @@
 
 namespace kvplan {
 
-ScenarioResult evaluate_scenario(const ModelSpec& model, const Gpu& gpu, const ScenarioInputs& in) {
+ScenarioResult evaluate_scenario(const ModelSpec& model, const Gpu& gpu, const ScenarioInputs& in, const Efficiency& efficiency) {
     const std::optional<Dtype> kv_dtype = in.kv_dtype == "auto" ? std::nullopt : parse_dtype(in.kv_dtype);
     ScenarioResult r;
     auto set = [&r](Figure f, FigureValue v) { r.figures[static_cast<std::size_t>(f)] = v; };
@@ -50,7 +50,7 @@ ScenarioResult evaluate_scenario(const ModelSpec& model, const Gpu& gpu, const S
     // Decode: what `kvplan roofline --batch B --context N` prints for the row.
     if (in.batch) {
         const WeightFormat weights = parse_weight_format("weights_dtype", in.weights_dtype);
-        const CostModel cost = make_cost_model(CostModelInputs{&model, gpu, weights, kv_dtype, in.tp, Efficiency{}, std::nullopt});
+        const CostModel cost = make_cost_model(CostModelInputs{&model, gpu, weights, kv_dtype, in.tp, efficiency, std::nullopt});
         const StepCost step = decode_step(cost, *in.batch, in.context_tokens);
         const double step_s = round_significant(step.total_s);
         set(Figure::DecodeStepS, FigureValue::of_real(step_s));

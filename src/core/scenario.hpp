@@ -11,6 +11,7 @@
 #include "core/baseline.hpp"
 #include "core/hardware.hpp"
 #include "core/model_spec.hpp"
+#include "core/step_cost.hpp"
 
 namespace kvplan {
 
@@ -24,9 +25,10 @@ struct ScenarioResult {
     std::vector<std::string> warnings;
 };
 
-// `gpu` is the scenario's device, already looked up. Throws Error(Usage) for
-// a TP the model cannot be split by (e.g. after a config edit), as
-// `kvplan concurrency` would.
-ScenarioResult evaluate_scenario(const ModelSpec& model, const Gpu& gpu, const ScenarioInputs& inputs);
+// `gpu` is the scenario's device, already looked up; `efficiency` the
+// roofline's (its calibration already applied when the scenario names one).
+// Throws Error(Usage) for a TP the model cannot be split by (e.g. after a
+// config edit), as `kvplan concurrency` would.
+ScenarioResult evaluate_scenario(const ModelSpec& model, const Gpu& gpu, const ScenarioInputs& inputs, const Efficiency& efficiency = {});
 
 }  // namespace kvplan

@@ -72,6 +72,12 @@ std::string scenario_model_argument(const std::string& model, const std::string&
     return model;
 }
 
+std::string scenario_file_path(const std::string& file, const std::string& baseline_path) {
+    const fs::path f(file);
+    if (f.is_absolute()) return file;
+    return (fs::path(baseline_path).parent_path() / f).lexically_normal().string();
+}
+
 std::string model_reference_for(const std::string& model, const std::string& baseline_path) {
     std::error_code ec;
     if (!fs::exists(model, ec)) return model;

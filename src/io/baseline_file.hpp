@@ -30,8 +30,13 @@ BaselineFile read_baseline_file(const std::string& path, bool require_expected);
 // (a preset or a Hugging Face id).
 std::string scenario_model_argument(const std::string& model, const std::string& baseline_path);
 
-// How `kvplan baseline --output FILE` records a model: a path that exists is
-// made relative to FILE's folder; a preset or id is kept as given.
+// A file a scenario names (a calibration): relative to the baseline's folder
+// unless absolute.
+std::string scenario_file_path(const std::string& file, const std::string& baseline_path);
+
+// How `kvplan baseline --output FILE` records a model or a calibration file:
+// a path that exists is made relative to FILE's folder; a preset or id is
+// kept as given.
 std::string model_reference_for(const std::string& model, const std::string& baseline_path);
 
 // The text written for a baseline document: two-space indent, one trailing

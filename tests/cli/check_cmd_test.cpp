@@ -464,3 +464,38 @@ TEST_CASE("an engine setting change, max_num_seqs 1024 to 4096, fails on the poo
     CHECK(pool["verdict"] == "regression");
     CHECK(figure(r, "kv_bytes_per_token")["verdict"] == "unchanged");
 }
+
+TEST_CASE("a scenario's calibration file drives its decode figures, relative to the baseline") {
+    // A calibration as `kvplan measure --output` writes it (docs/measure.md), for an H100 that reached 3 TB/s.
+    const fs::path dir = scratch().path() / "calibrated";
+    fs::create_directories(dir / "measured");
+    auto write_calibration = [&](const char* bandwidth) {
+        std::ofstream(dir / "measured" / "h100.json") << "{\"schema_version\": 1, \"device\": \"H100\", \"measured_bandwidth_bytes_per_s\": "
+                                                      << bandwidth << ", \"step_overhead_s\": 0}\n";
+    };
+    write_calibration("3e12");
+    const fs::path baseline = dir / "capacity.json";
+    Run made = Run::kvplan({"baseline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "4096", "--batch", "1", "--calibration",
+                            (dir / "measured" / "h100.json").string(), "--output", baseline.string()});
+    INFO(made.err);
+    REQUIRE(made.exit_code == 0);
+    const auto doc = nlohmann::json::parse(read_file(baseline));
+    CHECK(doc["scenarios"][0]["calibration"] == "measured/h100.json");
+    // Batch 1 at 3 TB/s with no step overhead, memory-bound: the weights read
+    // each step (15,009,849,344 bytes: all but the embedding table, docs/roofline.md),
+    // 4,096 tokens of KV read (536,870,912) and one written (131,072) are
+    // 15,546,851,328 bytes, 5.18228 ms; at half the bandwidth, twice that.
+    const double step = doc["scenarios"][0]["expected"]["decode_step_s"];
+    CHECK(step == Approx(15546851328.0 / 3e12).epsilon(1e-5));
+    CHECK(Run::kvplan({"check", "--baseline", baseline.string()}).exit_code == 0);
+    write_calibration("1.5e12");
+    Run slower = Run::kvplan({"check", "--baseline", baseline.string(), "--format", "json"});
+    CHECK(slower.exit_code == 1);
+    CHECK(figure(slower, "decode_step_s")["verdict"] == "regression");
+    CHECK(figure(slower, "decode_step_s")["change_fraction"].get<double>() == Approx(1.0).margin(0.01));
+    CHECK(figure(slower, "max_requests")["verdict"] == "unchanged");
+    fs::remove(dir / "measured" / "h100.json");
+    Run gone = Run::kvplan({"check", "--baseline", baseline.string()});
+    CHECK(gone.exit_code == 2);
+    CHECK(gone.err.find("measured/h100.json") != std::string::npos);
+}
