@@ -17,6 +17,7 @@ struct CheckOptions {
     std::string output;           // write the report here (atomically) instead of stdout
     bool strict = false;          // improvements fail too: the baseline is stale
     bool update = false;          // rewrite the baseline's expected figures
+    bool changes_only = false;    // text: only the figures that changed
 };
 
 // What a command prints and the exit code it ends with, for commands whose

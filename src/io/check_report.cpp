@@ -131,7 +131,8 @@ std::string check_summary_line(const CheckReport& r) {
 
 std::string render_check_text(const CheckReport& r) {
     std::string out = fmt::format("kvplan check: {}, tolerance {}{}\n\n", r.baseline_path, tolerance_text(r.tolerance_ppb), r.strict ? ", strict" : "");
-    out += figure_table(r, false).render_text();
+    if (r.changes_only && r.summary.figures == r.summary.unchanged && r.summary.errors == 0) out += "Every figure is unchanged.\n";
+    else out += figure_table(r, r.changes_only).render_text();
     for (const ScenarioCheck& s : r.checks)
         if (s.error) out += fmt::format("\nerror: scenario \"{}\": {}", s.name, *s.error);
     return out + "\n" + check_summary_line(r) + "\n";

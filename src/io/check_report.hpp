@@ -16,6 +16,7 @@ struct CheckReport {
     std::int64_t tolerance_ppb = 0;
     bool strict = false;
     bool updated = false;        // --update wrote the recomputed figures
+    bool changes_only = false;   // text: list only figures that are not unchanged
     std::vector<ScenarioCheck> checks;
     CheckSummary summary;
     int exit_code = 0;

@@ -120,6 +120,7 @@ TEST_CASE("an unchanged config passes, and the output is byte-identical run to r
     CHECK(a.err.empty());
     CHECK(a.out.find("check passed: 1 scenario, 6 figures: 0 regressions") != std::string::npos);
     CHECK(a.out == b.out);
+    CHECK(repo.check({"--changes-only"}).out.find("Every figure is unchanged.") != std::string::npos);
     for (const char* format : {"json", "junit", "github", "markdown"})
         CHECK(repo.check({"--format", format}).out == repo.check({"--format", format}).out);
 }
@@ -184,6 +185,10 @@ TEST_CASE("a GPU change to a 40 GB A100 fails on the pool and the requests, not 
     Run r = repo.check({"--format", "github"});
     INFO(r.out);
     CHECK(r.exit_code == 1);
+    // --changes-only: the two capacity figures and the two decode figures, not the four unchanged rows.
+    const std::string changes = repo.check({"--changes-only"}).out;
+    CHECK(changes.find("kv_cache_tokens") != std::string::npos);
+    CHECK(changes.find("kv_bytes_per_token") == std::string::npos);
     CHECK(r.out.find("::error file=") != std::string::npos);
     CHECK(r.out.find(",line=5,title=kvplan check%3A capacity regression::our-model/h100-sxm/tp1/vllm/kv-fp8/4096: kv_cache_tokens ") != std::string::npos);
     CHECK(r.out.find(": max_requests ") != std::string::npos);
