@@ -15,15 +15,15 @@
 namespace kvplan {
 
 CLI::App* setup_diff(CLI::App& app, DiffOptions& o) {
-    CLI::App* cmd = app.add_subcommand("diff", "two models' KV sizing and capacity side by side, with the change in each figure");
-    cmd->add_option("-m,--model", o.models, "the two models, A then B (preset, config.json, folder or Hugging Face id)")->required();
-    cmd->add_option("--gpu", o.gpu, "GPU id from `kvplan gpus` (default h100-sxm)");
+    CLI::App* cmd = app.add_subcommand("diff", "two models, GPUs or KV dtypes side by side: sizing and capacity, with the change in each figure");
+    cmd->add_option("-m,--model", o.models, "the model, or two to compare: A then B (preset, config.json, folder or Hugging Face id)")->required();
+    cmd->add_option("--gpu", o.gpus, "GPU id from `kvplan gpus` (default h100-sxm), or two to compare");
+    cmd->add_option("--kv-dtype", o.kv_dtypes, "auto|fp32|fp16|bf16|fp8|int8|int4 (default auto), or two to compare");
     cmd->add_option("-c,--context", o.contexts, "tokens per request, comma-separated (default 4096,32768)")
         ->delimiter(',')
         ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--tp", o.tp, "tensor-parallel ranks, for both")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("--engine", o.engine, "generic|vllm|vllm-v0|sglang|trtllm");
-    cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4, for both");
     cmd->add_option("--mem-util", o.mem_util, "memory fraction (default: the engine's)")->check(CLI::Range(0.01, 1.0));
     cmd->add_option("-b,--batch", o.batch, "batch for the decode step time and tokens/s (default 1)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
     cmd->add_flag("--json", o.json, "print JSON");
@@ -31,36 +31,52 @@ CLI::App* setup_diff(CLI::App& app, DiffOptions& o) {
     cmd->footer(
         "Examples:\n"
         "  kvplan diff --model llama-3.1-8b --model qwen3-8b --gpu h100-sxm --context 4096,32768\n"
-        "  kvplan diff --model configs/old/config.json --model configs/new/config.json --engine vllm --kv-dtype fp8");
+        "  kvplan diff --model llama-3.1-70b --gpu h100-sxm --gpu h200 --tp 4 --engine vllm\n"
+        "  kvplan diff --model qwen2.5-7b --kv-dtype auto --kv-dtype fp8 --context 32768\n"
+        "  kvplan diff --model configs/old/config.json --model configs/new/config.json --engine vllm");
     return cmd;
 }
 
+namespace {
+
+// One side of the comparison.
+struct Side {
+    ModelSpec model;
+    const Gpu* gpu = nullptr;
+    std::string kv_dtype;
+    std::string label() const { return model_label(model) + " on " + gpu->name + " (" + gpu->id + "), KV dtype " + kv_dtype; }
+};
+
+}  // namespace
+
 std::string run_diff(const DiffOptions& o) {
-    if (o.models.size() != 2) usage_error("diff needs two models: --model A --model B");
-    const Gpu& gpu = find_gpu(bundled_gpus(), o.gpu);
+    const std::vector<std::string> gpus = o.gpus.empty() ? std::vector<std::string>{"h100-sxm"} : o.gpus;
+    const std::vector<std::string> kv_dtypes = o.kv_dtypes.empty() ? std::vector<std::string>{"auto"} : o.kv_dtypes;
+    const int pairs = (o.models.size() == 2) + (gpus.size() == 2) + (kv_dtypes.size() == 2);
+    if (o.models.size() > 2 || gpus.size() > 2 || kv_dtypes.size() > 2 || pairs != 1)
+        usage_error("diff compares two of one thing: --model A --model B, or --gpu X --gpu Y, or --kv-dtype D --kv-dtype E");
     parse_engine(o.engine);
-    parse_dtype_flag("--kv-dtype", o.kv_dtype);
+    for (const std::string& d : kv_dtypes) parse_dtype_flag("--kv-dtype", d);
     const std::vector<std::int64_t> contexts = o.contexts.empty() ? std::vector<std::int64_t>{4096, 32768} : o.contexts;
-    const ModelSpec a = load_model(o.models[0]);
-    const ModelSpec b = load_model(o.models[1]);
+    Side a{load_model(o.models.front()), &find_gpu(bundled_gpus(), gpus.front()), kv_dtypes.front()};
+    Side b{o.models.size() == 2 ? load_model(o.models.back()) : a.model, &find_gpu(bundled_gpus(), gpus.back()), kv_dtypes.back()};
 
     DiffResult d;
-    d.label_a = model_label(a);
-    d.label_b = model_label(b);
-    d.gpu = gpu.name + " (" + gpu.id + ")";
-    d.setting = fmt::format("{}, TP {}, KV dtype {}, decode batch {}", engine_label(parse_engine(o.engine)), o.tp, o.kv_dtype, o.batch);
+    d.label_a = a.label();
+    d.label_b = b.label();
+    d.setting = fmt::format("{}, TP {}, decode batch {}", engine_label(parse_engine(o.engine)), o.tp, o.batch);
 
     // Every figure comes from the same computation `kvplan check` gates on.
-    auto evaluate = [&](const ModelSpec& m, std::int64_t context) {
+    auto evaluate = [&](const Side& side, std::int64_t context) {
         ScenarioInputs in;
-        in.gpu = gpu.id;
+        in.gpu = side.gpu->id;
         in.engine = o.engine;
         in.tp = o.tp;
         in.context_tokens = context;
-        in.kv_dtype = o.kv_dtype;
+        in.kv_dtype = side.kv_dtype;
         if (o.mem_util > 0) in.mem_util = o.mem_util;
         in.batch = o.batch;
-        return evaluate_scenario(m, gpu, in);
+        return evaluate_scenario(side.model, *side.gpu, in);
     };
     std::vector<ScenarioResult> ra, rb;
     for (std::int64_t c : contexts) {
@@ -94,7 +110,9 @@ std::string run_diff(const DiffOptions& o) {
             d.notes.push_back(fmt::format("at {} tokens a batch of {} does not fit in memory for {}; its decode figures are what the step would take", group_digits(contexts[i]), o.batch,
                                           ra[i].figures[static_cast<std::size_t>(Figure::MaxRequests)].integer < o.batch ? "A" : "B"));
     }
-    for (const ModelSpec* m : {&a, &b})
+    std::vector<const ModelSpec*> models = {&a.model};
+    if (o.models.size() == 2) models.push_back(&b.model);
+    for (const ModelSpec* m : models)
         for (std::int64_t c : contexts)
             if (m->max_position_tokens > 0 && c > m->max_position_tokens)
                 d.notes.push_back(fmt::format("{}: {} tokens is beyond its max_position_embeddings ({})", m->name, group_digits(c), group_digits(m->max_position_tokens)));

@@ -1,5 +1,6 @@
-// `kvplan diff`: two models' sizing and capacity side by side, with the
-// change in each figure: "what does switching to this model do to our capacity?"
+// `kvplan diff`: two configurations' sizing and capacity side by side, with
+// the change in each figure: "what does switching to this model (or GPU, or
+// KV dtype) do to our capacity?"
 #pragma once
 
 #include <cstdint>
@@ -11,12 +12,13 @@
 namespace kvplan {
 
 struct DiffOptions {
-    std::vector<std::string> models;  // exactly two: A, then B
-    std::string gpu = "h100-sxm";
+    // One of these three has two values, A then B; the others one, shared.
+    std::vector<std::string> models;
+    std::vector<std::string> gpus;       // default h100-sxm
+    std::vector<std::string> kv_dtypes;  // default auto
     std::vector<std::int64_t> contexts;  // default 4096, 32768
     std::int64_t tp = 1;
     std::string engine = "generic";
-    std::string kv_dtype = "auto";
     double mem_util = 0;
     std::int64_t batch = 1;
     std::string format = "table";

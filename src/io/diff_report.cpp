@@ -62,7 +62,7 @@ Table diff_table(const DiffResult& d) {
 }
 
 std::string heading(const DiffResult& d) {
-    return fmt::format("A: {}\nB: {}\non {}, {}\n", d.label_a, d.label_b, d.gpu, d.setting);
+    return fmt::format("A: {}\nB: {}\nboth: {}\n", d.label_a, d.label_b, d.setting);
 }
 
 std::string notes_text(const DiffResult& d) {
@@ -76,7 +76,7 @@ std::string notes_text(const DiffResult& d) {
 std::string render_diff_table(const DiffResult& d) { return heading(d) + "\n" + diff_table(d).render_text() + (d.notes.empty() ? "" : "\n" + notes_text(d)); }
 
 std::string render_diff_markdown(const DiffResult& d) {
-    std::string out = fmt::format("**A**: {}  \n**B**: {}  \non {}, {}\n\n", d.label_a, d.label_b, d.gpu, d.setting);
+    std::string out = fmt::format("**A**: {}  \n**B**: {}  \nboth: {}\n\n", d.label_a, d.label_b, d.setting);
     out += diff_table(d).render_markdown();
     for (const std::string& n : d.notes) out += "\n> " + n + "\n";
     return out;
@@ -86,7 +86,6 @@ std::string render_diff_json(const DiffResult& d) {
     nlohmann::ordered_json j;
     j["a"] = d.label_a;
     j["b"] = d.label_b;
-    j["gpu"] = d.gpu;
     j["setting"] = d.setting;
     j["rows"] = nlohmann::ordered_json::array();
     for (const DiffRow& r : d.rows) {

@@ -1,5 +1,6 @@
-// `kvplan diff`'s report: two models' sizing and capacity side by side, with
-// the change in each figure and whether it is better or worse for serving.
+// `kvplan diff`'s report: two configurations' sizing and capacity side by
+// side, with the change in each figure and whether it is better or worse
+// for serving.
 #pragma once
 
 #include <cstdint>
@@ -21,9 +22,8 @@ struct DiffRow {
 };
 
 struct DiffResult {
-    std::string label_a, label_b;  // the models' labels
-    std::string gpu;               // "NVIDIA H100 SXM 80GB (h100-sxm)"
-    std::string setting;           // "generic engine, TP 1, KV dtype auto, batch 1"
+    std::string label_a, label_b;  // "llama-3.1-8b (...) on NVIDIA H100 SXM 80GB (h100-sxm), KV dtype auto"
+    std::string setting;           // what both share: "vLLM (V1 engine), TP 1, decode batch 1"
     std::vector<DiffRow> rows;
     std::vector<std::string> notes;
 };

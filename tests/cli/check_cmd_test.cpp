@@ -379,7 +379,7 @@ TEST_CASE("every report format is valid: JSON parses, JUnit is well-formed XML, 
     CHECK(to_file.out.rfind("check FAILED (capacity regression): 1 scenario, 6 figures: 1 regression", 0) == 0);
 }
 
-TEST_CASE("diff shows two models side by side with the change in each figure") {
+TEST_CASE("diff shows two models, GPUs or KV dtypes side by side with the change in each figure") {
     // Qwen3-8B by hand: 36 layers x 8 KV heads x 128 x 2 x 2 bytes = 147,456 per token,
     // against Llama-3.1-8B's 32 layers: 131,072 (+12.5%).
     Run r = Run::kvplan({"diff", "--model", "llama-3.1-8b", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--context", "4096", "--json"});
@@ -400,6 +400,24 @@ TEST_CASE("diff shows two models side by side with the change in each figure") {
     CHECK(table.out.find("KV bytes per token") != std::string::npos);
     CHECK(table.out.find("+16,384") != std::string::npos);
     CHECK(Run::kvplan({"diff", "--model", "llama-3.1-8b"}).exit_code == 2);
+
+    // One model, two KV dtypes: Qwen2.5-7B caches 28 layers x 4 KV heads x 128 x 2 = 28,672
+    // elements per token, 57,344 bytes in bf16 and 28,672 in fp8 (-50%).
+    Run kv = Run::kvplan({"diff", "--model", "qwen2.5-7b", "--kv-dtype", "auto", "--kv-dtype", "fp8", "--context", "32768", "--json"});
+    REQUIRE(kv.exit_code == 0);
+    for (const auto& row : nlohmann::json::parse(kv.out)["rows"])
+        if (row["figure"] == "kv_bytes_per_token") {
+            CHECK(row["a"] == 57344);
+            CHECK(row["b"] == 28672);
+            CHECK(row["for_serving"] == "better");
+        }
+    // One model, two GPUs: the bytes are the same, the pool is not.
+    Run gpus = Run::kvplan({"diff", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--gpu", "h200", "--json"});
+    REQUIRE(gpus.exit_code == 0);
+    for (const auto& row : nlohmann::json::parse(gpus.out)["rows"]) {
+        if (row["figure"] == "kv_bytes_per_token") CHECK(row["for_serving"] == "same");
+        if (row["figure"] == "kv_cache_tokens") CHECK(row["for_serving"] == "better");
+    }
 }
 
 TEST_CASE("baseline --tp auto records the smallest power of two whose GPUs hold the longest context") {
@@ -433,7 +451,8 @@ TEST_CASE("baseline and diff reject bad flags with one line and exit 2") {
         {{"baseline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "4096", "--tolerance", "1"}, "--tolerance 1: missing '%'"},
         {{"baseline", "--model", "gpt2", "--gpu", "h100-sxm", "--context", "4096"}, "no scenario left to write"},
         {{"baseline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "4096", "--output", "/nonexistent/dir/b.json"}, "cannot write /nonexistent/dir/b.json"},
-        {{"diff", "--model", "llama-3.1-8b", "--model", "qwen3-8b", "--model", "phi-4"}, "diff needs two models"},
+        {{"diff", "--model", "llama-3.1-8b", "--model", "qwen3-8b", "--model", "phi-4"}, "diff compares two of one thing"},
+        {{"diff", "--model", "llama-3.1-8b", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--gpu", "h200"}, "diff compares two of one thing"},
         {{"diff", "--model", "llama-3.1-8b", "--model", "qwen3-8b", "--gpu", "h100-typo"}, "h100"},
         {{"check"}, "--baseline is required"},
         {{"check", "--baseline", "/nonexistent/capacity.json"}, "/nonexistent/capacity.json: cannot read the baseline"},
