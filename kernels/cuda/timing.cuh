@@ -31,7 +31,8 @@ double median_ms(F launch, cudaStream_t stream, int repeats, int warmups = 1) {
     KV_CUDA(cudaEventDestroy(start));
     KV_CUDA(cudaEventDestroy(stop));
     std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
+    const std::size_t n = ms.size();  // for an even count, the mean of the two middle values
+    return n % 2 == 1 ? ms[n / 2] : (static_cast<double>(ms[n / 2 - 1]) + ms[n / 2]) / 2;
 }
 
 // Captures what `enqueue` launches on `stream` as one CUDA graph, then times its replays.

@@ -16,6 +16,7 @@
 #include "cpu/reference.hpp"
 #include "cpu/stream.hpp"
 #include "cpu/thread_pool.hpp"
+#include "cpu/timing.hpp"
 
 using namespace kvplan::kernels;
 
@@ -137,4 +138,10 @@ TEST_CASE("STREAM figures are positive and consistent") {
     CHECK(r.copy_bytes_per_s > 1e8);
     CHECK(r.triad_bytes_per_s > 1e8);
     CHECK(r.array_bytes == 4u << 20);
+}
+
+TEST_CASE("the median of repeated timings is the middle value, or the mean of the two middle ones") {
+    CHECK(kvplan::kernels::median({3.0, 1.0, 2.0}) == 2.0);
+    CHECK(kvplan::kernels::median({4.0, 1.0, 3.0, 2.0}) == 2.5);
+    CHECK(kvplan::kernels::median({7.0}) == 7.0);
 }
