@@ -121,7 +121,10 @@ Scenario read_scenario(const nlohmann::json& object, const std::string& source, 
                 if (key == f.key) spec = &f;
             const std::string field = at + ".expected." + key;
             if (!spec) fail(source, field, "unknown figure (expected kv_bytes_per_token, kv_bytes_per_sequence, kv_cache_tokens, max_requests, decode_step_s or decode_tokens_per_s)");
-            if (!scenario_wants(in, spec->figure)) fail(source, field, "a decode figure needs the scenario's \"batch\"");
+            if (!scenario_wants(in, spec->figure)) {
+                if (require_expected) fail(source, field, "a decode figure needs the scenario's \"batch\"");
+                continue;  // --update drops it
+            }
             s.expected[static_cast<std::size_t>(spec->figure)] = read_figure(value, *spec, source, field);
         }
     }

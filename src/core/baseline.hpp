@@ -57,7 +57,8 @@ struct Baseline {
 // missing schema_version, a missing or mistyped field, an unknown key (a typo
 // would otherwise be ignored), a duplicate name, decode figures without a
 // batch. With `require_expected`, every figure the scenario calls for must be
-// present (`check`); without it they may be missing (`check --update` fills them).
+// present (`check`); without it they may be missing, and decode figures of a
+// scenario without a batch are ignored (`check --update` fills and drops them).
 Baseline parse_baseline(const nlohmann::ordered_json& doc, const std::string& source, bool require_expected);
 
 // The JSON of one scenario as `kvplan baseline` writes it, keys in a fixed order.

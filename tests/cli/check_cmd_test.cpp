@@ -264,6 +264,18 @@ TEST_CASE("check --update rewrites only the figures, keeping key order, formatti
     CHECK(updated.find("\"expected\": {\n        \"max_requests\": ") != std::string::npos);  // kept first
     CHECK(updated.find("\"kv_bytes_per_token\": 65536") != std::string::npos);                  // filled after it
     CHECK(repo.check().exit_code == 0);
+
+    // A scenario that no longer has a batch: check refuses its decode figures, --update drops them.
+    Repo dropped("update_batch");
+    dropped.edit([](auto& s) { s.erase("batch"); });
+    Run refused = dropped.check();
+    CHECK(refused.exit_code == 65);
+    CHECK(refused.err.find("expected.decode_step_s: a decode figure needs the scenario's \"batch\"") != std::string::npos);
+    REQUIRE(dropped.check({"--update"}).exit_code == 0);
+    const std::string without = read_file(dropped.baseline);
+    CHECK(without.find("decode_step_s") == std::string::npos);
+    CHECK(without.find("decode_tokens_per_s") == std::string::npos);
+    CHECK(dropped.check().exit_code == 0);
 }
 
 TEST_CASE("check --update into an unwritable folder fails cleanly and leaves the old file") {
