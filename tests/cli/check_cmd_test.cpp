@@ -535,3 +535,37 @@ TEST_CASE("a scenario's calibration file drives its decode figures, relative to 
     CHECK(gone.exit_code == 2);
     CHECK(gone.err.find("measured/h100.json") != std::string::npos);
 }
+
+TEST_CASE("every example in the --help of baseline, check and diff runs and succeeds, in order, in a repository") {
+    // The examples name configs/our-model, configs/old and configs/new, and
+    // write capacity.json, which the check examples then read.
+    const fs::path dir = scratch().path() / "help_examples";
+    for (const char* name : {"our-model", "old", "new"}) {
+        fs::create_directories(dir / "configs" / name);
+        fs::copy_file(fs::path(KVPLAN_SOURCE_DIR) / "models" / "presets" / "llama-3.1-8b.json", dir / "configs" / name / "config.json");
+    }
+    fs::current_path(dir);
+    for (const char* cmd : {"baseline", "check", "diff"}) {
+        std::istringstream help(Run::kvplan({cmd, "--help"}).out);
+        int examples = 0;
+        for (std::string line; std::getline(help, line);) {
+            if (line.rfind("  kvplan ", 0) != 0) continue;
+            for (std::string more; !line.empty() && line.back() == '\\' && std::getline(help, more);) line = line.substr(0, line.size() - 1) + more;
+            line = line.substr(0, line.find('#'));
+            std::istringstream words(line.substr(9));
+            std::vector<std::string> args;
+            std::string redirect;  // "> FILE": what the example's shell would write
+            for (std::string w; words >> w;) {
+                if (w == ">") words >> redirect;
+                else args.push_back(w);
+            }
+            Run r = Run::kvplan(args);
+            INFO(line << "\n" << r.err);
+            CHECK(r.exit_code == 0);
+            if (!redirect.empty()) std::ofstream(dir / redirect) << r.out;
+            ++examples;
+        }
+        CHECK(examples > 0);
+    }
+    CHECK(fs::exists(dir / "kvplan-check.xml"));
+}

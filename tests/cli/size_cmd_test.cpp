@@ -91,7 +91,7 @@ TEST_CASE("markdown output renders the same figures") {
 }
 
 TEST_CASE("every subcommand's --help shows a working example") {
-    for (const char* cmd : {"size", "concurrency", "roofline", "recommend", "measure", "models", "gpus"}) {
+    for (const char* cmd : {"size", "concurrency", "roofline", "recommend", "measure", "models", "gpus", "check", "baseline", "diff"}) {
         auto r = kvplan_run({cmd, "--help"});
         CHECK(r.code == 0);
         CHECK_THAT(r.out, Catch::Contains("Example"));
@@ -102,6 +102,8 @@ TEST_CASE("every subcommand's --help shows a working example") {
     CHECK_THAT(top.out, Catch::Contains("size"));
 }
 
+// check, baseline and diff read and write files: their examples run in
+// tests/cli/check_cmd_test.cpp, inside a scratch repository.
 TEST_CASE("every example in every --help runs and succeeds") {
     for (const char* cmd : {"size", "concurrency", "roofline", "recommend", "measure", "models", "gpus"}) {
         std::istringstream help(kvplan_run({cmd, "--help"}).out);
