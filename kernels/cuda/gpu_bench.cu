@@ -91,6 +91,15 @@ Options parse(int argc, char** argv) {
 
 std::uint32_t lcg(std::uint32_t& s) { return s = s * 1664525u + 1013904223u; }
 
+// A pseudo-random multiple of 1/divisor in [-1000/divisor, 1000/divisor], as
+// bf16 (the top half of its fp32 bits).
+std::uint16_t random_bf16(std::uint32_t& seed, float divisor) {
+    const float f = static_cast<float>(static_cast<int>(lcg(seed) >> 9) % 2001 - 1000) / divisor;
+    std::uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    return static_cast<std::uint16_t>(bits >> 16);
+}
+
 // Largest |gpu - reference| over one configuration. The GPU result is rounded to
 // bf16 (relative error at most 2^-9) and is a convex combination of cache values
 // of magnitude below 1, so it is within 2^-9 + float accumulation (about 1e-5)
@@ -117,10 +126,7 @@ double check_attention(int seqs, int heads, int kv_heads, int head_dim, KvType k
                 const std::uint32_t r = lcg(seed) >> 8;
                 (*cache)[i] = static_cast<std::uint8_t>((r & 0x80u) | (r % 0x38u));  // |v| < 1, never NaN
             } else {
-                const float f = static_cast<float>(static_cast<int>(lcg(seed) >> 9) % 2001 - 1000) / 1000.0f;
-                std::uint32_t bits;
-                std::memcpy(&bits, &f, 4);
-                const std::uint16_t h = static_cast<std::uint16_t>(bits >> 16);
+                const std::uint16_t h = random_bf16(seed, 1000.0f);
                 std::memcpy(cache->data() + 2 * i, &h, 2);
             }
         }
@@ -128,12 +134,7 @@ double check_attention(int seqs, int heads, int kv_heads, int head_dim, KvType k
     for (std::size_t i = 0; i < blocks; ++i) c.block_table[i] = static_cast<int>((i * 7919u) % blocks);  // a permutation (7919 is prime)
     for (int s = 0; s < seqs; ++s) c.context_lens.push_back(1 + static_cast<int>(lcg(seed) % static_cast<std::uint32_t>(max_len)));
     std::vector<std::uint16_t> q(static_cast<std::size_t>(seqs) * heads * head_dim);
-    for (auto& x : q) {
-        const float f = static_cast<float>(static_cast<int>(lcg(seed) >> 9) % 2001 - 1000) / 250.0f;
-        std::uint32_t bits;
-        std::memcpy(&bits, &f, 4);
-        x = static_cast<std::uint16_t>(bits >> 16);
-    }
+    for (auto& x : q) x = random_bf16(seed, 250.0f);
     const std::vector<float> expected = reference::paged_attention(c, q);
 
     void *dk, *dv, *dq, *dout;
@@ -206,10 +207,12 @@ int run_checks() {
 
 // --- measurements ------------------------------------------------------------------------------------------
 
-void print_step(const char* key, int value_key, const StepMs& t, double scale, bool last) {
-    std::printf("    {\"%s\": %d, \"measured_s\": %.9g, \"components_s\": {\"qkv\": %.9g, \"attention\": %.9g, \"o_proj\": %.9g, \"mlp\": %.9g, "
+// One decode or prefill row: `keys` names the step ("\"prompt_tokens\": 128"),
+// then the time, whole and per component, scaled from the sampled layers to all.
+void print_step(const std::string& keys, const StepMs& t, double scale, bool last) {
+    std::printf("    {%s, \"measured_s\": %.9g, \"components_s\": {\"qkv\": %.9g, \"attention\": %.9g, \"o_proj\": %.9g, \"mlp\": %.9g, "
                 "\"other\": %.9g}}%s\n",
-                key, value_key, t.total * 1e-3 * scale, t.qkv * 1e-3 * scale, t.attention * 1e-3 * scale, t.o_proj * 1e-3 * scale,
+                keys.c_str(), t.total * 1e-3 * scale, t.qkv * 1e-3 * scale, t.attention * 1e-3 * scale, t.o_proj * 1e-3 * scale,
                 t.mlp * 1e-3 * scale, t.other * 1e-3 * scale, last ? "" : ",");
 }
 
@@ -237,12 +240,8 @@ int run_measure(const Options& o) {
         GpuModel model(o.shape, o.sample, o.batches[bi], std::max(max_context + 1, max_prompt), o.kv);
         if (bi == 0) flops = model.gemm_flops(4096, o.repeats);
         for (std::size_t ci = 0; ci < o.contexts.size(); ++ci) {
-            const StepMs t = model.decode(o.contexts[ci], o.repeats);
-            std::printf("    {\"batch\": %d, \"context_tokens\": %d, \"measured_s\": %.9g, \"components_s\": {\"qkv\": %.9g, \"attention\": %.9g, "
-                        "\"o_proj\": %.9g, \"mlp\": %.9g, \"other\": %.9g}}%s\n",
-                        o.batches[bi], o.contexts[ci], t.total * 1e-3 * scale, t.qkv * 1e-3 * scale, t.attention * 1e-3 * scale,
-                        t.o_proj * 1e-3 * scale, t.mlp * 1e-3 * scale, t.other * 1e-3 * scale,
-                        bi + 1 == o.batches.size() && ci + 1 == o.contexts.size() ? "" : ",");
+            const std::string keys = "\"batch\": " + std::to_string(o.batches[bi]) + ", \"context_tokens\": " + std::to_string(o.contexts[ci]);
+            print_step(keys, model.decode(o.contexts[ci], o.repeats), scale, bi + 1 == o.batches.size() && ci + 1 == o.contexts.size());
             std::fflush(stdout);
         }
     }
@@ -250,7 +249,8 @@ int run_measure(const Options& o) {
     {
         GpuModel model(o.shape, o.sample, 1, std::max(max_prompt, 1), o.kv);
         for (std::size_t pi = 0; pi < o.prompts.size(); ++pi)
-            print_step("prompt_tokens", o.prompts[pi], model.prefill(o.prompts[pi], o.repeats), scale, pi + 1 == o.prompts.size());
+            print_step("\"prompt_tokens\": " + std::to_string(o.prompts[pi]), model.prefill(o.prompts[pi], o.repeats), scale,
+                       pi + 1 == o.prompts.size());
     }
     std::printf("  ],\n  \"measured_flops_per_s\": %.6g\n}\n", flops);
     return 0;

@@ -140,24 +140,15 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
             base.tp = tp_flag;
             if (tp_flag == 0) {
                 // auto: plan the longest context at TP 1; when it does not fit, take the smallest TP that does.
-                CapacityInputs cap;
-                cap.gpu = gpu;
-                cap.engine = parse_engine(o.engine);
-                cap.pp = o.pp;
-                cap.contexts = {*std::max_element(contexts.begin(), contexts.end())};
-                cap.mem_util = base.mem_util;
-                cap.kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
-                cap.weights_dtype = parse_dtype_flag("--weights-dtype", o.weights_dtype);
-                cap.max_model_len = base.max_model_len;
-                cap.max_num_seqs = base.max_num_seqs;
-                cap.max_batched_tokens = base.max_num_batched_tokens;
-                cap.block_size = base.block_size;
-                const CapacityPlan plan = plan_capacity(model, cap);
+                ScenarioInputs longest = base;
+                longest.tp = 1;
+                longest.context_tokens = *std::max_element(contexts.begin(), contexts.end());
+                const CapacityPlan plan = plan_capacity(model, scenario_capacity_inputs(gpu, longest));
                 if (plan.fits) base.tp = 1;
                 else if (plan.smallest_tp) base.tp = *plan.smallest_tp;
                 else {
                     notes.push_back(short_name + " on " + gpu.id + ": skipped, no tensor-parallel degree up to 64 holds a request of " +
-                                    std::to_string(cap.contexts[0]) + " tokens");
+                                    std::to_string(longest.context_tokens) + " tokens");
                     continue;
                 }
             }

@@ -41,7 +41,7 @@ class ModelCache {
 public:
     const ModelSpec& get(const std::string& argument) {
         auto it = models_.find(argument);
-        if (it == models_.end()) it = models_.emplace(argument, load_model(argument)).first;
+        if (it == models_.end()) it = models_.emplace(argument, load_model(argument, "model")).first;
         return it->second;
     }
 
@@ -75,10 +75,7 @@ ScenarioCheck check_scenario(const Scenario& s, const std::string& baseline_path
             c.figures.push_back(compare_figure(f.figure, s.expected[i], result.figures[i], tolerance_ppb));
         }
     } catch (const Error& e) {
-        // load_model words its messages for the --model flag; here the value came from the file's "model".
-        std::string message = e.what();
-        if (message.rfind("--model ", 0) == 0) message = "model " + message.substr(8);
-        c.error = message;
+        c.error = e.what();
         c.error_kind = e.kind() == ErrorKind::Usage ? ErrorKind::Usage : ErrorKind::Data;
     }
     return c;

@@ -10,6 +10,23 @@
 
 namespace kvplan {
 
+CapacityInputs scenario_capacity_inputs(const Gpu& gpu, const ScenarioInputs& in) {
+    CapacityInputs cap;
+    cap.gpu = gpu;
+    cap.engine = parse_engine(in.engine);
+    cap.tp = in.tp;
+    cap.pp = in.pp;
+    cap.contexts = {in.context_tokens};
+    cap.mem_util = in.mem_util;
+    if (in.kv_dtype != "auto") cap.kv_dtype = parse_dtype(in.kv_dtype);
+    if (in.weights_dtype != "auto") cap.weights_dtype = parse_dtype(in.weights_dtype);
+    cap.max_model_len = in.max_model_len;
+    cap.max_num_seqs = in.max_num_seqs;
+    cap.max_batched_tokens = in.max_num_batched_tokens;
+    cap.block_size = in.block_size;
+    return cap;
+}
+
 ScenarioResult evaluate_scenario(const ModelSpec& model, const Gpu& gpu, const ScenarioInputs& in, const Efficiency& efficiency) {
     const std::optional<Dtype> kv_dtype = in.kv_dtype == "auto" ? std::nullopt : parse_dtype(in.kv_dtype);
     ScenarioResult r;
@@ -25,20 +42,7 @@ ScenarioResult evaluate_scenario(const ModelSpec& model, const Gpu& gpu, const S
     set(Figure::KvBytesPerSequence, FigureValue::of(sizing.bytes_per_sequence));
 
     // Capacity: what `kvplan concurrency` prints for the one context.
-    CapacityInputs cap;
-    cap.gpu = gpu;
-    cap.engine = parse_engine(in.engine);
-    cap.tp = in.tp;
-    cap.pp = in.pp;
-    cap.contexts = {in.context_tokens};
-    cap.mem_util = in.mem_util;
-    cap.kv_dtype = kv_dtype;
-    if (in.weights_dtype != "auto") cap.weights_dtype = parse_dtype(in.weights_dtype);
-    cap.max_model_len = in.max_model_len;
-    cap.max_num_seqs = in.max_num_seqs;
-    cap.max_batched_tokens = in.max_num_batched_tokens;
-    cap.block_size = in.block_size;
-    const CapacityPlan plan = plan_capacity(model, cap);
+    const CapacityPlan plan = plan_capacity(model, scenario_capacity_inputs(gpu, in));
     set(Figure::KvCacheTokens, plan.kv_cache_tokens ? FigureValue::of(*plan.kv_cache_tokens) : FigureValue::null());
     set(Figure::MaxRequests, FigureValue::of(plan.rows.at(0).max_requests));
     r.weights_bytes_per_gpu = plan.budget.weights_bytes;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/baseline.hpp"
+#include "core/capacity.hpp"
 #include "core/hardware.hpp"
 #include "core/model_spec.hpp"
 #include "core/step_cost.hpp"
@@ -24,6 +25,9 @@ struct ScenarioResult {
     std::optional<std::int64_t> smallest_tp;  // when nothing fits at this TP
     std::vector<std::string> warnings;
 };
+
+// The `kvplan concurrency` inputs a scenario stands for, at its one context.
+CapacityInputs scenario_capacity_inputs(const Gpu& gpu, const ScenarioInputs& inputs);
 
 // `gpu` is the scenario's device, already looked up; `efficiency` the
 // roofline's (its calibration already applied when the scenario names one).

@@ -62,20 +62,17 @@ BaselineFile read_baseline_file(const std::string& path, bool require_expected) 
     return f;
 }
 
-std::string scenario_model_argument(const std::string& model, const std::string& baseline_path) {
-    const fs::path m(model);
-    if (m.is_absolute()) return model;
-    const fs::path folder = fs::path(baseline_path).parent_path();
-    const fs::path candidate = folder / m;
-    std::error_code ec;
-    if (fs::exists(candidate, ec) || looks_like_path(model)) return candidate.lexically_normal().string();
-    return model;
-}
-
 std::string scenario_file_path(const std::string& file, const std::string& baseline_path) {
     const fs::path f(file);
     if (f.is_absolute()) return file;
     return (fs::path(baseline_path).parent_path() / f).lexically_normal().string();
+}
+
+std::string scenario_model_argument(const std::string& model, const std::string& baseline_path) {
+    const std::string candidate = scenario_file_path(model, baseline_path);
+    std::error_code ec;
+    if (fs::exists(candidate, ec) || looks_like_path(model)) return candidate;
+    return model;
 }
 
 std::string model_reference_for(const std::string& model, const std::string& baseline_path) {

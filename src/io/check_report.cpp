@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/baseline.hpp"
+#include "io/json_value.hpp"
 #include "io/table.hpp"
 #include "io/units.hpp"
 
@@ -220,13 +221,13 @@ std::string render_check_json(const CheckReport& r) {
         nlohmann::ordered_json o;
         o["name"] = sc.name;
         o["line"] = sc.line;
-        o["error"] = sc.error ? nlohmann::ordered_json(*sc.error) : nlohmann::ordered_json(nullptr);
+        o["error"] = or_null(sc.error);
         o["figures"] = nlohmann::ordered_json::object();
         for (const FigureCheck& c : sc.figures) {
             nlohmann::ordered_json f;
             f["baseline"] = figure_value_json(c.baseline);
             f["current"] = figure_value_json(c.current);
-            f["change_fraction"] = c.relative_change ? nlohmann::ordered_json(*c.relative_change) : nlohmann::ordered_json(nullptr);
+            f["change_fraction"] = or_null(c.relative_change);
             f["verdict"] = verdict_name(c.verdict);
             f["fails"] = fails(r, c);
             o["figures"][figure_spec(c.figure).key] = f;

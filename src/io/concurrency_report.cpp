@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "io/json_value.hpp"
 #include "io/table.hpp"
 #include "io/units.hpp"
 
@@ -228,8 +229,8 @@ std::string render_concurrency_json(const ConcurrencyResult& r) {
     j["block_size_tokens"] = p.block_size;
     j["max_model_len_tokens"] = p.max_model_len;
     j["max_num_batched_tokens"] = p.max_batched_tokens;
-    j["num_blocks"] = p.num_blocks ? nlohmann::ordered_json(*p.num_blocks) : nlohmann::ordered_json(nullptr);
-    j["kv_cache_tokens"] = p.kv_cache_tokens ? nlohmann::ordered_json(*p.kv_cache_tokens) : nlohmann::ordered_json(nullptr);
+    j["num_blocks"] = or_null(p.num_blocks);
+    j["kv_cache_tokens"] = or_null(p.kv_cache_tokens);
     j["prefix_tokens"] = p.prefix_tokens;
     j["contexts"] = nlohmann::ordered_json::array();
     for (const ContextRow& row : p.rows) {
@@ -248,7 +249,7 @@ std::string render_concurrency_json(const ConcurrencyResult& r) {
         j["contexts"].push_back(c);
     }
     j["fits"] = p.fits;
-    j["smallest_tp_that_fits"] = p.smallest_tp ? nlohmann::ordered_json(*p.smallest_tp) : nlohmann::ordered_json(nullptr);
+    j["smallest_tp_that_fits"] = or_null(p.smallest_tp);
     if (!p.engine_lines.empty()) j["engine_log_lines"] = p.engine_lines;
     j["answer"] = answer_sentence(r);
     j["notes"] = notes(p);

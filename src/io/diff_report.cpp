@@ -6,6 +6,7 @@
 #include "core/baseline.hpp"
 #include "core/checked.hpp"
 #include "io/check_report.hpp"
+#include "io/json_value.hpp"
 #include "io/table.hpp"
 #include "io/units.hpp"
 
@@ -91,11 +92,11 @@ std::string render_diff_json(const DiffResult& d) {
     for (const DiffRow& r : d.rows) {
         nlohmann::ordered_json o;
         o["figure"] = r.key;
-        o["context_tokens"] = r.context_tokens ? nlohmann::ordered_json(*r.context_tokens) : nlohmann::ordered_json(nullptr);
+        o["context_tokens"] = or_null(r.context_tokens);
         o["a"] = figure_value_json(r.a);
         o["b"] = figure_value_json(r.b);
         auto f = fraction(r);
-        o["change_fraction"] = f ? nlohmann::ordered_json(*f) : nlohmann::ordered_json(nullptr);
+        o["change_fraction"] = or_null(f);
         o["for_serving"] = direction(r);
         j["rows"].push_back(o);
     }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "io/json_value.hpp"
 #include "io/table.hpp"
 #include "io/units.hpp"
 
@@ -22,8 +23,6 @@ Table gpus_table(const std::vector<Gpu>& gpus) {
     return t;
 }
 
-nlohmann::ordered_json number_or_null(const std::optional<double>& v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr); }
-
 }  // namespace
 
 std::string render_gpus_table(const std::vector<Gpu>& gpus) {
@@ -42,11 +41,11 @@ std::string render_gpus_json(const std::vector<Gpu>& gpus) {
         j["name"] = g.name;
         j["aliases"] = g.aliases;
         j["memory_bytes"] = g.memory_bytes;
-        j["cuda_total_bytes"] = g.cuda_total_bytes ? nlohmann::ordered_json(*g.cuda_total_bytes) : nlohmann::ordered_json(nullptr);
+        j["cuda_total_bytes"] = or_null(g.cuda_total_bytes);
         j["memory_bandwidth_bytes_per_s"] = g.bandwidth_bytes_per_s;
-        j["peak_tflops"] = {{"fp32", number_or_null(g.peak.fp32)}, {"tf32", number_or_null(g.peak.tf32)}, {"bf16", number_or_null(g.peak.bf16)},
-                            {"fp16", number_or_null(g.peak.fp16)}, {"fp8", number_or_null(g.peak.fp8)}, {"int8", number_or_null(g.peak.int8)},
-                            {"fp4", number_or_null(g.peak.fp4)}};
+        j["peak_tflops"] = {{"fp32", or_null(g.peak.fp32)}, {"tf32", or_null(g.peak.tf32)}, {"bf16", or_null(g.peak.bf16)},
+                            {"fp16", or_null(g.peak.fp16)}, {"fp8", or_null(g.peak.fp8)}, {"int8", or_null(g.peak.int8)},
+                            {"fp4", or_null(g.peak.fp4)}};
         j["interconnect"] = g.interconnect;
         j["interconnect_bytes_per_s_per_direction"] = g.interconnect_bytes_per_s;
         j["unified_memory"] = g.unified_memory;

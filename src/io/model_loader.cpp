@@ -127,8 +127,8 @@ ModelSpec load_file(const std::string& path) {
 
 }  // namespace
 
-ModelSpec load_model(const std::string& arg) {
-    if (arg.empty()) usage_error("--model: empty value (expected a config.json path, a model folder or a preset name)");
+ModelSpec load_model(const std::string& arg, const std::string& origin) {
+    if (arg.empty()) usage_error(origin + ": empty value (expected a config.json path, a model folder or a preset name)");
     std::error_code ec;
     // 1. A path: a config.json, or a folder holding one.
     if (fs::exists(arg, ec)) return load_file(fs::is_directory(arg, ec) ? config_in_folder(arg) : arg);
@@ -142,7 +142,7 @@ ModelSpec load_model(const std::string& arg) {
                 return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
             }))
             return load_preset(p);
-    usage_error("--model " + arg + ": no such file, folder, cached Hugging Face model or bundled preset (presets: " +
+    usage_error(origin + " " + arg + ": no such file, folder, cached Hugging Face model or bundled preset (presets: " +
                 preset_names() + ")");
 }
 

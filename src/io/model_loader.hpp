@@ -19,8 +19,9 @@ namespace kvplan {
 constexpr std::int64_t kMaxConfigBytes = 8 * 1024 * 1024;
 
 // Throws Error(Usage) when `arg` names nothing, Error(Data) when what it
-// names is not a valid config.
-ModelSpec load_model(const std::string& arg);
+// names is not a valid config. `origin` is where the argument came from, as
+// messages name it: the flag, or a baseline's "model" field.
+ModelSpec load_model(const std::string& arg, const std::string& origin = "--model");
 
 // Reads and parses a JSON file with kvplan's error messages (file name, line,
 // column). Used for configs and, later, baselines and calibrations.

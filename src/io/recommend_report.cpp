@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "io/json_value.hpp"
 #include "io/table.hpp"
 #include "io/units.hpp"
 
@@ -80,7 +81,7 @@ std::string render_recommend_json(const RecommendResult& r) {
         x["ttft_s"] = c.ttft_s;
         x["tpot_s"] = c.tpot_s;
         x["tokens_per_s_per_gpu"] = c.tokens_per_s_per_gpu;
-        x["usd_per_million_tokens"] = c.usd_per_million_tokens ? nlohmann::ordered_json(*c.usd_per_million_tokens) : nlohmann::ordered_json(nullptr);
+        x["usd_per_million_tokens"] = or_null(c.usd_per_million_tokens);
         x["vllm_flags"] = c.vllm_flags;
         x["sglang_flags"] = c.sglang_flags;
         x["max_requests"] = c.max_requests;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "io/json_value.hpp"
 #include "io/table.hpp"
 #include "io/units.hpp"
 
@@ -140,7 +141,6 @@ std::string render_roofline_csv(const RooflineResult& r) {
 
 std::string render_roofline_json(const RooflineResult& r) {
     const Roofline& f = r.roofline;
-    auto opt = [](const std::optional<std::int64_t>& v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr); };
     nlohmann::ordered_json j;
     j["gpu"] = r.gpu.id;
     j["model"] = r.model->name;
@@ -157,9 +157,9 @@ std::string render_roofline_json(const RooflineResult& r) {
     j["output_tokens"] = r.inputs.output;
     j["ttft_s"] = f.ttft_s;
     j["e2e_s"] = f.e2e_s;
-    j["kv_equals_weights_batch"] = opt(f.kv_equals_weights_batch);
-    j["compute_bound_batch"] = opt(f.compute_bound_batch);
-    j["max_batch"] = opt(f.max_batch);
+    j["kv_equals_weights_batch"] = or_null(f.kv_equals_weights_batch);
+    j["compute_bound_batch"] = or_null(f.compute_bound_batch);
+    j["max_batch"] = or_null(f.max_batch);
     if (r.inputs.price_per_hour) j["price_per_hour_usd"] = *r.inputs.price_per_hour;
     j["rows"] = nlohmann::ordered_json::array();
     for (const RooflineRow& row : f.rows) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "io/json_value.hpp"
 #include "io/table.hpp"
 #include "io/units.hpp"
 
@@ -182,7 +183,7 @@ std::string render_size_json(const SizeResult& r) {
     j["model"] = r.model->name;
     j["kv_dtype"] = std::string(dtype_name(kv.kv_dtype));
     j["kv_bytes_per_token"] = kv.bytes_per_token;
-    j["context_tokens"] = kv.context_tokens ? nlohmann::ordered_json(*kv.context_tokens) : nlohmann::ordered_json(nullptr);
+    j["context_tokens"] = or_null(kv.context_tokens);
     j["kv_bytes_per_sequence"] = kv.bytes_per_sequence;
     j["batch"] = kv.batch;
     j["kv_bytes_total"] = kv.bytes_total;
