@@ -65,20 +65,6 @@ CpuModel::CpuModel(ThreadPool& pool, const LayerShape& s, std::int64_t layers, s
     }
 }
 
-std::int64_t CpuModel::weight_bytes() const {
-    std::int64_t bytes = 0;
-    for (const Layer& l : layers_)
-        bytes += static_cast<std::int64_t>(l.qkv.size() + l.o.size() + l.gate.size() + l.up.size() + l.down.size() +
-                                           (l.norm1.size() + l.norm2.size()) * sizeof(float));
-    return bytes;
-}
-
-std::int64_t CpuModel::cache_bytes() const {
-    std::int64_t bytes = 0;
-    for (const Layer& l : layers_) bytes += static_cast<std::int64_t>(l.k.size() + l.v.size());
-    return bytes;
-}
-
 void CpuModel::store_kv(Layer& l, std::int64_t seq, std::int64_t position, const float* k, const float* v) {
     const std::int64_t kv = shape_.kv_heads * shape_.head_dim;
     const std::int64_t at = (seq * capacity_ + position) * kv;

@@ -41,10 +41,6 @@ public:
     CpuModel(ThreadPool& pool, const LayerShape& shape, std::int64_t layers, std::int64_t batch, std::int64_t capacity, Precision precision,
              std::vector<std::int64_t> windows = {});
 
-    // Bytes the weights and the cache occupy (for memory checks and reports).
-    std::int64_t weight_bytes() const;
-    std::int64_t cache_bytes() const;
-
     // One decode step: every sequence has `context` tokens cached and adds one.
     StepTimes decode(std::int64_t context);
 

@@ -22,6 +22,7 @@
 #include "core/kv_size.hpp"
 #include "core/recommend.hpp"
 #include "core/step_cost.hpp"
+#include "cpu/timing.hpp"
 #include "io/gpu_db.hpp"
 #include "io/model_loader.hpp"
 #include "io/presets.hpp"
@@ -34,11 +35,6 @@ using Clock = std::chrono::steady_clock;
 
 const std::int64_t kContexts[] = {512, 1024, 2048, 4096, 8192, 16384, 32768, 131072};
 const std::int64_t kTps[] = {1, 2, 4, 8};
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
 
 struct Sweep {
     double seconds = 0;
@@ -108,14 +104,14 @@ int main(int argc, char** argv) {
         recommend_s.push_back(std::chrono::duration<double>(Clock::now() - start).count());
         checksum += static_cast<double>(rec.candidates.size());
     }
-    const double rate = median(rates), base = median(naive_rates);
+    const double rate = kernels::median(rates), base = kernels::median(naive_rates);
     std::printf("kvplan_bench: %d repeats (median reported)\n", repeats);
     std::printf("  sweep: %zu presets x %zu GPUs x TP 1,2,4,8 x batch 1..1024 x 8 contexts = %lld plan evaluations\n", models.size(), gpus.size(),
                 static_cast<long long>(evaluations));
     std::printf("  plan evaluations per second:          %.3g (median; %.3g s per sweep)\n", rate, static_cast<double>(evaluations) / rate);
     std::printf("  baseline, cost model rebuilt per point: %.3g per second\n", base);
     std::printf("  ratio to baseline:                      %.1fx\n", rate / base);
-    std::printf("  recommend over all %zu GPUs (llama-3.1-8b, 8K, TTFT 0.5 s, TPOT 50 ms): %.1f ms (median)\n", gpus.size(), median(recommend_s) * 1e3);
+    std::printf("  recommend over all %zu GPUs (llama-3.1-8b, 8K, TTFT 0.5 s, TPOT 50 ms): %.1f ms (median)\n", gpus.size(), kernels::median(recommend_s) * 1e3);
     std::printf("  (checksum %.6g)\n", checksum);
     return 0;
 }
