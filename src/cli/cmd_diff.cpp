@@ -93,22 +93,24 @@ std::string run_diff(const DiffOptions& o) {
         Better::Lower, true);
     add("kv_pool_bytes_per_gpu", "KV pool per GPU (bytes)", std::nullopt, FigureValue::of(ra[0].kv_pool_bytes_per_gpu), FigureValue::of(rb[0].kv_pool_bytes_per_gpu),
         Better::Higher, true);
-    add("kv_bytes_per_token", "KV bytes per token", std::nullopt, fig(ra[0], Figure::KvBytesPerToken), fig(rb[0], Figure::KvBytesPerToken), Better::Lower, false);
-    add("kv_cache_tokens", "KV cache tokens (pool)", std::nullopt, fig(ra[0], Figure::KvCacheTokens), fig(rb[0], Figure::KvCacheTokens), Better::Higher, false);
+    // A gated figure at context i: its key and direction come from the figure table.
+    auto add_figure = [&](Figure f, std::string label, std::size_t i, std::optional<std::int64_t> ctx, bool bytes) {
+        add(figure_spec(f).key, std::move(label), ctx, fig(ra[i], f), fig(rb[i], f), figure_spec(f).better, bytes);
+    };
+    add_figure(Figure::KvBytesPerToken, "KV bytes per token", 0, std::nullopt, false);
+    add_figure(Figure::KvCacheTokens, "KV cache tokens (pool)", 0, std::nullopt, false);
     for (std::size_t i = 0; i < contexts.size(); ++i) {
         const std::string at = " at " + group_digits(contexts[i]) + " tokens";
-        add("kv_bytes_per_sequence", "KV bytes per request" + at, contexts[i], fig(ra[i], Figure::KvBytesPerSequence), fig(rb[i], Figure::KvBytesPerSequence),
-            Better::Lower, true);
-        add("max_requests", "max requests" + at, contexts[i], fig(ra[i], Figure::MaxRequests), fig(rb[i], Figure::MaxRequests), Better::Higher, false);
-        add("decode_step_s", fmt::format("decode step, batch {}{} (s)", o.batch, at), contexts[i], fig(ra[i], Figure::DecodeStepS), fig(rb[i], Figure::DecodeStepS),
-            Better::Lower, false);
-        add("decode_tokens_per_s", fmt::format("decode tokens/s, batch {}{}", o.batch, at), contexts[i], fig(ra[i], Figure::DecodeTokensPerS),
-            fig(rb[i], Figure::DecodeTokensPerS), Better::Higher, false);
+        add_figure(Figure::KvBytesPerSequence, "KV bytes per request" + at, i, contexts[i], true);
+        add_figure(Figure::MaxRequests, "max requests" + at, i, contexts[i], false);
+        add_figure(Figure::DecodeStepS, fmt::format("decode step, batch {}{} (s)", o.batch, at), i, contexts[i], false);
+        add_figure(Figure::DecodeTokensPerS, fmt::format("decode tokens/s, batch {}{}", o.batch, at), i, contexts[i], false);
     }
     for (std::size_t i = 0; i < contexts.size(); ++i) {
-        if (ra[i].figures[static_cast<std::size_t>(Figure::MaxRequests)].integer < o.batch || rb[i].figures[static_cast<std::size_t>(Figure::MaxRequests)].integer < o.batch)
-            d.notes.push_back(fmt::format("at {} tokens a batch of {} does not fit in memory for {}; its decode figures are what the step would take", group_digits(contexts[i]), o.batch,
-                                          ra[i].figures[static_cast<std::size_t>(Figure::MaxRequests)].integer < o.batch ? "A" : "B"));
+        const bool a_short = fig(ra[i], Figure::MaxRequests).integer < o.batch, b_short = fig(rb[i], Figure::MaxRequests).integer < o.batch;
+        if (a_short || b_short)
+            d.notes.push_back(fmt::format("at {} tokens a batch of {} does not fit in memory for {}; its decode figures are what the step would take",
+                                          group_digits(contexts[i]), o.batch, a_short ? "A" : "B"));
     }
     std::vector<const ModelSpec*> models = {&a.model};
     if (o.models.size() == 2) models.push_back(&b.model);
