@@ -61,7 +61,7 @@ namespace {
 // The short name a scenario starts with: a preset's name, a config's folder
 // ("configs/our-model/config.json" -> "our-model") or file stem.
 std::string model_short_name(const std::string& argument) {
-    if (find_preset(argument)) return find_preset(argument)->name;
+    if (auto preset = find_preset(argument)) return preset->name;
     namespace fs = std::filesystem;
     std::error_code ec;
     fs::path p(argument);

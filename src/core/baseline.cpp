@@ -146,9 +146,7 @@ nlohmann::ordered_json figure_value_json(const FigureValue& v) {
     }
 }
 
-Baseline parse_baseline(const nlohmann::ordered_json& doc_ordered, const std::string& source, bool require_expected) {
-    // ConfigReader works on nlohmann::json; key order does not matter for reading.
-    const nlohmann::json doc = nlohmann::json::parse(doc_ordered.dump());
+Baseline parse_baseline(const nlohmann::json& doc, const std::string& source, bool require_expected) {
     if (!doc.is_object()) fail(source, "(top level)", "expected a JSON object, found " + json_type_name(doc));
     ConfigReader r(doc, source);
     if (!doc.contains("schema_version")) r.fail("schema_version", "required field is missing (this kvplan writes 1)");

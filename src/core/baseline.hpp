@@ -59,7 +59,7 @@ struct Baseline {
 // batch. With `require_expected`, every figure the scenario calls for must be
 // present (`check`); without it they may be missing, and decode figures of a
 // scenario without a batch are ignored (`check --update` fills and drops them).
-Baseline parse_baseline(const nlohmann::ordered_json& doc, const std::string& source, bool require_expected);
+Baseline parse_baseline(const nlohmann::json& doc, const std::string& source, bool require_expected);
 
 // The JSON of one scenario as `kvplan baseline` writes it, keys in a fixed order.
 nlohmann::ordered_json scenario_json(const Scenario& scenario);

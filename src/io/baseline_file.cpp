@@ -53,11 +53,13 @@ BaselineFile read_baseline_file(const std::string& path, bool require_expected) 
     std::ostringstream buffer;
     buffer << in.rdbuf();
     const std::string text = buffer.str();
-    parse_json_text(text, path);  // kvplan's messages (line:column) for malformed JSON
+    // Read for its fields (with kvplan's line:column messages for malformed
+    // JSON), and again with its key order for an update to keep.
+    const nlohmann::json value = parse_json_text(text, path);
     BaselineFile f;
     f.path = path;
     f.doc = nlohmann::ordered_json::parse(text);
-    f.baseline = parse_baseline(f.doc, path, require_expected);
+    f.baseline = parse_baseline(value, path, require_expected);
     set_lines(text, f.baseline);
     return f;
 }
