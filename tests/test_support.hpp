@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/app.hpp"
-#include "core/config_parser.hpp"
-#include "core/kv_size.hpp"
-#include "core/weights.hpp"
+#include "core/model/config_parser.hpp"
+#include "core/memory/kv_size.hpp"
+#include "core/model/weights.hpp"
 #include "io/gpu_db.hpp"
 #include "io/model_loader.hpp"
 

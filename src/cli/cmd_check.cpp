@@ -2,10 +2,10 @@
 
 #include <map>
 
-#include "core/calibration.hpp"
+#include "core/speed/calibration.hpp"
 #include "core/error.hpp"
-#include "core/regression.hpp"
-#include "core/scenario.hpp"
+#include "core/gate/regression.hpp"
+#include "core/gate/scenario.hpp"
 #include "io/baseline_file.hpp"
 #include "io/check_report.hpp"
 #include "io/file_writer.hpp"

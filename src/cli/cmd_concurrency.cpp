@@ -1,8 +1,8 @@
 #include "cli/cmd_concurrency.hpp"
 
 #include "core/byte_size.hpp"
-#include "core/capacity.hpp"
-#include "core/config_parts.hpp"
+#include "core/memory/capacity.hpp"
+#include "core/model/config_parts.hpp"
 #include "core/error.hpp"
 #include "io/concurrency_report.hpp"
 

@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 
 #include "cli/model_options.hpp"
-#include "core/config_parts.hpp"
-#include "core/engine.hpp"
+#include "core/model/config_parts.hpp"
+#include "core/memory/engine.hpp"
 #include "core/error.hpp"
-#include "core/scenario.hpp"
+#include "core/gate/scenario.hpp"
 #include "io/diff_report.hpp"
 #include "io/gpu_db.hpp"
 #include "io/model_loader.hpp"

@@ -14,11 +14,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/byte_size.hpp"
-#include "core/config_parts.hpp"
+#include "core/model/config_parts.hpp"
 #include "core/error.hpp"
-#include "core/kv_size.hpp"
-#include "core/overhead.hpp"
-#include "core/step_cost.hpp"
+#include "core/memory/kv_size.hpp"
+#include "core/memory/overhead.hpp"
+#include "core/speed/step_cost.hpp"
 #include "cpu/decode_step.hpp"
 #include "cpu/flops.hpp"
 #include "cpu/stream.hpp"

@@ -4,9 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/config_parser.hpp"
-#include "core/kv_size.hpp"
-#include "core/weights.hpp"
+#include "core/model/config_parser.hpp"
+#include "core/memory/kv_size.hpp"
+#include "core/model/weights.hpp"
 #include "io/model_loader.hpp"
 #include "io/presets.hpp"
 #include "io/table.hpp"

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "core/config_parts.hpp"
+#include "core/model/config_parts.hpp"
 #include "core/error.hpp"
 #include "io/gpu_db.hpp"
 #include "io/recommend_report.hpp"

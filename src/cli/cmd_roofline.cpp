@@ -1,11 +1,11 @@
 #include "cli/cmd_roofline.hpp"
 
-#include "core/calibration.hpp"
-#include "core/capacity.hpp"
-#include "core/config_parts.hpp"
+#include "core/speed/calibration.hpp"
+#include "core/memory/capacity.hpp"
+#include "core/model/config_parts.hpp"
 #include "core/error.hpp"
-#include "core/kv_size.hpp"
-#include "core/roofline.hpp"
+#include "core/memory/kv_size.hpp"
+#include "core/speed/roofline.hpp"
 #include "io/model_loader.hpp"
 #include "io/roofline_report.hpp"
 

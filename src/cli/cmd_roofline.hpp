@@ -10,7 +10,7 @@
 
 #include "cli/gpu_options.hpp"
 #include "cli/model_options.hpp"
-#include "core/step_cost.hpp"
+#include "core/speed/step_cost.hpp"
 
 namespace kvplan {
 

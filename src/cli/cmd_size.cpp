@@ -1,8 +1,8 @@
 #include "cli/cmd_size.hpp"
 
-#include "core/config_parts.hpp"
-#include "core/kv_size.hpp"
-#include "core/weights.hpp"
+#include "core/model/config_parts.hpp"
+#include "core/memory/kv_size.hpp"
+#include "core/model/weights.hpp"
 #include "io/size_report.hpp"
 
 namespace kvplan {

@@ -1,7 +1,7 @@
 #include "cli/model_options.hpp"
 
-#include "core/config_parser.hpp"
-#include "core/config_parts.hpp"
+#include "core/model/config_parser.hpp"
+#include "core/model/config_parts.hpp"
 #include "core/error.hpp"
 #include "io/model_loader.hpp"
 #include "io/presets.hpp"

@@ -8,8 +8,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "core/config_parser.hpp"
-#include "core/model_spec.hpp"
+#include "core/model/config_parser.hpp"
+#include "core/model/model_spec.hpp"
 
 namespace kvplan {
 

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/baseline.hpp"
+#include "core/gate/baseline.hpp"
 
 namespace kvplan {
 

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "core/baseline.hpp"
+#include "core/gate/baseline.hpp"
 #include "io/json_value.hpp"
 #include "io/table.hpp"
 #include "io/units.hpp"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/regression.hpp"
+#include "core/gate/regression.hpp"
 
 namespace kvplan {
 

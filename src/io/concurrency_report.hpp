@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "core/capacity.hpp"
-#include "core/model_spec.hpp"
+#include "core/memory/capacity.hpp"
+#include "core/model/model_spec.hpp"
 
 namespace kvplan {
 

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "core/baseline.hpp"
+#include "core/gate/baseline.hpp"
 #include "core/checked.hpp"
 #include "io/check_report.hpp"
 #include "io/json_value.hpp"

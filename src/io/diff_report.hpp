@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/figures.hpp"
+#include "core/gate/figures.hpp"
 
 namespace kvplan {
 

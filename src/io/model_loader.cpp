@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "core/config_parser.hpp"
+#include "core/model/config_parser.hpp"
 #include "core/error.hpp"
 #include "io/presets.hpp"
 #include "io/units.hpp"

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/model_spec.hpp"
+#include "core/model/model_spec.hpp"
 
 namespace kvplan {
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "core/recommend.hpp"
+#include "core/speed/recommend.hpp"
 
 namespace kvplan {
 

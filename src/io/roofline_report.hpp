@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "core/roofline.hpp"
-#include "core/model_spec.hpp"
+#include "core/speed/roofline.hpp"
+#include "core/model/model_spec.hpp"
 
 namespace kvplan {
 

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "core/kv_size.hpp"
-#include "core/model_spec.hpp"
-#include "core/weights.hpp"
+#include "core/memory/kv_size.hpp"
+#include "core/model/model_spec.hpp"
+#include "core/model/weights.hpp"
 
 namespace kvplan {
 

@@ -16,12 +16,12 @@
 #include <cstdlib>
 #include <vector>
 
-#include "core/capacity.hpp"
-#include "core/config_parser.hpp"
+#include "core/memory/capacity.hpp"
+#include "core/model/config_parser.hpp"
 #include "core/error.hpp"
-#include "core/kv_size.hpp"
-#include "core/recommend.hpp"
-#include "core/step_cost.hpp"
+#include "core/memory/kv_size.hpp"
+#include "core/speed/recommend.hpp"
+#include "core/speed/step_cost.hpp"
 #include "cpu/timing.hpp"
 #include "io/gpu_db.hpp"
 #include "io/model_loader.hpp"

@@ -1,0 +1,219 @@
+#include "core/gate/baseline.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+#include "core/model/config_parts.hpp"
+#include "core/config_reader.hpp"
+#include "core/dtype.hpp"
+#include "core/memory/engine.hpp"
+#include "core/error.hpp"
+
+namespace kvplan {
+
+double round_significant(double value, int digits) {
+    if (value == 0 || !std::isfinite(value)) return value;
+    // Through text: the shortest decimal a reader sees is the value kept.
+    char text[64];
+    std::snprintf(text, sizeof text, "%.*g", digits, value);
+    return std::strtod(text, nullptr);
+}
+
+bool scenario_wants(const ScenarioInputs& in, Figure f) { return !figure_spec(f).needs_batch || in.batch.has_value(); }
+
+namespace {
+
+// Keys a scenario may have; anything else is a typo worth an error.
+const std::set<std::string> kScenarioKeys = {"name", "description", "model", "gpu", "engine", "tp", "pp", "context_tokens", "kv_dtype",
+                                             "mem_util", "batch", "weights_dtype", "max_model_len", "max_num_seqs",
+                                             "max_num_batched_tokens", "block_size", "calibration", "expected"};
+constexpr const char* kScenarioKeyList =
+    "name, model, gpu, engine, tp, pp, context_tokens, kv_dtype, mem_util, batch, weights_dtype, max_model_len, max_num_seqs, "
+    "max_num_batched_tokens, block_size, calibration, expected, description";
+const std::set<std::string> kTopKeys = {"schema_version", "description", "tolerance_percent", "scenarios"};
+
+[[noreturn]] void fail(const std::string& source, const std::string& field, const std::string& message) {
+    data_error(source + ": " + field + ": " + message);
+}
+
+FigureValue read_figure(const nlohmann::json& value, const FigureSpec& spec, const std::string& source, const std::string& field) {
+    if (value.is_null()) {
+        if (spec.figure != Figure::KvCacheTokens) fail(source, field, "expected a number, found null");
+        return FigureValue::null();
+    }
+    if (spec.integer) {
+        if (!value.is_number_integer()) fail(source, field, "expected an integer, found " + (value.is_number() ? value.dump() : json_type_name(value)));
+        if (value.is_number_unsigned() && value.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+            fail(source, field, "expected an integer below 2^63, found " + value.dump());
+        const std::int64_t v = value.get<std::int64_t>();
+        if (v < 0) fail(source, field, "expected a non-negative integer, found " + value.dump());
+        return FigureValue::of(v);
+    }
+    if (!value.is_number()) fail(source, field, "expected a number, found " + json_type_name(value));
+    const double v = value.get<double>();
+    if (!(v >= 0) || !std::isfinite(v)) fail(source, field, "expected a non-negative number, found " + value.dump());
+    return FigureValue::of_real(v);
+}
+
+Scenario read_scenario(const nlohmann::json& object, const std::string& source, std::size_t index, bool require_expected) {
+    const std::string at = "scenarios[" + std::to_string(index) + "]";
+    if (!object.is_object()) fail(source, at, "expected an object, found " + json_type_name(object));
+    for (const auto& [key, value] : object.items())
+        if (!kScenarioKeys.count(key)) fail(source, at + "." + key, std::string("unknown key (expected ") + kScenarioKeyList + ")");
+    ConfigReader r(object, source, at + ".");
+    Scenario s;
+    auto required_string = [&](const char* key) {
+        auto v = r.get_string(key);
+        if (!v) r.fail(key, "required field is missing (a string)");
+        if (v->empty()) r.fail(key, "expected a non-empty string");
+        return *v;
+    };
+    s.name = required_string("name");
+    ScenarioInputs& in = s.inputs;
+    in.model = required_string("model");
+    in.gpu = required_string("gpu");
+    if (auto e = r.get_string("engine")) {
+        in.engine = *e;
+        try {
+            parse_engine(in.engine);
+        } catch (const Error&) {
+            r.fail("engine", "expected generic, vllm, vllm-v0, sglang or trtllm, found \"" + in.engine + "\"");
+        }
+    }
+    in.tp = r.get_int({"tp"}, 1, 4096).value_or(1);
+    in.pp = r.get_int({"pp"}, 1, 4096).value_or(1);
+    in.context_tokens = r.require_int({"context_tokens"}, 1, kMaxTokens);
+    auto dtype_field = [&](const char* key, std::string& field) {
+        if (auto d = r.get_string(key)) {
+            field = *d;
+            if (field != "auto" && !parse_dtype(field)) r.fail(key, "expected auto, fp32, fp16, bf16, fp8, int8 or int4, found \"" + field + "\"");
+        }
+    };
+    dtype_field("kv_dtype", in.kv_dtype);
+    dtype_field("weights_dtype", in.weights_dtype);
+    in.max_model_len = r.get_int({"max_model_len"}, 1, kMaxTokens);
+    in.max_num_seqs = r.get_int({"max_num_seqs"}, 1, 1'000'000);
+    in.max_num_batched_tokens = r.get_int({"max_num_batched_tokens"}, 1, kMaxTokens);
+    in.block_size = r.get_int({"block_size"}, 1, 1'000'000);
+    if (auto m = r.get_number("mem_util")) {
+        if (!(*m > 0 && *m <= 1)) r.fail("mem_util", "expected a fraction in (0, 1], found " + nlohmann::json(*m).dump());
+        in.mem_util = *m;
+    }
+    in.batch = r.get_int({"batch"}, 1, 1'000'000);
+    if (auto c = r.get_string("calibration")) {
+        if (!in.batch) r.fail("calibration", "calibrates the decode figures, which need the scenario's \"batch\"");
+        in.calibration = *c;
+    }
+    if (in.batch && in.pp > 1) r.fail("batch", "decode figures model tensor parallelism only; drop \"batch\" or use pp 1");
+
+    const bool has_expected = object.contains("expected");
+    if (has_expected && !object.at("expected").is_object())
+        r.fail("expected", "expected an object of figures, found " + json_type_name(object.at("expected")));
+    if (!has_expected && require_expected)
+        r.fail("expected", "required field is missing (run `kvplan check --update` to fill it)");
+    if (has_expected) {
+        const nlohmann::json& expected = object.at("expected");
+        for (const auto& [key, value] : expected.items()) {
+            const FigureSpec* spec = nullptr;
+            for (const FigureSpec& f : kFigures)
+                if (key == f.key) spec = &f;
+            const std::string field = at + ".expected." + key;
+            if (!spec) fail(source, field, "unknown figure (expected kv_bytes_per_token, kv_bytes_per_sequence, kv_cache_tokens, max_requests, decode_step_s or decode_tokens_per_s)");
+            if (!scenario_wants(in, spec->figure)) {
+                if (require_expected) fail(source, field, "a decode figure needs the scenario's \"batch\"");
+                continue;  // --update drops it
+            }
+            s.expected[static_cast<std::size_t>(spec->figure)] = read_figure(value, *spec, source, field);
+        }
+    }
+    if (require_expected)
+        for (const FigureSpec& f : kFigures)
+            if (scenario_wants(in, f.figure) && s.expected[static_cast<std::size_t>(f.figure)].state == FigureValue::State::Absent)
+                fail(source, at + ".expected." + f.key,
+                     std::string("required figure is missing (") + (f.integer ? "an integer" : "a number") + "; run `kvplan check --update` to fill it)");
+    return s;
+}
+
+}  // namespace
+
+nlohmann::ordered_json figure_value_json(const FigureValue& v) {
+    switch (v.state) {
+        case FigureValue::State::Integer: return v.integer;
+        case FigureValue::State::Real: return v.real;
+        default: return nullptr;
+    }
+}
+
+Baseline parse_baseline(const nlohmann::json& doc, const std::string& source, bool require_expected) {
+    if (!doc.is_object()) fail(source, "(top level)", "expected a JSON object, found " + json_type_name(doc));
+    ConfigReader r(doc, source);
+    if (!doc.contains("schema_version")) r.fail("schema_version", "required field is missing (this kvplan writes 1)");
+    Baseline b;
+    b.schema_version = r.require_int({"schema_version"}, 0, INT64_MAX);
+    if (b.schema_version != kBaselineSchemaVersion)
+        r.fail("schema_version", "unknown version " + std::to_string(b.schema_version) + " (this kvplan reads version " + std::to_string(kBaselineSchemaVersion) + "; a newer kvplan wrote this file?)");
+    for (const auto& [key, value] : doc.items())
+        if (!kTopKeys.count(key)) r.fail(key, "unknown key (expected schema_version, tolerance_percent, scenarios, description)");
+    if (auto t = r.get_number("tolerance_percent")) {
+        if (!(*t >= 0 && *t <= 100)) r.fail("tolerance_percent", "expected a percentage in [0, 100], found " + nlohmann::json(*t).dump());
+        b.tolerance_ppb = std::llround(*t * 1e7);
+    }
+    if (!doc.contains("scenarios")) r.fail("scenarios", "required field is missing (an array of scenarios)");
+    const nlohmann::json& list = doc.at("scenarios");
+    if (!list.is_array()) r.fail("scenarios", "expected an array, found " + json_type_name(list));
+    if (list.empty()) r.fail("scenarios", "expected at least one scenario");
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        Scenario s = read_scenario(list[i], source, i, require_expected);
+        if (!names.insert(s.name).second) fail(source, "scenarios[" + std::to_string(i) + "].name", "duplicate name \"" + s.name + "\"");
+        b.scenarios.push_back(std::move(s));
+    }
+    return b;
+}
+
+nlohmann::ordered_json scenario_json(const Scenario& s) {
+    const ScenarioInputs& in = s.inputs;
+    nlohmann::ordered_json j;
+    j["name"] = s.name;
+    j["model"] = in.model;
+    j["gpu"] = in.gpu;
+    j["engine"] = in.engine;
+    j["tp"] = in.tp;
+    if (in.pp != 1) j["pp"] = in.pp;
+    j["context_tokens"] = in.context_tokens;
+    j["kv_dtype"] = in.kv_dtype;
+    if (in.mem_util) j["mem_util"] = *in.mem_util;
+    if (in.batch) j["batch"] = *in.batch;
+    if (in.weights_dtype != "auto") j["weights_dtype"] = in.weights_dtype;
+    if (in.max_model_len) j["max_model_len"] = *in.max_model_len;
+    if (in.max_num_seqs) j["max_num_seqs"] = *in.max_num_seqs;
+    if (in.max_num_batched_tokens) j["max_num_batched_tokens"] = *in.max_num_batched_tokens;
+    if (in.block_size) j["block_size"] = *in.block_size;
+    if (!in.calibration.empty()) j["calibration"] = in.calibration;
+    j["expected"] = nlohmann::ordered_json::object();
+    set_expected(j, s.expected);
+    return j;
+}
+
+void set_expected(nlohmann::ordered_json& object, const Figures& figures) {
+    nlohmann::ordered_json& expected = object["expected"];
+    if (!expected.is_object()) expected = nlohmann::ordered_json::object();
+    for (const FigureSpec& f : kFigures) {
+        const FigureValue& v = figures[static_cast<std::size_t>(f.figure)];
+        if (v.state == FigureValue::State::Absent) expected.erase(f.key);
+        else expected[f.key] = figure_value_json(v);
+    }
+}
+
+nlohmann::ordered_json baseline_json(const std::vector<Scenario>& scenarios, std::optional<std::int64_t> tolerance_ppb) {
+    nlohmann::ordered_json doc;
+    doc["schema_version"] = kBaselineSchemaVersion;
+    if (tolerance_ppb) doc["tolerance_percent"] = static_cast<double>(*tolerance_ppb) / 1e7;
+    doc["scenarios"] = nlohmann::ordered_json::array();
+    for (const Scenario& s : scenarios) doc["scenarios"].push_back(scenario_json(s));
+    return doc;
+}
+
+}  // namespace kvplan

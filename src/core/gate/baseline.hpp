@@ -1,0 +1,82 @@
+// A baseline: the named scenarios a team gates on and the figures expected
+// for each (docs/ci.md has the schema). This file parses an already-read
+// JSON value and builds new ones; reading, resolving model paths and writing
+// live in io/baseline_file.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/gate/figures.hpp"
+
+namespace kvplan {
+
+inline constexpr std::int64_t kBaselineSchemaVersion = 1;
+
+// What to compute: the flags of `kvplan concurrency` (and `roofline` when a
+// batch is given) that teams change.
+struct ScenarioInputs {
+    std::string model;                  // preset, Hugging Face id, or a config path relative to the baseline file
+    std::string gpu;                    // id from the hardware database (`kvplan gpus`)
+    std::string engine = "generic";     // generic|vllm|vllm-v0|sglang|trtllm
+    std::int64_t tp = 1;
+    std::int64_t pp = 1;
+    std::int64_t context_tokens = 0;
+    std::string kv_dtype = "auto";
+    std::optional<double> mem_util;     // default: the engine's
+    std::optional<std::int64_t> batch;  // sequences decoded together: adds the decode figures
+    // Engine settings teams change (default: the engine's), as `kvplan concurrency` takes them.
+    std::string weights_dtype = "auto";  // serve unquantized weights in this dtype
+    std::optional<std::int64_t> max_model_len;
+    std::optional<std::int64_t> max_num_seqs;
+    std::optional<std::int64_t> max_num_batched_tokens;
+    std::optional<std::int64_t> block_size;
+    // A `kvplan measure --output` file, relative to the baseline: the decode
+    // figures use its measured bandwidth and FLOP/s instead of datasheet fractions.
+    std::string calibration;
+};
+
+struct Scenario {
+    std::string name;  // unique within the baseline
+    ScenarioInputs inputs;
+    Figures expected;  // Absent where the file has no value
+    int line = 0;      // 1-based line of the scenario's "name" in the file (0: unknown), for annotations
+};
+
+struct Baseline {
+    std::int64_t schema_version = kBaselineSchemaVersion;
+    std::optional<std::int64_t> tolerance_ppb;  // the file's default tolerance
+    std::vector<Scenario> scenarios;
+};
+
+// Throws Error(Data) naming `source` and the field: not an object, unknown or
+// missing schema_version, a missing or mistyped field, an unknown key (a typo
+// would otherwise be ignored), a duplicate name, decode figures without a
+// batch. With `require_expected`, every figure the scenario calls for must be
+// present (`check`); without it they may be missing, and decode figures of a
+// scenario without a batch are ignored (`check --update` fills and drops them).
+Baseline parse_baseline(const nlohmann::json& doc, const std::string& source, bool require_expected);
+
+// The JSON of one scenario as `kvplan baseline` writes it, keys in a fixed order.
+nlohmann::ordered_json scenario_json(const Scenario& scenario);
+
+// Sets `expected` of the scenario object in place: existing keys keep their
+// place, new ones are appended in kFigures order, and figures the scenario no
+// longer calls for are removed. Everything else in the object is untouched.
+void set_expected(nlohmann::ordered_json& scenario_object, const Figures& figures);
+
+// A whole baseline document from scenarios (schema_version first).
+nlohmann::ordered_json baseline_json(const std::vector<Scenario>& scenarios, std::optional<std::int64_t> tolerance_ppb);
+
+// A figure's value as JSON: its integer or real, or null (also for absent).
+nlohmann::ordered_json figure_value_json(const FigureValue& value);
+
+// The figures a scenario calls for: the four capacity figures, and the two
+// decode figures when it has a batch.
+bool scenario_wants(const ScenarioInputs& inputs, Figure figure);
+
+}  // namespace kvplan

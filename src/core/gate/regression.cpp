@@ -1,0 +1,131 @@
+#include "core/gate/regression.hpp"
+
+#include "core/checked.hpp"
+
+#include <cmath>
+#include <cstdlib>
+
+namespace kvplan {
+
+std::int64_t parse_tolerance(const std::string& flag, const std::string& text) {
+    auto bad = [&](const std::string& why) -> std::int64_t {
+        usage_error(flag + " " + text + ": " + why + " (expected a percentage like 0.5%)");
+    };
+    std::string digits = text;
+    const bool percent = !digits.empty() && digits.back() == '%';
+    if (percent) digits.pop_back();
+    if (digits.empty()) return bad("no number");
+    // Decimal digits with at most one point: integer part and fraction part, exactly.
+    std::int64_t whole = 0, fraction = 0, scale = 1;
+    bool point = false;
+    for (char c : digits) {
+        if (c == '.' && !point) {
+            point = true;
+        } else if (c >= '0' && c <= '9') {
+            if (!point) {
+                if (whole > 1'000'000) return bad("too large");
+                whole = whole * 10 + (c - '0');
+            } else {
+                if (scale >= 1'000'000'000'000) {
+                    if (c != '0') return bad("finer than one part per billion");
+                    continue;
+                }
+                fraction = fraction * 10 + (c - '0');
+                scale *= 10;
+            }
+        } else {
+            return bad(c == '-' ? "must not be negative" : "not a number");
+        }
+    }
+    // value = whole + fraction / scale, in units of 1 (fraction) or 1% (percent).
+    // A bare number is ambiguous (is 0.5 half a percent or half?): only 0 may go without '%'.
+    if (!percent && (whole != 0 || fraction != 0)) return bad("missing '%'");
+    const Int128 numerator = (static_cast<Int128>(whole) * scale + fraction) * (kPpbPerUnit / 100);
+    if (numerator % scale != 0) return bad("finer than one part per billion");
+    const Int128 ppb = numerator / scale;
+    if (ppb > kPpbPerUnit) return bad("over 100%");
+    return static_cast<std::int64_t>(ppb);
+}
+
+std::string tolerance_text(std::int64_t ppb) {
+    // ppb / 10^7 percent, without trailing zeros.
+    std::string text = std::to_string(ppb / 10'000'000);
+    std::int64_t rest = ppb % 10'000'000;
+    if (rest != 0) {
+        std::string frac = std::to_string(rest);
+        frac.insert(0, 7 - frac.size(), '0');
+        while (frac.back() == '0') frac.pop_back();
+        text += "." + frac;
+    }
+    return text + "%";
+}
+
+const char* verdict_name(Verdict v) {
+    switch (v) {
+        case Verdict::Unchanged: return "unchanged";
+        case Verdict::Within: return "within tolerance";
+        case Verdict::Improvement: return "improvement";
+        case Verdict::Regression: return "regression";
+    }
+    return "?";
+}
+
+FigureCheck compare_figure(Figure figure, const FigureValue& base, const FigureValue& cur, std::int64_t tolerance_ppb) {
+    FigureCheck c{figure, base, cur, std::nullopt, Verdict::Unchanged};
+    const FigureSpec& spec = figure_spec(figure);
+    if (base == cur) return c;
+    if (!base.has_number() || !cur.has_number()) {
+        // The figure started or stopped applying: always worth a look, and a
+        // capacity figure that vanished is a loss.
+        c.verdict = Verdict::Regression;
+        return c;
+    }
+    bool within = false;
+    bool up = false;
+    if (spec.integer) {
+        const Int128 delta = static_cast<Int128>(cur.integer) - base.integer;
+        const Int128 magnitude = delta < 0 ? -delta : delta;
+        within = magnitude * kPpbPerUnit <= static_cast<Int128>(tolerance_ppb) * base.integer;
+        up = delta > 0;
+        if (base.integer != 0) c.relative_change = static_cast<double>(delta) / static_cast<double>(base.integer);
+    } else {
+        const double delta = cur.real - base.real;
+        // 1e-12: the reals were rounded to 6 significant digits, far coarser.
+        within = std::abs(delta) <= static_cast<double>(tolerance_ppb) / kPpbPerUnit * base.real * (1 + 1e-12);
+        up = delta > 0;
+        if (base.real != 0) c.relative_change = delta / base.real;
+    }
+    if (within) c.verdict = Verdict::Within;
+    else c.verdict = (up == (spec.better == Better::Higher)) ? Verdict::Improvement : Verdict::Regression;
+    return c;
+}
+
+CheckSummary summarize(const std::vector<ScenarioCheck>& checks) {
+    CheckSummary s;
+    for (const ScenarioCheck& sc : checks) {
+        ++s.scenarios;
+        if (sc.error) ++s.errors;
+        for (const FigureCheck& f : sc.figures) {
+            ++s.figures;
+            switch (f.verdict) {
+                case Verdict::Unchanged: ++s.unchanged; break;
+                case Verdict::Within: ++s.within; break;
+                case Verdict::Improvement: ++s.improvements; break;
+                case Verdict::Regression: ++s.regressions; break;
+            }
+        }
+    }
+    return s;
+}
+
+int check_exit_code(const CheckSummary& s, const std::vector<ScenarioCheck>& checks, bool strict) {
+    if (s.errors > 0) {
+        for (const ScenarioCheck& c : checks)
+            if (c.error && c.error_kind == ErrorKind::Data) return 65;
+        return 2;
+    }
+    if (s.regressions > 0 || (strict && s.improvements > 0)) return 1;
+    return 0;
+}
+
+}  // namespace kvplan

@@ -1,0 +1,66 @@
+#include "core/gate/scenario.hpp"
+
+#include "core/memory/capacity.hpp"
+#include "core/dtype.hpp"
+#include "core/memory/engine.hpp"
+#include "core/error.hpp"
+#include "core/memory/kv_size.hpp"
+#include "core/speed/step_cost.hpp"
+#include "core/model/weight_format.hpp"
+
+namespace kvplan {
+
+CapacityInputs scenario_capacity_inputs(const Gpu& gpu, const ScenarioInputs& in) {
+    CapacityInputs cap;
+    cap.gpu = gpu;
+    cap.engine = parse_engine(in.engine);
+    cap.tp = in.tp;
+    cap.pp = in.pp;
+    cap.contexts = {in.context_tokens};
+    cap.mem_util = in.mem_util;
+    if (in.kv_dtype != "auto") cap.kv_dtype = parse_dtype(in.kv_dtype);
+    if (in.weights_dtype != "auto") cap.weights_dtype = parse_dtype(in.weights_dtype);
+    cap.max_model_len = in.max_model_len;
+    cap.max_num_seqs = in.max_num_seqs;
+    cap.max_batched_tokens = in.max_num_batched_tokens;
+    cap.block_size = in.block_size;
+    return cap;
+}
+
+ScenarioResult evaluate_scenario(const ModelSpec& model, const Gpu& gpu, const ScenarioInputs& in, const Efficiency& efficiency) {
+    const std::optional<Dtype> kv_dtype = in.kv_dtype == "auto" ? std::nullopt : parse_dtype(in.kv_dtype);
+    ScenarioResult r;
+    auto set = [&r](Figure f, FigureValue v) { r.figures[static_cast<std::size_t>(f)] = v; };
+
+    // Sizing: what `kvplan size --context N --kv-dtype D` prints, whole model.
+    KvOptions kv;
+    kv.kv_dtype = kv_dtype;
+    kv.context = in.context_tokens;
+    kv.tp = in.tp;
+    const KvSizing sizing = size_kv(model, kv);
+    set(Figure::KvBytesPerToken, FigureValue::of(sizing.bytes_per_token));
+    set(Figure::KvBytesPerSequence, FigureValue::of(sizing.bytes_per_sequence));
+
+    // Capacity: what `kvplan concurrency` prints for the one context.
+    const CapacityPlan plan = plan_capacity(model, scenario_capacity_inputs(gpu, in));
+    set(Figure::KvCacheTokens, plan.kv_cache_tokens ? FigureValue::of(*plan.kv_cache_tokens) : FigureValue::null());
+    set(Figure::MaxRequests, FigureValue::of(plan.rows.at(0).max_requests));
+    r.weights_bytes_per_gpu = plan.budget.weights_bytes;
+    r.kv_pool_bytes_per_gpu = plan.budget.kv_pool_bytes;
+    r.model_weights_bytes = plan.model_weights_bytes;
+    r.smallest_tp = plan.smallest_tp;
+    r.warnings = plan.warnings;
+
+    // Decode: what `kvplan roofline --batch B --context N` prints for the row.
+    if (in.batch) {
+        const WeightFormat weights = parse_weight_format("weights_dtype", in.weights_dtype);
+        const CostModel cost = make_cost_model(CostModelInputs{&model, gpu, weights, kv_dtype, in.tp, efficiency, std::nullopt});
+        const StepCost step = decode_step(cost, *in.batch, in.context_tokens);
+        const double step_s = round_significant(step.total_s);
+        set(Figure::DecodeStepS, FigureValue::of_real(step_s));
+        set(Figure::DecodeTokensPerS, FigureValue::of_real(round_significant(static_cast<double>(*in.batch) / step.total_s)));
+    }
+    return r;
+}
+
+}  // namespace kvplan

@@ -1,0 +1,337 @@
+#include "core/memory/capacity.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/checked.hpp"
+#include "core/digits.hpp"
+#include "core/error.hpp"
+#include "core/memory/kv_size.hpp"
+#include "core/memory/parallel.hpp"
+#include "core/model/weights.hpp"
+
+namespace kvplan {
+
+namespace {
+
+constexpr double kGiB = 1073741824.0;
+
+std::string gib_text(std::int64_t bytes) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.2f", static_cast<double>(bytes) / kGiB);
+    return buf;
+}
+
+// Whether the engine keeps only the window of a sliding/chunked layer. vLLM
+// V1 does (its hybrid allocator, modelled in vllm_kv_cache.cpp) and so does
+// the generic engine; kvplan models SGLang, TensorRT-LLM and vLLM V0 with
+// full-length pools for every attention layer.
+bool engine_saves_windows(Engine e) { return e == Engine::Generic; }
+
+// Everything one pipeline stage needs: its layers, its budget, and how its
+// engine packs requests.
+struct Stage {
+    PipelineStage where;
+    ModelSpec spec;
+    MemoryBudget budget;
+    std::int64_t bytes_per_token = 0;  // every caching layer at full length, one GPU
+    std::optional<VllmLayout> layout;
+    std::int64_t num_blocks = 0;
+    std::optional<std::int64_t> tokens;
+};
+
+struct Dtypes {
+    Dtype kv, conv, ssm;
+};
+
+// Bytes one request of `context` tokens holds on one GPU of a stage, with
+// each caching layer's tokens rounded up to whole blocks.
+std::int64_t request_bytes(const std::vector<LayerSpec>& layers, std::int64_t tp, const Dtypes& d, std::int64_t context,
+                           std::int64_t block, bool windows) {
+    std::int64_t bytes = 0;
+    for (const LayerSpec& l : layers) {
+        std::int64_t held = context;
+        if (windows && l.window_tokens > 0) held = std::min(context, l.window_tokens);
+        const std::int64_t per_token = layer_bytes_per_token_per_gpu(l, tp, d.kv);
+        if (per_token > 0) bytes = checked_add(bytes, checked_mul(checked_mul(ceil_div(held, block), block, "tokens"), per_token, "KV bytes per request"));
+        bytes = checked_add(bytes, layer_state_bytes_per_gpu(l, tp, d.conv, d.ssm), "KV bytes per request");
+    }
+    return bytes;
+}
+
+// Bytes of a shared prefix that requests of `context` tokens can share: whole
+// blocks of full-attention and MLA layers, windowed layers only while the
+// context fits in the window.
+std::int64_t shared_prefix_bytes(const std::vector<LayerSpec>& layers, std::int64_t tp, const Dtypes& d, std::int64_t prefix,
+                                 std::int64_t context, std::int64_t block, bool windows) {
+    const std::int64_t tokens = std::min(prefix, context) / block * block;
+    std::int64_t bytes = 0;
+    for (const LayerSpec& l : layers) {
+        if (windows && l.window_tokens > 0 && context > l.window_tokens) continue;
+        bytes = checked_add(bytes, checked_mul(tokens, layer_bytes_per_token_per_gpu(l, tp, d.kv), "prefix bytes"));
+    }
+    return bytes;
+}
+
+std::vector<std::int64_t> default_contexts(std::int64_t max_model_len) {
+    std::vector<std::int64_t> out;
+    for (std::int64_t c : {4096, 32768, 131072})
+        if (max_model_len <= 0 || c < max_model_len) out.push_back(c);
+    if (max_model_len > 0) out.push_back(max_model_len);
+    return out;
+}
+
+// The plan; when nothing fits and `search_tp`, also the smallest TP that would.
+CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool search_tp) {
+    CapacityPlan p;
+    p.gpu = in.gpu;
+    p.engine = in.engine;
+    p.tp = in.tp;
+    p.pp = in.pp;
+    check_tp(spec, in.tp);
+    const std::int64_t per_replica = checked_mul(in.tp, in.pp, "GPUs per replica");
+    p.gpus = in.gpus > 0 ? in.gpus : per_replica;
+    if (p.gpus % per_replica != 0)
+        usage_error("--gpus " + std::to_string(p.gpus) + " is not a multiple of --tp x --pp = " + std::to_string(per_replica));
+    p.replicas = p.gpus / per_replica;
+    if (in.allocation == Allocation::Contiguous && in.engine != Engine::Generic)
+        usage_error(std::string("--allocation contiguous models a naive engine that reserves --max-tokens per request; ") +
+                    engine_label(in.engine) + " pages its KV cache (use --engine generic)");
+
+    const Dtypes dt{in.kv_dtype.value_or(serving_dtype(spec.checkpoint_dtype)),
+                    in.state_dtype.value_or(serving_dtype(spec.checkpoint_dtype)),
+                    in.ssm_state_dtype.value_or(in.state_dtype.value_or(serving_dtype(spec.checkpoint_dtype)))};
+    p.kv_dtype = dt.kv;
+    const WeightSizing weights = size_weights(spec, in.weights_dtype);
+    p.weights_dtype = weights.dtype;
+    p.weights_quantization = weights.quantization;
+    p.model_weights_bytes = weights.bytes;
+
+    p.max_model_len = in.max_model_len.value_or(spec.max_position_tokens);
+    std::vector<std::int64_t> contexts = in.contexts.empty() ? default_contexts(p.max_model_len) : in.contexts;
+    const std::int64_t longest = *std::max_element(contexts.begin(), contexts.end());
+    if (p.max_model_len <= 0) p.max_model_len = longest;
+    for (std::int64_t c : contexts)
+        if (c < 1) usage_error("--context must be at least 1 token, found " + std::to_string(c));
+    p.block_size = in.allocation == Allocation::Contiguous ? 1 : in.block_size.value_or(default_block_size(in.engine));
+    if (p.block_size < 1) usage_error("--block-size must be at least 1");
+    p.max_batched_tokens = in.max_batched_tokens.value_or(default_max_batched_tokens(in.engine, in.gpu, p.max_model_len));
+    p.max_num_seqs = in.max_num_seqs.value_or(default_max_num_seqs(in.engine, in.gpu));
+    p.max_tokens = in.max_tokens.value_or(p.max_model_len);
+    p.allocation = in.allocation;
+    p.prefix_tokens = in.prefix_tokens;
+    if (in.prefix_tokens < 0) usage_error("--prefix-tokens must not be negative");
+    if (in.prefix_tokens > *std::min_element(contexts.begin(), contexts.end()))
+        usage_error("--prefix-tokens " + std::to_string(in.prefix_tokens) + " exceeds the shortest --context (" +
+                    std::to_string(*std::min_element(contexts.begin(), contexts.end())) + "): a shared prefix is part of every request");
+
+    const bool has_state = std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) { return l.kind == LayerKind::State; });
+    if (in.engine == Engine::VllmV0 && has_state)
+        usage_error("--engine vllm-v0: kvplan models V0 for attention-only models; use --engine vllm for Mamba/linear-attention hybrids");
+
+    const double fraction = in.mem_util.value_or(default_mem_fraction(in.engine, in.tp));
+    if (!(fraction > 0 && fraction <= 1)) usage_error("--mem-util must be in (0, 1], found " + std::to_string(fraction));
+
+    // Overhead: given, or estimated term by term.
+    std::vector<OverheadTerm> overhead;
+    if (in.overhead_bytes) {
+        OverheadTerm t;
+        t.name = "runtime overhead (given by --overhead)";
+        t.bytes = t.low_bytes = t.high_bytes = *in.overhead_bytes;
+        t.basis = "--overhead";
+        overhead.push_back(t);
+    } else {
+        overhead = estimate_overhead(spec, OverheadInputs{in.engine, in.tp, p.max_batched_tokens, p.max_num_seqs});
+    }
+
+    // Every pipeline stage: its budget and its packing. Engines take the
+    // minimum over ranks (vLLM: "clamp every rank to the minimum num_blocks").
+    std::vector<Stage> stages;
+    for (const PipelineStage& where : pipeline_stages(static_cast<std::int64_t>(spec.layers.size()), in.pp)) {
+        Stage s{where, stage_model(spec, where), {}, 0, std::nullopt, 0, std::nullopt};
+        BudgetInputs b;
+        b.engine = in.engine;
+        b.total_bytes = in.gpu.engine_total_bytes();
+        b.mem_fraction = fraction;
+        b.weights_bytes = in.weights_bytes.value_or(stage_weight_bytes(weights, spec, where, in.pp, in.tp));
+        b.overhead = overhead;
+        b.kv_pool_bytes = in.kv_pool_bytes;
+        s.budget = make_budget(b);
+        for (const LayerSpec& l : s.spec.layers)
+            s.bytes_per_token = checked_add(s.bytes_per_token, layer_bytes_per_token_per_gpu(l, in.tp, dt.kv), "KV bytes per token");
+        const std::int64_t pool = std::max<std::int64_t>(0, s.budget.kv_pool_bytes);
+        if (in.engine == Engine::Vllm) {
+            VllmLayoutInputs li{in.tp, dt.kv, dt.conv, dt.ssm, p.block_size, p.max_model_len, p.max_batched_tokens};
+            s.layout = vllm_layout(s.spec.layers, li);
+            s.num_blocks = vllm_num_blocks(*s.layout, pool);
+            s.tokens = vllm_reported_tokens(*s.layout, s.num_blocks);
+        } else if (s.bytes_per_token > 0) {
+            s.num_blocks = pool / checked_mul(p.block_size, s.bytes_per_token, "block bytes");
+            s.tokens = checked_mul(s.num_blocks, p.block_size, "KV cache tokens");
+        }
+        stages.push_back(std::move(s));
+    }
+    // vLLM clamps every rank to the fewest blocks.
+    std::int64_t min_blocks = stages[0].num_blocks;
+    for (const Stage& s : stages) min_blocks = std::min(min_blocks, s.num_blocks);
+
+    // Requests per context: the minimum over stages.
+    const bool windows = engine_saves_windows(in.engine);
+    std::size_t binding = 0;
+    std::int64_t binding_requests = -1;
+    for (std::int64_t context : contexts) {
+        ContextRow row;
+        row.context_tokens = context;
+        row.max_requests = -1;
+        for (std::size_t i = 0; i < stages.size(); ++i) {
+            const Stage& s = stages[i];
+            const std::int64_t pool = std::max<std::int64_t>(0, s.budget.kv_pool_bytes);
+            std::int64_t requests = 0, need = 0;
+            std::optional<std::int64_t> with_prefix;
+            std::int64_t reserved = 0, used = 0;
+            if (s.layout) {
+                const std::int64_t blocks = vllm_blocks_per_request(*s.layout, context, p.max_batched_tokens);
+                need = checked_mul(blocks, s.layout->block_bytes(), "KV bytes per request");
+                requests = min_blocks / blocks;
+                if (in.prefix_tokens > 0) {
+                    const std::int64_t shared = vllm_shared_prefix_blocks(*s.layout, in.prefix_tokens, context);
+                    with_prefix = shared < blocks && shared <= min_blocks ? (min_blocks - shared) / (blocks - shared) : requests;
+                }
+            } else if (in.allocation == Allocation::Contiguous) {
+                reserved = request_bytes(s.spec.layers, in.tp, dt, p.max_tokens, 1, true);
+                used = request_bytes(s.spec.layers, in.tp, dt, std::min(context, p.max_tokens), 1, true);
+                need = reserved;
+                requests = need > 0 ? pool / need : 0;
+            } else {
+                need = request_bytes(s.spec.layers, in.tp, dt, context, p.block_size, windows);
+                requests = need > 0 ? pool / need : 0;
+                if (in.prefix_tokens > 0) {
+                    const std::int64_t shared = shared_prefix_bytes(s.spec.layers, in.tp, dt, in.prefix_tokens, context, p.block_size, windows);
+                    with_prefix = shared < need && shared <= pool ? (pool - shared) / (need - shared) : requests;
+                }
+            }
+            if (row.max_requests < 0 || requests < row.max_requests) {
+                row.max_requests = requests;
+                row.kv_bytes_per_request = need;
+                row.max_requests_with_prefix = with_prefix;
+                row.reserved_bytes_per_request = reserved;
+                row.used_bytes_per_request = used;
+                if (context == longest &&
+                    (binding_requests < 0 || requests < binding_requests)) {
+                    binding = i;
+                    binding_requests = requests;
+                }
+            }
+        }
+        row.max_requests_total = checked_mul(row.max_requests, p.replicas, "requests");
+        row.kv_memory_share = static_cast<double>(row.max_requests) * static_cast<double>(row.kv_bytes_per_request) /
+                              static_cast<double>(in.gpu.memory_bytes);
+        if (in.allocation == Allocation::Contiguous)
+            row.unused_bytes = checked_mul(row.max_requests, row.reserved_bytes_per_request - row.used_bytes_per_request, "unused bytes");
+        p.rows.push_back(row);
+        if (context > spec.max_position_tokens && spec.max_position_tokens > 0)
+            p.warnings.push_back("context " + group_digits(context) + " exceeds the model's max_position_embeddings (" +
+                                 group_digits(spec.max_position_tokens) + "); vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1");
+    }
+
+    const Stage& b = stages[binding];
+    p.binding_stage = static_cast<std::int64_t>(binding);
+    p.budget = b.budget;
+    p.kv_bytes_per_token_per_gpu = b.bytes_per_token;
+    p.vllm = b.layout;
+    if (in.allocation == Allocation::Paged && (b.layout || b.bytes_per_token > 0)) {
+        p.num_blocks = b.layout ? min_blocks : b.num_blocks;
+        p.kv_cache_tokens = b.layout ? vllm_reported_tokens(*b.layout, min_blocks) : b.tokens;
+    }
+    p.fits = b.budget.kv_pool_bytes > 0 && binding_requests > 0;
+
+    // Notes the reader needs.
+    if (b.layout)
+        for (const std::string& n : b.layout->notes) p.notes.push_back(n);
+    if (!windows && in.engine != Engine::Vllm &&
+        std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) { return l.window_tokens > 0; }))
+        p.notes.push_back(std::string(engine_label(in.engine)) +
+                          " is modelled with full-length KV for sliding-window and chunked layers (no window savings)");
+    if (in.pp > 1)
+        p.notes.push_back("pipeline stage " + std::to_string(binding) + " (layers " + std::to_string(b.where.first_layer) + "-" +
+                          std::to_string(b.where.first_layer + b.where.layers - 1) + ") holds the fewest requests and sets the capacity");
+    if ((in.engine == Engine::Vllm || in.engine == Engine::VllmV0) && !p.rows.empty() &&
+        std::any_of(p.rows.begin(), p.rows.end(), [&](const ContextRow& r) { return r.max_requests > p.max_num_seqs; }))
+        p.notes.push_back("memory holds more requests than vLLM schedules at once: max_num_seqs is " + std::to_string(p.max_num_seqs) +
+                          " (raise it with --max-num-seqs)");
+    if (in.prefix_tokens > 0 && in.allocation == Allocation::Contiguous)
+        p.notes.push_back("a contiguous (naive) engine cannot share a prefix between requests; --prefix-tokens ignored");
+    if (in.kv_dtype == Dtype::Fp8 && std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) { return l.kind == LayerKind::Mla; }))
+        p.notes.push_back("MLA with an fp8 cache: kvplan counts 1 B per latent element; vLLM's fp8_ds_mla layout stores 656 B per token per layer");
+
+    // What the engine would log.
+    const std::int64_t worst_len = p.max_model_len;
+    if (in.engine == Engine::Vllm && b.layout) {
+        const std::int64_t per_req = vllm_blocks_per_request(*b.layout, worst_len, p.max_batched_tokens);
+        char conc[64];
+        std::snprintf(conc, sizeof conc, "%.2f", static_cast<double>(min_blocks) / static_cast<double>(per_req));
+        p.engine_lines.push_back("Available KV cache memory: " + gib_text(b.budget.kv_pool_bytes) + " GiB");
+        p.engine_lines.push_back("GPU KV cache size: " + group_digits(*p.kv_cache_tokens) + " tokens");
+        p.engine_lines.push_back("Maximum concurrency for " + group_digits(worst_len) + " tokens per request: " + conc + "x");
+        if (per_req > min_blocks)
+            p.engine_lines.push_back("ValueError: To serve at least one request with the models's max seq len (" + std::to_string(worst_len) +
+                                     "), (" + gib_text(checked_mul(per_req, b.layout->block_bytes(), "bytes")) +
+                                     " GiB KV cache is needed, which is larger than the available KV cache memory (" +
+                                     gib_text(std::max<std::int64_t>(0, b.budget.kv_pool_bytes)) + " GiB).");
+    } else if (in.engine == Engine::VllmV0 && p.num_blocks) {
+        const std::int64_t block_bytes = checked_mul(p.block_size, b.bytes_per_token, "block bytes");
+        const std::int64_t cpu_blocks = (std::int64_t{4} << 30) / block_bytes;  // swap_space default 4 GiB
+        char conc[64];
+        std::snprintf(conc, sizeof conc, "%.2f", static_cast<double>(*p.kv_cache_tokens) / static_cast<double>(worst_len));
+        p.engine_lines.push_back("# GPU blocks: " + std::to_string(*p.num_blocks) + ", # CPU blocks: " + std::to_string(cpu_blocks));
+        p.engine_lines.push_back("Maximum concurrency for " + std::to_string(worst_len) + " tokens per request: " + conc + "x");
+        if (worst_len > *p.kv_cache_tokens)
+            p.engine_lines.push_back("ValueError: The model's max seq len (" + std::to_string(worst_len) +
+                                     ") is larger than the maximum number of tokens that can be stored in KV cache (" +
+                                     std::to_string(*p.kv_cache_tokens) + ").");
+    } else if (in.engine == Engine::Sglang && p.kv_cache_tokens) {
+        const bool mla = std::any_of(b.spec.layers.begin(), b.spec.layers.end(), [](const LayerSpec& l) { return l.kind == LayerKind::Mla; });
+        const std::int64_t tokens = *p.kv_cache_tokens;
+        if (mla) {
+            p.engine_lines.push_back("KV Cache is allocated. #tokens: " + std::to_string(tokens) + ", KV size: " +
+                                     gib_text(checked_mul(tokens, b.bytes_per_token, "bytes")) + " GB");
+        } else {
+            const std::string half = gib_text(checked_mul(tokens, b.bytes_per_token, "bytes") / 2);
+            p.engine_lines.push_back("KV Cache is allocated. #tokens: " + std::to_string(tokens) + ", K size: " + half + " GB, V size: " + half + " GB");
+        }
+        char f[32];
+        std::snprintf(f, sizeof f, "%.2f", fraction);
+        p.engine_lines.push_back(std::string("max_total_num_tokens=") + std::to_string(tokens) + ", mem_fraction_static=" + f);
+    } else if (in.engine == Engine::Trtllm && p.kv_cache_tokens) {
+        p.engine_lines.push_back("[TensorRT-LLM][INFO] Allocated " + gib_text(checked_mul(*p.kv_cache_tokens, b.bytes_per_token, "bytes")) +
+                                 " GiB for max tokens in paged KV cache (" + std::to_string(*p.kv_cache_tokens) + ").");
+    }
+
+    // When nothing fits: the smallest TP (same PP) that holds one request of
+    // the longest context.
+    if (!p.fits && search_tp && !in.weights_bytes && !in.kv_pool_bytes) {
+        p.tp_searched = true;
+        for (std::int64_t tp = in.tp * 2; tp <= 64; tp *= 2) {
+            CapacityInputs next = in;
+            next.tp = tp;
+            next.gpus = 0;
+            try {
+                CapacityPlan q = plan_once(spec, next, false);
+                if (q.fits) {
+                    p.smallest_tp = tp;
+                    break;
+                }
+            } catch (const Error&) {
+                continue;  // this TP cannot split the model's heads
+            }
+        }
+    }
+    return p;
+}
+
+}  // namespace
+
+CapacityPlan plan_capacity(const ModelSpec& spec, const CapacityInputs& in) { return plan_once(spec, in, true); }
+
+}  // namespace kvplan

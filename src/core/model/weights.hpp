@@ -1,0 +1,36 @@
+// Parameter counts and weight bytes, from the ModelSpec's tensor list and its
+// quantization. One place, so that weight bytes, MoE active parameters and
+// per-GPU splits all agree.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/model/model_spec.hpp"
+
+namespace kvplan {
+
+struct WeightPart {
+    ParamPart part;
+    std::int64_t params = 0;
+    std::int64_t bytes = 0;
+};
+
+struct WeightSizing {
+    std::int64_t params = 0;         // learned parameters of the language model
+    std::int64_t active_params = 0;  // per token: routed experts scaled by experts_per_token / experts
+    std::int64_t bytes = 0;          // as served: quantized tensors plus their scales, the rest in `dtype`
+    Dtype dtype = Dtype::Bf16;       // dtype of unquantized tensors
+    QuantMethod quantization = QuantMethod::None;
+    std::vector<WeightPart> parts;   // by part, in ParamPart order, parts with no parameters omitted
+};
+
+// `dtype_override` forces unquantized tensors (and, without a quantization
+// config, every tensor) to that dtype; default: the serving dtype (see dtype.hpp).
+WeightSizing size_weights(const ModelSpec& spec, std::optional<Dtype> dtype_override = std::nullopt);
+
+// Bytes of one copy of `tensor` under `q`, or nullopt if `q` leaves it alone.
+std::optional<std::int64_t> quantized_bytes(const ParamTensor& tensor, const Quantization& q);
+
+}  // namespace kvplan

@@ -1,0 +1,215 @@
+#include "core/speed/step_cost.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/memory/kv_size.hpp"
+#include "core/model/weights.hpp"
+
+namespace kvplan {
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// Sum over query positions i = 1..n of the tokens each attends to, min(i, window)
+// (window 0: all of them): the causal-attention work of a prefill of n tokens.
+double causal_pairs(std::int64_t n, std::int64_t window) {
+    const double N = static_cast<double>(n);
+    if (window <= 0 || window >= n) return N * (N + 1) / 2;
+    const double w = static_cast<double>(window);
+    return w * (w + 1) / 2 + (N - w) * w;
+}
+
+}  // namespace
+
+double default_weights_fraction(const Gpu& gpu) {
+    const std::string& t = gpu.memory_technology;
+    if (t.rfind("HBM", 0) == 0) return 0.55;
+    if (t.rfind("GDDR", 0) == 0) return 0.88;
+    if (t.rfind("LPDDR", 0) == 0) return 0.80;
+    return 0.85;
+}
+
+double default_flops_fraction(Dtype math) { return math == Dtype::Fp8 ? 0.45 : 0.65; }
+
+double experts_touched(std::int64_t experts, std::int64_t per_token, std::int64_t tokens) {
+    if (experts <= 0) return 0;
+    const double E = static_cast<double>(experts);
+    const double miss = 1.0 - static_cast<double>(per_token) / E;
+    return E * (1.0 - std::pow(miss, static_cast<double>(tokens)));
+}
+
+CostModel make_cost_model(const CostModelInputs& in) {
+    const ModelSpec& spec = *in.model;
+    CostModel m;
+    m.gpu_id = in.gpu.id;
+    m.tp = in.tp;
+    const Efficiency& e = in.efficiency;
+    m.step_overhead_s = e.step_overhead_s;
+    m.allreduce_latency_s = e.allreduce_latency_s;
+    m.link_bytes_per_s = static_cast<double>(in.gpu.interconnect_bytes_per_s);
+
+    // Achievable bandwidth and FLOP/s: measured, else a fraction of the datasheet.
+    m.math_dtype = in.weights.as_checkpoint ? checkpoint_math_dtype(spec) : in.weights.math;
+    const double datasheet = static_cast<double>(in.gpu.bandwidth_bytes_per_s);
+    const double kernels = in.weights.kernel_efficiency;
+    if (e.measured_bandwidth_bytes_per_s) {
+        m.bandwidth_bytes_per_s = *e.measured_bandwidth_bytes_per_s;
+        m.weights_bandwidth_bytes_per_s = *e.measured_bandwidth_bytes_per_s * kernels;
+    } else {
+        m.bandwidth_bytes_per_s = e.bandwidth_fraction * datasheet;
+        m.weights_bandwidth_bytes_per_s = e.weights_bandwidth_fraction.value_or(default_weights_fraction(in.gpu)) * datasheet * kernels;
+    }
+    std::optional<double> peak = peak_tflops_for(in.gpu, m.math_dtype);
+    if (!peak && m.math_dtype == Dtype::Fp8) peak = peak_tflops_for(in.gpu, Dtype::Bf16);  // fp8 weights upcast where there is no fp8 path
+    if (!peak) peak = in.gpu.peak.fp16 ? in.gpu.peak.fp16 : in.gpu.peak.fp32;
+    if (e.measured_flops_per_s) m.flops_per_s = *e.measured_flops_per_s;
+    else if (peak) m.flops_per_s = e.flops_fraction.value_or(default_flops_fraction(m.math_dtype)) * *peak * 1e12;
+    if (m.flops_per_s <= 0) m.notes.push_back("no FLOP/s figure for " + in.gpu.id + ": compute time is not modelled (memory-bound only)");
+    if (!e.calibration_source.empty()) m.notes.push_back("bandwidth and FLOP/s measured: " + e.calibration_source);
+
+    // Weights: everything but the embedding table is read every step (a lookup
+    // reads B rows); a tied LM head reads the embedding matrix. Routed experts
+    // are read only when touched.
+    const WeightSizing w = size_weights_in(spec, in.weights);
+    const std::int64_t all_layers = std::max<std::int64_t>(1, static_cast<std::int64_t>(spec.layers.size()));
+    const bool sample = in.sample_layers.has_value();
+    const double layer_share = sample ? static_cast<double>(*in.sample_layers) / static_cast<double>(all_layers) : 1.0;
+    m.weight_bytes_total = static_cast<double>(w.bytes);
+    const double tp = static_cast<double>(in.tp);
+    double dense = 0, expert_part = 0, embedding = 0;
+    std::int64_t embedding_params = 0;
+    bool has_head = false;
+    std::int64_t head_params = 0;
+    for (const WeightPart& p : w.parts) {
+        if (p.part == ParamPart::Embedding) {
+            embedding = static_cast<double>(p.bytes);
+            embedding_params = p.params;
+        } else if (p.part == ParamPart::Experts) {
+            expert_part = static_cast<double>(p.bytes) * layer_share;
+        } else if (p.part == ParamPart::Head) {
+            has_head = true;
+            head_params = p.params;
+            if (!sample) dense += static_cast<double>(p.bytes);
+        } else {
+            dense += static_cast<double>(p.bytes) * layer_share;
+        }
+    }
+    if (w.parts.empty()) dense = static_cast<double>(w.bytes) * layer_share;  // hand-built: --params only
+    if (!has_head && spec.tied_embeddings && !sample) dense += embedding;
+    m.experts = spec.experts;
+    m.experts_per_token = spec.experts_per_token;
+    for (const ParamTensor& t : spec.params)
+        if (t.part == ParamPart::Experts && ends_with(t.name, "up_proj") && spec.experts > 0) m.moe_layers = t.copies / spec.experts;
+    if (m.moe_layers > 0) {
+        m.expert_bytes = expert_part / layer_share / static_cast<double>(m.moe_layers * m.experts) / tp;
+        if (sample) m.moe_layers = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(static_cast<double>(m.moe_layers) * layer_share)));
+    }
+    else dense += expert_part;
+    m.dense_weight_bytes = dense / tp;
+
+    // Matmul FLOPs: 2 per active parameter per token, without the embedding lookup, with a tied head.
+    std::int64_t active = w.active_params - (w.parts.empty() ? 0 : embedding_params);
+    if (!has_head && spec.tied_embeddings) active += embedding_params;
+    if (sample) active = static_cast<std::int64_t>(static_cast<double>(active - head_params - (!has_head && spec.tied_embeddings ? embedding_params : 0)) * layer_share);
+    m.active_params = active;
+    m.matmul_flops_per_token = 2.0 * static_cast<double>(active) / tp;
+
+    // KV and state per layer group, one GPU.
+    KvOptions kvo;
+    kvo.kv_dtype = in.kv_dtype;
+    kvo.context = 1;
+    kvo.tp = in.tp;
+    ModelSpec sampled;
+    if (sample) {
+        sampled = spec;
+        sampled.layers.resize(static_cast<std::size_t>(std::min<std::int64_t>(*in.sample_layers, all_layers)));
+    }
+    const KvSizing s = size_kv(sample ? sampled : spec, kvo);
+    m.kv_dtype = s.kv_dtype;
+    const double query_heads = spec.heads > 0 ? static_cast<double>(spec.heads) / tp : 0;
+    for (const LayerGroup& g : s.groups) {
+        CostGroup c;
+        c.kind = g.spec.kind;
+        c.layers = g.layers;
+        c.window_tokens = g.spec.window_tokens;
+        c.kv_bytes_per_token = static_cast<double>(layer_bytes_per_token_per_gpu(g.spec, in.tp, s.kv_dtype) * g.layers);
+        c.state_bytes = static_cast<double>(layer_state_bytes_per_gpu(g.spec, in.tp, s.conv_state_dtype, s.ssm_state_dtype) * g.layers);
+        const double L = static_cast<double>(g.layers);
+        if (g.spec.kind == LayerKind::Mla) {
+            // Absorbed MLA: each head scores against the latent and sums over it (2 x 2 x latent).
+            c.attention_flops_per_token_pair = 4.0 * query_heads * static_cast<double>(g.spec.latent_dim) * L;
+        } else if (holds_per_token(g.spec.kind)) {
+            // Q.K^T and the weighted sum of V: 2 x (head_dim_k + head_dim_v) per query head.
+            c.attention_flops_per_token_pair = 2.0 * query_heads * static_cast<double>(g.spec.k_head_dim + g.spec.v_head_dim) * L;
+        } else if (g.spec.kind == LayerKind::State) {
+            c.state_flops_per_token = 6.0 * static_cast<double>(g.spec.ssm_state_elements) / std::min<double>(tp, std::max<std::int64_t>(1, g.spec.state_tp_unit)) * L;
+        }
+        m.groups.push_back(c);
+    }
+
+    // Tensor parallelism: two all-reduces of the hidden state per layer (after attention and after the MLP).
+    m.activation_bytes_per_token = 2.0 * static_cast<double>(spec.hidden);
+    m.allreduces_per_step = in.tp > 1 ? 2 * (sample ? *in.sample_layers : static_cast<std::int64_t>(spec.layers.size())) : 0;
+    if (in.tp > 1 && m.link_bytes_per_s <= 0) m.notes.push_back("no interconnect figure for " + in.gpu.id + ": all-reduces not timed");
+    return m;
+}
+
+namespace {
+
+StepCost finish(const CostModel& m, StepCost c, std::int64_t tokens) {
+    c.memory_s = c.weight_bytes / m.weights_bandwidth_bytes_per_s + (c.kv_read_bytes + c.kv_write_bytes) / m.bandwidth_bytes_per_s;
+    c.compute_s = m.flops_per_s > 0 ? c.flops() / m.flops_per_s : 0;
+    c.compute_bound = c.compute_s > c.memory_s;
+    c.overhead_s = m.step_overhead_s;
+    if (m.allreduces_per_step > 0 && m.link_bytes_per_s > 0) {
+        // Ring all-reduce: each rank sends and receives 2 (tp - 1) / tp of the message.
+        const double tp = static_cast<double>(m.tp);
+        const double message = m.activation_bytes_per_token * static_cast<double>(tokens);
+        c.allreduce_s = static_cast<double>(m.allreduces_per_step) * (m.allreduce_latency_s + 2.0 * (tp - 1) / tp * message / m.link_bytes_per_s);
+    }
+    c.total_s = std::max(c.memory_s, c.compute_s) + c.overhead_s + c.allreduce_s;
+    return c;
+}
+
+double routed_weight_bytes(const CostModel& m, std::int64_t tokens) {
+    if (m.moe_layers == 0) return 0;
+    return static_cast<double>(m.moe_layers) * experts_touched(m.experts, m.experts_per_token, tokens) * m.expert_bytes;
+}
+
+}  // namespace
+
+StepCost decode_step(const CostModel& m, std::int64_t batch, std::int64_t context) {
+    StepCost c;
+    const double B = static_cast<double>(batch);
+    c.weight_bytes = m.dense_weight_bytes + routed_weight_bytes(m, batch);
+    for (const CostGroup& g : m.groups) {
+        const std::int64_t held = g.window_tokens > 0 ? std::min(context, g.window_tokens) : context;
+        c.kv_read_bytes += B * (g.kv_bytes_per_token * static_cast<double>(held) + g.state_bytes);
+        c.kv_write_bytes += B * (g.kv_bytes_per_token + g.state_bytes);
+        c.attention_flops += B * (g.attention_flops_per_token_pair * static_cast<double>(held + 1) + g.state_flops_per_token);
+    }
+    c.matmul_flops = B * m.matmul_flops_per_token;
+    return finish(m, c, batch);
+}
+
+StepCost prefill_step(const CostModel& m, std::int64_t batch, std::int64_t prompt) {
+    StepCost c;
+    const double B = static_cast<double>(batch);
+    const double P = static_cast<double>(prompt);
+    const std::int64_t tokens = batch * prompt;
+    c.weight_bytes = m.dense_weight_bytes + routed_weight_bytes(m, tokens);
+    for (const CostGroup& g : m.groups) {
+        // Flash attention keeps the prompt's K and V in on-chip tiles: HBM sees them written once.
+        const double kept = g.window_tokens > 0 ? std::min<double>(P, static_cast<double>(g.window_tokens)) : P;
+        c.kv_write_bytes += B * (g.kv_bytes_per_token * kept + g.state_bytes);
+        c.attention_flops += B * (g.attention_flops_per_token_pair * causal_pairs(prompt, g.window_tokens) + g.state_flops_per_token * P);
+    }
+    c.matmul_flops = static_cast<double>(tokens) * m.matmul_flops_per_token;
+    return finish(m, c, tokens);
+}
+
+}  // namespace kvplan

@@ -1,0 +1,129 @@
+// The cost of one forward step on one GPU, from first principles: bytes moved
+// (weights, KV cache read and written) over achievable bandwidth, FLOPs
+// (weight matmuls, attention) over achievable FLOP/s, whichever is larger,
+// plus a fixed per-step overhead and tensor-parallel all-reduces. Decode is a
+// step of 1 new token per sequence; prefill is a step of P new tokens.
+//
+// CostModel is built once per (model, GPU, formats, TP) and step_cost() is
+// then a short loop over a handful of layer groups that allocates nothing,
+// so sweeps and searches can call it millions of times a second.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "core/hardware.hpp"
+#include "core/model/model_spec.hpp"
+#include "core/model/weight_format.hpp"
+
+namespace kvplan {
+
+// What fraction of the datasheet a real engine reaches, or measured figures
+// that replace them (kvplan measure --output, read with --calibration).
+// Defaults derived from shared/reference/decode_measurements.jsonl; see
+// docs/roofline.md ("Efficiency defaults").
+struct Efficiency {
+    // Of datasheet memory bandwidth. Weights are streamed by matrix-vector
+    // and skinny matrix products, which reach `weights_bandwidth_fraction`
+    // (default by memory technology: HBM 0.55, GDDR 0.88, LPDDR 0.80); the KV
+    // cache is streamed by attention kernels in long contiguous reads, which
+    // reach `bandwidth_fraction`.
+    double bandwidth_fraction = 0.85;
+    std::optional<double> weights_bandwidth_fraction;
+    // Of dense peak tensor FLOP/s; default by math dtype: 16-bit 0.65, fp8
+    // 0.45 (TensorRT-LLM's 2,048-token first-token latencies; docs/roofline.md).
+    std::optional<double> flops_fraction;
+    double step_overhead_s = 0.0015;   // launches, scheduling, sampling per step
+    double allreduce_latency_s = 5e-6; // per all-reduce, small messages over NVLink/PCIe
+    std::optional<double> measured_bandwidth_bytes_per_s;  // calibration: replaces fraction x datasheet
+    std::optional<double> measured_flops_per_s;
+    std::string calibration_source;    // the file, when calibrated
+};
+
+struct CostModelInputs {
+    const ModelSpec* model = nullptr;
+    Gpu gpu;
+    WeightFormat weights;              // default: the checkpoint as served
+    std::optional<Dtype> kv_dtype;     // default: serving dtype
+    std::int64_t tp = 1;
+    Efficiency efficiency;
+    // Cost only the first `sample_layers` decoder layers, without the
+    // embedding and the LM head: what `kvplan measure` times on a sample.
+    std::optional<std::int64_t> sample_layers;
+};
+
+// One group of layers that cache the same way, per GPU.
+struct CostGroup {
+    LayerKind kind = LayerKind::Full;
+    std::int64_t layers = 0;
+    std::int64_t window_tokens = 0;     // sliding/chunked: tokens attended
+    double kv_bytes_per_token = 0;      // all layers of the group, one GPU
+    double state_bytes = 0;             // recurrent state per sequence, one GPU
+    double attention_flops_per_token_pair = 0;  // per (query token, attended token), all layers, one GPU
+    double state_flops_per_token = 0;
+};
+
+// The fraction of datasheet bandwidth weight streaming reaches by memory
+// technology: HBM parts 0.55, GDDR parts 0.88, Apple's LPDDR 0.80 (fitted to
+// the llama.cpp batch-1 rows of decode_measurements.jsonl; docs/roofline.md);
+// 0.85 when unknown.
+double default_weights_fraction(const Gpu& gpu);
+double default_flops_fraction(Dtype math);
+
+struct CostModel {
+    std::string gpu_id;
+    std::int64_t tp = 1;
+    double bandwidth_bytes_per_s = 0;          // achievable reading and writing the KV cache
+    double weights_bandwidth_bytes_per_s = 0;  // achievable streaming the weights
+    double flops_per_s = 0;            // achievable (0: no FLOP/s figure for this device and dtype)
+    double link_bytes_per_s = 0;       // per direction
+    double step_overhead_s = 0;
+    double allreduce_latency_s = 0;
+    double dense_weight_bytes = 0;     // read every step, one GPU
+    double expert_bytes = 0;           // one routed expert of one MoE layer, one GPU
+    std::int64_t moe_layers = 0, experts = 0, experts_per_token = 0;
+    double matmul_flops_per_token = 0; // 2 x active matmul parameters, one GPU
+    double activation_bytes_per_token = 0;  // one all-reduce message per token (hidden x 2 B)
+    std::int64_t allreduces_per_step = 0;
+    double weight_bytes_total = 0;     // the whole model as stored in the format
+    std::int64_t active_params = 0;
+    Dtype math_dtype = Dtype::Bf16;
+    Dtype kv_dtype = Dtype::Bf16;
+    std::vector<CostGroup> groups;
+    std::vector<std::string> notes;    // e.g. no FLOP/s figure, calibration in use
+};
+
+CostModel make_cost_model(const CostModelInputs& in);
+
+// One step's terms, one GPU.
+struct StepCost {
+    double weight_bytes = 0;
+    double kv_read_bytes = 0;
+    double kv_write_bytes = 0;
+    double matmul_flops = 0;
+    double attention_flops = 0;
+    double memory_s = 0;
+    double compute_s = 0;
+    double overhead_s = 0;
+    double allreduce_s = 0;
+    double total_s = 0;
+    bool compute_bound = false;
+
+    double bytes() const { return weight_bytes + kv_read_bytes + kv_write_bytes; }
+    double flops() const { return matmul_flops + attention_flops; }
+};
+
+// A decode step: `batch` sequences, each with `context` tokens already cached, each adding one token.
+StepCost decode_step(const CostModel& m, std::int64_t batch, std::int64_t context);
+
+// A prefill: `batch` prompts of `prompt` tokens each, from an empty cache, in one step.
+StepCost prefill_step(const CostModel& m, std::int64_t batch, std::int64_t prompt);
+
+// Expected routed experts a batch of `tokens` touches in one MoE layer under
+// uniform routing: E x (1 - (1 - k/E)^tokens).
+double experts_touched(std::int64_t experts, std::int64_t per_token, std::int64_t tokens);
+
+}  // namespace kvplan

@@ -1,0 +1,88 @@
+// recommend(): the search keeps configurations that meet both targets and fit,
+// picks the largest batch under the TPOT target, ranks them, and says which
+// target binds when nothing qualifies.
+#include <catch2/catch.hpp>
+
+#include "core/speed/recommend.hpp"
+#include "core/speed/step_cost.hpp"
+#include "io/gpu_db.hpp"
+#include "test_support.hpp"
+
+using namespace kvplan;
+using namespace kvplan::test;
+
+namespace {
+
+RecommendInputs base(const ModelSpec& m) {
+    RecommendInputs in;
+    in.model = &m;
+    in.gpus = {find_gpu(bundled_gpus(), "h100-sxm"), find_gpu(bundled_gpus(), "a100-sxm-80gb"), find_gpu(bundled_gpus(), "l4")};
+    in.context = 8192;
+    in.output = 256;
+    in.ttft_s = 1.0;
+    in.tpot_s = 0.05;
+    return in;
+}
+
+}  // namespace
+
+TEST_CASE("recommend: every candidate meets both targets and fits, its batch is the largest under the TPOT target") {
+    const ModelSpec m = preset("llama-3.1-8b");
+    RecommendInputs in = base(m);
+    Recommendation r = recommend(in);
+    REQUIRE_FALSE(r.candidates.empty());
+    CHECK(r.binding.empty());
+    for (const Candidate& c : r.candidates) {
+        INFO(c.gpu << " tp " << c.tp);
+        CHECK(c.ttft_s <= in.ttft_s);
+        CHECK(c.tpot_s <= in.tpot_s);
+        CHECK(c.batch <= c.max_requests);
+        // One more sequence would either not fit or miss the TPOT target.
+        if (c.batch < c.max_requests) {
+            const CostModel cm = make_cost_model(CostModelInputs{&m, find_gpu(bundled_gpus(), c.gpu), in.weights, std::nullopt, c.tp, in.efficiency, std::nullopt});
+            CHECK(decode_step(cm, c.batch + 1, in.context).total_s > in.tpot_s);
+        }
+        CHECK_THAT(c.vllm_flags, Catch::Contains("--tensor-parallel-size " + std::to_string(c.tp)) &&
+                                     Catch::Contains("--max-num-seqs " + std::to_string(c.batch)) && Catch::Contains("--max-model-len 8192"));
+    }
+    // Best first by tokens/s per GPU.
+    for (std::size_t i = 1; i < r.candidates.size(); ++i)
+        CHECK(r.candidates[i - 1].tokens_per_s_per_gpu >= r.candidates[i].tokens_per_s_per_gpu);
+}
+
+TEST_CASE("recommend ranks by cost per million tokens when prices are given") {
+    const ModelSpec m = preset("llama-3.1-8b");
+    RecommendInputs in = base(m);
+    in.prices = {{"h100-sxm", 4.0}, {"a100-sxm-80gb", 1.0}, {"l4", 0.5}};
+    Recommendation r = recommend(in);
+    REQUIRE(r.candidates.size() >= 2);
+    for (std::size_t i = 1; i < r.candidates.size(); ++i)
+        CHECK(*r.candidates[i - 1].usd_per_million_tokens <= *r.candidates[i].usd_per_million_tokens);
+    // $/M tokens = price x tp / 3600 / (batch / tpot) x 1e6.
+    const Candidate& c = r.candidates.front();
+    CHECK(*c.usd_per_million_tokens == Approx(in.prices[c.gpu] * c.tp / 3600.0 / (c.batch / c.tpot_s) * 1e6));
+}
+
+TEST_CASE("recommend says which target binds when nothing qualifies") {
+    const ModelSpec m = preset("llama-3.1-8b");
+    RecommendInputs in = base(m);
+    in.ttft_s = 1e-4;  // no prefill of 7,936 tokens takes 0.1 ms
+    Recommendation r = recommend(in);
+    CHECK(r.candidates.empty());
+    CHECK(r.binding == "ttft");
+    REQUIRE(r.best_ttft);
+    in.ttft_s = 10;
+    in.tpot_s = 1e-4;  // no decode step takes 0.1 ms
+    r = recommend(in);
+    CHECK(r.binding == "tpot");
+    in.ttft_s = 1e-4;
+    CHECK(recommend(in).binding == "both");
+    // DeepSeek-V3 (fp8, 671 B parameters) does not fit on up to 2 L4s at all.
+    const ModelSpec big = preset("deepseek-v3");
+    RecommendInputs b = base(big);
+    b.gpus = {find_gpu(bundled_gpus(), "l4")};
+    b.max_gpus = 2;
+    Recommendation none = recommend(b);
+    CHECK(none.fitting == 0);
+    CHECK(none.binding == "memory");
+}
