@@ -82,9 +82,19 @@ std::vector<std::int64_t> default_contexts(std::int64_t max_model_len) {
     return out;
 }
 
-// The plan; when nothing fits and `search_tp`, also the smallest TP that would.
-CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool search_tp) {
-    CapacityPlan p;
+// The settings every pipeline stage shares, resolved from the flags and the
+// engine's defaults.
+struct Settings {
+    Dtypes dt;
+    WeightSizing weights;
+    std::vector<std::int64_t> contexts;
+    std::int64_t longest = 0;  // the context that sets the binding stage and `fits`
+    double fraction = 0;       // the engine's memory fraction
+    bool windows = false;      // whether sliding/chunked layers keep only their window
+};
+
+// GPUs, replicas and the engine's allocation; refuses what cannot be split.
+void set_parallelism(CapacityPlan& p, const ModelSpec& spec, const CapacityInputs& in) {
     p.gpu = in.gpu;
     p.engine = in.engine;
     p.tp = in.tp;
@@ -98,21 +108,27 @@ CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool sea
     if (in.allocation == Allocation::Contiguous && in.engine != Engine::Generic)
         usage_error(std::string("--allocation contiguous models a naive engine that reserves --max-tokens per request; ") +
                     engine_label(in.engine) + " pages its KV cache (use --engine generic)");
+}
 
-    const Dtypes dt{in.kv_dtype.value_or(serving_dtype(spec.checkpoint_dtype)),
-                    in.state_dtype.value_or(serving_dtype(spec.checkpoint_dtype)),
-                    in.ssm_state_dtype.value_or(in.state_dtype.value_or(serving_dtype(spec.checkpoint_dtype)))};
-    p.kv_dtype = dt.kv;
-    const WeightSizing weights = size_weights(spec, in.weights_dtype);
-    p.weights_dtype = weights.dtype;
-    p.weights_quantization = weights.quantization;
-    p.model_weights_bytes = weights.bytes;
+// Dtypes, weights, lengths and scheduler limits, each from its flag or the
+// engine's default; refuses values no engine accepts.
+Settings resolve_settings(CapacityPlan& p, const ModelSpec& spec, const CapacityInputs& in) {
+    Settings s;
+    const Dtype served = serving_dtype(spec.checkpoint_dtype);
+    s.dt = Dtypes{in.kv_dtype.value_or(served), in.state_dtype.value_or(served),
+                  in.ssm_state_dtype.value_or(in.state_dtype.value_or(served))};
+    p.kv_dtype = s.dt.kv;
+    s.weights = size_weights(spec, in.weights_dtype);
+    p.weights_dtype = s.weights.dtype;
+    p.weights_quantization = s.weights.quantization;
+    p.model_weights_bytes = s.weights.bytes;
 
     p.max_model_len = in.max_model_len.value_or(spec.max_position_tokens);
-    std::vector<std::int64_t> contexts = in.contexts.empty() ? default_contexts(p.max_model_len) : in.contexts;
-    const std::int64_t longest = *std::max_element(contexts.begin(), contexts.end());
-    if (p.max_model_len <= 0) p.max_model_len = longest;
-    for (std::int64_t c : contexts)
+    s.contexts = in.contexts.empty() ? default_contexts(p.max_model_len) : in.contexts;
+    s.longest = *std::max_element(s.contexts.begin(), s.contexts.end());
+    const std::int64_t shortest = *std::min_element(s.contexts.begin(), s.contexts.end());
+    if (p.max_model_len <= 0) p.max_model_len = s.longest;
+    for (std::int64_t c : s.contexts)
         if (c < 1) usage_error("--context must be at least 1 token, found " + std::to_string(c));
     p.block_size = in.allocation == Allocation::Contiguous ? 1 : in.block_size.value_or(default_block_size(in.engine));
     if (p.block_size < 1) usage_error("--block-size must be at least 1");
@@ -122,106 +138,115 @@ CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool sea
     p.allocation = in.allocation;
     p.prefix_tokens = in.prefix_tokens;
     if (in.prefix_tokens < 0) usage_error("--prefix-tokens must not be negative");
-    if (in.prefix_tokens > *std::min_element(contexts.begin(), contexts.end()))
+    if (in.prefix_tokens > shortest)
         usage_error("--prefix-tokens " + std::to_string(in.prefix_tokens) + " exceeds the shortest --context (" +
-                    std::to_string(*std::min_element(contexts.begin(), contexts.end())) + "): a shared prefix is part of every request");
+                    std::to_string(shortest) + "): a shared prefix is part of every request");
 
     const bool has_state = std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) { return l.kind == LayerKind::State; });
     if (in.engine == Engine::VllmV0 && has_state)
         usage_error("--engine vllm-v0: kvplan models V0 for attention-only models; use --engine vllm for Mamba/linear-attention hybrids");
 
-    const double fraction = in.mem_util.value_or(default_mem_fraction(in.engine, in.tp));
-    if (!(fraction > 0 && fraction <= 1)) usage_error("--mem-util must be in (0, 1], found " + std::to_string(fraction));
+    s.fraction = in.mem_util.value_or(default_mem_fraction(in.engine, in.tp));
+    if (!(s.fraction > 0 && s.fraction <= 1)) usage_error("--mem-util must be in (0, 1], found " + std::to_string(s.fraction));
+    s.windows = engine_saves_windows(in.engine);
+    return s;
+}
 
-    // Overhead: given, or estimated term by term.
-    std::vector<OverheadTerm> overhead;
-    if (in.overhead_bytes) {
-        OverheadTerm t;
-        t.name = "runtime overhead (given by --overhead)";
-        t.bytes = t.low_bytes = t.high_bytes = *in.overhead_bytes;
-        t.basis = "--overhead";
-        overhead.push_back(t);
-    } else {
-        overhead = estimate_overhead(spec, OverheadInputs{in.engine, in.tp, p.max_batched_tokens, p.max_num_seqs});
+// The runtime overhead: given by --overhead, or estimated term by term.
+std::vector<OverheadTerm> overhead_terms(const ModelSpec& spec, const CapacityInputs& in, const CapacityPlan& p) {
+    if (!in.overhead_bytes) return estimate_overhead(spec, OverheadInputs{in.engine, in.tp, p.max_batched_tokens, p.max_num_seqs});
+    OverheadTerm t;
+    t.name = "runtime overhead (given by --overhead)";
+    t.bytes = t.low_bytes = t.high_bytes = *in.overhead_bytes;
+    t.basis = "--overhead";
+    return {t};
+}
+
+// One pipeline stage: its budget, then the pages its engine cuts the pool into.
+Stage size_stage(const ModelSpec& spec, const CapacityInputs& in, const CapacityPlan& p, const Settings& s,
+                 const PipelineStage& where, const std::vector<OverheadTerm>& overhead) {
+    Stage st{where, stage_model(spec, where), {}, 0, std::nullopt, 0, std::nullopt};
+    BudgetInputs b;
+    b.engine = in.engine;
+    b.total_bytes = in.gpu.engine_total_bytes();
+    b.mem_fraction = s.fraction;
+    b.weights_bytes = in.weights_bytes.value_or(stage_weight_bytes(s.weights, spec, where, in.pp, in.tp));
+    b.overhead = overhead;
+    b.kv_pool_bytes = in.kv_pool_bytes;
+    st.budget = make_budget(b);
+    for (const LayerSpec& l : st.spec.layers)
+        st.bytes_per_token = checked_add(st.bytes_per_token, layer_bytes_per_token_per_gpu(l, in.tp, s.dt.kv), "KV bytes per token");
+    const std::int64_t pool = std::max<std::int64_t>(0, st.budget.kv_pool_bytes);
+    if (in.engine == Engine::Vllm) {
+        VllmLayoutInputs li{in.tp, s.dt.kv, s.dt.conv, s.dt.ssm, p.block_size, p.max_model_len, p.max_batched_tokens};
+        st.layout = vllm_layout(st.spec.layers, li);
+        st.num_blocks = vllm_num_blocks(*st.layout, pool);
+        st.tokens = vllm_reported_tokens(*st.layout, st.num_blocks);
+    } else if (st.bytes_per_token > 0) {
+        st.num_blocks = pool / checked_mul(p.block_size, st.bytes_per_token, "block bytes");
+        st.tokens = checked_mul(st.num_blocks, p.block_size, "KV cache tokens");
     }
+    return st;
+}
 
-    // Every pipeline stage: its budget and its packing. Engines take the
-    // minimum over ranks (vLLM: "clamp every rank to the minimum num_blocks").
-    std::vector<Stage> stages;
-    for (const PipelineStage& where : pipeline_stages(static_cast<std::int64_t>(spec.layers.size()), in.pp)) {
-        Stage s{where, stage_model(spec, where), {}, 0, std::nullopt, 0, std::nullopt};
-        BudgetInputs b;
-        b.engine = in.engine;
-        b.total_bytes = in.gpu.engine_total_bytes();
-        b.mem_fraction = fraction;
-        b.weights_bytes = in.weights_bytes.value_or(stage_weight_bytes(weights, spec, where, in.pp, in.tp));
-        b.overhead = overhead;
-        b.kv_pool_bytes = in.kv_pool_bytes;
-        s.budget = make_budget(b);
-        for (const LayerSpec& l : s.spec.layers)
-            s.bytes_per_token = checked_add(s.bytes_per_token, layer_bytes_per_token_per_gpu(l, in.tp, dt.kv), "KV bytes per token");
-        const std::int64_t pool = std::max<std::int64_t>(0, s.budget.kv_pool_bytes);
-        if (in.engine == Engine::Vllm) {
-            VllmLayoutInputs li{in.tp, dt.kv, dt.conv, dt.ssm, p.block_size, p.max_model_len, p.max_batched_tokens};
-            s.layout = vllm_layout(s.spec.layers, li);
-            s.num_blocks = vllm_num_blocks(*s.layout, pool);
-            s.tokens = vllm_reported_tokens(*s.layout, s.num_blocks);
-        } else if (s.bytes_per_token > 0) {
-            s.num_blocks = pool / checked_mul(p.block_size, s.bytes_per_token, "block bytes");
-            s.tokens = checked_mul(s.num_blocks, p.block_size, "KV cache tokens");
+// How many requests of one context a stage holds, and what each costs.
+struct StageFit {
+    std::int64_t requests = 0;
+    std::int64_t need = 0;  // bytes per request as the engine allocates them
+    std::optional<std::int64_t> with_prefix;
+    std::int64_t reserved = 0, used = 0;  // contiguous allocation only
+};
+
+StageFit fit_requests(const Stage& st, const CapacityInputs& in, const CapacityPlan& p, const Settings& s,
+                      std::int64_t context, std::int64_t min_blocks) {
+    StageFit f;
+    const std::int64_t pool = std::max<std::int64_t>(0, st.budget.kv_pool_bytes);
+    if (st.layout) {
+        const std::int64_t blocks = vllm_blocks_per_request(*st.layout, context, p.max_batched_tokens);
+        f.need = checked_mul(blocks, st.layout->block_bytes(), "KV bytes per request");
+        f.requests = min_blocks / blocks;
+        if (in.prefix_tokens > 0) {
+            const std::int64_t shared = vllm_shared_prefix_blocks(*st.layout, in.prefix_tokens, context);
+            f.with_prefix = shared < blocks && shared <= min_blocks ? (min_blocks - shared) / (blocks - shared) : f.requests;
         }
-        stages.push_back(std::move(s));
+    } else if (in.allocation == Allocation::Contiguous) {
+        f.reserved = request_bytes(st.spec.layers, in.tp, s.dt, p.max_tokens, 1, true);
+        f.used = request_bytes(st.spec.layers, in.tp, s.dt, std::min(context, p.max_tokens), 1, true);
+        f.need = f.reserved;
+        f.requests = f.need > 0 ? pool / f.need : 0;
+    } else {
+        f.need = request_bytes(st.spec.layers, in.tp, s.dt, context, p.block_size, s.windows);
+        f.requests = f.need > 0 ? pool / f.need : 0;
+        if (in.prefix_tokens > 0) {
+            const std::int64_t shared = shared_prefix_bytes(st.spec.layers, in.tp, s.dt, in.prefix_tokens, context, p.block_size, s.windows);
+            f.with_prefix = shared < f.need && shared <= pool ? (pool - shared) / (f.need - shared) : f.requests;
+        }
     }
-    // vLLM clamps every rank to the fewest blocks.
-    std::int64_t min_blocks = stages[0].num_blocks;
-    for (const Stage& s : stages) min_blocks = std::min(min_blocks, s.num_blocks);
+    return f;
+}
 
-    // Requests per context: the minimum over stages.
-    const bool windows = engine_saves_windows(in.engine);
+// One row per context, each the minimum over stages. Returns the stage that
+// holds the fewest requests of the longest context (the binding stage) and
+// that count.
+std::pair<std::size_t, std::int64_t> fill_rows(CapacityPlan& p, const ModelSpec& spec, const CapacityInputs& in, const Settings& s,
+                                               const std::vector<Stage>& stages, std::int64_t min_blocks) {
     std::size_t binding = 0;
     std::int64_t binding_requests = -1;
-    for (std::int64_t context : contexts) {
+    for (std::int64_t context : s.contexts) {
         ContextRow row;
         row.context_tokens = context;
         row.max_requests = -1;
         for (std::size_t i = 0; i < stages.size(); ++i) {
-            const Stage& s = stages[i];
-            const std::int64_t pool = std::max<std::int64_t>(0, s.budget.kv_pool_bytes);
-            std::int64_t requests = 0, need = 0;
-            std::optional<std::int64_t> with_prefix;
-            std::int64_t reserved = 0, used = 0;
-            if (s.layout) {
-                const std::int64_t blocks = vllm_blocks_per_request(*s.layout, context, p.max_batched_tokens);
-                need = checked_mul(blocks, s.layout->block_bytes(), "KV bytes per request");
-                requests = min_blocks / blocks;
-                if (in.prefix_tokens > 0) {
-                    const std::int64_t shared = vllm_shared_prefix_blocks(*s.layout, in.prefix_tokens, context);
-                    with_prefix = shared < blocks && shared <= min_blocks ? (min_blocks - shared) / (blocks - shared) : requests;
-                }
-            } else if (in.allocation == Allocation::Contiguous) {
-                reserved = request_bytes(s.spec.layers, in.tp, dt, p.max_tokens, 1, true);
-                used = request_bytes(s.spec.layers, in.tp, dt, std::min(context, p.max_tokens), 1, true);
-                need = reserved;
-                requests = need > 0 ? pool / need : 0;
-            } else {
-                need = request_bytes(s.spec.layers, in.tp, dt, context, p.block_size, windows);
-                requests = need > 0 ? pool / need : 0;
-                if (in.prefix_tokens > 0) {
-                    const std::int64_t shared = shared_prefix_bytes(s.spec.layers, in.tp, dt, in.prefix_tokens, context, p.block_size, windows);
-                    with_prefix = shared < need && shared <= pool ? (pool - shared) / (need - shared) : requests;
-                }
-            }
-            if (row.max_requests < 0 || requests < row.max_requests) {
-                row.max_requests = requests;
-                row.kv_bytes_per_request = need;
-                row.max_requests_with_prefix = with_prefix;
-                row.reserved_bytes_per_request = reserved;
-                row.used_bytes_per_request = used;
-                if (context == longest &&
-                    (binding_requests < 0 || requests < binding_requests)) {
-                    binding = i;
-                    binding_requests = requests;
-                }
+            const StageFit f = fit_requests(stages[i], in, p, s, context, min_blocks);
+            if (row.max_requests >= 0 && f.requests >= row.max_requests) continue;
+            row.max_requests = f.requests;
+            row.kv_bytes_per_request = f.need;
+            row.max_requests_with_prefix = f.with_prefix;
+            row.reserved_bytes_per_request = f.reserved;
+            row.used_bytes_per_request = f.used;
+            if (context == s.longest && (binding_requests < 0 || f.requests < binding_requests)) {
+                binding = i;
+                binding_requests = f.requests;
             }
         }
         row.max_requests_total = checked_mul(row.max_requests, p.replicas, "requests");
@@ -234,8 +259,12 @@ CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool sea
             p.warnings.push_back("context " + group_digits(context) + " exceeds the model's max_position_embeddings (" +
                                  group_digits(spec.max_position_tokens) + "); vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1");
     }
+    return {binding, binding_requests};
+}
 
-    const Stage& b = stages[binding];
+// The plan's pool, blocks and tokens are the binding stage's.
+void take_binding_stage(CapacityPlan& p, const CapacityInputs& in, const Stage& b, std::size_t binding, std::int64_t binding_requests,
+                        std::int64_t min_blocks) {
     p.binding_stage = static_cast<std::int64_t>(binding);
     p.budget = b.budget;
     p.kv_bytes_per_token_per_gpu = b.bytes_per_token;
@@ -245,16 +274,18 @@ CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool sea
         p.kv_cache_tokens = b.layout ? vllm_reported_tokens(*b.layout, min_blocks) : b.tokens;
     }
     p.fits = b.budget.kv_pool_bytes > 0 && binding_requests > 0;
+}
 
-    // Notes the reader needs.
+// Notes the reader needs to trust the numbers.
+void add_notes(CapacityPlan& p, const ModelSpec& spec, const CapacityInputs& in, const Settings& s, const Stage& b) {
     if (b.layout)
         for (const std::string& n : b.layout->notes) p.notes.push_back(n);
-    if (!windows && in.engine != Engine::Vllm &&
+    if (!s.windows && in.engine != Engine::Vllm &&
         std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) { return l.window_tokens > 0; }))
         p.notes.push_back(std::string(engine_label(in.engine)) +
                           " is modelled with full-length KV for sliding-window and chunked layers (no window savings)");
     if (in.pp > 1)
-        p.notes.push_back("pipeline stage " + std::to_string(binding) + " (layers " + std::to_string(b.where.first_layer) + "-" +
+        p.notes.push_back("pipeline stage " + std::to_string(p.binding_stage) + " (layers " + std::to_string(b.where.first_layer) + "-" +
                           std::to_string(b.where.first_layer + b.where.layers - 1) + ") holds the fewest requests and sets the capacity");
     if ((in.engine == Engine::Vllm || in.engine == Engine::VllmV0) && !p.rows.empty() &&
         std::any_of(p.rows.begin(), p.rows.end(), [&](const ContextRow& r) { return r.max_requests > p.max_num_seqs; }))
@@ -264,8 +295,10 @@ CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool sea
         p.notes.push_back("a contiguous (naive) engine cannot share a prefix between requests; --prefix-tokens ignored");
     if (in.kv_dtype == Dtype::Fp8 && std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) { return l.kind == LayerKind::Mla; }))
         p.notes.push_back("MLA with an fp8 cache: kvplan counts 1 B per latent element; vLLM's fp8_ds_mla layout stores 656 B per token per layer");
+}
 
-    // What the engine would log.
+// What the engine would log at start-up.
+void add_engine_log(CapacityPlan& p, const CapacityInputs& in, const Settings& s, const Stage& b, std::int64_t min_blocks) {
     const std::int64_t worst_len = p.max_model_len;
     if (in.engine == Engine::Vllm && b.layout) {
         const std::int64_t per_req = vllm_blocks_per_request(*b.layout, worst_len, p.max_batched_tokens);
@@ -301,31 +334,57 @@ CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool sea
             p.engine_lines.push_back("KV Cache is allocated. #tokens: " + std::to_string(tokens) + ", K size: " + half + " GB, V size: " + half + " GB");
         }
         char f[32];
-        std::snprintf(f, sizeof f, "%.2f", fraction);
+        std::snprintf(f, sizeof f, "%.2f", s.fraction);
         p.engine_lines.push_back(std::string("max_total_num_tokens=") + std::to_string(tokens) + ", mem_fraction_static=" + f);
     } else if (in.engine == Engine::Trtllm && p.kv_cache_tokens) {
         p.engine_lines.push_back("[TensorRT-LLM][INFO] Allocated " + gib_text(checked_mul(*p.kv_cache_tokens, b.bytes_per_token, "bytes")) +
                                  " GiB for max tokens in paged KV cache (" + std::to_string(*p.kv_cache_tokens) + ").");
     }
 
-    // When nothing fits: the smallest TP (same PP) that holds one request of
-    // the longest context.
+}
+
+CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool search_tp);
+
+// When nothing fits: the smallest TP (same PP) that holds one request of the
+// longest context.
+std::optional<std::int64_t> smallest_fitting_tp(const ModelSpec& spec, const CapacityInputs& in) {
+    for (std::int64_t tp = in.tp * 2; tp <= 64; tp *= 2) {
+        CapacityInputs next = in;
+        next.tp = tp;
+        next.gpus = 0;
+        try {
+            if (plan_once(spec, next, false).fits) return tp;
+        } catch (const Error&) {
+            continue;  // this TP cannot split the model's heads
+        }
+    }
+    return std::nullopt;
+}
+
+// The plan, as a recipe: settings, overhead, each stage's budget and pages,
+// the rows, the binding stage, notes; when nothing fits and `search_tp`, the
+// smallest TP that would.
+CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool search_tp) {
+    CapacityPlan p;
+    set_parallelism(p, spec, in);
+    const Settings s = resolve_settings(p, spec, in);
+    const std::vector<OverheadTerm> overhead = overhead_terms(spec, in, p);
+
+    // Engines take the minimum over ranks (vLLM: "clamp every rank to the minimum num_blocks").
+    std::vector<Stage> stages;
+    for (const PipelineStage& where : pipeline_stages(static_cast<std::int64_t>(spec.layers.size()), in.pp))
+        stages.push_back(size_stage(spec, in, p, s, where, overhead));
+    std::int64_t min_blocks = stages[0].num_blocks;
+    for (const Stage& st : stages) min_blocks = std::min(min_blocks, st.num_blocks);
+
+    const auto [binding, binding_requests] = fill_rows(p, spec, in, s, stages, min_blocks);
+    take_binding_stage(p, in, stages[binding], binding, binding_requests, min_blocks);
+    add_notes(p, spec, in, s, stages[binding]);
+    add_engine_log(p, in, s, stages[binding], min_blocks);
+
     if (!p.fits && search_tp && !in.weights_bytes && !in.kv_pool_bytes) {
         p.tp_searched = true;
-        for (std::int64_t tp = in.tp * 2; tp <= 64; tp *= 2) {
-            CapacityInputs next = in;
-            next.tp = tp;
-            next.gpus = 0;
-            try {
-                CapacityPlan q = plan_once(spec, next, false);
-                if (q.fits) {
-                    p.smallest_tp = tp;
-                    break;
-                }
-            } catch (const Error&) {
-                continue;  // this TP cannot split the model's heads
-            }
-        }
+        p.smallest_tp = smallest_fitting_tp(spec, in);
     }
     return p;
 }
