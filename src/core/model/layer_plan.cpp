@@ -145,13 +145,9 @@ void apply_block_configs(const ConfigReader& cfg, const ModelDims& dims, std::ve
     }
 }
 
-}  // namespace
-
-std::vector<LayerPlan> plan_layers(const ConfigReader& cfg, const ModelDims& dims) {
-    const std::string& type = dims.model_type;
-    const std::int64_t n = dims.layers;
-
-    // The attention layer this model uses when a layer attends at all.
+// The attention layer this model uses when a layer attends at all: full
+// attention of the config's KV heads, or MLA's latent.
+LayerPlan attention_layer(const ConfigReader& cfg, const ModelDims& dims) {
     LayerPlan attn;
     attn.spec.kind = LayerKind::Full;
     attn.spec.kv_heads = dims.kv_heads;
@@ -170,153 +166,215 @@ std::vector<LayerPlan> plan_layers(const ConfigReader& cfg, const ModelDims& dim
         attn.spec.v_head_dim = 0;
         attn.mixer = Mixer::Mla;
     }
+    return attn;
+}
 
-    std::vector<LayerPlan> plan(static_cast<std::size_t>(n), attn);
-    auto sliding = [&](std::int64_t window) {
-        LayerPlan p = attn;
-        p.spec.kind = LayerKind::Sliding;
-        p.spec.window_tokens = window;
-        return p;
-    };
+LayerPlan sliding_layer(const LayerPlan& attn, std::int64_t window) {
+    LayerPlan p = attn;
+    p.spec.kind = LayerKind::Sliding;
+    p.spec.window_tokens = window;
+    return p;
+}
 
-    if (auto types = cfg.get_string_list("layer_types")) {
-        if (static_cast<std::int64_t>(types->size()) != n)
-            cfg.fail("layer_types", "has " + std::to_string(types->size()) + " entries but the model has " +
-                                        std::to_string(n) + " layers (num_hidden_layers)");
-        for (std::int64_t i = 0; i < n; ++i) {
-            const std::string& t = (*types)[static_cast<std::size_t>(i)];
-            if (t == "full_attention" || t == "attention") {
-                plan[i] = attn;
-            } else if (t == "sliding_attention") {
-                plan[i] = sliding(require_window(cfg, "layer_types \"sliding_attention\""));
-            } else if (t == "chunked_attention") {
-                plan[i] = attn;
-                plan[i].spec.kind = LayerKind::Chunked;
-                plan[i].spec.window_tokens = cfg.require_int({"attention_chunk_size"}, 1, kMaxTokens);
-            } else if (t == "linear_attention") {
-                plan[i] = linear_attention_layer(cfg);
-            } else if (t == "mamba" || t == "mamba2") {
-                plan[i] = cfg.has("mamba_num_heads") || cfg.has("mamba_n_heads") ? mamba2_layer(cfg) : mamba1_layer(cfg, dims);
-                plan[i].ffn = Ffn::Dense;
-            } else {
-                cfg.fail("layer_types[" + std::to_string(i) + "]",
-                         "unknown layer type \"" + t + "\" (expected full_attention, sliding_attention, "
-                         "chunked_attention, linear_attention or mamba)");
-            }
+// A Mamba layer of the flavour the config's keys describe.
+LayerPlan mamba_layer(const ConfigReader& cfg, const ModelDims& dims) {
+    LayerPlan p = cfg.has("mamba_num_heads") || cfg.has("mamba_n_heads") ? mamba2_layer(cfg) : mamba1_layer(cfg, dims);
+    p.ffn = Ffn::Dense;
+    return p;
+}
+
+// layer_types: one name per layer (Qwen3-Next, gpt-oss, newer Gemma-3).
+void kinds_from_layer_types(const ConfigReader& cfg, const ModelDims& dims, const std::vector<std::string>& types,
+                            const LayerPlan& attn, std::vector<LayerPlan>& plan) {
+    const std::int64_t n = dims.layers;
+    if (static_cast<std::int64_t>(types.size()) != n)
+        cfg.fail("layer_types", "has " + std::to_string(types.size()) + " entries but the model has " +
+                                    std::to_string(n) + " layers (num_hidden_layers)");
+    for (std::int64_t i = 0; i < n; ++i) {
+        const std::string& t = types[static_cast<std::size_t>(i)];
+        if (t == "full_attention" || t == "attention") {
+            plan[i] = attn;
+        } else if (t == "sliding_attention") {
+            plan[i] = sliding_layer(attn, require_window(cfg, "layer_types \"sliding_attention\""));
+        } else if (t == "chunked_attention") {
+            plan[i] = attn;
+            plan[i].spec.kind = LayerKind::Chunked;
+            plan[i].spec.window_tokens = cfg.require_int({"attention_chunk_size"}, 1, kMaxTokens);
+        } else if (t == "linear_attention") {
+            plan[i] = linear_attention_layer(cfg);
+        } else if (t == "mamba" || t == "mamba2") {
+            plan[i] = mamba_layer(cfg, dims);
+        } else {
+            cfg.fail("layer_types[" + std::to_string(i) + "]",
+                     "unknown layer type \"" + t + "\" (expected full_attention, sliding_attention, "
+                     "chunked_attention, linear_attention or mamba)");
         }
-    } else if (auto interval = cfg.get_int({"full_attention_interval"}, 1, kMaxLayers)) {
+    }
+}
+
+// Nemotron-H's hybrid_override_pattern: one character per block, and each
+// block holds one thing: a mixer, or an MLP, or a MoE.
+void kinds_from_hybrid_pattern(const ConfigReader& cfg, std::int64_t n, const std::string& pattern, const LayerPlan& attn,
+                               std::vector<LayerPlan>& plan) {
+    if (static_cast<std::int64_t>(pattern.size()) != n)
+        cfg.fail("hybrid_override_pattern", "has " + std::to_string(pattern.size()) + " characters but the model has " +
+                                                std::to_string(n) + " layers");
+    for (std::int64_t i = 0; i < n; ++i) {
+        char c = pattern[static_cast<std::size_t>(i)];
+        if (c == '*') { plan[i] = attn; plan[i].ffn = Ffn::None; }
+        else if (c == 'M') { plan[i] = mamba2_layer(cfg); }
+        else if (c == '-' || c == 'E') {
+            plan[i] = LayerPlan{};
+            plan[i].spec.kind = LayerKind::None;
+            plan[i].mixer = Mixer::None;
+            plan[i].ffn = c == '-' ? Ffn::Dense : Ffn::Moe;
+        } else {
+            cfg.fail("hybrid_override_pattern", std::string("unknown character '") + c + "' at layer " + std::to_string(i) +
+                                                    " (expected '*' attention, 'M' Mamba, '-' MLP or 'E' MoE)");
+        }
+    }
+}
+
+// Jamba: attention when i % attn_layer_period == attn_layer_offset, else Mamba.
+void kinds_from_attn_period(const ConfigReader& cfg, const ModelDims& dims, std::vector<LayerPlan>& plan) {
+    std::int64_t period = cfg.require_int({"attn_layer_period"}, 1, kMaxLayers);
+    std::int64_t offset = cfg.get_int({"attn_layer_offset"}, 0, kMaxLayers).value_or(0);
+    if (offset >= period) cfg.fail("attn_layer_offset", "must be smaller than attn_layer_period (" + std::to_string(period) + ")");
+    for (std::int64_t i = 0; i < dims.layers; ++i) {
+        if (i % period != offset) { plan[i] = mamba1_layer(cfg, dims); plan[i].ffn = Ffn::Dense; }
+    }
+}
+
+// Bamba/Granite-4/Zamba-style layers_block_type: "attention" or "mamba" per layer.
+void kinds_from_block_types(const ConfigReader& cfg, const ModelDims& dims, const std::vector<std::string>& blocks,
+                            std::vector<LayerPlan>& plan) {
+    const std::int64_t n = dims.layers;
+    if (static_cast<std::int64_t>(blocks.size()) != n)
+        cfg.fail("layers_block_type", "has " + std::to_string(blocks.size()) + " entries but the model has " + std::to_string(n) + " layers");
+    for (std::int64_t i = 0; i < n; ++i) {
+        const std::string& b = blocks[static_cast<std::size_t>(i)];
+        if (b == "attention") continue;
+        if (b != "mamba")
+            cfg.fail("layers_block_type[" + std::to_string(i) + "]", "unknown block type \"" + b + "\" (expected attention or mamba)");
+        plan[i] = mamba_layer(cfg, dims);
+    }
+}
+
+// Llama-4: layers with RoPE use chunked local attention; NoPE layers
+// (no_rope_layers[i] == 0, by default every no_rope_layer_interval-th)
+// attend over the full context (transformers Llama4TextAttention).
+void kinds_from_attention_chunks(const ConfigReader& cfg, std::int64_t n, std::int64_t chunk, std::vector<LayerPlan>& plan) {
+    std::vector<std::int64_t> rope;
+    if (auto given = cfg.get_int_list("no_rope_layers", 0, 1); given && !given->empty()) {
+        if (static_cast<std::int64_t>(given->size()) != n)
+            cfg.fail("no_rope_layers", "has " + std::to_string(given->size()) + " entries but the model has " + std::to_string(n) + " layers");
+        rope = *given;
+    } else {
+        std::int64_t interval = cfg.get_int({"no_rope_layer_interval"}, 1, kMaxLayers).value_or(4);
+        for (std::int64_t i = 0; i < n; ++i) rope.push_back((i + 1) % interval != 0 ? 1 : 0);
+    }
+    for (std::int64_t i = 0; i < n; ++i)
+        if (rope[i]) { plan[i].spec.kind = LayerKind::Chunked; plan[i].spec.window_tokens = chunk; }
+}
+
+// Which kind each layer is: the first rule of the header's list that the
+// config's keys (or its model_type) select; none leaves every layer `attn`.
+void assign_layer_kinds(const ConfigReader& cfg, const ModelDims& dims, const LayerPlan& attn, std::vector<LayerPlan>& plan) {
+    const std::string& type = dims.model_type;
+    const std::int64_t n = dims.layers;
+    if (auto types = cfg.get_string_list("layer_types")) return kinds_from_layer_types(cfg, dims, *types, attn, plan);
+    if (auto interval = cfg.get_int({"full_attention_interval"}, 1, kMaxLayers)) {
         // Qwen3-Next: every interval-th layer is full attention, the rest Gated DeltaNet.
         for (std::int64_t i = 0; i < n; ++i)
             if ((i + 1) % *interval != 0) plan[i] = linear_attention_layer(cfg);
-    } else if (auto pattern = cfg.get_string("hybrid_override_pattern")) {
-        if (static_cast<std::int64_t>(pattern->size()) != n)
-            cfg.fail("hybrid_override_pattern", "has " + std::to_string(pattern->size()) + " characters but the model has " +
-                                                    std::to_string(n) + " layers");
-        for (std::int64_t i = 0; i < n; ++i) {
-            char c = (*pattern)[static_cast<std::size_t>(i)];
-            // Nemotron-H blocks hold one thing each: a mixer, or an MLP, or a MoE.
-            if (c == '*') { plan[i] = attn; plan[i].ffn = Ffn::None; }
-            else if (c == 'M') { plan[i] = mamba2_layer(cfg); }
-            else if (c == '-' || c == 'E') {
-                plan[i] = LayerPlan{};
-                plan[i].spec.kind = LayerKind::None;
-                plan[i].mixer = Mixer::None;
-                plan[i].ffn = c == '-' ? Ffn::Dense : Ffn::Moe;
-            } else {
-                cfg.fail("hybrid_override_pattern", std::string("unknown character '") + c + "' at layer " + std::to_string(i) +
-                                                        " (expected '*' attention, 'M' Mamba, '-' MLP or 'E' MoE)");
-            }
-        }
-    } else if (cfg.has("attn_layer_period")) {
-        std::int64_t period = cfg.require_int({"attn_layer_period"}, 1, kMaxLayers);
-        std::int64_t offset = cfg.get_int({"attn_layer_offset"}, 0, kMaxLayers).value_or(0);
-        if (offset >= period) cfg.fail("attn_layer_offset", "must be smaller than attn_layer_period (" + std::to_string(period) + ")");
-        for (std::int64_t i = 0; i < n; ++i) {
-            if (i % period != offset) { plan[i] = mamba1_layer(cfg, dims); plan[i].ffn = Ffn::Dense; }
-        }
-    } else if (auto blocks = cfg.get_string_list("layers_block_type")) {
-        if (static_cast<std::int64_t>(blocks->size()) != n)
-            cfg.fail("layers_block_type", "has " + std::to_string(blocks->size()) + " entries but the model has " + std::to_string(n) + " layers");
-        for (std::int64_t i = 0; i < n; ++i) {
-            const std::string& b = (*blocks)[static_cast<std::size_t>(i)];
-            if (b == "attention") continue;
-            if (b != "mamba")
-                cfg.fail("layers_block_type[" + std::to_string(i) + "]", "unknown block type \"" + b + "\" (expected attention or mamba)");
-            plan[i] = cfg.has("mamba_n_heads") || cfg.has("mamba_num_heads") ? mamba2_layer(cfg) : mamba1_layer(cfg, dims);
-            plan[i].ffn = Ffn::Dense;
-        }
-    } else if (is_one_of(type, {"mamba", "falcon_mamba"})) {
+        return;
+    }
+    if (auto pattern = cfg.get_string("hybrid_override_pattern")) return kinds_from_hybrid_pattern(cfg, n, *pattern, attn, plan);
+    if (cfg.has("attn_layer_period")) return kinds_from_attn_period(cfg, dims, plan);
+    if (auto blocks = cfg.get_string_list("layers_block_type")) return kinds_from_block_types(cfg, dims, *blocks, plan);
+    if (is_one_of(type, {"mamba", "falcon_mamba"})) {
         for (auto& p : plan) p = mamba1_layer(cfg, dims);
-    } else if (type == "mamba2") {
+        return;
+    }
+    if (type == "mamba2") {
         for (auto& p : plan) p = mamba2_layer(cfg);
-    } else if (type == "gemma2") {
-        for (std::int64_t i = 0; i < n; i += 2) plan[i] = sliding(require_window(cfg, "gemma2's alternating layers"));
-    } else if (auto pat = cfg.get_int({"sliding_window_pattern", "_sliding_window_pattern"}, 1, kMaxLayers)) {
+        return;
+    }
+    if (type == "gemma2") {
+        for (std::int64_t i = 0; i < n; i += 2) plan[i] = sliding_layer(attn, require_window(cfg, "gemma2's alternating layers"));
+        return;
+    }
+    if (auto pat = cfg.get_int({"sliding_window_pattern", "_sliding_window_pattern"}, 1, kMaxLayers)) {
         std::int64_t window = require_window(cfg, "sliding_window_pattern");
         for (std::int64_t i = 0; i < n; ++i)
-            if ((i + 1) % *pat != 0) plan[i] = sliding(window);
-    } else if (is_one_of(type, {"mistral", "mixtral", "phi3", "phimoe", "starcoder2"})) {
+            if ((i + 1) % *pat != 0) plan[i] = sliding_layer(attn, window);
+        return;
+    }
+    if (is_one_of(type, {"mistral", "mixtral", "phi3", "phimoe", "starcoder2"})) {
         if (auto window = cfg.get_int({"sliding_window"}, 1, kMaxTokens))
-            for (auto& p : plan) p = sliding(*window);
-    } else if (is_one_of(type, {"qwen2", "qwen3", "qwen2_moe", "qwen3_moe"})) {
+            for (auto& p : plan) p = sliding_layer(attn, *window);
+        return;
+    }
+    if (is_one_of(type, {"qwen2", "qwen3", "qwen2_moe", "qwen3_moe"})) {
         if (cfg.get_bool("use_sliding_window").value_or(false)) {
             std::int64_t window = require_window(cfg, "use_sliding_window");
             std::int64_t first = cfg.get_int({"max_window_layers"}, 0, kMaxLayers).value_or(n);
-            for (std::int64_t i = first; i < n; ++i) plan[i] = sliding(window);
+            for (std::int64_t i = first; i < n; ++i) plan[i] = sliding_layer(attn, window);
         }
-    } else if (auto chunk = cfg.get_int({"attention_chunk_size"}, 1, kMaxTokens)) {
-        // Llama-4: layers with RoPE use chunked local attention; NoPE layers
-        // (no_rope_layers[i] == 0, by default every no_rope_layer_interval-th)
-        // attend over the full context (transformers Llama4TextAttention).
-        std::vector<std::int64_t> rope;
-        if (auto given = cfg.get_int_list("no_rope_layers", 0, 1); given && !given->empty()) {
-            if (static_cast<std::int64_t>(given->size()) != n)
-                cfg.fail("no_rope_layers", "has " + std::to_string(given->size()) + " entries but the model has " + std::to_string(n) + " layers");
-            rope = *given;
-        } else {
-            std::int64_t interval = cfg.get_int({"no_rope_layer_interval"}, 1, kMaxLayers).value_or(4);
-            for (std::int64_t i = 0; i < n; ++i) rope.push_back((i + 1) % interval != 0 ? 1 : 0);
-        }
-        for (std::int64_t i = 0; i < n; ++i)
-            if (rope[i]) { plan[i].spec.kind = LayerKind::Chunked; plan[i].spec.window_tokens = *chunk; }
+        return;
     }
+    if (auto chunk = cfg.get_int({"attention_chunk_size"}, 1, kMaxTokens)) kinds_from_attention_chunks(cfg, n, *chunk, plan);
+}
 
-    // Per-layer shapes: OpenELM's lists, DeciLM's block_configs.
+// mllama: the listed layers cross-attend to the vision encoder's tokens.
+void mark_cross_attention(const ConfigReader& cfg, std::int64_t n, std::vector<LayerPlan>& plan) {
+    auto cross = cfg.get_int_list("cross_attention_layers", 0, kMaxLayers);
+    if (!cross) return;
+    for (std::int64_t idx : *cross) {
+        if (idx >= n) cfg.fail("cross_attention_layers", "expected layer indices below " + std::to_string(n) + " (num_hidden_layers), found " + std::to_string(idx));
+        plan[idx].spec.kind = LayerKind::Cross;
+        plan[idx].mixer = Mixer::Cross;
+    }
+}
+
+// Whether layer i's feed-forward is a mixture of experts, by the family's key.
+bool moe_at(const ConfigReader& cfg, std::int64_t i) {
+    if (auto first = cfg.get_int({"first_k_dense_replace"}, 0, kMaxLayers)) {  // DeepSeek
+        std::int64_t freq = cfg.get_int({"moe_layer_freq"}, 1, kMaxLayers).value_or(1);
+        return i >= *first && i % freq == 0;
+    }
+    if (auto period = cfg.get_int({"expert_layer_period"}, 1, kMaxLayers)) {  // Jamba
+        return i % *period == cfg.get_int({"expert_layer_offset"}, 0, kMaxLayers).value_or(0);
+    }
+    if (auto step = cfg.get_int({"interleave_moe_layer_step"}, 1, kMaxLayers)) {  // Llama-4
+        return (i + 1) % *step == 0;
+    }
+    if (auto step = cfg.get_int({"decoder_sparse_step"}, 1, kMaxLayers)) {  // Qwen-MoE
+        auto dense = cfg.get_int_list("mlp_only_layers", 0, kMaxLayers).value_or(std::vector<std::int64_t>{});
+        return std::find(dense.begin(), dense.end(), i) == dense.end() && (i + 1) % *step == 0;
+    }
+    return true;  // Mixtral, gpt-oss, ...: every layer
+}
+
+// Which dense feed-forwards are experts (Nemotron-H's pattern already says).
+void mark_moe_layers(const ConfigReader& cfg, const ModelDims& dims, std::vector<LayerPlan>& plan) {
+    if (dims.experts <= 0 || cfg.has("hybrid_override_pattern")) return;
+    for (std::int64_t i = 0; i < dims.layers; ++i)
+        if (plan[i].ffn == Ffn::Dense && moe_at(cfg, i)) plan[i].ffn = Ffn::Moe;
+}
+
+}  // namespace
+
+// The recipe: the attention layer, each layer's kind, the per-layer shapes
+// (OpenELM's lists, DeciLM's block_configs), cross-attention, experts.
+std::vector<LayerPlan> plan_layers(const ConfigReader& cfg, const ModelDims& dims) {
+    const LayerPlan attn = attention_layer(cfg, dims);
+    std::vector<LayerPlan> plan(static_cast<std::size_t>(dims.layers), attn);
+    assign_layer_kinds(cfg, dims, attn, plan);
     if (!dims.layer_kv_heads.empty()) apply_openelm_layers(cfg, dims, plan);
     if (cfg.is_array("block_configs")) apply_block_configs(cfg, dims, plan);
-
-    // mllama: the listed layers cross-attend to the vision encoder's tokens.
-    if (auto cross = cfg.get_int_list("cross_attention_layers", 0, kMaxLayers)) {
-        for (std::int64_t idx : *cross) {
-            if (idx >= n) cfg.fail("cross_attention_layers", "expected layer indices below " + std::to_string(n) + " (num_hidden_layers), found " + std::to_string(idx));
-            plan[idx].spec.kind = LayerKind::Cross;
-            plan[idx].mixer = Mixer::Cross;
-        }
-    }
-
-    // Which layers' feed-forward is a mixture of experts.
-    // (Nemotron-H's pattern already says which blocks are MoE.)
-    if (dims.experts > 0 && !cfg.has("hybrid_override_pattern")) {
-        auto moe_at = [&](std::int64_t i) -> bool {
-            if (auto first = cfg.get_int({"first_k_dense_replace"}, 0, kMaxLayers)) {  // DeepSeek
-                std::int64_t freq = cfg.get_int({"moe_layer_freq"}, 1, kMaxLayers).value_or(1);
-                return i >= *first && i % freq == 0;
-            }
-            if (auto period = cfg.get_int({"expert_layer_period"}, 1, kMaxLayers)) {  // Jamba
-                return i % *period == cfg.get_int({"expert_layer_offset"}, 0, kMaxLayers).value_or(0);
-            }
-            if (auto step = cfg.get_int({"interleave_moe_layer_step"}, 1, kMaxLayers)) {  // Llama-4
-                return (i + 1) % *step == 0;
-            }
-            if (auto step = cfg.get_int({"decoder_sparse_step"}, 1, kMaxLayers)) {  // Qwen-MoE
-                auto dense = cfg.get_int_list("mlp_only_layers", 0, kMaxLayers).value_or(std::vector<std::int64_t>{});
-                return std::find(dense.begin(), dense.end(), i) == dense.end() && (i + 1) % *step == 0;
-            }
-            return true;  // Mixtral, gpt-oss, ...: every layer
-        };
-        for (std::int64_t i = 0; i < n; ++i)
-            if (plan[i].ffn == Ffn::Dense && moe_at(i)) plan[i].ffn = Ffn::Moe;
-    }
+    mark_cross_attention(cfg, dims.layers, plan);
+    mark_moe_layers(cfg, dims, plan);
     return plan;
 }
 
