@@ -14,13 +14,14 @@
 #include "cli/cmd_recommend.hpp"
 #include "cli/cmd_roofline.hpp"
 #include "cli/cmd_size.hpp"
+#include "cli/version.hpp"
 #include "core/error.hpp"
 
 namespace kvplan {
 
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
     CLI::App app("kvplan: KV-cache and GPU capacity planner for LLM serving", "kvplan");
-    app.set_version_flag("--version", std::string("kvplan ") + kVersion);
+    app.set_version_flag("--version", version_line());
     app.footer(
         "Examples:\n"
         "  kvplan size --model llama-3.1-8b --context 8192 --batch 32\n"
@@ -65,7 +66,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         out << app.help("", CLI::AppFormatMode::All);
         return kExitOk;
     } catch (const CLI::CallForVersion&) {
-        out << "kvplan " << kVersion << "\n";
+        out << version_line() << "\n";
         return kExitOk;
     } catch (const CLI::ParseError& e) {
         err << "kvplan: error: " << e.what() << " (run `kvplan --help`)\n";

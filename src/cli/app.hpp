@@ -9,8 +9,6 @@
 
 namespace kvplan {
 
-inline constexpr const char* kVersion = "0.1.0";
-
 // Exit codes (sysexits-style where one exists).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitUsage = 2;     // bad flags or arguments

@@ -1,11 +1,13 @@
 // `kvplan size` and `kvplan models` in process, through the same run() that main() calls.
 #include <catch2/catch.hpp>
 
+#include <regex>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/app.hpp"
+#include "cli/version.hpp"
 #include "test_support.hpp"
 #include "io/presets.hpp"
 
@@ -125,10 +127,20 @@ TEST_CASE("every example in every --help runs and succeeds") {
     }
 }
 
-TEST_CASE("kvplan --version prints the version") {
+TEST_CASE("kvplan --version prints the version and the commit it was built from") {
     auto r = kvplan_run({"--version"});
     CHECK(r.code == 0);
-    CHECK(r.out == std::string("kvplan ") + kVersion + "\n");
+    CHECK(r.out == version_line() + "\n");
+    // One home for the version: project(VERSION) in CMakeLists.txt.
+    CHECK(std::string(version()) == KVPLAN_PROJECT_VERSION);
+    // A checkout's build names its commit: 12 hex digits, "-dirty" when edited.
+    const std::string commit = build_commit();
+    if (!commit.empty()) {
+        CHECK(std::regex_match(commit, std::regex("[0-9a-f]{12}(-dirty)?")));
+        CHECK(r.out == std::string("kvplan ") + KVPLAN_PROJECT_VERSION + " (commit " + commit + ")\n");
+    } else {
+        CHECK(r.out == std::string("kvplan ") + KVPLAN_PROJECT_VERSION + "\n");
+    }
 }
 
 TEST_CASE("models lists every preset with its shape") {
