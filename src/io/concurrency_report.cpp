@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "io/engine_log.hpp"
 #include "io/json_value.hpp"
 #include "io/table.hpp"
 #include "io/units.hpp"
@@ -49,6 +50,7 @@ Table budget_table(const CapacityPlan& p) {
     Table t({"memory budget, one GPU", "bytes", "GiB"});
     for (const BudgetLine& l : p.budget.lines) {
         std::string label = l.op == ' ' ? l.label : std::string(1, l.op) + " " + l.label;
+        if (l.fraction) label += fmt::format(" {:.2f}{}", *l.fraction, l.of_free_memory ? " of free memory" : "");
         t.add({label, signed_bytes(l.bytes), gib2(l.bytes)});
     }
     return t;
@@ -152,9 +154,9 @@ std::string render_concurrency_table(const ConcurrencyResult& r) {
     if (p.budget.overhead.size() > 1 || !p.budget.overhead.empty()) out += "\n" + overhead_table(p).render_text();
     out += "\n" + pool_line(p) + "\n" + contexts_table(p).render_text() + "\n" + answer_sentence(r) + "\n";
     out += not_fit_text(p);
-    if (!p.engine_lines.empty()) {
+    if (const std::vector<std::string> log = engine_log_lines(p); !log.empty()) {
         out += fmt::format("\n{} would log:\n", engine_label(p.engine));
-        for (const std::string& l : p.engine_lines) out += "  " + l + "\n";
+        for (const std::string& l : log) out += "  " + l + "\n";
     }
     std::vector<std::string> n = notes(p);
     if (!n.empty()) {
@@ -171,9 +173,9 @@ std::string render_concurrency_markdown(const ConcurrencyResult& r) {
     out += contexts_table(p).render_markdown() + "\n" + answer_sentence(r) + "\n";
     std::string nf = not_fit_text(p);
     if (!nf.empty()) out += "\n" + nf;
-    if (!p.engine_lines.empty()) {
+    if (const std::vector<std::string> log = engine_log_lines(p); !log.empty()) {
         out += fmt::format("\n{} would log:\n\n```\n", engine_label(p.engine));
-        for (const std::string& l : p.engine_lines) out += l + "\n";
+        for (const std::string& l : log) out += l + "\n";
         out += "```\n";
     }
     const std::vector<std::string> n = notes(p);
@@ -250,7 +252,7 @@ std::string render_concurrency_json(const ConcurrencyResult& r) {
     }
     j["fits"] = p.fits;
     j["smallest_tp_that_fits"] = or_null(p.smallest_tp);
-    if (!p.engine_lines.empty()) j["engine_log_lines"] = p.engine_lines;
+    if (const std::vector<std::string> log = engine_log_lines(p); !log.empty()) j["engine_log_lines"] = log;
     j["answer"] = answer_sentence(r);
     j["notes"] = notes(p);
     return j.dump(2) + "\n";

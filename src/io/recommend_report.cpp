@@ -44,13 +44,23 @@ std::string nothing(const RecommendResult& r) {
 
 }  // namespace
 
+std::string vllm_flags(const Candidate& c) {
+    return fmt::format("--tensor-parallel-size {} --max-num-seqs {} --max-model-len {} --gpu-memory-utilization {:.2f} --kv-cache-dtype {}",
+                       c.tp, c.batch, c.max_model_len, c.vllm_mem_fraction, c.kv_dtype == Dtype::Fp8 ? "fp8" : "auto");
+}
+
+std::string sglang_flags(const Candidate& c) {
+    return fmt::format("--tp {} --max-running-requests {} --context-length {} --mem-fraction-static {:.2f} --kv-cache-dtype {}",
+                       c.tp, c.batch, c.max_model_len, c.sglang_mem_fraction, c.kv_dtype == Dtype::Fp8 ? "fp8_e4m3" : "auto");
+}
+
 std::string render_recommend_table(const RecommendResult& r) {
     std::string out = targets(r) + fmt::format("\n{} GPU x TP configurations tried, {} hold a request of this context.\n\n", r.rec.configurations, r.rec.fitting);
     if (r.rec.candidates.empty()) return out + nothing(r);
     out += candidates_table(r).render_text() + "\nFlags for the best:\n";
     const Candidate& best = r.rec.candidates.front();
-    out += "  vllm serve MODEL " + best.vllm_flags + "\n";
-    out += "  python -m sglang.launch_server --model-path MODEL " + best.sglang_flags + "\n";
+    out += "  vllm serve MODEL " + vllm_flags(best) + "\n";
+    out += "  python -m sglang.launch_server --model-path MODEL " + sglang_flags(best) + "\n";
     out += "TTFT is one prompt's prefill on an idle replica (no queueing); TPOT is a decode step at the batch and the full context.\n";
     for (const std::string& n : r.rec.notes) out += "note: " + n + "\n";
     return out;
@@ -59,7 +69,7 @@ std::string render_recommend_table(const RecommendResult& r) {
 std::string render_recommend_markdown(const RecommendResult& r) {
     std::string out = "### " + targets(r) + "\n\n";
     if (r.rec.candidates.empty()) return out + nothing(r);
-    out += candidates_table(r).render_markdown() + "\n`vllm serve MODEL " + r.rec.candidates.front().vllm_flags + "`\n";
+    out += candidates_table(r).render_markdown() + "\n`vllm serve MODEL " + vllm_flags(r.rec.candidates.front()) + "`\n";
     return out;
 }
 
@@ -82,8 +92,8 @@ std::string render_recommend_json(const RecommendResult& r) {
         x["tpot_s"] = c.tpot_s;
         x["tokens_per_s_per_gpu"] = c.tokens_per_s_per_gpu;
         x["usd_per_million_tokens"] = or_null(c.usd_per_million_tokens);
-        x["vllm_flags"] = c.vllm_flags;
-        x["sglang_flags"] = c.sglang_flags;
+        x["vllm_flags"] = vllm_flags(c);
+        x["sglang_flags"] = sglang_flags(c);
         x["max_requests"] = c.max_requests;
         j["candidates"].push_back(x);
     }

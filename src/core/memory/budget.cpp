@@ -1,7 +1,7 @@
 #include "core/memory/budget.hpp"
 
 #include <cmath>
-#include <cstdio>
+#include <utility>
 
 #include "core/checked.hpp"
 
@@ -9,11 +9,7 @@ namespace kvplan {
 
 namespace {
 
-std::string fraction_text(double f) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2f", f);
-    return buf;
-}
+BudgetLine line(std::string label, std::int64_t bytes, char op) { return BudgetLine{std::move(label), bytes, op, std::nullopt, false}; }
 
 std::int64_t apply_fraction(std::int64_t bytes, double f) { return static_cast<std::int64_t>(std::floor(static_cast<double>(bytes) * f)); }
 
@@ -30,30 +26,30 @@ MemoryBudget make_budget(const BudgetInputs& in) {
         if (t.in_pool) b.overhead_bytes = checked_add(b.overhead_bytes, t.bytes, "overhead bytes");
 
     const std::string flag = mem_fraction_flag(in.engine);
-    b.lines.push_back({"memory the engine sees", in.total_bytes, ' '});
+    b.lines.push_back(line("memory the engine sees", in.total_bytes, ' '));
     if (fraction_of_free_memory(in.engine)) {
         const std::int64_t free_bytes = in.total_bytes - in.weights_bytes - b.overhead_bytes;
-        b.lines.push_back({"weights on this GPU", in.weights_bytes, '-'});
+        b.lines.push_back(line("weights on this GPU", in.weights_bytes, '-'));
         for (const OverheadTerm& t : in.overhead)
-            if (t.in_pool) b.lines.push_back({t.name, t.bytes, '-'});
-        b.lines.push_back({"free after loading", free_bytes, '='});
+            if (t.in_pool) b.lines.push_back(line(t.name, t.bytes, '-'));
+        b.lines.push_back(line("free after loading", free_bytes, '='));
         b.usable_bytes = free_bytes;
         b.kv_pool_bytes = free_bytes > 0 ? apply_fraction(free_bytes, in.mem_fraction) : free_bytes;
-        b.lines.push_back({flag + " " + fraction_text(in.mem_fraction) + " of free memory", b.kv_pool_bytes, 'x'});
+        b.lines.push_back({flag, b.kv_pool_bytes, 'x', in.mem_fraction, true});
     } else {
         b.usable_bytes = apply_fraction(in.total_bytes, in.mem_fraction);
-        b.lines.push_back({flag + " " + fraction_text(in.mem_fraction), b.usable_bytes, 'x'});
-        b.lines.push_back({"weights on this GPU", in.weights_bytes, '-'});
+        b.lines.push_back({flag, b.usable_bytes, 'x', in.mem_fraction, false});
+        b.lines.push_back(line("weights on this GPU", in.weights_bytes, '-'));
         for (const OverheadTerm& t : in.overhead)
-            if (t.in_pool) b.lines.push_back({t.name, t.bytes, '-'});
+            if (t.in_pool) b.lines.push_back(line(t.name, t.bytes, '-'));
         b.kv_pool_bytes = b.usable_bytes - in.weights_bytes - b.overhead_bytes;
     }
     if (in.kv_pool_bytes) {
         b.kv_pool_given = true;
         b.kv_pool_bytes = *in.kv_pool_bytes;
-        b.lines.push_back({"KV pool (given by --kv-pool)", b.kv_pool_bytes, '='});
+        b.lines.push_back(line("KV pool (given by --kv-pool)", b.kv_pool_bytes, '='));
     } else {
-        b.lines.push_back({"KV pool", b.kv_pool_bytes, '='});
+        b.lines.push_back(line("KV pool", b.kv_pool_bytes, '='));
     }
     return b;
 }

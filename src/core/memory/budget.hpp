@@ -14,10 +14,14 @@
 namespace kvplan {
 
 // One line of the budget as printed: "total memory", "x 0.90", "- weights"...
+// A fraction line ('x') names the engine's flag in `label` and carries the
+// fraction as a number; the printer writes it ("--gpu-memory-utilization 0.90").
 struct BudgetLine {
     std::string label;
     std::int64_t bytes = 0;
     char op = ' ';  // ' ' a starting figure, 'x' a fraction applied, '-' subtracted, '=' a result
+    std::optional<double> fraction;  // 'x' lines: the fraction applied
+    bool of_free_memory = false;     // 'x' lines: applied to what is free after loading (TensorRT-LLM)
 };
 
 struct BudgetInputs {

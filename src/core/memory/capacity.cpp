@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 #include "core/checked.hpp"
 #include "core/digits.hpp"
@@ -14,14 +13,6 @@
 namespace kvplan {
 
 namespace {
-
-constexpr double kGiB = 1073741824.0;
-
-std::string gib_text(std::int64_t bytes) {
-    char buf[48];
-    std::snprintf(buf, sizeof buf, "%.2f", static_cast<double>(bytes) / kGiB);
-    return buf;
-}
 
 // Whether the engine keeps only the window of a sliding/chunked layer. vLLM
 // V1 does (its hybrid allocator, modelled in vllm_kv_cache.cpp) and so does
@@ -297,50 +288,25 @@ void add_notes(CapacityPlan& p, const ModelSpec& spec, const CapacityInputs& in,
         p.notes.push_back("MLA with an fp8 cache: kvplan counts 1 B per latent element; vLLM's fp8_ds_mla layout stores 656 B per token per layer");
 }
 
-// What the engine would log at start-up.
-void add_engine_log(CapacityPlan& p, const CapacityInputs& in, const Settings& s, const Stage& b, std::int64_t min_blocks) {
-    const std::int64_t worst_len = p.max_model_len;
-    if (in.engine == Engine::Vllm && b.layout) {
-        const std::int64_t per_req = vllm_blocks_per_request(*b.layout, worst_len, p.max_batched_tokens);
-        char conc[64];
-        std::snprintf(conc, sizeof conc, "%.2f", static_cast<double>(min_blocks) / static_cast<double>(per_req));
-        p.engine_lines.push_back("Available KV cache memory: " + gib_text(b.budget.kv_pool_bytes) + " GiB");
-        p.engine_lines.push_back("GPU KV cache size: " + group_digits(*p.kv_cache_tokens) + " tokens");
-        p.engine_lines.push_back("Maximum concurrency for " + group_digits(worst_len) + " tokens per request: " + conc + "x");
-        if (per_req > min_blocks)
-            p.engine_lines.push_back("ValueError: To serve at least one request with the models's max seq len (" + std::to_string(worst_len) +
-                                     "), (" + gib_text(checked_mul(per_req, b.layout->block_bytes(), "bytes")) +
-                                     " GiB KV cache is needed, which is larger than the available KV cache memory (" +
-                                     gib_text(std::max<std::int64_t>(0, b.budget.kv_pool_bytes)) + " GiB).");
-    } else if (in.engine == Engine::VllmV0 && p.num_blocks) {
-        const std::int64_t block_bytes = checked_mul(p.block_size, b.bytes_per_token, "block bytes");
-        const std::int64_t cpu_blocks = (std::int64_t{4} << 30) / block_bytes;  // swap_space default 4 GiB
-        char conc[64];
-        std::snprintf(conc, sizeof conc, "%.2f", static_cast<double>(*p.kv_cache_tokens) / static_cast<double>(worst_len));
-        p.engine_lines.push_back("# GPU blocks: " + std::to_string(*p.num_blocks) + ", # CPU blocks: " + std::to_string(cpu_blocks));
-        p.engine_lines.push_back("Maximum concurrency for " + std::to_string(worst_len) + " tokens per request: " + conc + "x");
-        if (worst_len > *p.kv_cache_tokens)
-            p.engine_lines.push_back("ValueError: The model's max seq len (" + std::to_string(worst_len) +
-                                     ") is larger than the maximum number of tokens that can be stored in KV cache (" +
-                                     std::to_string(*p.kv_cache_tokens) + ").");
-    } else if (in.engine == Engine::Sglang && p.kv_cache_tokens) {
-        const bool mla = std::any_of(b.spec.layers.begin(), b.spec.layers.end(), [](const LayerSpec& l) { return l.kind == LayerKind::Mla; });
-        const std::int64_t tokens = *p.kv_cache_tokens;
-        if (mla) {
-            p.engine_lines.push_back("KV Cache is allocated. #tokens: " + std::to_string(tokens) + ", KV size: " +
-                                     gib_text(checked_mul(tokens, b.bytes_per_token, "bytes")) + " GB");
-        } else {
-            const std::string half = gib_text(checked_mul(tokens, b.bytes_per_token, "bytes") / 2);
-            p.engine_lines.push_back("KV Cache is allocated. #tokens: " + std::to_string(tokens) + ", K size: " + half + " GB, V size: " + half + " GB");
-        }
-        char f[32];
-        std::snprintf(f, sizeof f, "%.2f", s.fraction);
-        p.engine_lines.push_back(std::string("max_total_num_tokens=") + std::to_string(tokens) + ", mem_fraction_static=" + f);
-    } else if (in.engine == Engine::Trtllm && p.kv_cache_tokens) {
-        p.engine_lines.push_back("[TensorRT-LLM][INFO] Allocated " + gib_text(checked_mul(*p.kv_cache_tokens, b.bytes_per_token, "bytes")) +
-                                 " GiB for max tokens in paged KV cache (" + std::to_string(*p.kv_cache_tokens) + ").");
+// The figures the engine's start-up log prints (worded in src/io/engine_log.cpp).
+std::optional<EngineLogFigures> engine_log_figures(const CapacityPlan& p, const Stage& b) {
+    EngineLogFigures f;
+    if (p.engine == Engine::Vllm && b.layout) {
+        f.max_len_request_blocks = vllm_blocks_per_request(*b.layout, p.max_model_len, p.max_batched_tokens);
+        f.max_len_request_bytes = checked_mul(f.max_len_request_blocks, b.layout->block_bytes(), "bytes");
+        return f;
     }
-
+    if (p.engine == Engine::VllmV0 && p.num_blocks) {
+        const std::int64_t block_bytes = checked_mul(p.block_size, b.bytes_per_token, "block bytes");
+        f.cpu_swap_blocks = (std::int64_t{4} << 30) / block_bytes;  // swap_space default 4 GiB
+        return f;
+    }
+    if ((p.engine == Engine::Sglang || p.engine == Engine::Trtllm) && p.kv_cache_tokens) {
+        f.kv_cache_bytes = checked_mul(*p.kv_cache_tokens, b.bytes_per_token, "bytes");
+        f.mla = std::any_of(b.spec.layers.begin(), b.spec.layers.end(), [](const LayerSpec& l) { return l.kind == LayerKind::Mla; });
+        return f;
+    }
+    return std::nullopt;
 }
 
 CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool search_tp);
@@ -380,7 +346,7 @@ CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool sea
     const auto [binding, binding_requests] = fill_rows(p, spec, in, s, stages, min_blocks);
     take_binding_stage(p, in, stages[binding], binding, binding_requests, min_blocks);
     add_notes(p, spec, in, s, stages[binding]);
-    add_engine_log(p, in, s, stages[binding], min_blocks);
+    p.engine_log = engine_log_figures(p, stages[binding]);
 
     if (!p.fits && search_tp && !in.weights_bytes && !in.kv_pool_bytes) {
         p.tp_searched = true;

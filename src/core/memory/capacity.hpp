@@ -60,6 +60,16 @@ struct ContextRow {
     std::int64_t unused_bytes = 0;          // reserved but empty, over the requests that fit, one GPU
 };
 
+// The figures an engine's start-up log prints for a plan, computed here and
+// worded by the printer (src/io/engine_log.cpp) in the engine's own words.
+struct EngineLogFigures {
+    std::int64_t max_len_request_blocks = 0;  // vLLM: blocks one max_model_len request needs
+    std::int64_t max_len_request_bytes = 0;   // vLLM: what those blocks cost on one GPU
+    std::int64_t cpu_swap_blocks = 0;         // vLLM V0: swap_space (4 GiB) / block bytes
+    std::int64_t kv_cache_bytes = 0;          // SGLang, TensorRT-LLM: KV cache tokens x bytes per token
+    bool mla = false;                         // SGLang logs an MLA pool as one "KV size"
+};
+
 struct CapacityPlan {
     Gpu gpu;
     Engine engine = Engine::Generic;
@@ -82,7 +92,7 @@ struct CapacityPlan {
     std::optional<std::int64_t> kv_cache_tokens;  // as the engine reports it (nullopt: no per-token layers)
     std::optional<VllmLayout> vllm;
     std::vector<ContextRow> rows;
-    std::vector<std::string> engine_lines;  // what the engine would log
+    std::optional<EngineLogFigures> engine_log;  // absent: nothing kvplan models the engine logging
     std::vector<std::string> notes;
     std::vector<std::string> warnings;
     bool fits = false;                      // at least one request of the longest context fits

@@ -1,7 +1,6 @@
 #include "core/speed/recommend.hpp"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "core/memory/capacity.hpp"
 #include "core/error.hpp"
@@ -9,25 +8,6 @@
 #include "core/speed/roofline.hpp"
 
 namespace kvplan {
-
-namespace {
-
-std::string flags_vllm(const Candidate& c, std::int64_t context, Dtype kv) {
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "--tensor-parallel-size %lld --max-num-seqs %lld --max-model-len %lld --gpu-memory-utilization 0.90 --kv-cache-dtype %s",
-                  static_cast<long long>(c.tp), static_cast<long long>(c.batch), static_cast<long long>(context), kv == Dtype::Fp8 ? "fp8" : "auto");
-    return buf;
-}
-
-std::string flags_sglang(const Candidate& c, std::int64_t context, Dtype kv) {
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "--tp %lld --max-running-requests %lld --context-length %lld --mem-fraction-static %.2f --kv-cache-dtype %s",
-                  static_cast<long long>(c.tp), static_cast<long long>(c.batch), static_cast<long long>(context),
-                  default_mem_fraction(Engine::Sglang, c.tp), kv == Dtype::Fp8 ? "fp8_e4m3" : "auto");
-    return buf;
-}
-
-}  // namespace
 
 Recommendation recommend(const RecommendInputs& in) {
     if (!(in.ttft_s > 0) || !(in.tpot_s > 0)) usage_error("--ttft and --tpot must be positive seconds");
@@ -97,9 +77,10 @@ Recommendation recommend(const RecommendInputs& in) {
             c.tokens_per_s_per_gpu = static_cast<double>(lo) / c.tpot_s / static_cast<double>(tp);
             if (auto p = in.prices.find(gpu.id); p != in.prices.end())
                 c.usd_per_million_tokens = usd_per_million_tokens(p->second, tp, static_cast<double>(lo) / c.tpot_s);
-            const Dtype kv = plan.kv_dtype;
-            c.vllm_flags = flags_vllm(c, in.context, kv);
-            c.sglang_flags = flags_sglang(c, in.context, kv);
+            c.max_model_len = in.context;
+            c.kv_dtype = plan.kv_dtype;
+            c.vllm_mem_fraction = plan.budget.mem_fraction;
+            c.sglang_mem_fraction = default_mem_fraction(Engine::Sglang, c.tp);
             out.candidates.push_back(c);
         }
     }

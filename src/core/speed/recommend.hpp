@@ -41,8 +41,12 @@ struct Candidate {
     double tpot_s = 0;                  // decode step at `batch` and the full context
     double tokens_per_s_per_gpu = 0;
     std::optional<double> usd_per_million_tokens;
-    std::string vllm_flags;
-    std::string sglang_flags;
+    // The engine settings the plan assumes; the printer writes them as each
+    // engine's flags (src/io/recommend_report.cpp, vllm_flags/sglang_flags).
+    std::int64_t max_model_len = 0;
+    Dtype kv_dtype = Dtype::Bf16;
+    double vllm_mem_fraction = 0.9;    // --gpu-memory-utilization
+    double sglang_mem_fraction = 0.9;  // --mem-fraction-static (SGLang's default for this TP)
 };
 
 struct Recommendation {

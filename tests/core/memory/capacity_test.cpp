@@ -9,6 +9,7 @@
 #include "core/byte_size.hpp"
 #include "core/memory/capacity.hpp"
 #include "core/memory/parallel.hpp"
+#include "io/engine_log.hpp"
 #include "io/gpu_db.hpp"
 #include "io/presets.hpp"
 #include "test_support.hpp"
@@ -151,8 +152,9 @@ TEST_CASE("vLLM #12330: Llama-3-8B on an A100-40GB, 11.12 GiB of KV is 5,691 blo
     // The concurrency line for exactly 5,691 blocks: 5,691 x 16 / 8,192 = 11.115 -> "11.12x".
     in.kv_pool_bytes = 5691LL * 16 * 131'072;
     CapacityPlan p = plan_capacity(preset("llama-3.1-8b"), in);
-    CHECK(p.engine_lines.at(0) == "# GPU blocks: 5691, # CPU blocks: 2048");
-    CHECK(p.engine_lines.at(1) == "Maximum concurrency for 8192 tokens per request: 11.12x");
+    const std::vector<std::string> log = engine_log_lines(p);
+    CHECK(log.at(0) == "# GPU blocks: 5691, # CPU blocks: 2048");
+    CHECK(log.at(1) == "Maximum concurrency for 8192 tokens per request: 11.12x");
 }
 
 TEST_CASE("vLLM hybrid manager: gpt-oss-120b, 5.38 GiB holds 78,384 tokens (hf-mem #60)") {

@@ -6,6 +6,7 @@
 #include "core/speed/recommend.hpp"
 #include "core/speed/step_cost.hpp"
 #include "io/gpu_db.hpp"
+#include "io/recommend_report.hpp"
 #include "test_support.hpp"
 
 using namespace kvplan;
@@ -42,7 +43,7 @@ TEST_CASE("recommend: every candidate meets both targets and fits, its batch is 
             const CostModel cm = make_cost_model(CostModelInputs{&m, find_gpu(bundled_gpus(), c.gpu), in.weights, std::nullopt, c.tp, in.efficiency, std::nullopt});
             CHECK(decode_step(cm, c.batch + 1, in.context).total_s > in.tpot_s);
         }
-        CHECK_THAT(c.vllm_flags, Catch::Contains("--tensor-parallel-size " + std::to_string(c.tp)) &&
+        CHECK_THAT(vllm_flags(c), Catch::Contains("--tensor-parallel-size " + std::to_string(c.tp)) &&
                                      Catch::Contains("--max-num-seqs " + std::to_string(c.batch)) && Catch::Contains("--max-model-len 8192"));
     }
     // Best first by tokens/s per GPU.
