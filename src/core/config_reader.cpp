@@ -69,7 +69,11 @@ std::int64_t ConfigReader::to_int(const nlohmann::json& value, const std::string
         n = static_cast<std::int64_t>(u);
     } else if (value.is_number_float()) {
         double d = value.get<double>();
-        if (!std::isfinite(d) || d != std::floor(d) || d < static_cast<double>(min) || d > static_cast<double>(max))
+        // 2^63 is exact as a double, INT64_MAX is not (it rounds up to 2^63):
+        // compare against 2^63 so that no value outside int64 reaches the cast.
+        constexpr double kTwo63 = 9223372036854775808.0;
+        if (!std::isfinite(d) || d != std::floor(d) || d >= kTwo63 || d < -kTwo63 || d < static_cast<double>(min) ||
+            d > static_cast<double>(max))
             fail(field, "expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "], found " + brief(value));
         n = static_cast<std::int64_t>(d);
     } else {
@@ -144,6 +148,14 @@ std::optional<std::vector<std::int64_t>> ConfigReader::get_int_list(const char* 
     for (std::size_t i = 0; i < value->size(); ++i)
         out.push_back(to_int((*value)[i], std::string(name) + "[" + std::to_string(i) + "]", min, max));
     return out;
+}
+
+std::vector<std::int64_t> ConfigReader::require_int_list(const char* name, std::int64_t min, std::int64_t max) const {
+    auto list = get_int_list(name, min, max);
+    if (!list)
+        fail(name, "required field is missing or null (expected an array of integers in [" + std::to_string(min) + ", " +
+                       std::to_string(max) + "])");
+    return *list;
 }
 
 void ConfigReader::fail_relation(const std::string& field, const std::string& message) const {

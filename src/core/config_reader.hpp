@@ -41,6 +41,8 @@ public:
     std::optional<std::vector<std::string>> get_string_list(const char* name) const;
     std::optional<std::vector<std::int64_t>> get_int_list(const char* name, std::int64_t min,
                                                           std::int64_t max) const;
+    // The list, or an error naming the field when it is missing or null.
+    std::vector<std::int64_t> require_int_list(const char* name, std::int64_t min, std::int64_t max) const;
 
     // "file.json: text_config.num_key_value_heads" style names for messages.
     std::string where(const std::string& field) const;

@@ -79,8 +79,8 @@ ModelDims read_dims(const ConfigReader& cfg, const std::string& model_type) {
     if (!pure_ssm && cfg.is_array("num_query_heads")) {
         // OpenELM: query and KV heads per layer. The model-wide head count is
         // their gcd: a TP degree must divide every layer's heads.
-        d.layer_heads = *cfg.get_int_list("num_query_heads", 1, kMaxHeads);
-        d.layer_kv_heads = *cfg.get_int_list("num_kv_heads", 1, kMaxHeads);
+        d.layer_heads = cfg.require_int_list("num_query_heads", 1, kMaxHeads);
+        d.layer_kv_heads = cfg.require_int_list("num_kv_heads", 1, kMaxHeads);
         for (auto* list : {&d.layer_heads, &d.layer_kv_heads})
             if (static_cast<std::int64_t>(list->size()) != d.layers)
                 cfg.fail(list == &d.layer_heads ? "num_query_heads" : "num_kv_heads",

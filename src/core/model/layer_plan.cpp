@@ -94,8 +94,14 @@ void apply_openelm_layers(const ConfigReader& cfg, const ModelDims& dims, std::v
         if (!values) continue;
         if (!values->is_array() || values->size() != plan.size() || !(*values)[i].is_number())
             cfg.fail("ffn_multipliers", "expected one number per layer (" + std::to_string(plan.size()) + ")");
+        // A multiple of model_dim: OpenELM's run from 0.5 to 4. Anything outside
+        // (0, 64] is a broken config, and would overflow the width below.
+        const double multiplier = (*values)[i].get<double>();
+        if (!(multiplier > 0 && multiplier <= 64))
+            cfg.fail("ffn_multipliers[" + std::to_string(i) + "]",
+                     "expected a positive multiple of model_dim up to 64, found " + (*values)[i].dump());
         // make_divisible(v, divisor): round to the nearest multiple, never more than 10% down.
-        double v = (*values)[i].get<double>() * static_cast<double>(dims.hidden);
+        double v = multiplier * static_cast<double>(dims.hidden);
         std::int64_t width = std::max<std::int64_t>(divisor, static_cast<std::int64_t>(v + divisor / 2.0) / divisor * divisor);
         if (width < 0.9 * v) width += divisor;
         plan[i].intermediate = width;
@@ -279,41 +285,54 @@ void kinds_from_attention_chunks(const ConfigReader& cfg, std::int64_t n, std::i
 
 // Which kind each layer is: the first rule of the header's list that the
 // config's keys (or its model_type) select; none leaves every layer `attn`.
-void assign_layer_kinds(const ConfigReader& cfg, const ModelDims& dims, const LayerPlan& attn, std::vector<LayerPlan>& plan) {
+// Returns the key of the rule applied ("model_type" for a family rule).
+const char* assign_layer_kinds(const ConfigReader& cfg, const ModelDims& dims, const LayerPlan& attn, std::vector<LayerPlan>& plan) {
     const std::string& type = dims.model_type;
     const std::int64_t n = dims.layers;
-    if (auto types = cfg.get_string_list("layer_types")) return kinds_from_layer_types(cfg, dims, *types, attn, plan);
+    if (auto types = cfg.get_string_list("layer_types")) {
+        kinds_from_layer_types(cfg, dims, *types, attn, plan);
+        return "layer_types";
+    }
     if (auto interval = cfg.get_int({"full_attention_interval"}, 1, kMaxLayers)) {
         // Qwen3-Next: every interval-th layer is full attention, the rest Gated DeltaNet.
         for (std::int64_t i = 0; i < n; ++i)
             if ((i + 1) % *interval != 0) plan[i] = linear_attention_layer(cfg);
-        return;
+        return "full_attention_interval";
     }
-    if (auto pattern = cfg.get_string("hybrid_override_pattern")) return kinds_from_hybrid_pattern(cfg, n, *pattern, attn, plan);
-    if (cfg.has("attn_layer_period")) return kinds_from_attn_period(cfg, dims, plan);
-    if (auto blocks = cfg.get_string_list("layers_block_type")) return kinds_from_block_types(cfg, dims, *blocks, plan);
+    if (auto pattern = cfg.get_string("hybrid_override_pattern")) {
+        kinds_from_hybrid_pattern(cfg, n, *pattern, attn, plan);
+        return "hybrid_override_pattern";
+    }
+    if (cfg.has("attn_layer_period")) {
+        kinds_from_attn_period(cfg, dims, plan);
+        return "attn_layer_period";
+    }
+    if (auto blocks = cfg.get_string_list("layers_block_type")) {
+        kinds_from_block_types(cfg, dims, *blocks, plan);
+        return "layers_block_type";
+    }
     if (is_one_of(type, {"mamba", "falcon_mamba"})) {
         for (auto& p : plan) p = mamba1_layer(cfg, dims);
-        return;
+        return "model_type";
     }
     if (type == "mamba2") {
         for (auto& p : plan) p = mamba2_layer(cfg);
-        return;
+        return "model_type";
     }
     if (type == "gemma2") {
         for (std::int64_t i = 0; i < n; i += 2) plan[i] = sliding_layer(attn, require_window(cfg, "gemma2's alternating layers"));
-        return;
+        return "model_type";
     }
     if (auto pat = cfg.get_int({"sliding_window_pattern", "_sliding_window_pattern"}, 1, kMaxLayers)) {
         std::int64_t window = require_window(cfg, "sliding_window_pattern");
         for (std::int64_t i = 0; i < n; ++i)
             if ((i + 1) % *pat != 0) plan[i] = sliding_layer(attn, window);
-        return;
+        return "sliding_window_pattern";
     }
     if (is_one_of(type, {"mistral", "mixtral", "phi3", "phimoe", "starcoder2"})) {
         if (auto window = cfg.get_int({"sliding_window"}, 1, kMaxTokens))
             for (auto& p : plan) p = sliding_layer(attn, *window);
-        return;
+        return "model_type";
     }
     if (is_one_of(type, {"qwen2", "qwen3", "qwen2_moe", "qwen3_moe"})) {
         if (cfg.get_bool("use_sliding_window").value_or(false)) {
@@ -321,9 +340,26 @@ void assign_layer_kinds(const ConfigReader& cfg, const ModelDims& dims, const La
             std::int64_t first = cfg.get_int({"max_window_layers"}, 0, kMaxLayers).value_or(n);
             for (std::int64_t i = first; i < n; ++i) plan[i] = sliding_layer(attn, window);
         }
-        return;
+        return "model_type";
     }
-    if (auto chunk = cfg.get_int({"attention_chunk_size"}, 1, kMaxTokens)) kinds_from_attention_chunks(cfg, n, *chunk, plan);
+    if (auto chunk = cfg.get_int({"attention_chunk_size"}, 1, kMaxTokens)) {
+        kinds_from_attention_chunks(cfg, n, *chunk, plan);
+        return "attention_chunk_size";
+    }
+    return "model_type";
+}
+
+bool attends(const LayerPlan& p) { return p.mixer == Mixer::Attention || p.mixer == Mixer::Mla || p.mixer == Mixer::Cross; }
+
+// A Mamba-family config has no attention fields (heads, KV heads, head
+// size), so a rule that asks it for attention layers cannot be sized: refuse
+// it, naming the rule's key, rather than read dimensions that are not there.
+void refuse_attention_without_heads(const ConfigReader& cfg, const ModelDims& dims, const char* rule, const std::vector<LayerPlan>& plan) {
+    if (dims.heads > 0) return;
+    for (std::size_t i = 0; i < plan.size(); ++i)
+        if (attends(plan[i]))
+            cfg.fail(rule, "makes layer " + std::to_string(i) + " an attention layer, but a " + dims.model_type +
+                               " config has no attention fields (num_attention_heads, num_key_value_heads); its layers must all be Mamba");
 }
 
 // mllama: the listed layers cross-attend to the vision encoder's tokens.
@@ -370,10 +406,11 @@ void mark_moe_layers(const ConfigReader& cfg, const ModelDims& dims, std::vector
 std::vector<LayerPlan> plan_layers(const ConfigReader& cfg, const ModelDims& dims) {
     const LayerPlan attn = attention_layer(cfg, dims);
     std::vector<LayerPlan> plan(static_cast<std::size_t>(dims.layers), attn);
-    assign_layer_kinds(cfg, dims, attn, plan);
+    refuse_attention_without_heads(cfg, dims, assign_layer_kinds(cfg, dims, attn, plan), plan);
     if (!dims.layer_kv_heads.empty()) apply_openelm_layers(cfg, dims, plan);
     if (cfg.is_array("block_configs")) apply_block_configs(cfg, dims, plan);
     mark_cross_attention(cfg, dims.layers, plan);
+    refuse_attention_without_heads(cfg, dims, "cross_attention_layers", plan);
     mark_moe_layers(cfg, dims, plan);
     return plan;
 }

@@ -40,7 +40,9 @@ void parse_compressed_tensors(const ConfigReader& q, Quantization& out) {
     if (all->size() != 1)
         q.fail("config_groups", "has " + std::to_string(all->size()) +
                                     " groups; kvplan sizes compressed-tensors checkpoints with a single quantization group");
-    auto group = groups->child(all->begin().key().c_str());
+    const std::string group_name = all->begin().key();
+    auto group = groups->child(group_name.c_str());
+    if (!group) groups->fail(group_name, "expected an object (the group's targets and weights scheme), found null");
     auto w = group->child("weights");
     if (!w) group->fail("weights", "required field is missing (expected the weight quantization scheme)");
     out.method = QuantMethod::CompressedTensors;
