@@ -14,8 +14,10 @@
 #include "cli/cmd_recommend.hpp"
 #include "cli/cmd_roofline.hpp"
 #include "cli/cmd_size.hpp"
+#include "cli/flag_checks.hpp"
 #include "cli/version.hpp"
 #include "core/error.hpp"
+#include "io/printable.hpp"
 
 namespace kvplan {
 
@@ -69,11 +71,12 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         out << version_line() << "\n";
         return kExitOk;
     } catch (const CLI::ParseError& e) {
-        err << "kvplan: error: " << e.what() << " (run `kvplan --help`)\n";
+        err << "kvplan: error: " << printable(e.what()) << " (run `kvplan --help`)\n";
         return kExitUsage;
     }
 
     try {
+        for (const CLI::App* command : app.get_subcommands()) refuse_empty_list_items(*command, args);
         std::string text;
         int code = kExitOk;
         if (check_cmd->parsed()) {
@@ -97,7 +100,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         out.flush();
         return code;
     } catch (const Error& e) {
-        err << "kvplan: error: " << e.what() << "\n";
+        err << "kvplan: error: " << printable(e.what()) << "\n";
         if (e.kind() == ErrorKind::Unavailable) return kExitUnavailable;
         return e.kind() == ErrorKind::Usage ? kExitUsage : kExitDataErr;
     }

@@ -1,4 +1,5 @@
 #include "cli/cmd_baseline.hpp"
+#include "cli/flag_checks.hpp"
 
 #include <filesystem>
 
@@ -16,6 +17,7 @@
 #include "io/file_writer.hpp"
 #include "io/gpu_db.hpp"
 #include "io/model_loader.hpp"
+#include "io/printable.hpp"
 #include "io/presets.hpp"
 
 namespace kvplan {
@@ -34,7 +36,7 @@ CLI::App* setup_baseline(CLI::App& app, BaselineOptions& o) {
     cmd->add_option("--pp", o.pp, "pipeline-parallel stages")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("--engine", o.engine, "generic|vllm|vllm-v0|sglang|trtllm");
     cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
-    cmd->add_option("--mem-util", o.mem_util, "memory fraction (default: the engine's)")->check(CLI::Range(0.01, 1.0));
+    cmd->add_option("--mem-util", o.mem_util, "memory fraction (default: the engine's)")->check(finite_range(0.01, 1.0));
     cmd->add_option("-b,--batch", o.batch, "also gate decode step time and tokens/s at this batch")->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
     cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4: serve unquantized weights in this dtype");
     cmd->add_option("--max-model-len", o.max_model_len, "the engine's max_model_len (default: max_position_embeddings)")
@@ -177,7 +179,7 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
 
     const std::string text = baseline_text(baseline_json(scenarios, tolerance));
     if (!o.output.empty()) write_file_atomically(o.output, text);
-    for (const std::string& n : notes) err << "kvplan: note: " << n << "\n";
+    for (const std::string& n : notes) err << "kvplan: note: " << printable(n) << "\n";
     if (o.output.empty()) return text;
     return "wrote " + o.output + ": " + std::to_string(scenarios.size()) + " scenario" + (scenarios.size() == 1 ? "" : "s") + "\n";
 }

@@ -11,6 +11,7 @@
 #include "io/file_writer.hpp"
 #include "io/gpu_db.hpp"
 #include "io/model_loader.hpp"
+#include "io/printable.hpp"
 
 namespace kvplan {
 
@@ -111,12 +112,12 @@ CommandOutput run_check(const CheckOptions& o, std::ostream& err) {
 
     for (const ScenarioCheck& c : report.checks)
         if (c.error)
-            err << "kvplan: error: " << o.baseline << (c.line > 0 ? ":" + std::to_string(c.line) : std::string()) << ": scenario \""
-                << c.name << "\": " << *c.error << "\n";
+            err << "kvplan: error: " << printable(o.baseline) << (c.line > 0 ? ":" + std::to_string(c.line) : std::string()) << ": scenario \""
+                << printable(c.name) << "\": " << printable(*c.error) << "\n";
 
     if (o.update) {
         if (report.summary.errors > 0) {
-            err << "kvplan: error: " << o.baseline << ": not updated: " << report.summary.errors << " scenario(s) could not be computed\n";
+            err << "kvplan: error: " << printable(o.baseline) << ": not updated: " << report.summary.errors << " scenario(s) could not be computed\n";
         } else {
             nlohmann::ordered_json& list = file.doc["scenarios"];
             for (std::size_t i = 0; i < current.size(); ++i) set_expected(list[i], current[i]);

@@ -1,4 +1,5 @@
 #include "cli/cmd_concurrency.hpp"
+#include "cli/flag_checks.hpp"
 
 #include "core/byte_size.hpp"
 #include "core/memory/capacity.hpp"
@@ -20,7 +21,7 @@ CLI::App* setup_concurrency(CLI::App& app, ConcurrencyOptions& o) {
         ->delimiter(',')
         ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--mem-util", o.mem_util, "memory fraction (vLLM gpu_memory_utilization, SGLang mem_fraction_static, TRT-LLM free fraction)")
-        ->check(CLI::Range(0.0, 1.0));
+        ->check(finite_range(0.0, 1.0));
     cmd->add_option("--weights", o.weights, "weights per GPU, replacing the computed size (e.g. 14.96GiB, as engines log it)");
     cmd->add_option("--overhead", o.overhead, "runtime overhead per GPU, replacing the estimate (e.g. 2GB)");
     cmd->add_option("--kv-pool", o.kv_pool, "KV pool per GPU, replacing the whole budget (e.g. a log's 'Available KV cache memory')");

@@ -1,4 +1,5 @@
 #include "cli/cmd_diff.hpp"
+#include "cli/flag_checks.hpp"
 
 #include <fmt/format.h>
 
@@ -24,7 +25,7 @@ CLI::App* setup_diff(CLI::App& app, DiffOptions& o) {
         ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--tp", o.tp, "tensor-parallel ranks, for both")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("--engine", o.engine, "generic|vllm|vllm-v0|sglang|trtllm");
-    cmd->add_option("--mem-util", o.mem_util, "memory fraction (default: the engine's)")->check(CLI::Range(0.01, 1.0));
+    cmd->add_option("--mem-util", o.mem_util, "memory fraction (default: the engine's)")->check(finite_range(0.01, 1.0));
     cmd->add_option("-b,--batch", o.batch, "batch for the decode step time and tokens/s (default 1)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
     cmd->add_flag("--json", o.json, "print JSON");
     cmd->add_option("--format", o.format, "table|json|markdown")->check(CLI::IsMember({"table", "json", "markdown"}));

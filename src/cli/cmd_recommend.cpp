@@ -1,4 +1,5 @@
 #include "cli/cmd_recommend.hpp"
+#include "cli/flag_checks.hpp"
 
 #include <cstdlib>
 #include <sstream>
@@ -12,11 +13,17 @@ namespace kvplan {
 
 namespace {
 
-std::vector<std::string> split(const std::string& text, char sep) {
+// The items of a comma-separated flag value; an empty item ("a,,b", "a,")
+// is a typo, refused rather than skipped.
+std::vector<std::string> split_list(const std::string& text, const char* flag) {
     std::vector<std::string> out;
+    if (text.empty()) return out;
     std::stringstream in(text);
-    for (std::string item; std::getline(in, item, sep);)
-        if (!item.empty()) out.push_back(item);
+    for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+    if (text.back() == ',') out.emplace_back();
+    for (const std::string& item : out)
+        if (item.empty())
+            usage_error(std::string(flag) + " " + text + ": an empty item in a comma-separated list (a doubled, leading or trailing comma?)");
     return out;
 }
 
@@ -28,8 +35,8 @@ CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
     cmd->add_option("-c,--context", o.context, "the longest request in tokens (max_model_len)")->required()->check(CLI::Range(std::int64_t{2}, kMaxTokens));
     cmd->add_option("--prompt", o.prompt, "prompt tokens for TTFT (default: context - output)")->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--output", o.output, "output tokens per request (default 256)")->check(CLI::Range(std::int64_t{1}, kMaxTokens));
-    cmd->add_option("--ttft", o.ttft, "time-to-first-token target, seconds")->required()->check(CLI::Range(1e-6, 3600.0));
-    cmd->add_option("--tpot", o.tpot, "time-per-output-token target, seconds")->required()->check(CLI::Range(1e-6, 60.0));
+    cmd->add_option("--ttft", o.ttft, "time-to-first-token target, seconds")->required()->check(finite_range(1e-6, 3600.0));
+    cmd->add_option("--tpot", o.tpot, "time-per-output-token target, seconds")->required()->check(finite_range(1e-6, 60.0));
     cmd->add_option("--gpus", o.gpus, "devices to consider: comma-separated ids, or all (default)");
     cmd->add_option("--max-gpus", o.max_gpus, "largest TP degree to try (1, 2, 4, 8)")->check(CLI::Range(std::int64_t{1}, std::int64_t{8}));
     cmd->add_option("--price-per-hour", o.prices, "USD per GPU-hour per device, e.g. h100-sxm=2.5,a100-80gb=1.6: rank by cost");
@@ -54,9 +61,9 @@ std::string run_recommend(const RecommendOptions& o) {
     in.model = &model;
     if (o.gpus == "all") in.gpus = bundled_gpus();
     else
-        for (const std::string& id : split(o.gpus, ',')) in.gpus.push_back(find_gpu(bundled_gpus(), id));
+        for (const std::string& id : split_list(o.gpus, "--gpus")) in.gpus.push_back(find_gpu(bundled_gpus(), id));
     if (in.gpus.empty()) usage_error("--gpus: expected comma-separated device ids or all");
-    for (const std::string& pair : split(o.prices, ',')) {
+    for (const std::string& pair : split_list(o.prices, "--price-per-hour")) {
         const auto eq = pair.find('=');
         if (eq == std::string::npos) usage_error("--price-per-hour: expected GPU=USD pairs such as h100-sxm=2.5, found \"" + pair + "\"");
         const Gpu& g = find_gpu(bundled_gpus(), pair.substr(0, eq));

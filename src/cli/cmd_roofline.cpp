@@ -1,4 +1,5 @@
 #include "cli/cmd_roofline.hpp"
+#include "cli/flag_checks.hpp"
 
 #include "core/speed/calibration.hpp"
 #include "core/memory/capacity.hpp"
@@ -13,10 +14,10 @@ namespace kvplan {
 
 void add_efficiency_options(CLI::App& app, EfficiencyOptions& o) {
     app.add_option("--bw-efficiency", o.bw_efficiency, "achievable fraction of datasheet bandwidth for weights and KV alike (default: KV 0.85; weights HBM 0.55, GDDR 0.88, LPDDR 0.80; docs/roofline.md)")
-        ->check(CLI::Range(0.01, 1.0));
-    app.add_option("--flops-efficiency", o.flops_efficiency, "achievable fraction of dense peak FLOP/s (default 0.65 for 16-bit math, 0.45 for fp8)")->check(CLI::Range(0.01, 1.0));
+        ->check(finite_range(0.01, 1.0));
+    app.add_option("--flops-efficiency", o.flops_efficiency, "achievable fraction of dense peak FLOP/s (default 0.65 for 16-bit math, 0.45 for fp8)")->check(finite_range(0.01, 1.0));
     app.add_option("--step-overhead-ms", o.step_overhead_ms, "fixed time per step: launches, scheduling, sampling (default 1.5)")
-        ->check(CLI::Range(0.0, 1000.0));
+        ->check(finite_range(0.0, 1000.0));
     app.add_option("--calibration", o.calibration, "measured bandwidth and FLOP/s (the JSON `kvplan measure --output` writes) replace the fractions");
 }
 
@@ -44,7 +45,7 @@ CLI::App* setup_roofline(CLI::App& app, RooflineOptions& o) {
     cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4|q8_0|q4_0|q4_k_m (auto: as the checkpoint)");
     cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
     add_efficiency_options(*cmd, o.efficiency);
-    cmd->add_option("--price-per-hour", o.price_per_hour, "USD per GPU-hour, for $ per million output tokens")->check(CLI::Range(0.0, 1e6));
+    cmd->add_option("--price-per-hour", o.price_per_hour, "USD per GPU-hour, for $ per million output tokens")->check(finite_range(0.0, 1e6));
     cmd->add_flag("--json", o.json, "print JSON (schema: docs/roofline.md)");
     cmd->add_option("--format", o.format, "table|json|markdown|csv")->check(CLI::IsMember({"table", "json", "markdown", "csv"}));
     cmd->footer(

@@ -17,7 +17,11 @@ namespace {
 
 // The 1-based line of each scenario's "name" value, found in order.
 void set_lines(const std::string& text, Baseline& b) {
+    // Scenarios appear in file order, so one forward pass finds every name and
+    // counts each newline once: linear in the file, whatever its size.
     std::size_t from = 0;
+    std::size_t counted_to = 0;
+    int line = 1;
     for (Scenario& s : b.scenarios) {
         const std::string value = nlohmann::json(s.name).dump();
         std::size_t at = from;
@@ -28,7 +32,10 @@ void set_lines(const std::string& text, Baseline& b) {
             at += 6;
         }
         if (at == std::string::npos) continue;
-        s.line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+        line += static_cast<int>(std::count(text.begin() + static_cast<std::ptrdiff_t>(counted_to),
+                                            text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+        counted_to = at;
+        s.line = line;
         from = at + 6;
     }
 }

@@ -5,6 +5,7 @@
 
 #include "core/gate/baseline.hpp"
 #include "io/json_value.hpp"
+#include "io/printable.hpp"
 #include "io/table.hpp"
 #include "io/units.hpp"
 
@@ -131,19 +132,19 @@ std::string check_summary_line(const CheckReport& r) {
 }
 
 std::string render_check_text(const CheckReport& r) {
-    std::string out = fmt::format("kvplan check: {}, tolerance {}{}\n\n", r.baseline_path, tolerance_text(r.tolerance_ppb), r.strict ? ", strict" : "");
+    std::string out = fmt::format("kvplan check: {}, tolerance {}{}\n\n", printable(r.baseline_path), tolerance_text(r.tolerance_ppb), r.strict ? ", strict" : "");
     if (r.changes_only && r.summary.figures == r.summary.unchanged && r.summary.errors == 0) out += "Every figure is unchanged.\n";
     else out += figure_table(r, r.changes_only).render_text();
     for (const ScenarioCheck& s : r.checks)
-        if (s.error) out += fmt::format("\nerror: scenario \"{}\": {}", s.name, *s.error);
+        if (s.error) out += fmt::format("\nerror: scenario \"{}\": {}", printable(s.name), printable(*s.error));
     return out + "\n" + check_summary_line(r) + "\n";
 }
 
 std::string render_check_markdown(const CheckReport& r) {
     std::string out = fmt::format("## kvplan check: {}\n\n", passed(r) ? (r.updated ? "baseline updated" : "passed") : "FAILED");
-    out += fmt::format("Baseline `{}`, tolerance {}{}: {}.\n\n", r.baseline_path, tolerance_text(r.tolerance_ppb), r.strict ? " (strict)" : "", counts_text(r.summary));
+    out += fmt::format("Baseline `{}`, tolerance {}{}: {}.\n\n", printable(r.baseline_path), tolerance_text(r.tolerance_ppb), r.strict ? " (strict)" : "", counts_text(r.summary));
     for (const ScenarioCheck& s : r.checks)
-        if (s.error) out += fmt::format("- **error** in `{}`: {}\n", s.name, *s.error);
+        if (s.error) out += fmt::format("- **error** in `{}`: {}\n", printable(s.name), printable(*s.error));
     if (r.summary.errors > 0) out += "\n";
     const bool changes = r.summary.regressions + r.summary.improvements + r.summary.within + r.summary.errors > 0;
     if (changes) out += "Changed figures:\n\n" + figure_table(r, true).render_markdown() + "\n";

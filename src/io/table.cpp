@@ -2,15 +2,32 @@
 
 #include <algorithm>
 
+#include "io/printable.hpp"
+
 namespace kvplan {
 
+namespace {
+
+// Every cell as it will be printed: control characters escaped (io/printable.hpp).
+std::vector<std::string> printable_row(const std::vector<std::string>& row) {
+    std::vector<std::string> out;
+    out.reserve(row.size());
+    for (const std::string& cell : row) out.push_back(printable(cell));
+    return out;
+}
+
+}  // namespace
+
 std::string Table::render_text() const {
-    std::vector<std::size_t> width(headers_.size(), 0);
+    const std::vector<std::string> headers = printable_row(headers_);
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& row : rows_) rows.push_back(printable_row(row));
+    std::vector<std::size_t> width(headers.size(), 0);
     auto measure = [&](const std::vector<std::string>& row) {
         for (std::size_t c = 0; c < row.size() && c < width.size(); ++c) width[c] = std::max(width[c], row[c].size());
     };
-    measure(headers_);
-    for (const auto& row : rows_) measure(row);
+    measure(headers);
+    for (const auto& row : rows) measure(row);
     auto line = [&](const std::vector<std::string>& row) {
         std::string out = " ";
         for (std::size_t c = 0; c < width.size(); ++c) {
@@ -21,18 +38,18 @@ std::string Table::render_text() const {
         while (!out.empty() && out.back() == ' ') out.pop_back();
         return out + "\n";
     };
-    std::string out = line(headers_);
+    std::string out = line(headers);
     std::size_t total = 1;
     for (std::size_t w : width) total += w + 2;
     out += "  " + std::string(total - 2, '-') + "\n";
-    for (const auto& row : rows_) out += line(row);
+    for (const auto& row : rows) out += line(row);
     return out;
 }
 
 std::string Table::render_markdown() const {
     auto line = [](const std::vector<std::string>& row) {
         std::string out = "|";
-        for (const auto& cell : row) out += " " + cell + " |";
+        for (const auto& cell : row) out += " " + printable(cell) + " |";
         return out + "\n";
     };
     std::string out = line(headers_);

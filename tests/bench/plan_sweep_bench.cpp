@@ -1,5 +1,6 @@
 // Speed benchmark (not a test): how many plan evaluations per second the
-// step-cost model sustains, and how long `recommend` over every GPU takes.
+// step-cost model sustains, how long `recommend` over every GPU takes, and
+// how long reading a 10,000-scenario baseline takes (`kvplan check` at scale).
 //
 //   build/tests/kvplan_bench [repeats]      (or: make bench)
 //
@@ -14,7 +15,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "core/memory/capacity.hpp"
 #include "core/model/config_parser.hpp"
@@ -23,6 +29,7 @@
 #include "core/speed/recommend.hpp"
 #include "core/speed/step_cost.hpp"
 #include "cpu/timing.hpp"
+#include "io/baseline_file.hpp"
 #include "io/gpu_db.hpp"
 #include "io/model_loader.hpp"
 #include "io/presets.hpp"
@@ -74,6 +81,20 @@ Sweep sweep(const std::vector<ModelSpec>& models, const std::vector<Gpu>& gpus, 
     return s;
 }
 
+// A baseline of `n` scenarios, one preset on one GPU at n contexts, in the
+// layout `kvplan baseline` writes (one key per line).
+std::string big_baseline(int n) {
+    std::string text = "{\n  \"schema_version\": 1,\n  \"scenarios\": [\n";
+    for (int i = 0; i < n; ++i) {
+        text += "    {\n      \"name\": \"llama-3.1-8b/h100-sxm/" + std::to_string(i + 1) + "\",\n";
+        text += "      \"model\": \"llama-3.1-8b\",\n      \"gpu\": \"h100-sxm\",\n      \"engine\": \"vllm\",\n";
+        text += "      \"tp\": 1,\n      \"context_tokens\": " + std::to_string(i + 1) + ",\n";
+        text += "      \"expected\": {\n        \"kv_bytes_per_token\": 131072\n      }\n    }";
+        text += i + 1 < n ? ",\n" : "\n";
+    }
+    return text + "  ]\n}\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -104,6 +125,25 @@ int main(int argc, char** argv) {
         recommend_s.push_back(std::chrono::duration<double>(Clock::now() - start).count());
         checksum += static_cast<double>(rec.candidates.size());
     }
+    // Reading a 10,000-scenario baseline (every field checked, each scenario's
+    // line found), against the floor of parsing the same JSON text.
+    constexpr int kScenarios = 10'000;
+    const std::string text = big_baseline(kScenarios);
+    const std::string path = (std::filesystem::temp_directory_path() / ("kvplan_bench_baseline_" + std::to_string(::getpid()) + ".json")).string();
+    std::ofstream(path) << text;
+    std::vector<double> read_s, parse_s;
+    for (int r = 0; r < repeats; ++r) {
+        auto start = Clock::now();
+        const BaselineFile f = read_baseline_file(path, true);
+        read_s.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+        checksum += static_cast<double>(f.baseline.scenarios.back().line);
+        start = Clock::now();
+        const nlohmann::ordered_json doc = nlohmann::ordered_json::parse(text);
+        parse_s.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+        checksum += static_cast<double>(doc["scenarios"].size());
+    }
+    std::filesystem::remove(path);
+
     const double rate = kernels::median(rates), base = kernels::median(naive_rates);
     std::printf("kvplan_bench: %d repeats (median reported)\n", repeats);
     std::printf("  sweep: %zu presets x %zu GPUs x TP 1,2,4,8 x batch 1..1024 x 8 contexts = %lld plan evaluations\n", models.size(), gpus.size(),
@@ -112,6 +152,9 @@ int main(int argc, char** argv) {
     std::printf("  baseline, cost model rebuilt per point: %.3g per second\n", base);
     std::printf("  ratio to baseline:                      %.1fx\n", rate / base);
     std::printf("  recommend over all %zu GPUs (llama-3.1-8b, 8K, TTFT 0.5 s, TPOT 50 ms): %.1f ms (median)\n", gpus.size(), kernels::median(recommend_s) * 1e3);
+    std::printf("  read a %d-scenario baseline (%.1f MB): %.1f ms (median); JSON parse alone: %.1f ms; ratio %.1fx\n", kScenarios,
+                static_cast<double>(text.size()) / 1e6, kernels::median(read_s) * 1e3, kernels::median(parse_s) * 1e3,
+                kernels::median(read_s) / kernels::median(parse_s));
     std::printf("  (checksum %.6g)\n", checksum);
     return 0;
 }

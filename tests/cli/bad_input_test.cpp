@@ -331,6 +331,60 @@ TEST_CASE("bad input: cross_attention_layers index out of range exits 65", "[bad
                       {"text_config.cross_attention_layers", "below 40", "found 40"});
 }
 
+// Found by fuzzing the config path (libFuzzer, ASan+UBSan) and by hand: each
+// once crashed or read what was not there; each message is quoted whole.
+TEST_CASE("bad input: an OpenELM ffn_multiplier of 1e10 exits 65 instead of overflowing the MLP width", "[bad-input][config][fuzz]") {
+    expect_bad_config("openelm_ffn_multiplier_huge.json", kExitData,
+                      {"openelm_ffn_multiplier_huge.json: ffn_multipliers[2]: expected a positive multiple of model_dim up to 64, "
+                       "found 10000000000.0"});
+}
+
+TEST_CASE("bad input: a negative OpenELM ffn_multiplier exits 65", "[bad-input][config][fuzz]") {
+    expect_bad_config("openelm_ffn_multiplier_negative.json", kExitData,
+                      {"openelm_ffn_multiplier_negative.json: ffn_multipliers[1]: expected a positive multiple of model_dim up to 64, found -2.0"});
+}
+
+TEST_CASE("bad input: OpenELM num_kv_heads null or missing exits 65", "[bad-input][config][fuzz]") {
+    for (const char* name : {"openelm_num_kv_heads_null.json", "openelm_num_kv_heads_missing.json"})
+        expect_bad_config(name, kExitData,
+                          {"num_kv_heads: required field is missing or null (expected an array of integers in [1, 100000])"});
+}
+
+TEST_CASE("bad input: a compressed-tensors config_groups entry that is null exits 65", "[bad-input][config][fuzz]") {
+    expect_bad_config("compressed_tensors_null_group.json", kExitData,
+                      {"quantization_config.config_groups.group_0: expected an object (the group's targets and weights scheme), found null"});
+}
+
+TEST_CASE("bad input: a Mamba config whose layer rule asks for attention exits 65 naming the rule", "[bad-input][config][fuzz]") {
+    // Mamba, Mamba-2 and FalconMamba configs have no attention fields; these
+    // used to divide by zero heads (SIGFPE).
+    expect_bad_config("mamba_layer_types_attention.json", kExitData,
+                      {"layer_types: makes layer 1 an attention layer, but a mamba config has no attention fields "
+                       "(num_attention_heads, num_key_value_heads); its layers must all be Mamba"});
+    expect_bad_config("mamba2_attn_layer_period.json", kExitData,
+                      {"attn_layer_period: makes layer 0 an attention layer, but a mamba2 config"});
+    expect_bad_config("falcon_mamba_block_type_attention.json", kExitData,
+                      {"layers_block_type: makes layer 2 an attention layer, but a falcon_mamba config"});
+}
+
+TEST_CASE("bad input: a baseline schema_version of 2^63 exits 65, never reaching the cast", "[bad-input][baseline][fuzz]") {
+    // 9223372036854775808.0 is 2^63, exact as a double; (double)INT64_MAX
+    // rounds up to it, so a range check against INT64_MAX let the float through
+    // to an out-of-range conversion (undefined behaviour). As an integer,
+    // 2^63 does not fit in int64 either; 9.2e18 fits and is just unknown.
+    ScratchDir dir;
+    const std::string rest = ", \"scenarios\": [{\"name\": \"a\", \"model\": \"llama-3.1-8b\", \"gpu\": \"h100-sxm\", "
+                             "\"context_tokens\": 4096, \"expected\": {}}]}\n";
+    for (const std::string& version : {std::string("9223372036854775808.0"), std::string("9223372036854775808"), std::string("1e300")}) {
+        fs::path file = dir.write("two63.json", "{\"schema_version\": " + version + rest);
+        expect_clean_error(Run::kvplan({"check", "--baseline", file.string()}), kExitData,
+                           {"two63.json: schema_version: expected an integer in [0, 9223372036854775807], found"});
+    }
+    fs::path file = dir.write("big.json", "{\"schema_version\": 9.2e18" + rest);
+    expect_clean_error(Run::kvplan({"check", "--baseline", file.string()}), kExitData,
+                       {"big.json: schema_version: unknown version 9200000000000000000"});
+}
+
 TEST_CASE("bad input: a config whose KV bytes overflow 64 bits exits 65 naming the file", "[bad-input][config][overflow]") {
     // Every field is inside its own limit; only the product (10,000 layers x
     // 100,000 KV heads x 2 x 100,000 head_dim x 2 bytes x 1e9 tokens) is absurd.
@@ -557,4 +611,53 @@ TEST_CASE("bad input: recommend without its targets, or with a bad price, exits 
 TEST_CASE("bad input: a shared prefix longer than the context exits 2", "[bad-input][concurrency]") {
     expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--prefix-tokens", "5000", "--context", "4096"}),
                        kExitUsage, {"--prefix-tokens 5000", "--context"});
+}
+
+// ---------------------------------------------------------------------------
+// Hostile flag values: NaN, infinities, empty list items, control characters.
+
+TEST_CASE("bad input: NaN and infinities are refused by every real-valued flag, not read as the default", "[bad-input][flags]") {
+    struct Case {
+        std::vector<std::string> args;
+        std::string expected;  // the flag and the value as the message quotes them
+    };
+    const std::vector<Case> cases = {
+        {{"baseline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "4096", "--mem-util", "nan"},
+         "--mem-util: expected a number in [0.01, 1], found \"nan\""},
+        {{"diff", "--model", "llama-3.1-8b", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--mem-util", "NaN"},
+         "--mem-util: expected a number in [0.01, 1], found \"NaN\""},
+        {{"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--mem-util", "nan"}, "--mem-util: expected a number in [0, 1], found \"nan\""},
+        {{"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--bw-efficiency", "nan"}, "--bw-efficiency: expected a number in [0.01, 1]"},
+        {{"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--flops-efficiency", "inf"}, "--flops-efficiency: expected a number in [0.01, 1], found \"inf\""},
+        {{"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--step-overhead-ms", "nan"}, "--step-overhead-ms: expected a number in [0, 1000]"},
+        {{"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--price-per-hour", "-inf"}, "--price-per-hour: expected a number in [0, 1e+06], found \"-inf\""},
+        {{"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "nan", "--tpot", "0.05"}, "--ttft: expected a number in [1e-06, 3600], found \"nan\""},
+        {{"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.05", "--price-per-hour", "h100-sxm=nan"},
+         "--price-per-hour: expected a positive USD figure for h100-sxm, found \"nan\""},
+    };
+    for (const Case& c : cases) expect_clean_error(Run::kvplan(c.args), kExitUsage, {c.expected});
+}
+
+TEST_CASE("bad input: an empty item in a comma-separated list is refused, not skipped", "[bad-input][flags]") {
+    expect_clean_error(Run::kvplan({"baseline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm,,l4", "--context", "4096"}), kExitUsage,
+                       {"--gpu h100-sxm,,l4: an empty item in a comma-separated list"});
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "4096,"}), kExitUsage,
+                       {"--context 4096,: an empty item"});
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context=,4096"}), kExitUsage,
+                       {"--context ,4096: an empty item"});
+    expect_clean_error(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.05",
+                                    "--gpus", "h100-sxm,,l4"}),
+                       kExitUsage, {"--gpus h100-sxm,,l4: an empty item"});
+    expect_clean_error(Run::kvplan({"measure", "--device", "cpu", "--model", "llama-3.1-8b", "--batch", "1,,8"}), kExitUsage,
+                       {"--batch 1,,8: an empty item"});
+}
+
+TEST_CASE("bad input: a newline or a terminal escape in a value is printed escaped, on one line", "[bad-input][flags]") {
+    // A value with a newline would split the error in two (and a second line
+    // starting "::" is a GitHub workflow command); ESC would recolour the terminal.
+    expect_clean_error(Run::kvplan({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100\n::warning::x"}), kExitUsage,
+                       {"unknown device \"h100\\n::warning::x\""});
+    Run esc = Run::kvplan({"size", "--model", "llama\x1b[31m"});
+    expect_clean_error(esc, kExitUsage, {"--model llama\\x1b[31m: no such file"});
+    CHECK(esc.err.find('\x1b') == std::string::npos);
 }

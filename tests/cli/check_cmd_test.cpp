@@ -9,10 +9,12 @@
 // = 65,536 bytes per token, and x 4,096 tokens = 268,435,456 bytes per request.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <functional>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -417,19 +419,34 @@ TEST_CASE("diff shows two models, GPUs or KV dtypes side by side with the change
     // elements per token, 57,344 bytes in bf16 and 28,672 in fp8 (-50%).
     Run kv = Run::kvplan({"diff", "--model", "qwen2.5-7b", "--kv-dtype", "auto", "--kv-dtype", "fp8", "--context", "32768", "--json"});
     REQUIRE(kv.exit_code == 0);
-    for (const auto& row : nlohmann::json::parse(kv.out)["rows"])
+    // The parsed document is a named local: a range-for over a temporary's
+    // member would dangle, and its checks might silently not run.
+    const nlohmann::json kv_json = nlohmann::json::parse(kv.out);
+    int kv_rows = 0;
+    for (const auto& row : kv_json.at("rows"))
         if (row["figure"] == "kv_bytes_per_token") {
+            ++kv_rows;
             CHECK(row["a"] == 57344);
             CHECK(row["b"] == 28672);
             CHECK(row["for_serving"] == "better");
         }
+    CHECK(kv_rows == 1);
     // One model, two GPUs: the bytes are the same, the pool is not.
     Run gpus = Run::kvplan({"diff", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--gpu", "h200", "--json"});
     REQUIRE(gpus.exit_code == 0);
-    for (const auto& row : nlohmann::json::parse(gpus.out)["rows"]) {
-        if (row["figure"] == "kv_bytes_per_token") CHECK(row["for_serving"] == "same");
-        if (row["figure"] == "kv_cache_tokens") CHECK(row["for_serving"] == "better");
+    const nlohmann::json gpus_json = nlohmann::json::parse(gpus.out);
+    int gpu_rows = 0;
+    for (const auto& row : gpus_json.at("rows")) {
+        if (row["figure"] == "kv_bytes_per_token") {
+            ++gpu_rows;
+            CHECK(row["for_serving"] == "same");
+        }
+        if (row["figure"] == "kv_cache_tokens") {
+            ++gpu_rows;
+            CHECK(row["for_serving"] == "better");
+        }
     }
+    CHECK(gpu_rows == 2);
 }
 
 TEST_CASE("baseline --tp auto records the smallest power of two whose GPUs hold the longest context") {
@@ -568,4 +585,98 @@ TEST_CASE("every example in the --help of baseline, check and diff runs and succ
         CHECK(examples > 0);
     }
     CHECK(fs::exists(dir / "kvplan-check.xml"));
+}
+
+// ---------------------------------------------------------------------------
+// Hardening (docs/errors.md, "Writing files" and "Printing what users gave").
+
+TEST_CASE("a scenario name with a newline cannot inject a CI workflow command in any format") {
+    // GitHub Actions reads any stdout line that starts with "::" as a command.
+    Repo repo("injection");
+    repo.edit([](nlohmann::ordered_json& s) {
+        s["name"] = "ours\n::warning::injected";
+        s["expected"]["max_requests"] = 1;  // a change, so every format lists the scenario
+    });
+    for (const char* format : {"text", "markdown", "junit", "github", "json"}) {
+        Run r = repo.check({"--format", format});
+        INFO(format << "\n" << r.out);
+        CHECK(r.exit_code == 0);  // more requests than the baseline: an improvement
+        CHECK(r.out.find("ours") != std::string::npos);
+        std::istringstream lines(r.out);
+        for (std::string line; std::getline(lines, line);) CHECK(line.rfind("::warning::injected", 0) != 0);
+    }
+    Run text = repo.check();
+    CHECK(text.out.find("ours\\n::warning::injected") != std::string::npos);  // shown escaped
+}
+
+TEST_CASE("check --update writes through a symlinked baseline and keeps the file's mode") {
+    Repo repo("symlinked");
+    const fs::path real = repo.root / "real-capacity.json";
+    fs::rename(repo.baseline, real);
+    fs::create_symlink("real-capacity.json", repo.baseline);
+    fs::permissions(real, fs::perms::owner_read | fs::perms::owner_write);  // 0600
+    repo.edit([](nlohmann::ordered_json& s) { s["expected"]["max_requests"] = 1; });  // edits through the link
+    Run r = repo.check({"--update"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(fs::is_symlink(repo.baseline));
+    CHECK(fs::read_symlink(repo.baseline) == "real-capacity.json");
+    CHECK(nlohmann::json::parse(read_file(real))["scenarios"][0]["expected"]["max_requests"] != 1);
+    CHECK((fs::status(real).permissions() & fs::perms::mask) == (fs::perms::owner_read | fs::perms::owner_write));
+    CHECK(repo.check().exit_code == 0);
+}
+
+TEST_CASE("the output writer refuses a read-only file, a FIFO and a device, and leaves each as it was") {
+    Repo repo("refusals");
+    const std::string before = read_file(repo.baseline);
+    fs::permissions(repo.baseline, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);  // 0444
+    Run ro = repo.check({"--update"});
+    CHECK(ro.exit_code == 2);
+    CHECK(ro.err.find("the file is read-only") != std::string::npos);
+    CHECK(read_file(repo.baseline) == before);
+    CHECK((fs::status(repo.baseline).permissions() & fs::perms::mask) ==
+          (fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read));
+
+    const fs::path fifo = repo.root / "out.fifo";
+    REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+    Run f = Run::kvplan({"baseline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "4096", "--output", fifo.string()});
+    CHECK(f.exit_code == 2);
+    CHECK(f.err.find("it is not a regular file") != std::string::npos);
+    CHECK(fs::is_fifo(fifo));
+    Run dev = Run::kvplan({"baseline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "4096", "--output", "/dev/null"});
+    CHECK(dev.exit_code == 2);
+    CHECK(fs::is_character_file("/dev/null"));
+    std::size_t entries = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(repo.root)) ++entries;
+    CHECK(entries == 3);  // configs/, capacity.json, out.fifo: no temporary left behind
+}
+
+TEST_CASE("a writer killed with SIGKILL at any moment leaves the old baseline whole or the new one whole") {
+    // `baseline --output` over a 15-preset x 3-GPU x 3-context sweep is killed
+    // after 0 to 190 ms, twenty times; each time the file must parse as
+    // either the old text or a complete new baseline, never a prefix.
+    ScratchDir dir;
+    const fs::path out = dir.path() / "capacity.json";
+    const std::string old_text = "{\"schema_version\": 1, \"scenarios\": []}\n";
+    std::ofstream(out) << old_text;
+    const std::string command = shell_quote(KVPLAN_BINARY) +
+                                " baseline --model llama-2-7b,llama-3.1-8b,llama-3.1-70b,mixtral-8x7b,qwen2.5-7b,qwen3-8b,gemma-2-9b,"
+                                "gemma-3-1b,phi-4,falcon-7b,deepseek-v3,gpt-oss-120b,gpt2,gpt-j-6b,mamba-2.8b"
+                                " --gpu h100-sxm,a100-80gb,l40s --context 1024,4096,32768 --tp auto --output " +
+                                shell_quote(out.string()) + " >/dev/null 2>&1";
+    for (int i = 0; i < 20; ++i) {
+        const int delay_ms = i * 10;
+        const std::string run = "(" + command + " & pid=$!; sleep " + std::to_string(delay_ms / 1000.0) + "; kill -9 $pid 2>/dev/null; wait $pid) 2>/dev/null";
+        std::system(run.c_str());
+        const std::string now = read_file(out);
+        if (now == old_text) continue;
+        INFO("after " << delay_ms << " ms: " << now.size() << " bytes");
+        nlohmann::json doc;
+        REQUIRE_NOTHROW(doc = nlohmann::json::parse(now));
+        CHECK(doc["scenarios"].size() > 100);
+        std::ofstream(out) << old_text;
+    }
+    // The temporaries a SIGKILL leaves are dotfiles beside the target, never the target.
+    for (const auto& e : fs::directory_iterator(dir.path()))
+        if (e.path() != out) CHECK(e.path().filename().string().rfind(".capacity.json.tmp.", 0) == 0);
 }
