@@ -5,20 +5,38 @@
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PACKAGES := cmake g++ make libcli11-dev nlohmann-json3-dev libfmt-dev catch2
+# `make sanitize` and `make fuzz` build with clang: its UBSan checks float-to-int
+# casts (-fsanitize=float-cast-overflow, which GCC's set lacks) and it has libFuzzer.
+CLANG_PACKAGES := clang libclang-rt-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build run test bench clean
+SANITIZE_DIR ?= build-sanitize
+FUZZ_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 60
+SANITIZERS := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer
+export ASAN_OPTIONS ?= halt_on_error=1:detect_leaks=1:abort_on_error=0
+export UBSAN_OPTIONS ?= halt_on_error=1:print_stacktrace=1
+
+.PHONY: all deps clang-deps build run test bench sanitize fuzz clean
 
 all: build
 
-deps:
-	@missing=""; for p in $(PACKAGES); do \
+# Installs the Debian packages in $(1) that are not installed yet.
+define install_missing
+	@missing=""; for p in $(1); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "Installing:$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
 	fi
+endef
+
+deps:
+	$(call install_missing,$(PACKAGES))
+
+clang-deps: deps
+	$(call install_missing,$(CLANG_PACKAGES))
 
 build: deps
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -36,5 +54,21 @@ test: build
 bench: build
 	$(BUILD_DIR)/tests/kvplan_bench 5
 
+# The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (clang),
+# stopping at the first report: docs/errors.md, "Sanitizers and fuzzing".
+sanitize: clang-deps
+	cmake -S . -B $(SANITIZE_DIR) -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Sanitize -DKVPLAN_CUDA=OFF \
+	  -DCMAKE_CXX_FLAGS="-O1 -g $(SANITIZERS)" -DCMAKE_EXE_LINKER_FLAGS="$(SANITIZERS)"
+	cmake --build $(SANITIZE_DIR) -j $(JOBS)
+	cd $(SANITIZE_DIR) && ctest --output-on-failure -j $(JOBS)
+
+# libFuzzer on the config path and the baseline reader, FUZZ_SECONDS each
+# (default 60), seeded from the project's configs and baselines (scripts/fuzz.sh).
+fuzz: clang-deps
+	cmake -S . -B $(FUZZ_DIR) -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Fuzz -DKVPLAN_CUDA=OFF -DBUILD_TESTING=OFF \
+	  -DKVPLAN_FUZZ=ON -DCMAKE_CXX_FLAGS="-O1 -g -fsanitize=fuzzer-no-link $(SANITIZERS)" -DCMAKE_EXE_LINKER_FLAGS="$(SANITIZERS)"
+	cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzz_config fuzz_baseline
+	scripts/fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS)
+
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(SANITIZE_DIR) $(FUZZ_DIR)

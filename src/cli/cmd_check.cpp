@@ -70,11 +70,7 @@ ScenarioCheck check_scenario(const Scenario& s, const std::string& baseline_path
         }
         const ScenarioResult result = evaluate_scenario(model, *gpu, s.inputs, efficiency);
         *current = result.figures;
-        for (const FigureSpec& f : kFigures) {
-            if (!scenario_wants(s.inputs, f.figure)) continue;
-            const std::size_t i = static_cast<std::size_t>(f.figure);
-            c.figures.push_back(compare_figure(f.figure, s.expected[i], result.figures[i], tolerance_ppb));
-        }
+        c.figures = compare_scenario(s.inputs, s.expected, result.figures, tolerance_ppb);
     } catch (const Error& e) {
         c.error = e.what();
         c.error_kind = e.kind() == ErrorKind::Usage ? ErrorKind::Usage : ErrorKind::Data;

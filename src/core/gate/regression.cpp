@@ -100,6 +100,17 @@ FigureCheck compare_figure(Figure figure, const FigureValue& base, const FigureV
     return c;
 }
 
+std::vector<FigureCheck> compare_scenario(const ScenarioInputs& inputs, const Figures& expected, const Figures& current,
+                                          std::int64_t tolerance_ppb) {
+    std::vector<FigureCheck> out;
+    for (const FigureSpec& f : kFigures) {
+        if (!scenario_wants(inputs, f.figure)) continue;
+        const std::size_t i = static_cast<std::size_t>(f.figure);
+        out.push_back(compare_figure(f.figure, expected[i], current[i], tolerance_ppb));
+    }
+    return out;
+}
+
 CheckSummary summarize(const std::vector<ScenarioCheck>& checks) {
     CheckSummary s;
     for (const ScenarioCheck& sc : checks) {

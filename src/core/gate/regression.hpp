@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/gate/baseline.hpp"
 #include "core/gate/figures.hpp"
 
 namespace kvplan {
@@ -46,6 +47,11 @@ struct FigureCheck {
 // Compares one figure. A change to or from null (the figure stopped or
 // started applying) and any change from 0 count as beyond every tolerance.
 FigureCheck compare_figure(Figure figure, const FigureValue& baseline, const FigureValue& current, std::int64_t tolerance_ppb);
+
+// Every figure a scenario calls for (the decode figures only with a batch),
+// compared in kFigures order: what `check` reports for one scenario.
+std::vector<FigureCheck> compare_scenario(const ScenarioInputs& inputs, const Figures& expected, const Figures& current,
+                                          std::int64_t tolerance_ppb);
 
 struct ScenarioCheck {
     std::string name;

@@ -1,0 +1,75 @@
+// libFuzzer target: the config path `kvplan size` and `concurrency` take.
+// Bytes -> JSON -> ModelSpec -> KV sizing, parameter and weight counts,
+// capacity plans for three engines on two GPUs, and a roofline step. A
+// kvplan::Error is the expected answer to bad input; anything else (a crash,
+// a sanitizer report, another exception) is a bug. Build and run: `make fuzz`.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/memory/capacity.hpp"
+#include "core/memory/kv_size.hpp"
+#include "core/model/config_parser.hpp"
+#include "core/model/weights.hpp"
+#include "core/speed/step_cost.hpp"
+#include "io/gpu_db.hpp"
+#include "io/model_loader.hpp"
+
+using namespace kvplan;
+
+namespace {
+
+void plan(const ModelSpec& spec, const Gpu& gpu, Engine engine, std::int64_t tp) {
+    CapacityInputs in;
+    in.gpu = gpu;
+    in.engine = engine;
+    in.tp = tp;
+    in.contexts = {1024, 32768};
+    try {
+        const CapacityPlan p = plan_capacity(spec, in);
+        (void)p;
+    } catch (const Error&) {
+    }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    if (size > 256 * 1024) return -1;  // configs are a few KB; keep executions fast
+    const std::string text(reinterpret_cast<const char*>(data), size);
+    ModelSpec spec;
+    try {
+        spec = parse_model_config(parse_json_text(text, "fuzz.json"), "fuzz.json");
+    } catch (const Error&) {
+        return 0;
+    }
+    for (std::int64_t tp : {1, 2}) {
+        try {
+            KvOptions o;
+            o.context = 4096;
+            o.batch = 8;
+            o.tp = tp;
+            (void)size_kv(spec, o);
+        } catch (const Error&) {
+        }
+    }
+    try {
+        (void)size_weights(spec);
+        (void)size_weights(spec, Dtype::Fp8);
+    } catch (const Error&) {
+    }
+    static const Gpu h100 = find_gpu(bundled_gpus(), "h100-sxm");
+    static const Gpu l4 = find_gpu(bundled_gpus(), "l4");
+    plan(spec, h100, Engine::Vllm, 1);
+    plan(spec, h100, Engine::Generic, 2);
+    plan(spec, l4, Engine::Sglang, 1);
+    plan(spec, l4, Engine::Trtllm, 1);
+    try {
+        const CostModel cm = make_cost_model(CostModelInputs{&spec, h100, WeightFormat{}, std::nullopt, 1, Efficiency{}, std::nullopt});
+        (void)decode_step(cm, 8, 4096);
+        (void)prefill_step(cm, 1, 512);
+    } catch (const Error&) {
+    }
+    return 0;
+}
