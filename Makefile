@@ -17,7 +17,7 @@ SANITIZERS := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-rec
 export ASAN_OPTIONS ?= halt_on_error=1:detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS ?= halt_on_error=1:print_stacktrace=1
 
-.PHONY: all deps clang-deps build run test bench sanitize fuzz clean
+.PHONY: all deps clang-deps build run test bench install sanitize fuzz clean
 
 all: build
 
@@ -42,10 +42,19 @@ build: deps
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-# A plan for the bundled default model (llama-3.1-8b) on the default GPU (H100 SXM 80GB).
-run: build
-	$(BUILD_DIR)/kvplan size --model llama-3.1-8b --context 8192 --batch 32
-	$(BUILD_DIR)/kvplan concurrency --model llama-3.1-8b --gpu h100-sxm --context 4096,32768,131072
+# A plan for the bundled default model (llama-3.1-8b) on the default GPU (H100
+# SXM 80GB) as vLLM computes it, with its start-up log lines. Builds only the
+# kvplan binary, quietly: one summary line, then the plan (the build's output
+# is in build/make-run.log, and its tail is shown when it fails).
+run: deps
+	@mkdir -p $(BUILD_DIR)
+	@{ cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build $(BUILD_DIR) -j $(JOBS) --target kvplan; } \
+	  > $(BUILD_DIR)/make-run.log 2>&1 || { tail -n 30 $(BUILD_DIR)/make-run.log; echo "build failed: see $(BUILD_DIR)/make-run.log"; exit 1; }
+	@echo "built $(BUILD_DIR)/kvplan ($$($(BUILD_DIR)/kvplan --version)); build log: $(BUILD_DIR)/make-run.log"
+	@echo
+	@$(BUILD_DIR)/kvplan size --model llama-3.1-8b --context 8192 --batch 32
+	@echo
+	@$(BUILD_DIR)/kvplan concurrency --model llama-3.1-8b --gpu h100-sxm --engine vllm --context 4096,32768,131072
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
@@ -53,6 +62,11 @@ test: build
 # Speed figures (median of repeated runs, ratio to a baseline): see docs/roofline.md.
 bench: build
 	$(BUILD_DIR)/tests/kvplan_bench 5
+
+# Installs build/kvplan (and the docs) under PREFIX (default /usr/local).
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (clang),
 # stopping at the first report: docs/errors.md, "Sanitizers and fuzzing".

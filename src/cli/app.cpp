@@ -76,7 +76,10 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     }
 
     try {
-        for (const CLI::App* command : app.get_subcommands()) refuse_empty_list_items(*command, args);
+        for (const CLI::App* command : app.get_subcommands()) {
+            refuse_empty_list_items(*command, args);
+            warn_deprecated_flags(*command, err);
+        }
         std::string text;
         int code = kExitOk;
         if (check_cmd->parsed()) {

@@ -31,7 +31,7 @@ CLI::App* setup_baseline(CLI::App& app, BaselineOptions& o) {
     cmd->add_option("-c,--context", o.contexts, "tokens per request, comma-separated")
         ->required()
         ->delimiter(',')
-        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+        ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--tp", o.tp, "tensor-parallel degree, or auto: the smallest power of two whose GPUs hold the longest context");
     cmd->add_option("--pp", o.pp, "pipeline-parallel stages")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("--engine", o.engine, "generic|vllm|vllm-v0|sglang|trtllm");
@@ -40,11 +40,11 @@ CLI::App* setup_baseline(CLI::App& app, BaselineOptions& o) {
     cmd->add_option("-b,--batch", o.batch, "also gate decode step time and tokens/s at this batch")->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
     cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4: serve unquantized weights in this dtype");
     cmd->add_option("--max-model-len", o.max_model_len, "the engine's max_model_len (default: max_position_embeddings)")
-        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+        ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--max-num-seqs", o.max_num_seqs, "sequences the sampler is sized for (default: the engine's)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
     cmd->add_option("--max-num-batched-tokens", o.max_batched_tokens, "tokens per forward pass (default: the engine's)")
-        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+        ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--block-size", o.block_size, "tokens per KV block (default: the engine's)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
     cmd->add_option("--calibration", o.calibration, "with --batch: decode figures from this `kvplan measure --output` file's measured bandwidth and FLOP/s");
     cmd->add_option("--tolerance", o.tolerance, "the baseline's default tolerance, e.g. 0.5% (default 0%)");

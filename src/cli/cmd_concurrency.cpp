@@ -19,9 +19,9 @@ CLI::App* setup_concurrency(CLI::App& app, ConcurrencyOptions& o) {
     cmd->add_option("--pp", o.pp, "pipeline-parallel stages per replica")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("-c,--context", o.contexts, "tokens per request, comma-separated (default: 4096,32768,131072 up to max_model_len)")
         ->delimiter(',')
-        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+        ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--mem-util", o.mem_util, "memory fraction (vLLM gpu_memory_utilization, SGLang mem_fraction_static, TRT-LLM free fraction)")
-        ->check(finite_range(0.0, 1.0));
+        ->check(finite_range(0.01, 1.0));  // 0 would silently mean the default
     cmd->add_option("--weights", o.weights, "weights per GPU, replacing the computed size (e.g. 14.96GiB, as engines log it)");
     cmd->add_option("--overhead", o.overhead, "runtime overhead per GPU, replacing the estimate (e.g. 2GB)");
     cmd->add_option("--kv-pool", o.kv_pool, "KV pool per GPU, replacing the whole budget (e.g. a log's 'Available KV cache memory')");
@@ -34,17 +34,17 @@ CLI::App* setup_concurrency(CLI::App& app, ConcurrencyOptions& o) {
     cmd->add_option("--allocation", o.allocation, "paged|contiguous (contiguous: every request reserves --max-tokens)")
         ->check(CLI::IsMember({"paged", "contiguous"}));
     cmd->add_option("--max-tokens", o.max_tokens, "contiguous allocation: tokens reserved per request (default: max_model_len)")
-        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+        ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--prefix-tokens", o.prefix_tokens, "a shared prefix (system prompt) stored once for all requests")
-        ->check(CLI::Range(std::int64_t{0}, kMaxTokens));
+        ->transform(token_count())->check(CLI::Range(std::int64_t{0}, kMaxTokens));
     cmd->add_option("--engine", o.engine, "generic|vllm|vllm-v0|sglang|trtllm: follow that engine's accounting and print its log lines");
     cmd->add_option("--max-model-len", o.max_model_len, "the engine's max_model_len (default: max_position_embeddings)")
-        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+        ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--max-num-batched-tokens", o.max_batched_tokens, "tokens per forward pass (default: the engine's; sizes activations)")
-        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+        ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--max-num-seqs", o.max_num_seqs, "sequences the sampler is sized for (default: the engine's)")->check(count);
-    cmd->add_flag("--json", o.json, "print JSON (schema: docs/concurrency.md)");
-    cmd->add_option("--format", o.format, "table|json|markdown|csv")->check(CLI::IsMember({"table", "json", "markdown", "csv"}));
+    CLI::Option* json_flag = cmd->add_flag("--json", o.json, "print JSON (schema: docs/concurrency.md)");
+    cmd->add_option("--format", o.format, "table|json|markdown|csv")->check(CLI::IsMember({"table", "json", "markdown", "csv"}))->excludes(json_flag);  // one way to say it
     cmd->footer(
         "Examples:\n"
         "  kvplan concurrency --model llama-3.1-8b --gpu h100-sxm --context 4096,32768,131072\n"

@@ -22,13 +22,13 @@ CLI::App* setup_diff(CLI::App& app, DiffOptions& o) {
     cmd->add_option("--kv-dtype", o.kv_dtypes, "auto|fp32|fp16|bf16|fp8|int8|int4 (default auto), or two to compare");
     cmd->add_option("-c,--context", o.contexts, "tokens per request, comma-separated (default 4096,32768)")
         ->delimiter(',')
-        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+        ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--tp", o.tp, "tensor-parallel ranks, for both")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("--engine", o.engine, "generic|vllm|vllm-v0|sglang|trtllm");
     cmd->add_option("--mem-util", o.mem_util, "memory fraction (default: the engine's)")->check(finite_range(0.01, 1.0));
     cmd->add_option("-b,--batch", o.batch, "batch for the decode step time and tokens/s (default 1)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
-    cmd->add_flag("--json", o.json, "print JSON");
-    cmd->add_option("--format", o.format, "table|json|markdown")->check(CLI::IsMember({"table", "json", "markdown"}));
+    CLI::Option* json_flag = cmd->add_flag("--json", o.json, "print JSON");
+    cmd->add_option("--format", o.format, "table|json|markdown")->check(CLI::IsMember({"table", "json", "markdown"}))->excludes(json_flag);  // one way to say it
     cmd->footer(
         "Examples:\n"
         "  kvplan diff --model llama-3.1-8b --model qwen3-8b --gpu h100-sxm --context 4096,32768\n"

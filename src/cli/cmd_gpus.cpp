@@ -7,8 +7,8 @@ namespace kvplan {
 
 CLI::App* setup_gpus(CLI::App& app, GpusOptions& o) {
     CLI::App* cmd = app.add_subcommand("gpus", "list the accelerators in the hardware database (memory, bandwidth, TFLOP/s, links)");
-    cmd->add_flag("--json", o.json, "print JSON");
-    cmd->add_option("--format", o.format, "table|json|markdown")->check(CLI::IsMember({"table", "json", "markdown"}));
+    CLI::Option* json_flag = cmd->add_flag("--json", o.json, "print JSON");
+    cmd->add_option("--format", o.format, "table|json|markdown")->check(CLI::IsMember({"table", "json", "markdown"}))->excludes(json_flag);  // one way to say it
     cmd->footer("Examples:\n  kvplan gpus\n  kvplan concurrency --model llama-3.1-8b --gpu h100");
     return cmd;
 }

@@ -32,9 +32,11 @@ std::vector<std::string> split_list(const std::string& text, const char* flag) {
 CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
     CLI::App* cmd = app.add_subcommand("recommend", "the GPU, TP and batch that meet TTFT and TPOT targets, best first");
     add_model_options(*cmd, o.model);
-    cmd->add_option("-c,--context", o.context, "the longest request in tokens (max_model_len)")->required()->check(CLI::Range(std::int64_t{2}, kMaxTokens));
-    cmd->add_option("--prompt", o.prompt, "prompt tokens for TTFT (default: context - output)")->check(CLI::Range(std::int64_t{1}, kMaxTokens));
-    cmd->add_option("--output", o.output, "output tokens per request (default 256)")->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+    cmd->add_option("-c,--context", o.context, "the longest request in tokens (max_model_len)")->required()->transform(token_count())->check(CLI::Range(std::int64_t{2}, kMaxTokens));
+    cmd->add_option("--prompt", o.prompt, "prompt tokens for TTFT (default: context - output)")->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+    cmd->add_option("--output-tokens", o.output, "output tokens per request (default 256)")->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+    // The old spelling, kept for one release: --output will name an output file, as it does elsewhere.
+    cmd->add_option("--output", o.output, "deprecated: use --output-tokens")->group("")->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--ttft", o.ttft, "time-to-first-token target, seconds")->required()->check(finite_range(1e-6, 3600.0));
     cmd->add_option("--tpot", o.tpot, "time-per-output-token target, seconds")->required()->check(finite_range(1e-6, 60.0));
     cmd->add_option("--gpus", o.gpus, "devices to consider: comma-separated ids, or all (default)");
@@ -44,8 +46,8 @@ CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
     cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
     add_efficiency_options(*cmd, o.efficiency);
     cmd->add_option("--top", o.top, "candidates to print (default 5)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1000}));
-    cmd->add_flag("--json", o.json, "print JSON (schema: docs/roofline.md)");
-    cmd->add_option("--format", o.format, "table|json|markdown")->check(CLI::IsMember({"table", "json", "markdown"}));
+    CLI::Option* json_flag = cmd->add_flag("--json", o.json, "print JSON (schema: docs/roofline.md)");
+    cmd->add_option("--format", o.format, "table|json|markdown")->check(CLI::IsMember({"table", "json", "markdown"}))->excludes(json_flag);  // one way to say it
     cmd->footer(
         "Examples:\n"
         "  kvplan recommend --model llama-3.1-8b --context 8192 --ttft 0.5 --tpot 0.05\n"

@@ -33,21 +33,23 @@ Efficiency resolve_efficiency(const EfficiencyOptions& o) {
 CLI::App* setup_roofline(CLI::App& app, RooflineOptions& o) {
     CLI::App* cmd = app.add_subcommand("roofline", "decode step time, tokens/s and bound versus batch size; TTFT and end-to-end latency");
     add_model_options(*cmd, o.model);
-    add_gpu_options(*cmd, o.gpu);
+    add_gpu_options(*cmd, o.gpu, GpuMemFlag::NotOffered);
     cmd->add_option("--tp", o.tp, "tensor-parallel ranks")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("-b,--batch", o.batches, "batch sizes, comma-separated (default 1,2,4,...,512)")
         ->delimiter(',')
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
     cmd->add_option("-c,--context", o.context, "tokens cached per sequence during decode (default: prompt + output)")
-        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
-    cmd->add_option("--prompt", o.prompt, "prompt tokens, for TTFT (default 2048)")->check(CLI::Range(std::int64_t{1}, kMaxTokens));
-    cmd->add_option("--output", o.output, "output tokens, for end-to-end latency (default 512)")->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+        ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+    cmd->add_option("--prompt", o.prompt, "prompt tokens, for TTFT (default 2048)")->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+    cmd->add_option("--output-tokens", o.output, "output tokens, for end-to-end latency (default 512)")->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+    // The old spelling, kept for one release: --output will name an output file, as it does elsewhere.
+    cmd->add_option("--output", o.output, "deprecated: use --output-tokens")->group("")->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4|q8_0|q4_0|q4_k_m (auto: as the checkpoint)");
     cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
     add_efficiency_options(*cmd, o.efficiency);
     cmd->add_option("--price-per-hour", o.price_per_hour, "USD per GPU-hour, for $ per million output tokens")->check(finite_range(0.0, 1e6));
-    cmd->add_flag("--json", o.json, "print JSON (schema: docs/roofline.md)");
-    cmd->add_option("--format", o.format, "table|json|markdown|csv")->check(CLI::IsMember({"table", "json", "markdown", "csv"}));
+    CLI::Option* json_flag = cmd->add_flag("--json", o.json, "print JSON (schema: docs/roofline.md)");
+    cmd->add_option("--format", o.format, "table|json|markdown|csv")->check(CLI::IsMember({"table", "json", "markdown", "csv"}))->excludes(json_flag);  // one way to say it
     cmd->footer(
         "Examples:\n"
         "  kvplan roofline --model llama-3.1-8b --gpu h100-sxm --context 4096 --prompt 2048\n"

@@ -1,4 +1,5 @@
 #include "cli/cmd_size.hpp"
+#include "cli/flag_checks.hpp"
 
 #include "core/model/config_parts.hpp"
 #include "core/memory/kv_size.hpp"
@@ -11,7 +12,7 @@ CLI::App* setup_size(CLI::App& app, SizeOptions& o) {
     CLI::App* cmd = app.add_subcommand("size", "KV-cache bytes per token, sequence, batch and GPU; weights' size");
     add_model_options(*cmd, o.model);
     cmd->add_option("-c,--context", o.context, "tokens per sequence (default: the model's max_position_embeddings)")
-        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+        ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("-b,--batch", o.batch, "concurrent sequences")->check(CLI::Range(std::int64_t{1}, std::int64_t{10'000'000}));
     cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4 (auto: bf16 stays bf16, else fp16, as vLLM)");
     cmd->add_option("--mamba-cache-dtype", o.mamba_cache_dtype,
@@ -19,8 +20,8 @@ CLI::App* setup_size(CLI::App& app, SizeOptions& o) {
     cmd->add_option("--mamba-ssm-cache-dtype", o.mamba_ssm_cache_dtype,
                     "dtype of the recurrent (SSM) part of that state, as vLLM's flag (auto: --mamba-cache-dtype)");
     cmd->add_option("--tp", o.tp, "tensor-parallel ranks")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
-    cmd->add_flag("--json", o.json, "print JSON (schema: docs/size.md)");
-    cmd->add_option("--format", o.format, "table|json|markdown|csv")->check(CLI::IsMember({"table", "json", "markdown", "csv"}));
+    CLI::Option* json_flag = cmd->add_flag("--json", o.json, "print JSON (schema: docs/size.md)");
+    cmd->add_option("--format", o.format, "table|json|markdown|csv")->check(CLI::IsMember({"table", "json", "markdown", "csv"}))->excludes(json_flag);  // one way to say it
     cmd->footer(
         "Examples:\n"
         "  kvplan size --model llama-3.1-8b --context 8192 --batch 32\n"

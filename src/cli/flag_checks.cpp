@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <sstream>
 
@@ -36,6 +37,49 @@ CLI::Validator finite_range(double min, double max) {
             return std::string();
         },
         "NUMBER in " + range);
+}
+
+CLI::Validator token_count() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            if (text.empty()) return "expected a token count such as 8192, 8k or 8K";
+            const char suffix = text.back();
+            std::int64_t multiplier = 1;
+            bool decimal = true;
+            switch (suffix) {
+                case 'k': multiplier = 1'000; break;
+                case 'm': multiplier = 1'000'000; break;
+                case 'g': multiplier = 1'000'000'000; break;
+                case 't': multiplier = 1'000'000'000'000; break;
+                case 'K': multiplier = std::int64_t{1} << 10; decimal = false; break;
+                case 'M': multiplier = std::int64_t{1} << 20; decimal = false; break;
+                case 'G': multiplier = std::int64_t{1} << 30; decimal = false; break;
+                case 'T': multiplier = std::int64_t{1} << 40; decimal = false; break;
+                default: return std::string();  // a plain number: the range check reads it
+            }
+            const std::string number = text.substr(0, text.size() - 1);
+            const bool digits_only = !number.empty() && number.find_first_not_of("0123456789") == std::string::npos;
+            const bool has_point = number.find('.') != std::string::npos;
+            const bool well_formed = digits_only || (decimal && has_point && number.front() != '.' && number.back() != '.' &&
+                                                     number.find_first_not_of("0123456789.") == std::string::npos &&
+                                                     number.find('.') == number.rfind('.'));
+            if (!well_formed)
+                return "expected a token count such as 8192, 8k (8,000) or 8K (8,192), found \"" + text + "\"" +
+                       (has_point && !decimal ? " (decimals only with the decimal suffixes k, m, g, t)" : "");
+            const double value = std::strtod(number.c_str(), nullptr) * static_cast<double>(multiplier);
+            if (!(value < 9.2e18)) return "expected a token count below 2^63, found \"" + text + "\"";
+            text = std::to_string(static_cast<std::int64_t>(value));  // vLLM: int(float(number) * mult)
+            return std::string();
+        },
+        "TOKENS (8192, 8k, 8K)");
+}
+
+void warn_deprecated_flags(const CLI::App& command, std::ostream& err) {
+    const std::string name = command.get_name();
+    if (name != "roofline" && name != "recommend") return;
+    const CLI::Option* old = command.get_option_no_throw("--output");
+    if (old && old->count() > 0)
+        err << "kvplan: warning: " << name << " --output N is deprecated and will name an output file; use --output-tokens N\n";
 }
 
 void refuse_empty_list_items(const CLI::App& command, const std::vector<std::string>& args) {

@@ -1,6 +1,7 @@
 // Checks on flag values that CLI11's own validators miss.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -13,10 +14,22 @@ namespace kvplan {
 // NaN as "not given": refuse it, and the infinities, naming the flag.
 CLI::Validator finite_range(double min, double max);
 
+// A token count as vLLM's --max-model-len parses it (human_readable_int in
+// vllm/engine/arg_utils.py): a plain integer, or one with a suffix, lowercase
+// decimal (k = 10^3, m = 10^6, g = 10^9, t = 10^12; "25.6k" is 25,600) or
+// uppercase binary (K = 2^10, M = 2^20, G = 2^30, T = 2^40; whole numbers
+// only). "8k" is 8,000 and "8K" is 8,192. Rewrites the value to digits for
+// the range check that follows.
+CLI::Validator token_count();
+
 // CLI11 drops the empty items of a comma-separated list, so
 // "--gpu h100-sxm,,l4" would silently mean two GPUs. For the parsed
 // subcommand's list flags, a doubled, leading or trailing comma is refused:
 // throws Error(Usage) naming the flag and the value.
 void refuse_empty_list_items(const CLI::App& command, const std::vector<std::string>& args);
+
+// Old spellings kept for one release print one line on stderr naming the new
+// one: roofline's and recommend's --output (output tokens) is --output-tokens.
+void warn_deprecated_flags(const CLI::App& command, std::ostream& err);
 
 }  // namespace kvplan

@@ -6,9 +6,11 @@
 
 namespace kvplan {
 
-void add_gpu_options(CLI::App& app, GpuOptions& o) {
+void add_gpu_options(CLI::App& app, GpuOptions& o, GpuMemFlag gpu_mem) {
     app.add_option("-g,--gpu", o.gpu, "device id or alias from the hardware database (see `kvplan gpus`), e.g. h100-sxm, H100, a100-80gb");
-    app.add_option("--gpu-mem", o.gpu_mem, "describe the device by its memory instead: 80GB (10^9 B), 80GiB (2^30 B) or 80 (GiB)");
+    CLI::Option* mem = app.add_option("--gpu-mem", o.gpu_mem, "describe the device by its memory instead: 80GB (10^9 B), 80GiB (2^30 B) or 80 (GiB)");
+    // Not offered: still parsed, so that the command can say why it needs --gpu, but not listed in --help.
+    if (gpu_mem == GpuMemFlag::NotOffered) mem->group("");
 }
 
 Gpu resolve_gpu(const GpuOptions& o) {

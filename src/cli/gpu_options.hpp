@@ -15,7 +15,11 @@ struct GpuOptions {
     std::string gpu_mem;  // --gpu-mem
 };
 
-void add_gpu_options(CLI::App& app, GpuOptions& options);
+// `gpu_mem`: whether the command can plan for a device known only by its
+// memory (--gpu-mem). The roofline needs bandwidth and FLOP/s, so its --help
+// does not list the flag, and the command refuses it saying why.
+enum class GpuMemFlag { Offered, NotOffered };
+void add_gpu_options(CLI::App& app, GpuOptions& options, GpuMemFlag gpu_mem = GpuMemFlag::Offered);
 
 // The device the flags describe. Throws Error(Usage) when neither or both are
 // given, for an unknown id, and for a bad size.

@@ -626,7 +626,7 @@ TEST_CASE("bad input: NaN and infinities are refused by every real-valued flag, 
          "--mem-util: expected a number in [0.01, 1], found \"nan\""},
         {{"diff", "--model", "llama-3.1-8b", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--mem-util", "NaN"},
          "--mem-util: expected a number in [0.01, 1], found \"NaN\""},
-        {{"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--mem-util", "nan"}, "--mem-util: expected a number in [0, 1], found \"nan\""},
+        {{"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--mem-util", "nan"}, "--mem-util: expected a number in [0.01, 1], found \"nan\""},
         {{"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--bw-efficiency", "nan"}, "--bw-efficiency: expected a number in [0.01, 1]"},
         {{"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--flops-efficiency", "inf"}, "--flops-efficiency: expected a number in [0.01, 1], found \"inf\""},
         {{"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--step-overhead-ms", "nan"}, "--step-overhead-ms: expected a number in [0, 1000]"},
@@ -660,4 +660,28 @@ TEST_CASE("bad input: a newline or a terminal escape in a value is printed escap
     Run esc = Run::kvplan({"size", "--model", "llama\x1b[31m"});
     expect_clean_error(esc, kExitUsage, {"--model llama\\x1b[31m: no such file"});
     CHECK(esc.err.find('\x1b') == std::string::npos);
+}
+
+// ---------------------------------------------------------------------------
+// Flags mean one thing.
+
+TEST_CASE("bad input: --mem-util 0 is refused, not read as the engine's default", "[bad-input][flags]") {
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--mem-util", "0"}), kExitUsage,
+                       {"--mem-util: expected a number in [0.01, 1], found \"0\""});
+}
+
+TEST_CASE("bad input: --json together with --format is refused", "[bad-input][flags]") {
+    for (const char* command : {"size", "concurrency", "roofline"}) {
+        std::vector<std::string> args = {command, "--model", "llama-3.1-8b", "--json", "--format", "csv"};
+        if (std::string(command) != "size") args.insert(args.end(), {"--gpu", "h100-sxm"});
+        expect_clean_error(Run::kvplan(args), kExitUsage, {"--json excludes --format"});
+    }
+}
+
+TEST_CASE("bad input: a malformed token count is refused naming the flag", "[bad-input][flags]") {
+    // vLLM's human_readable_int: decimals only with the decimal suffixes.
+    expect_clean_error(Run::kvplan({"size", "--model", "llama-3.1-8b", "--context", "1.5K"}), kExitUsage,
+                       {"--context: expected a token count such as 8192, 8k (8,000) or 8K (8,192), found \"1.5K\" "
+                        "(decimals only with the decimal suffixes k, m, g, t)"});
+    expect_clean_error(Run::kvplan({"size", "--model", "llama-3.1-8b", "--context", "8kk"}), kExitUsage, {"found \"8kk\""});
 }

@@ -172,3 +172,44 @@ TEST_CASE("errors leave stdout empty and exit 2 or 65") {
     CHECK(data.code == 65);
     CHECK(data.out.empty());
 }
+
+TEST_CASE("token counts take vLLM's suffixes: k is 1,000 and K is 1,024") {
+    // vllm/engine/arg_utils.py human_readable_int: '1k' -> 1,000, '1K' -> 1,024, '25.6k' -> 25,600.
+    auto context_of = [](const std::string& text) {
+        auto r = kvplan_run({"size", "--model", "llama-3.1-8b", "--context", text, "--json"});
+        REQUIRE(r.code == 0);
+        return nlohmann::json::parse(r.out)["context_tokens"].get<std::int64_t>();
+    };
+    CHECK(context_of("8k") == 8000);
+    CHECK(context_of("8K") == 8192);
+    CHECK(context_of("32K") == 32768);
+    CHECK(context_of("25.6k") == 25600);
+    CHECK(context_of("1m") == 1000000);
+    CHECK(context_of("4096") == 4096);
+    // Lists take them item by item.
+    auto r = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "4k,32K", "--json"});
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["contexts"][0]["context_tokens"] == 4000);
+    CHECK(j["contexts"][1]["context_tokens"] == 32768);
+}
+
+TEST_CASE("output tokens are --output-tokens, and the old --output still works with a deprecation line") {
+    auto now = kvplan_run({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--output-tokens", "64", "--json"});
+    auto old = kvplan_run({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--output", "64", "--json"});
+    REQUIRE(now.code == 0);
+    REQUIRE(old.code == 0);
+    CHECK(now.out == old.out);
+    CHECK(now.err.empty());
+    CHECK(old.err == "kvplan: warning: roofline --output N is deprecated and will name an output file; use --output-tokens N\n");
+    auto rec = kvplan_run({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.05", "--output", "128"});
+    CHECK(rec.err.find("recommend --output N is deprecated") != std::string::npos);
+}
+
+TEST_CASE("roofline --help does not offer --gpu-mem, which it refuses") {
+    auto help = kvplan_run({"roofline", "--help"});
+    CHECK(help.code == 0);
+    CHECK(help.out.find("--gpu-mem") == std::string::npos);
+    CHECK(help.out.find("--output-tokens") != std::string::npos);
+    CHECK(kvplan_run({"concurrency", "--help"}).out.find("--gpu-mem") != std::string::npos);
+}
