@@ -107,6 +107,18 @@ std::string pool_line(const CapacityPlan& p) {
     return out + "\n";
 }
 
+// The flag users change first when a plan does not fit: the longest
+// --max-model-len for one request and for a full batch of --max-num-seqs.
+std::string longest_len_text(const CapacityPlan& p) {
+    if (!p.longest_len_one_request || !p.longest_len_max_num_seqs) return "";
+    auto len = [&](std::int64_t n) {
+        if (n == 0) return std::string("none (not one token fits)");
+        return group_digits(n) + " tokens" + (n >= p.length_limit ? " (the model's limit)" : "");
+    };
+    return fmt::format("Longest --max-model-len for one request: {};\nfor {} requests (--max-num-seqs): {}.\n",
+                       len(*p.longest_len_one_request), group_digits(p.max_num_seqs), len(*p.longest_len_max_num_seqs));
+}
+
 std::string not_fit_text(const CapacityPlan& p) {
     if (p.fits) return "";
     std::string out;
@@ -152,7 +164,7 @@ std::string render_concurrency_table(const ConcurrencyResult& r) {
     const CapacityPlan& p = r.plan;
     std::string out = header(r) + "\n" + budget_table(p).render_text();
     if (p.budget.overhead.size() > 1 || !p.budget.overhead.empty()) out += "\n" + overhead_table(p).render_text();
-    out += "\n" + pool_line(p) + "\n" + contexts_table(p).render_text() + "\n" + answer_sentence(r) + "\n";
+    out += "\n" + pool_line(p) + "\n" + contexts_table(p).render_text() + "\n" + answer_sentence(r) + "\n" + longest_len_text(p);
     out += not_fit_text(p);
     if (const std::vector<std::string> log = engine_log_lines(p); !log.empty()) {
         out += fmt::format("\n{} would log:\n", engine_label(p.engine));
@@ -170,7 +182,7 @@ std::string render_concurrency_markdown(const ConcurrencyResult& r) {
     const CapacityPlan& p = r.plan;
     std::string out = "### " + r.model_label + " on " + device_text(p.gpu) + "\n\n" + header(r).substr(header(r).find('\n') + 1) + "\n";
     out += budget_table(p).render_markdown() + "\n" + overhead_table(p).render_markdown() + "\n" + pool_line(p) + "\n";
-    out += contexts_table(p).render_markdown() + "\n" + answer_sentence(r) + "\n";
+    out += contexts_table(p).render_markdown() + "\n" + answer_sentence(r) + "\n" + longest_len_text(p);
     std::string nf = not_fit_text(p);
     if (!nf.empty()) out += "\n" + nf;
     if (const std::vector<std::string> log = engine_log_lines(p); !log.empty()) {
@@ -233,6 +245,8 @@ std::string render_concurrency_json(const ConcurrencyResult& r) {
     j["max_num_batched_tokens"] = p.max_batched_tokens;
     j["num_blocks"] = or_null(p.num_blocks);
     j["kv_cache_tokens"] = or_null(p.kv_cache_tokens);
+    j["longest_max_model_len_one_request_tokens"] = or_null(p.longest_len_one_request);
+    j["longest_max_model_len_max_num_seqs_tokens"] = or_null(p.longest_len_max_num_seqs);
     j["prefix_tokens"] = p.prefix_tokens;
     j["contexts"] = nlohmann::ordered_json::array();
     for (const ContextRow& row : p.rows) {

@@ -28,11 +28,17 @@ std::vector<std::string> vllm_lines(const CapacityPlan& p, const EngineLogFigure
         "Available KV cache memory: " + gib_text(p.budget.kv_pool_bytes) + " GiB",
         "GPU KV cache size: " + group_digits(p.kv_cache_tokens.value_or(0)) + " tokens",
         "Maximum concurrency for " + group_digits(len) + " tokens per request: " + conc + "x"};
-    if (f.max_len_request_blocks > blocks)
+    if (f.max_len_request_blocks > blocks) {
+        // _check_enough_kv_cache_memory: the estimate is named only when it is positive.
+        const std::int64_t estimate = p.longest_len_one_request.value_or(0);
         out.push_back("ValueError: To serve at least one request with the models's max seq len (" + std::to_string(len) + "), (" +
                       gib_text(f.max_len_request_bytes) +
                       " GiB KV cache is needed, which is larger than the available KV cache memory (" +
-                      gib_text(std::max<std::int64_t>(0, p.budget.kv_pool_bytes)) + " GiB).");
+                      gib_text(std::max<std::int64_t>(0, p.budget.kv_pool_bytes)) + " GiB). " +
+                      (estimate > 0 ? "Based on the available memory, the estimated maximum model length is " + std::to_string(estimate) + ". "
+                                    : std::string()) +
+                      "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.");
+    }
     return out;
 }
 

@@ -96,3 +96,27 @@ TEST_CASE("gpus lists the database") {
     auto text = kvplan_run({"gpus"});
     CHECK_THAT(text.out, Catch::Contains("h100-sxm") && Catch::Contains("tpu-v6e"));
 }
+
+TEST_CASE("concurrency names the longest --max-model-len that fits one request and max_num_seqs requests") {
+    // By hand: Llama-3.1-8B in bf16 caches 32 x 8 x 128 x 2 x 2 B = 131,072 B per
+    // token, so a 16-token block is 2 MiB and a 2 GiB pool holds 1,024 blocks:
+    // one request of 1,024 x 16 = 16,384 tokens, or 4 of 256 x 16 = 4,096.
+    for (const char* engine : {"vllm", "generic"}) {
+        auto r = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", engine, "--kv-pool", "2GiB",
+                             "--max-num-seqs", "4", "--context", "131072", "--json"});
+        INFO(engine << "\n" << r.err);
+        REQUIRE(r.code == 0);
+        const auto j = nlohmann::json::parse(r.out);
+        CHECK(j["longest_max_model_len_one_request_tokens"] == 16384);
+        CHECK(j["longest_max_model_len_max_num_seqs_tokens"] == 4096);
+    }
+    // vLLM's ValueError then carries its estimate (vllm/v1/core/kv_cache_utils.py,
+    // _check_enough_kv_cache_memory and estimate_max_model_len).
+    auto text = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm", "--kv-pool", "2GiB",
+                            "--max-num-seqs", "4", "--context", "131072", "--max-model-len", "131072"});
+    REQUIRE(text.code == 0);
+    CHECK(text.out.find("Based on the available memory, the estimated maximum model length is 16384. Try increasing "
+                        "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.") != std::string::npos);
+    CHECK(text.out.find("Longest --max-model-len for one request: 16,384 tokens;\nfor 4 requests (--max-num-seqs): 4,096 tokens.\n") !=
+          std::string::npos);
+}

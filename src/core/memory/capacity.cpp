@@ -288,6 +288,50 @@ void add_notes(CapacityPlan& p, const ModelSpec& spec, const CapacityInputs& in,
         p.notes.push_back("MLA with an fp8 cache: kvplan counts 1 B per latent element; vLLM's fp8_ds_mla layout stores 656 B per token per layer");
 }
 
+// Whether `requests` requests of `len` tokens fit every stage, each as its
+// engine allocates them (vLLM: worst-case blocks within the clamped block
+// count; otherwise whole blocks per layer within the stage's pool).
+bool requests_fit(const std::vector<Stage>& stages, const CapacityInputs& in, const CapacityPlan& p, const Settings& s,
+                  std::int64_t len, std::int64_t requests, std::int64_t min_blocks) {
+    for (const Stage& st : stages) {
+        if (st.layout) {
+            const std::int64_t blocks = vllm_blocks_per_request(*st.layout, len, p.max_batched_tokens);
+            if (blocks > 0 && blocks > min_blocks / requests) return false;
+        } else {
+            const std::int64_t pool = std::max<std::int64_t>(0, st.budget.kv_pool_bytes);
+            const std::int64_t need = request_bytes(st.spec.layers, in.tp, s.dt, len, p.block_size, s.windows);
+            if (need > 0 && need > pool / requests) return false;
+            if (need == 0 && pool <= 0) return false;
+        }
+    }
+    return true;
+}
+
+// vllm/v1/core/kv_cache_utils.py estimate_max_model_len: the largest length
+// in [1, limit] that fits, by binary search (fitting shrinks as length grows).
+std::int64_t longest_fitting_len(const std::vector<Stage>& stages, const CapacityInputs& in, const CapacityPlan& p, const Settings& s,
+                                 std::int64_t requests, std::int64_t min_blocks, std::int64_t limit) {
+    std::int64_t lo = 1, hi = limit, best = 0;
+    while (lo <= hi) {
+        const std::int64_t mid = lo + (hi - lo) / 2;
+        if (requests_fit(stages, in, p, s, mid, requests, min_blocks)) {
+            best = mid;
+            lo = mid + 1;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    return best;
+}
+
+void set_longest_lengths(CapacityPlan& p, const ModelSpec& spec, const CapacityInputs& in, const Settings& s,
+                         const std::vector<Stage>& stages, std::int64_t min_blocks) {
+    if (in.allocation != Allocation::Paged) return;
+    p.length_limit = std::max(p.max_model_len, spec.max_position_tokens);
+    p.longest_len_one_request = longest_fitting_len(stages, in, p, s, 1, min_blocks, p.length_limit);
+    p.longest_len_max_num_seqs = longest_fitting_len(stages, in, p, s, std::max<std::int64_t>(1, p.max_num_seqs), min_blocks, p.length_limit);
+}
+
 // The figures the engine's start-up log prints (worded in src/io/engine_log.cpp).
 std::optional<EngineLogFigures> engine_log_figures(const CapacityPlan& p, const Stage& b) {
     EngineLogFigures f;
@@ -347,6 +391,7 @@ CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool sea
     take_binding_stage(p, in, stages[binding], binding, binding_requests, min_blocks);
     add_notes(p, spec, in, s, stages[binding]);
     p.engine_log = engine_log_figures(p, stages[binding]);
+    set_longest_lengths(p, spec, in, s, stages, min_blocks);
 
     if (!p.fits && search_tp && !in.weights_bytes && !in.kv_pool_bytes) {
         p.tp_searched = true;

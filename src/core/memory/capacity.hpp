@@ -93,6 +93,13 @@ struct CapacityPlan {
     std::optional<VllmLayout> vllm;
     std::vector<ContextRow> rows;
     std::optional<EngineLogFigures> engine_log;  // absent: nothing kvplan models the engine logging
+    // The largest --max-model-len at which one request, and max_num_seqs
+    // requests, still fit the pool (vLLM's estimate_max_model_len: a binary
+    // search on the worst-case blocks), up to the model's limit; 0 when not
+    // even one token fits; nullopt for contiguous allocation.
+    std::optional<std::int64_t> longest_len_one_request;
+    std::optional<std::int64_t> longest_len_max_num_seqs;
+    std::int64_t length_limit = 0;  // where the search stopped: max(max_model_len, the model's max positions)
     std::vector<std::string> notes;
     std::vector<std::string> warnings;
     bool fits = false;                      // at least one request of the longest context fits
