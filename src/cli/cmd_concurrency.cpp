@@ -59,7 +59,14 @@ CLI::App* setup_concurrency(CLI::App& app, ConcurrencyOptions& o) {
 std::string run_concurrency(const ConcurrencyOptions& o) {
     ModelSpec model = resolve_model(o.model);
     CapacityInputs in;
-    in.gpu = resolve_gpu(o.gpu);
+    if (!o.kv_pool.empty()) in.kv_pool_bytes = parse_byte_size("--kv-pool", o.kv_pool, true);
+    // Replaying a log needs no device: the log's pool is the whole budget.
+    if (in.kv_pool_bytes && o.gpu.gpu.empty() && o.gpu.gpu_mem.empty()) {
+        in.gpu = gpu_from_memory(*in.kv_pool_bytes, "KV pool of " + o.kv_pool + " (no device)");
+        in.gpu.memory_source = "--kv-pool";
+    } else {
+        in.gpu = resolve_gpu(o.gpu);
+    }
     in.engine = parse_engine(o.engine);
     in.gpus = o.gpus;
     in.tp = o.tp;
@@ -68,7 +75,6 @@ std::string run_concurrency(const ConcurrencyOptions& o) {
     if (o.mem_util != 0) in.mem_util = o.mem_util;
     if (!o.weights.empty()) in.weights_bytes = parse_byte_size("--weights", o.weights, true);
     if (!o.overhead.empty()) in.overhead_bytes = parse_byte_size("--overhead", o.overhead, true);
-    if (!o.kv_pool.empty()) in.kv_pool_bytes = parse_byte_size("--kv-pool", o.kv_pool, true);
     in.kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
     in.weights_dtype = parse_dtype_flag("--weights-dtype", o.weights_dtype);
     in.state_dtype = parse_state_dtype_flag("--mamba-cache-dtype", o.mamba_cache_dtype);

@@ -163,7 +163,8 @@ std::string answer_sentence(const ConcurrencyResult& r) {
 std::string render_concurrency_table(const ConcurrencyResult& r) {
     const CapacityPlan& p = r.plan;
     std::string out = header(r) + "\n" + budget_table(p).render_text();
-    if (p.budget.overhead.size() > 1 || !p.budget.overhead.empty()) out += "\n" + overhead_table(p).render_text();
+    // A given pool replaces the budget, overhead included: its terms would explain nothing.
+    if (!p.budget.overhead.empty() && !p.budget.kv_pool_given) out += "\n" + overhead_table(p).render_text();
     out += "\n" + pool_line(p) + "\n" + contexts_table(p).render_text() + "\n" + answer_sentence(r) + "\n" + longest_len_text(p);
     out += not_fit_text(p);
     if (const std::vector<std::string> log = engine_log_lines(p); !log.empty()) {
@@ -181,7 +182,9 @@ std::string render_concurrency_table(const ConcurrencyResult& r) {
 std::string render_concurrency_markdown(const ConcurrencyResult& r) {
     const CapacityPlan& p = r.plan;
     std::string out = "### " + r.model_label + " on " + device_text(p.gpu) + "\n\n" + header(r).substr(header(r).find('\n') + 1) + "\n";
-    out += budget_table(p).render_markdown() + "\n" + overhead_table(p).render_markdown() + "\n" + pool_line(p) + "\n";
+    out += budget_table(p).render_markdown() + "\n";
+    if (!p.budget.overhead.empty() && !p.budget.kv_pool_given) out += overhead_table(p).render_markdown() + "\n";
+    out += pool_line(p) + "\n";
     out += contexts_table(p).render_markdown() + "\n" + answer_sentence(r) + "\n" + longest_len_text(p);
     std::string nf = not_fit_text(p);
     if (!nf.empty()) out += "\n" + nf;

@@ -120,3 +120,21 @@ TEST_CASE("concurrency names the longest --max-model-len that fits one request a
     CHECK(text.out.find("Longest --max-model-len for one request: 16,384 tokens;\nfor 4 requests (--max-num-seqs): 4,096 tokens.\n") !=
           std::string::npos);
 }
+
+TEST_CASE("replaying a log needs no device: --kv-pool alone is the whole budget") {
+    // A vLLM log's "Available KV cache memory: 51.20 GiB" for Llama-3.1-8B: 51.2 GiB
+    // = 54,975,581,389 B (rounded) over 2 MiB blocks (16 x 131,072 B) is 26,214
+    // blocks, 419,424 tokens.
+    auto r = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--engine", "vllm", "--kv-pool", "51.2GiB", "--context", "4096"});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find("KV cache: 26,214 blocks, 419,424 tokens") != std::string::npos);
+    // Only the given pool in the budget: no computed lines that would not add up to it, no overhead terms.
+    CHECK(r.out.find("KV pool (given by --kv-pool)  54,975,581,389  51.20") != std::string::npos);
+    CHECK(r.out.find("weights on this GPU") == std::string::npos);
+    CHECK(r.out.find("overhead term") == std::string::npos);
+    // With a device, the pool must fit in it.
+    auto big = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "l4", "--kv-pool", "40GiB"});
+    CHECK(big.code == 2);
+    CHECK(big.err.find("--kv-pool (42,949,672,960 B) exceeds the device's memory") != std::string::npos);
+}

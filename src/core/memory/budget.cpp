@@ -45,9 +45,10 @@ MemoryBudget make_budget(const BudgetInputs& in) {
         b.kv_pool_bytes = b.usable_bytes - in.weights_bytes - b.overhead_bytes;
     }
     if (in.kv_pool_bytes) {
+        // The given pool replaces the arithmetic: the computed lines would not add up to it.
         b.kv_pool_given = true;
         b.kv_pool_bytes = *in.kv_pool_bytes;
-        b.lines.push_back(line("KV pool (given by --kv-pool)", b.kv_pool_bytes, '='));
+        b.lines = {line("KV pool (given by --kv-pool)", b.kv_pool_bytes, ' ')};
     } else {
         b.lines.push_back(line("KV pool", b.kv_pool_bytes, '='));
     }

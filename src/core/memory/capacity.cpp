@@ -96,6 +96,9 @@ void set_parallelism(CapacityPlan& p, const ModelSpec& spec, const CapacityInput
     if (p.gpus % per_replica != 0)
         usage_error("--gpus " + std::to_string(p.gpus) + " is not a multiple of --tp x --pp = " + std::to_string(per_replica));
     p.replicas = p.gpus / per_replica;
+    if (in.kv_pool_bytes && *in.kv_pool_bytes > in.gpu.memory_bytes)
+        usage_error("--kv-pool (" + group_digits(*in.kv_pool_bytes) + " B) exceeds the device's memory (" + group_digits(in.gpu.memory_bytes) +
+                    " B); a KV pool is part of one GPU's memory");
     if (in.allocation == Allocation::Contiguous && in.engine != Engine::Generic)
         usage_error(std::string("--allocation contiguous models a naive engine that reserves --max-tokens per request; ") +
                     engine_label(in.engine) + " pages its KV cache (use --engine generic)");
