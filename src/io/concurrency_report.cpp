@@ -201,10 +201,13 @@ std::string render_concurrency_markdown(const ConcurrencyResult& r) {
 
 std::string render_concurrency_csv(const ConcurrencyResult& r) {
     const CapacityPlan& p = r.plan;
-    Table t({"context_tokens", "max_requests", "max_requests_all_replicas", "kv_bytes_per_request", "kv_memory_fraction",
-             "kv_pool_bytes", "kv_cache_tokens", "weights_bytes_per_gpu", "overhead_bytes"}, 0);
+    // Leading columns name the run, so that CSVs of several runs can be concatenated.
+    Table t({"model", "gpu", "engine", "tp", "pp", "kv_dtype", "context_tokens", "max_requests", "max_requests_all_replicas",
+             "kv_bytes_per_request", "kv_memory_fraction", "kv_pool_bytes", "kv_cache_tokens", "weights_bytes_per_gpu", "overhead_bytes"}, 0);
+    const std::string gpu = p.gpu.from_database ? p.gpu.id : p.gpu.name;
     for (const ContextRow& row : p.rows)
-        t.add({std::to_string(row.context_tokens), std::to_string(row.max_requests), std::to_string(row.max_requests_total),
+        t.add({r.model->name, gpu, engine_name(p.engine), std::to_string(p.tp), std::to_string(p.pp), std::string(dtype_name(p.kv_dtype)),
+               std::to_string(row.context_tokens), std::to_string(row.max_requests), std::to_string(row.max_requests_total),
                std::to_string(row.kv_bytes_per_request), fmt::format("{:.6f}", row.kv_memory_share), std::to_string(p.budget.kv_pool_bytes),
                p.kv_cache_tokens ? std::to_string(*p.kv_cache_tokens) : "", std::to_string(p.budget.weights_bytes),
                std::to_string(p.budget.overhead_bytes)});

@@ -127,10 +127,12 @@ std::string render_roofline_markdown(const RooflineResult& r) {
 }
 
 std::string render_roofline_csv(const RooflineResult& r) {
-    Table t({"batch", "context_tokens", "decode_step_s", "tokens_per_s_per_user", "tokens_per_s_total", "bound", "kv_share", "fits",
+    // Leading columns name the run, so that CSVs of several runs can be concatenated.
+    Table t({"model", "gpu", "tp", "weights", "kv_dtype", "batch", "context_tokens", "decode_step_s", "tokens_per_s_per_user", "tokens_per_s_total", "bound", "kv_share", "fits",
              "weight_bytes", "kv_read_bytes", "kv_write_bytes", "flops", "memory_s", "compute_s", "overhead_s", "allreduce_s"}, 0);
     for (const RooflineRow& row : r.roofline.rows)
-        t.add({std::to_string(row.batch), std::to_string(row.context), fmt::format("{:.9g}", row.step.total_s),
+        t.add({r.model->name, r.gpu.id, std::to_string(r.cost.tp), r.weights_label, std::string(dtype_name(r.cost.kv_dtype)),
+               std::to_string(row.batch), std::to_string(row.context), fmt::format("{:.9g}", row.step.total_s),
                fmt::format("{:.6g}", row.tokens_per_s_per_user), fmt::format("{:.6g}", row.tokens_per_s_total), bound_name(row.step),
                fmt::format("{:.6f}", row.kv_share), row.fits ? "true" : "false", fmt::format("{:.0f}", row.step.weight_bytes),
                fmt::format("{:.0f}", row.step.kv_read_bytes), fmt::format("{:.0f}", row.step.kv_write_bytes), fmt::format("{:.6g}", row.step.flops()),

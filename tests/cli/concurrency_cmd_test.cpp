@@ -71,7 +71,9 @@ TEST_CASE("concurrency renders markdown and csv from the same figures") {
     CHECK_THAT(md.out, Catch::Contains("| context |"));
     auto csv = kvplan_run({"concurrency", "--model", "qwen3-8b", "--gpu", "a100-80gb", "--context", "4096,8192", "--format", "csv"});
     REQUIRE(csv.code == 0);
-    CHECK_THAT(csv.out, Catch::StartsWith("context_tokens,max_requests,"));
+    // The run's model, GPU (its database id: a100-80gb is an alias), engine and parallelism lead every row.
+    CHECK_THAT(csv.out, Catch::StartsWith("model,gpu,engine,tp,pp,kv_dtype,context_tokens,max_requests,"));
+    CHECK(csv.out.find("\nqwen3-8b,a100-sxm-80gb,generic,1,1,bf16,4096,") != std::string::npos);
     CHECK(std::count(csv.out.begin(), csv.out.end(), '\n') == 3);
 }
 

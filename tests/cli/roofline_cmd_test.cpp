@@ -79,3 +79,11 @@ TEST_CASE("recommend says plainly when nothing meets the targets") {
     REQUIRE(r.code == 0);
     CHECK_THAT(r.out, Catch::Contains("Nothing meets both targets") && Catch::Contains("bind"));
 }
+
+TEST_CASE("roofline csv rows name the model, GPU, TP and formats, so that runs concatenate") {
+    auto r = kvplan_run({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--batch", "1,8", "--format", "csv"});
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Catch::StartsWith("model,gpu,tp,weights,kv_dtype,batch,context_tokens,decode_step_s,"));
+    CHECK(r.out.find("\nllama-3.1-8b,h100-sxm,1,bf16,bf16,1,") != std::string::npos);
+    CHECK(r.out.find("\nllama-3.1-8b,h100-sxm,1,bf16,bf16,8,") != std::string::npos);
+}
