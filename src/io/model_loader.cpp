@@ -119,10 +119,64 @@ ModelSpec load_preset(const Preset& preset) {
     return spec;
 }
 
+// Quantization that older tools wrote beside config.json instead of into it,
+// turned into the quantization_config it stands for. vLLM reads
+// hf_quant_config.json when config.json has no quantization_config
+// (vllm/transformers_utils/config.py: "ModelOpt 0.29.0 and before"), and
+// GPTQ's and AWQ's configs from quantize_config.json or quant_config.json
+// (GPTQConfig/AWQConfig.get_config_filenames). Returns nullopt when none is there.
+struct Sidecar {
+    nlohmann::json quantization_config;
+    std::string file;
+};
+
+std::optional<Sidecar> quantization_sidecar(const fs::path& folder) {
+    std::error_code ec;
+    const fs::path modelopt = folder / "hf_quant_config.json";
+    if (fs::is_regular_file(modelopt, ec)) {
+        const nlohmann::json doc = read_json_file(modelopt.string());
+        if (!doc.is_object() || !doc.contains("quantization") || !doc["quantization"].is_object())
+            data_error(modelopt.string() + ": quantization: expected an object (ModelOpt's quant_algo, kv_cache_quant_algo, group_size)");
+        nlohmann::json q = doc["quantization"];
+        q["quant_method"] = "modelopt";
+        return Sidecar{q, modelopt.string()};
+    }
+    for (const char* name : {"quantize_config.json", "quant_config.json"}) {
+        const fs::path file = folder / name;
+        if (!fs::is_regular_file(file, ec)) continue;
+        nlohmann::json q = read_json_file(file.string());
+        if (!q.is_object()) data_error(file.string() + ": top level: expected a JSON object (the GPTQ or AWQ settings)");
+        if (!q.contains("quant_method")) {
+            // AutoAWQ writes w_bit / q_group_size / zero_point; AutoGPTQ bits / group_size / desc_act.
+            const bool awq = q.contains("w_bit") || q.contains("zero_point") || q.contains("q_group_size");
+            q["quant_method"] = awq ? "awq" : "gptq";
+        }
+        return Sidecar{q, file.string()};
+    }
+    return std::nullopt;
+}
+
 ModelSpec load_file(const std::string& path) {
     std::error_code ec;
     if (!fs::is_regular_file(path, ec)) usage_error(path + ": not a regular file");
-    return parse_model_config(read_json_file(path), path);
+    nlohmann::json config = read_json_file(path);
+    std::optional<Sidecar> sidecar;
+    if (config.is_object() && !config.contains("quantization_config"))
+        if ((sidecar = quantization_sidecar(fs::path(path).parent_path())))
+            config["quantization_config"] = sidecar->quantization_config;
+    // Messages name both files when the quantization came from beside the config.
+    const std::string source = sidecar ? path + " (quantization from " + fs::path(sidecar->file).filename().string() + ")" : path;
+    ModelSpec spec = parse_model_config(config, source);
+    spec.name = path;
+    if (sidecar) {
+        const std::string method = quant_method_name(spec.quantization.method);
+        spec.notes.push_back("quantization read from " + fs::path(sidecar->file).filename().string() + " beside config.json (" + method +
+                             ", " + std::to_string(spec.quantization.bits) + "-bit weights): " +
+                             (spec.quantization.method == QuantMethod::ModelOpt
+                                  ? std::string("vLLM reads it when config.json has no quantization_config")
+                                  : "vLLM reads it when served with --quantization " + method));
+    }
+    return spec;
 }
 
 }  // namespace

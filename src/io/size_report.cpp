@@ -204,6 +204,9 @@ std::string render_size_json(const SizeResult& r) {
     }
     j["params"] = r.weights.params;
     j["weights_bytes"] = r.weights.bytes;
+    // What the table prints under "Notes": the model's decisions, then the request's warnings.
+    j["notes"] = r.model->notes;
+    j["warnings"] = r.warnings;
     return j.dump(2) + "\n";
 }
 

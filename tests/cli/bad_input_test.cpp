@@ -685,3 +685,11 @@ TEST_CASE("bad input: a malformed token count is refused naming the flag", "[bad
                         "(decimals only with the decimal suffixes k, m, g, t)"});
     expect_clean_error(Run::kvplan({"size", "--model", "llama-3.1-8b", "--context", "8kk"}), kExitUsage, {"found \"8kk\""});
 }
+
+TEST_CASE("bad input: an hf_quant_config.json without its quantization object exits 65 naming the file", "[bad-input][config]") {
+    ScratchDir dir;
+    dir.write("m/config.json", llama_config());
+    fs::path sidecar = dir.write("m/hf_quant_config.json", "{\"producer\": {\"name\": \"modelopt\"}}\n");
+    expect_clean_error(Run::kvplan({"size", "--model", (dir.path() / "m").string()}), kExitData,
+                       {sidecar.string() + ": quantization: expected an object"});
+}

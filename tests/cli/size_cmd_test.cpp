@@ -1,6 +1,9 @@
 // `kvplan size` and `kvplan models` in process, through the same run() that main() calls.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <regex>
 #include <sstream>
 
@@ -25,7 +28,7 @@ TEST_CASE("size --json has exactly the documented top-level keys, with units in 
     std::sort(keys.begin(), keys.end());
     std::vector<std::string> expected = {"batch", "context_tokens", "kv_bytes_per_gpu", "kv_bytes_per_sequence",
                                          "kv_bytes_per_token", "kv_bytes_total", "kv_dtype", "layer_groups", "model",
-                                         "params", "tp", "weights_bytes"};
+                                         "notes", "params", "tp", "warnings", "weights_bytes"};
     CHECK(keys == expected);
     CHECK(j["model"] == "llama-3.1-8b");
     CHECK(j["kv_dtype"] == "bf16");
@@ -212,4 +215,63 @@ TEST_CASE("roofline --help does not offer --gpu-mem, which it refuses") {
     CHECK(help.out.find("--gpu-mem") == std::string::npos);
     CHECK(help.out.find("--output-tokens") != std::string::npos);
     CHECK(kvplan_run({"concurrency", "--help"}).out.find("--gpu-mem") != std::string::npos);
+}
+
+namespace {
+
+// A fresh folder under the system's temporary directory (left for inspection).
+std::string fresh_dir(const std::string& name) {
+    std::string templ = (std::filesystem::temp_directory_path() / ("kvplan_" + name + "_XXXXXX")).string();
+    REQUIRE(::mkdtemp(templ.data()) != nullptr);
+    return templ;
+}
+
+// A model folder: Llama's config.json from a preset and one more file beside it.
+std::string folder_with(const std::string& name, const std::string& preset_file, const std::string& sidecar, const std::string& text) {
+    const std::string dir = fresh_dir(name);
+    std::filesystem::copy_file(std::string(KVPLAN_SOURCE_DIR) + "/models/presets/" + preset_file, dir + "/config.json");
+    std::ofstream(dir + "/" + sidecar) << text;
+    return dir;
+}
+
+std::int64_t weights_bytes(const std::string& model) {
+    auto r = kvplan_run({"size", "--model", model, "--json"});
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(r.out)["weights_bytes"].get<std::int64_t>();
+}
+
+}  // namespace
+
+TEST_CASE("a ModelOpt NVFP4 folder's hf_quant_config.json sets the weights and the fp8 KV cache") {
+    // ModelOpt <= 0.29 wrote its settings beside config.json; vLLM reads them
+    // when config.json has none. Llama-3.1-8B in NVFP4, lm_head excluded, by hand:
+    //   embeddings and lm_head bf16: 2 x 128,256 x 4,096 x 2 B = 2,101,346,304
+    //   norms bf16: 266,240 x 2 B = 532,480
+    //   linears: 6,979,321,856 params x (4 bits + an fp8 scale per 16) = x 0.5625 B
+    //            = 3,925,868,544, plus a 4 B global scale per tensor (7 x 32) = 896
+    //   total 6,027,748,224 B (about 6.0 GB; as bf16 the folder was sized 16.06 GB)
+    const std::string dir = folder_with("nvfp4", "llama-3.1-8b.json", "hf_quant_config.json",
+                                        R"({"producer": {"name": "modelopt", "version": "0.29.0"}, "quantization": {"quant_algo": "NVFP4",
+                                            "kv_cache_quant_algo": "FP8", "group_size": 16, "exclude_modules": ["lm_head"]}})");
+    CHECK(weights_bytes(dir) == 6'027'748'224);
+    CHECK(weights_bytes("llama-3.1-8b") == 16'060'522'496);
+    // kv_cache_quant_algo FP8: 32 x 8 x 128 x 2 x 1 B = 65,536 B per token, not bf16's 131,072.
+    auto r = kvplan_run({"size", "--model", dir, "--json"});
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["kv_bytes_per_token"] == 65536);
+    CHECK(r.out.find("quantization read from hf_quant_config.json beside config.json (modelopt, 4-bit weights)") != std::string::npos);
+}
+
+TEST_CASE("an old GPTQ folder's quantize_config.json sizes the weights as GPTQ") {
+    // AutoGPTQ's quantize_config.json (bits 4, group 128, no quant_method). Per
+    // 4,096 x 4,096 linear: qweight 8,388,608 + fp16 scales 32 x 4,096 x 2 = 262,144
+    // + 4-bit zeros 65,536 + int32 g_idx 16,384 = 8,732,672 B; Llama-2-7B totals
+    // 3,893,862,400 B (about 3.9 GB, as TheBloke/Llama-2-7B-GPTQ's model file; as
+    // fp16 the folder was sized 13.48 GB).
+    const std::string dir = folder_with("gptq", "llama-2-7b.json", "quantize_config.json",
+                                        R"({"bits": 4, "group_size": 128, "damp_percent": 0.01, "desc_act": false, "sym": true})");
+    CHECK(weights_bytes(dir) == 3'893'862'400);
+    auto r = kvplan_run({"size", "--model", dir});
+    CHECK(r.out.find("attention   2,147,483,648  1,117,782,016") != std::string::npos);  // 128 linears x 8,732,672
+    CHECK(r.out.find("vLLM reads it when served with --quantization gptq") != std::string::npos);
 }

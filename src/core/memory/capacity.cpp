@@ -109,7 +109,7 @@ void set_parallelism(CapacityPlan& p, const ModelSpec& spec, const CapacityInput
 Settings resolve_settings(CapacityPlan& p, const ModelSpec& spec, const CapacityInputs& in) {
     Settings s;
     const Dtype served = serving_dtype(spec.checkpoint_dtype);
-    s.dt = Dtypes{in.kv_dtype.value_or(served), in.state_dtype.value_or(served),
+    s.dt = Dtypes{in.kv_dtype.value_or(auto_kv_dtype(spec)), in.state_dtype.value_or(served),
                   in.ssm_state_dtype.value_or(in.state_dtype.value_or(served))};
     p.kv_dtype = s.dt.kv;
     s.weights = size_weights(spec, in.weights_dtype);

@@ -85,7 +85,7 @@ KvSizing size_sequence(const ModelSpec& spec, const KvOptions& o) {
     if (o.batch < 1) usage_error("--batch must be at least 1, found " + std::to_string(o.batch));
 
     KvSizing out;
-    out.kv_dtype = o.kv_dtype.value_or(serving_dtype(spec.checkpoint_dtype));
+    out.kv_dtype = o.kv_dtype.value_or(auto_kv_dtype(spec));
     out.conv_state_dtype = o.state_dtype.value_or(serving_dtype(spec.checkpoint_dtype));
     out.ssm_state_dtype = o.ssm_state_dtype.value_or(out.conv_state_dtype);
     out.batch = o.batch;

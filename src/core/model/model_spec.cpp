@@ -45,4 +45,6 @@ const char* quant_method_name(QuantMethod method) {
     return "?";
 }
 
+Dtype auto_kv_dtype(const ModelSpec& spec) { return spec.quantization.kv_cache_dtype.value_or(serving_dtype(spec.checkpoint_dtype)); }
+
 }  // namespace kvplan

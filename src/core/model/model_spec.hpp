@@ -85,6 +85,9 @@ struct Quantization {
     bool input_index = false;            // GPTQ act-order g_idx: int32 per input column
     bool second_level_scales = false;    // bitsandbytes double quant: an fp32 scale per 256 scales
     std::vector<ParamPart> keep_parts;   // parts left unquantized (modules_to_not_convert, ignore)
+    // The KV cache dtype the checkpoint was calibrated for, which vLLM uses for
+    // --kv-cache-dtype auto: ModelOpt's kv_cache_quant_algo "FP8". nullopt: none.
+    std::optional<Dtype> kv_cache_dtype;
 };
 
 struct ModelSpec {
@@ -110,5 +113,9 @@ struct ModelSpec {
 
     std::vector<std::string> notes;    // decisions a reader should know about (language model only, MTP skipped...)
 };
+
+// What `--kv-dtype auto` means for this model: the checkpoint's declared KV
+// cache dtype when its quantization names one, else the serving dtype.
+Dtype auto_kv_dtype(const ModelSpec& spec);
 
 }  // namespace kvplan

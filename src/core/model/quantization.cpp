@@ -144,6 +144,10 @@ Quantization parse_quantization(const ConfigReader& top) {
         } else {
             q->fail("quant_algo", "unsupported ModelOpt algorithm \"" + algo + "\" (expected FP8 or NVFP4)");
         }
+        // vLLM (ModelOptFp8Config.from_config) caches KV in fp8 when the checkpoint says so.
+        const std::string kv = q->get_string("kv_cache_quant_algo").value_or("");
+        if (kv == "FP8") out.kv_cache_dtype = Dtype::Fp8;
+        else if (!kv.empty()) q->fail("kv_cache_quant_algo", "unsupported KV cache algorithm \"" + kv + "\" (expected FP8)");
     } else if (*method == "fbgemm_fp8") {
         out.method = QuantMethod::FbgemmFp8;  // e4m3 values, an fp32 scale per output row
         out.bits = 8;
