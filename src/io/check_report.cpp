@@ -153,6 +153,9 @@ std::string render_check_markdown(const CheckReport& r) {
     return out;
 }
 
+// One annotation per scenario, naming every figure that moved: GitHub shows at
+// most 10 annotations of each kind per step, so one per figure would hide
+// scenarios behind the first few.
 std::string render_check_github(const CheckReport& r) {
     std::string out;
     for (const ScenarioCheck& s : r.checks) {
@@ -160,14 +163,19 @@ std::string render_check_github(const CheckReport& r) {
             out += github_command("error", r, s.line, "kvplan check: scenario not computed", "scenario \"" + s.name + "\": " + *s.error);
             continue;
         }
+        std::string failed, improved;
+        bool regression = false;
         for (const FigureCheck& c : s.figures) {
-            if (c.verdict == Verdict::Regression)
-                out += github_command("error", r, s.line, "kvplan check: capacity regression", s.name + ": " + figure_sentence(r, c));
-            else if (c.verdict == Verdict::Improvement)
-                out += github_command(r.strict ? "error" : "notice", r, s.line,
-                                      r.strict ? "kvplan check: stale baseline (improvement)" : "kvplan check: improvement",
-                                      s.name + ": " + figure_sentence(r, c) + (r.strict ? "; run kvplan check --update" : ""));
+            const bool fails_here = c.verdict == Verdict::Regression || (r.strict && c.verdict == Verdict::Improvement);
+            if (!fails_here && c.verdict != Verdict::Improvement) continue;
+            std::string& list = fails_here ? failed : improved;
+            list += (list.empty() ? "" : "; ") + figure_sentence(r, c);
+            regression = regression || c.verdict == Verdict::Regression;
         }
+        if (!failed.empty())
+            out += github_command("error", r, s.line, regression ? "kvplan check: capacity regression" : "kvplan check: stale baseline (improvement)",
+                                  s.name + ": " + failed + (regression ? "" : "; run kvplan check --update"));
+        if (!improved.empty()) out += github_command("notice", r, s.line, "kvplan check: improvement", s.name + ": " + improved);
     }
     return out + check_summary_line(r) + "\n";
 }
