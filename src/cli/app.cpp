@@ -91,7 +91,11 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         else if (models_cmd->parsed()) text = run_models(models);
         else if (gpus_cmd->parsed()) text = run_gpus(gpus);
         else if (roofline_cmd->parsed()) text = run_roofline(roofline);
-        else if (recommend_cmd->parsed()) text = run_recommend(recommend);
+        else if (recommend_cmd->parsed()) {
+            CommandOutput result = run_recommend(recommend);
+            text = std::move(result.text);
+            code = result.exit_code;
+        }
         else if (measure_cmd->parsed()) text = run_measure(measure, err);
         else if (baseline_cmd->parsed()) text = run_baseline(baseline, err);
         else if (diff_cmd->parsed()) text = run_diff(diff);

@@ -8,6 +8,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/command_output.hpp"
+
 namespace kvplan {
 
 struct CheckOptions {
@@ -18,13 +20,6 @@ struct CheckOptions {
     bool strict = false;          // improvements fail too: the baseline is stale
     bool update = false;          // rewrite the baseline's expected figures
     bool changes_only = false;    // text: only the figures that changed
-};
-
-// What a command prints and the exit code it ends with, for commands whose
-// success is not simply 0 (check's regressions exit 1).
-struct CommandOutput {
-    std::string text;
-    int exit_code = 0;
 };
 
 CLI::App* setup_check(CLI::App& app, CheckOptions& options);

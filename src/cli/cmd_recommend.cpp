@@ -55,7 +55,7 @@ CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
     return cmd;
 }
 
-std::string run_recommend(const RecommendOptions& o) {
+CommandOutput run_recommend(const RecommendOptions& o) {
     ModelSpec model = resolve_model(o.model);
     RecommendResult r;
     r.model = model.name;
@@ -88,9 +88,10 @@ std::string run_recommend(const RecommendOptions& o) {
     r.top = static_cast<std::size_t>(o.top);
     r.rec = recommend(in);
     const std::string f = o.json ? "json" : o.format;
-    if (f == "json") return render_recommend_json(r);
-    if (f == "markdown") return render_recommend_markdown(r);
-    return render_recommend_table(r);
+    const int code = r.rec.candidates.empty() ? 1 : 0;  // nothing meets both targets: a CI job can stop on it
+    if (f == "json") return {render_recommend_json(r), code};
+    if (f == "markdown") return {render_recommend_markdown(r), code};
+    return {render_recommend_table(r), code};
 }
 
 }  // namespace kvplan

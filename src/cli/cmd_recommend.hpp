@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/command_output.hpp"
+
 #include "cli/cmd_roofline.hpp"
 #include "cli/model_options.hpp"
 
@@ -31,6 +33,7 @@ struct RecommendOptions {
 };
 
 CLI::App* setup_recommend(CLI::App& app, RecommendOptions& options);
-std::string run_recommend(const RecommendOptions& options);
+// Exits 1 (with the report) when no configuration meets both targets.
+CommandOutput run_recommend(const RecommendOptions& options);
 
 }  // namespace kvplan

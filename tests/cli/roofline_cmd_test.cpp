@@ -76,7 +76,7 @@ TEST_CASE("recommend --json lists candidates best first with vLLM flags") {
 
 TEST_CASE("recommend says plainly when nothing meets the targets") {
     auto r = kvplan_run({"recommend", "--model", "llama-3.1-70b", "--context", "32768", "--ttft", "0.05", "--tpot", "0.004"});
-    REQUIRE(r.code == 0);
+    REQUIRE(r.code == 1);  // nothing meets both targets: exit 1, report printed (docs/errors.md)
     CHECK_THAT(r.out, Catch::Contains("Nothing meets both targets") && Catch::Contains("bind"));
 }
 
@@ -86,4 +86,9 @@ TEST_CASE("roofline csv rows name the model, GPU, TP and formats, so that runs c
     CHECK_THAT(r.out, Catch::StartsWith("model,gpu,tp,weights,kv_dtype,batch,context_tokens,decode_step_s,"));
     CHECK(r.out.find("\nllama-3.1-8b,h100-sxm,1,bf16,bf16,1,") != std::string::npos);
     CHECK(r.out.find("\nllama-3.1-8b,h100-sxm,1,bf16,bf16,8,") != std::string::npos);
+}
+
+TEST_CASE("recommend exits 0 when a configuration meets both targets") {
+    auto ok = kvplan_run({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.05"});
+    CHECK(ok.code == 0);
 }
