@@ -17,6 +17,7 @@
 #include "cli/flag_checks.hpp"
 #include "cli/version.hpp"
 #include "core/error.hpp"
+#include "io/gpu_db.hpp"
 #include "io/printable.hpp"
 
 namespace kvplan {
@@ -36,6 +37,11 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         "  kvplan models\n"
         "  kvplan gpus\n"
         "Run `kvplan <command> --help` for a command's flags.");
+
+    std::string gpu_file;
+    app.add_option("--gpu-file", gpu_file,
+                   "devices to add to, or replace in, the hardware database: a JSON file of the same schema (`kvplan gpus --schema`); "
+                   "default: $KVPLAN_GPU_FILE");
 
     SizeOptions size;
     ConcurrencyOptions concurrency;
@@ -58,6 +64,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     CLI::App* baseline_cmd = setup_baseline(app, baseline);
     CLI::App* diff_cmd = setup_diff(app, diff);
 
+    // --gpu-file may follow the command too (kvplan concurrency --gpu-file F ...).
+    for (CLI::App* command : app.get_subcommands({})) command->fallthrough();
+
     try {
         std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last-first
         app.parse(reversed);
@@ -76,6 +85,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     }
 
     try {
+        use_gpu_file(gpu_file);
         for (const CLI::App* command : app.get_subcommands()) {
             refuse_empty_list_items(*command, args);
             warn_deprecated_flags(*command, err);

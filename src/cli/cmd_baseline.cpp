@@ -123,7 +123,7 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
         }
         if (contexts.empty()) continue;
         for (const std::string& gpu_id : o.gpus) {
-            const Gpu& gpu = find_gpu(bundled_gpus(), gpu_id);
+            const Gpu& gpu = find_gpu(known_gpus(), gpu_id);
 
             ScenarioInputs base;
             base.model = reference;

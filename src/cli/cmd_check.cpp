@@ -58,7 +58,7 @@ ScenarioCheck check_scenario(const Scenario& s, const std::string& baseline_path
     try {
         const Gpu* gpu = nullptr;
         try {
-            gpu = &find_gpu(bundled_gpus(), s.inputs.gpu);
+            gpu = &find_gpu(known_gpus(), s.inputs.gpu);
         } catch (const Error& e) {
             data_error(std::string("gpu: ") + e.what());
         }

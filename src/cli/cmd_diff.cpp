@@ -59,8 +59,8 @@ std::string run_diff(const DiffOptions& o) {
     parse_engine(o.engine);
     for (const std::string& d : kv_dtypes) parse_dtype_flag("--kv-dtype", d);
     const std::vector<std::int64_t> contexts = o.contexts.empty() ? std::vector<std::int64_t>{4096, 32768} : o.contexts;
-    Side a{load_model(o.models.front()), &find_gpu(bundled_gpus(), gpus.front()), kv_dtypes.front()};
-    Side b{o.models.size() == 2 ? load_model(o.models.back()) : a.model, &find_gpu(bundled_gpus(), gpus.back()), kv_dtypes.back()};
+    Side a{load_model(o.models.front()), &find_gpu(known_gpus(), gpus.front()), kv_dtypes.front()};
+    Side b{o.models.size() == 2 ? load_model(o.models.back()) : a.model, &find_gpu(known_gpus(), gpus.back()), kv_dtypes.back()};
 
     DiffResult d;
     d.label_a = a.label();

@@ -1,4 +1,4 @@
-// `kvplan gpus`: the bundled hardware database.
+// `kvplan gpus`: the hardware database (bundled, plus --gpu-file / KVPLAN_GPU_FILE).
 #pragma once
 
 #include <string>
@@ -10,6 +10,7 @@ namespace kvplan {
 struct GpusOptions {
     bool json = false;
     std::string format = "table";
+    bool schema = false;  // print the JSON Schema of a device file instead
 };
 
 CLI::App* setup_gpus(CLI::App& app, GpusOptions& options);

@@ -61,14 +61,14 @@ CommandOutput run_recommend(const RecommendOptions& o) {
     r.model = model.name;
     RecommendInputs& in = r.inputs;
     in.model = &model;
-    if (o.gpus == "all") in.gpus = bundled_gpus();
+    if (o.gpus == "all") in.gpus = known_gpus();
     else
-        for (const std::string& id : split_list(o.gpus, "--gpus")) in.gpus.push_back(find_gpu(bundled_gpus(), id));
+        for (const std::string& id : split_list(o.gpus, "--gpus")) in.gpus.push_back(find_gpu(known_gpus(), id));
     if (in.gpus.empty()) usage_error("--gpus: expected comma-separated device ids or all");
     for (const std::string& pair : split_list(o.prices, "--price-per-hour")) {
         const auto eq = pair.find('=');
         if (eq == std::string::npos) usage_error("--price-per-hour: expected GPU=USD pairs such as h100-sxm=2.5, found \"" + pair + "\"");
-        const Gpu& g = find_gpu(bundled_gpus(), pair.substr(0, eq));
+        const Gpu& g = find_gpu(known_gpus(), pair.substr(0, eq));
         char* end = nullptr;
         const std::string value = pair.substr(eq + 1);
         const double usd = std::strtod(value.c_str(), &end);

@@ -50,10 +50,27 @@ std::optional<double> tflops(const ConfigReader& r, const char* key) {
 
 std::string text_or_empty(const ConfigReader& r, const char* key) { return r.get_string(key).value_or(""); }
 
+// Every key a device entry may have (schema: `kvplan gpus --schema`).
+const std::vector<std::string> kDeviceKeys = {
+    "id", "name", "vendor", "aliases", "memory_bytes", "memory_source", "cuda_total_bytes", "cuda_total_source", "marketed_memory",
+    "memory_technology", "memory_bandwidth_bytes_per_s", "bandwidth_source", "peak_tflops", "tflops_source", "interconnect",
+    "interconnect_bytes_per_s_per_direction", "interconnect_source", "unified_memory", "unverified"};
+
+void refuse_unknown_keys(const ConfigReader& r, const nlohmann::json& object, const std::vector<std::string>& known) {
+    for (const auto& [key, value] : object.items()) {
+        if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+        std::string list;
+        for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+        r.fail(key, "unknown key (expected one of: " + list + ")");
+    }
+}
+
 }  // namespace
 
 std::vector<Gpu> parse_gpu_database(const nlohmann::json& db, const std::string& source) {
     ConfigReader top(db, source);
+    // A typo in a hand-written device file would otherwise be ignored silently.
+    refuse_unknown_keys(top, db, {"schema_version", "gpus", "source_note"});
     std::int64_t version = top.require_int({"schema_version"}, 1, 1000);
     if (version != 1) top.fail("schema_version", "expected 1, found " + std::to_string(version));
     const nlohmann::json* list = top.find({"gpus"});
@@ -66,6 +83,7 @@ std::vector<Gpu> parse_gpu_database(const nlohmann::json& db, const std::string&
         const std::string prefix = "gpus[" + std::to_string(i) + "].";
         if (!entry.is_object()) top.fail("gpus[" + std::to_string(i) + "]", "expected an object");
         ConfigReader r(entry, source, prefix);
+        refuse_unknown_keys(r, entry, kDeviceKeys);
         Gpu g;
         g.id = r.get_string("id").value_or("");
         if (g.id.empty() || normalise_id(g.id) != g.id) r.fail("id", "expected a lower-case hyphenated id such as \"h100-sxm\"");
@@ -91,6 +109,7 @@ std::vector<Gpu> parse_gpu_database(const nlohmann::json& db, const std::string&
         g.bandwidth_bytes_per_s = r.require_int({"memory_bandwidth_bytes_per_s"}, 1, kMax);
         g.bandwidth_source = text_or_empty(r, "bandwidth_source");
         if (auto peak = r.child("peak_tflops")) {
+            refuse_unknown_keys(*peak, entry.at("peak_tflops"), {"fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4"});
             g.peak.fp32 = tflops(*peak, "fp32");
             g.peak.tf32 = tflops(*peak, "tf32");
             g.peak.bf16 = tflops(*peak, "bf16");

@@ -1,6 +1,9 @@
 // `kvplan concurrency` and `kvplan gpus` in process, through run().
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -139,4 +142,71 @@ TEST_CASE("replaying a log needs no device: --kv-pool alone is the whole budget"
     auto big = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "l4", "--kv-pool", "40GiB"});
     CHECK(big.code == 2);
     CHECK(big.err.find("--kv-pool (42,949,672,960 B) exceeds the device's memory") != std::string::npos);
+}
+
+namespace {
+
+std::string write_temp(const std::string& name, const std::string& text) {
+    const std::string path = (std::filesystem::temp_directory_path() / name).string();
+    std::ofstream(path) << text;
+    return path;
+}
+
+// A team's device file: one new accelerator, and the H100 with measured figures.
+const char* kOurGpus = R"json({"schema_version": 1, "gpus": [
+  {"id": "our-accel", "name": "Our Accelerator 48GB", "aliases": ["oa48"], "memory_bytes": 51539607552,
+   "memory_bandwidth_bytes_per_s": 1000000000000, "memory_technology": "GDDR6", "peak_tflops": {"bf16": 200}},
+  {"id": "h100-sxm", "name": "NVIDIA H100 SXM 80GB (our clocks)", "memory_bytes": 85520809984,
+   "memory_bandwidth_bytes_per_s": 3000000000000, "memory_technology": "HBM3", "peak_tflops": {"bf16": 900}}]})json";
+
+}  // namespace
+
+TEST_CASE("a device file (gpu-file flag or KVPLAN_GPU_FILE) adds devices and replaces bundled ones, validated field by field") {
+    const std::string file = write_temp("kvplan_our_gpus.json", kOurGpus);
+    // A new device, by its alias; 48 GiB = 51,539,607,552 B as the file says.
+    auto added = kvplan_run({"--gpu-file", file, "concurrency", "--model", "llama-3.1-8b", "--gpu", "oa48", "--context", "4096", "--json"});
+    REQUIRE(added.code == 0);
+    CHECK(nlohmann::json::parse(added.out)["gpu_memory_bytes"] == 51539607552LL);
+    // The flag may follow the command, and a bundled id is replaced: 3.0 TB/s instead of the datasheet's 3.35.
+    auto replaced = kvplan_run({"gpus", "--gpu-file", file, "--json"});
+    REQUIRE(replaced.code == 0);
+    bool found = false;
+    for (const auto& g : nlohmann::json::parse(replaced.out))
+        if (g["id"] == "h100-sxm") {
+            found = true;
+            CHECK(g["memory_bandwidth_bytes_per_s"] == 3000000000000LL);
+        }
+    CHECK(found);
+    // KVPLAN_GPU_FILE does the same when no flag is given; without either, the bundled database.
+    ::setenv("KVPLAN_GPU_FILE", file.c_str(), 1);
+    CHECK(kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "our-accel", "--context", "4096"}).code == 0);
+    ::unsetenv("KVPLAN_GPU_FILE");
+    CHECK(kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "our-accel", "--context", "4096"}).code == 2);
+    // A typo is an error naming the file, the field and the keys expected.
+    const std::string bad = write_temp("kvplan_bad_gpus.json",
+                                       R"({"schema_version": 1, "gpus": [{"id": "x", "memory_bytes": 1, "memory_bandwidth_bytes_per_s": 1, "memory_bandwith": 3}]})");
+    auto typo = kvplan_run({"--gpu-file", bad, "gpus"});
+    CHECK(typo.code == 65);
+    CHECK_THAT(typo.err, Catch::Contains("kvplan_bad_gpus.json: gpus[0].memory_bandwith: unknown key (expected one of: id, name,"));
+    // An id that is another device's alias would make --gpu ambiguous.
+    const std::string clash = write_temp("kvplan_clash_gpus.json",
+                                         R"({"schema_version": 1, "gpus": [{"id": "h100", "memory_bytes": 1, "memory_bandwidth_bytes_per_s": 1}]})");
+    auto ambiguous = kvplan_run({"--gpu-file", clash, "gpus"});
+    CHECK(ambiguous.code == 65);
+    CHECK_THAT(ambiguous.err, Catch::Contains("is already an alias of the bundled device \"h100-sxm\""));
+}
+
+TEST_CASE("gpus --schema prints the JSON Schema of a device file, which the bundled database follows") {
+    auto r = kvplan_run({"gpus", "--schema"});
+    REQUIRE(r.code == 0);
+    const auto schema = nlohmann::json::parse(r.out);
+    CHECK(schema["required"] == nlohmann::json::array({"schema_version", "gpus"}));
+    // Every key of every bundled device is one the schema names.
+    const auto& allowed = schema["$defs"]["device"]["properties"];
+    const auto db = nlohmann::json::parse(std::ifstream(std::string(KVPLAN_SOURCE_DIR) + "/models/gpus.json"));
+    for (const auto& g : db["gpus"])
+        for (auto it = g.begin(); it != g.end(); ++it) {
+            INFO(g["id"] << ": " << it.key());
+            CHECK(allowed.contains(it.key()));
+        }
 }
