@@ -68,6 +68,7 @@ Sweep sweep(const std::vector<ModelSpec>& models, const std::vector<Gpu>& gpus, 
                 cap.tp = tp;
                 cap.contexts.assign(std::begin(kContexts), std::end(kContexts));
                 cap.overhead_bytes = 0;
+                cap.longest_lengths = false;  // the sweep reads the rows only
                 const CapacityPlan plan = plan_capacity(m, cap);
                 for (std::size_t ci = 0; ci < std::size(kContexts); ++ci)
                     for (std::int64_t b = 1; b <= 1024; b *= 2) {
@@ -89,7 +90,8 @@ std::string big_baseline(int n) {
         text += "    {\n      \"name\": \"llama-3.1-8b/h100-sxm/" + std::to_string(i + 1) + "\",\n";
         text += "      \"model\": \"llama-3.1-8b\",\n      \"gpu\": \"h100-sxm\",\n      \"engine\": \"vllm\",\n";
         text += "      \"tp\": 1,\n      \"context_tokens\": " + std::to_string(i + 1) + ",\n";
-        text += "      \"expected\": {\n        \"kv_bytes_per_token\": 131072\n      }\n    }";
+        text += "      \"expected\": {\n        \"kv_bytes_per_token\": 131072,\n        \"kv_bytes_per_sequence\": " +
+                std::to_string(131072LL * (i + 1)) + ",\n        \"kv_cache_tokens\": 419392,\n        \"max_requests\": 1\n      }\n    }";
         text += i + 1 < n ? ",\n" : "\n";
     }
     return text + "  ]\n}\n";

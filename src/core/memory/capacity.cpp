@@ -394,7 +394,8 @@ CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool sea
     take_binding_stage(p, in, stages[binding], binding, binding_requests, min_blocks);
     add_notes(p, spec, in, s, stages[binding]);
     p.engine_log = engine_log_figures(p, stages[binding]);
-    set_longest_lengths(p, spec, in, s, stages, min_blocks);
+    // The TP search's trial plans are discarded but for `fits`: spare them the two searches.
+    if (search_tp && in.longest_lengths) set_longest_lengths(p, spec, in, s, stages, min_blocks);
 
     if (!p.fits && search_tp && !in.weights_bytes && !in.kv_pool_bytes) {
         p.tp_searched = true;

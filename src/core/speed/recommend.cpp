@@ -45,6 +45,7 @@ Recommendation recommend(const RecommendInputs& in) {
             cap.contexts = {in.context};
             cap.max_model_len = in.context;
             cap.kv_dtype = in.kv_dtype;
+            cap.longest_lengths = false;  // only the rows are read
             if (!in.weights.as_checkpoint) cap.weights_bytes = (weights.bytes + tp - 1) / tp;
             const CapacityPlan plan = plan_capacity(spec, cap);
             const std::int64_t max_requests = plan.rows.at(0).max_requests;
