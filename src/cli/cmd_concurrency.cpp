@@ -51,7 +51,7 @@ CLI::App* setup_concurrency(CLI::App& app, ConcurrencyOptions& o) {
         "  kvplan concurrency --model llama-3.1-70b --gpu a100-80gb --tp 4 --gpus 8 --engine vllm\n"
         "  kvplan concurrency --model qwen2.5-7b --gpu-mem 24GiB --kv-dtype fp8 --prefix-tokens 2000 --context 8192\n"
         "  kvplan concurrency --layers 32 --kv-heads 32 --head-dim 128 --gpu-mem 40GB --mem-util 1 --weights 14GB \\\n"
-        "      --overhead 2GB --context 2000,8000,500 --block-size 1   # the seeds' 22 / 5 / 91\n"
+        "      --overhead 2GB --context 2000,8000,500 --block-size 1   # 22, 5 and 91 requests (docs/concurrency.md)\n"
         "  kvplan concurrency --model llama-3.1-8b --gpu-mem 40GB --allocation contiguous --max-tokens 4000 --context 200");
     return cmd;
 }

@@ -26,7 +26,7 @@ CLI::App* setup_size(CLI::App& app, SizeOptions& o) {
         "Examples:\n"
         "  kvplan size --model llama-3.1-8b --context 8192 --batch 32\n"
         "  kvplan size --model gemma-2-9b --kv-dtype fp8 --tp 2 --json   # or a config.json / model folder\n"
-        "  kvplan size --layers 32 --kv-heads 32 --head-dim 128 --context 2000   # the seeds' 7B shape");
+        "  kvplan size --layers 32 --kv-heads 32 --head-dim 128 --context 2000   # a 7B shape without a config");
     return cmd;
 }
 

@@ -27,8 +27,8 @@ const char* engine_label(Engine engine); // "vLLM V1", ...
 Engine parse_engine(const std::string& text);
 
 // The engine's default memory fraction and the flag that sets it:
-// vLLM gpu_memory_utilization 0.9 (0.92 in the newest releases; the issue's
-// default and most published logs use 0.9); SGLang mem_fraction_static by TP
+// vLLM gpu_memory_utilization 0.9 (0.92 in the newest releases; its
+// long-standing default, and most published logs use 0.9); SGLang mem_fraction_static by TP
 // degree (0.88 / 0.87 / 0.85 / 0.81 / 0.79, sglang/srt/server_args.py);
 // TensorRT-LLM KvCacheConfig.free_gpu_memory_fraction 0.9.
 double default_mem_fraction(Engine engine, std::int64_t tp);

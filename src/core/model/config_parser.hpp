@@ -14,8 +14,8 @@ namespace kvplan {
 // unsupported config.
 ModelSpec parse_model_config(const nlohmann::json& config, const std::string& source);
 
-// A model with no config file, from the shape alone (the seeds' constructed
-// 7B and 13B examples): --layers --kv-heads --head-dim [--hidden --heads --params].
+// A model with no config file, from the shape alone (e.g. a 7B of 32 layers x
+// 32 KV heads x 128): --layers --kv-heads --head-dim [--hidden --heads --params].
 struct ManualShape {
     std::int64_t layers = 0;
     std::int64_t kv_heads = 0;

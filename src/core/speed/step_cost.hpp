@@ -23,7 +23,7 @@ namespace kvplan {
 
 // What fraction of the datasheet a real engine reaches, or measured figures
 // that replace them (kvplan measure --output, read with --calibration).
-// Defaults derived from shared/reference/decode_measurements.jsonl; see
+// Defaults derived from tests/fixtures/reference/decode_measurements.jsonl; see
 // docs/roofline.md ("Efficiency defaults").
 struct Efficiency {
     // Of datasheet memory bandwidth. Weights are streamed by matrix-vector
