@@ -38,10 +38,11 @@ std::string header(const ConcurrencyResult& r) {
                                     : std::string(quant_method_name(p.weights_quantization)) + "-quantized";
     out += fmt::format("{}, {}, KV dtype {}, weights {} ({} in all)", engine_label(p.engine), layout_text(p), dtype_name(p.kv_dtype),
                        weights, decimal_size(p.model_weights_bytes));
+    // Two lines, so that the header fits 100 columns.
     if (p.allocation == Allocation::Contiguous)
-        out += fmt::format(", contiguous allocation of {} tokens per request", group_digits(p.max_tokens));
+        out += fmt::format("\ncontiguous allocation of {} tokens per request", group_digits(p.max_tokens));
     else
-        out += fmt::format(", {}-token blocks", group_digits(p.block_size));
+        out += fmt::format("\n{}-token blocks", group_digits(p.block_size));
     out += fmt::format(", max_model_len {}, {} batched tokens\n", group_digits(p.max_model_len), group_digits(p.max_batched_tokens));
     return out;
 }
@@ -61,6 +62,17 @@ Table overhead_table(const CapacityPlan& p) {
     for (const OverheadTerm& o : p.budget.overhead)
         t.add({o.name, o.basis, signed_bytes(o.bytes), gib2(o.low_bytes) + " .. " + gib2(o.high_bytes), o.in_pool ? "yes" : "no"});
     return t;
+}
+
+// The overhead terms for a terminal: the table without its long basis
+// column, then each term's basis on lines of at most 100 columns.
+std::string overhead_text(const CapacityPlan& p) {
+    Table t({"overhead term", "bytes", "range (GiB)", "in pool"}, 1);
+    for (const OverheadTerm& o : p.budget.overhead)
+        t.add({o.name, signed_bytes(o.bytes), gib2(o.low_bytes) + " .. " + gib2(o.high_bytes), o.in_pool ? "yes" : "no"});
+    std::string out = t.render_text() + "  basis:\n";
+    for (const OverheadTerm& o : p.budget.overhead) out += wrap_text(o.name + ": " + o.basis, 100, "    ", "      ");
+    return out;
 }
 
 Table contexts_table(const CapacityPlan& p) {
@@ -164,8 +176,8 @@ std::string render_concurrency_table(const ConcurrencyResult& r) {
     const CapacityPlan& p = r.plan;
     std::string out = header(r) + "\n" + budget_table(p).render_text();
     // A given pool replaces the budget, overhead included: its terms would explain nothing.
-    if (!p.budget.overhead.empty() && !p.budget.kv_pool_given) out += "\n" + overhead_table(p).render_text();
-    out += "\n" + pool_line(p) + "\n" + contexts_table(p).render_text() + "\n" + answer_sentence(r) + "\n" + longest_len_text(p);
+    if (!p.budget.overhead.empty() && !p.budget.kv_pool_given) out += "\n" + overhead_text(p);
+    out += "\n" + pool_line(p) + "\n" + contexts_table(p).render_text() + "\n" + wrap_text(answer_sentence(r), 100) + longest_len_text(p);
     out += not_fit_text(p);
     if (const std::vector<std::string> log = engine_log_lines(p); !log.empty()) {
         out += fmt::format("\n{} would log:\n", engine_label(p.engine));

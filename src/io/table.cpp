@@ -77,4 +77,24 @@ std::string Table::render_csv() const {
     return out;
 }
 
+std::string wrap_text(const std::string& text, std::size_t width, const std::string& first, const std::string& rest) {
+    std::string out, line = first;
+    bool empty = true;  // no word on this line yet
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        std::size_t end = text.find(' ', start);
+        if (end == std::string::npos) end = text.size();
+        const std::string word = text.substr(start, end - start);
+        if (!empty && line.size() + 1 + word.size() > width) {
+            out += line + "\n";
+            line = rest;
+            empty = true;
+        }
+        line += (empty ? "" : " ") + word;
+        empty = false;
+        start = end + 1;
+    }
+    return out + line + "\n";
+}
+
 }  // namespace kvplan

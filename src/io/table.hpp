@@ -27,4 +27,9 @@ private:
     std::size_t text_columns_;
 };
 
+// `text` broken at spaces into lines of at most `width` columns (a longer
+// word stays whole), the first line prefixed by `first`, the rest by `rest`;
+// every line ends with a newline.
+std::string wrap_text(const std::string& text, std::size_t width, const std::string& first = "", const std::string& rest = "");
+
 }  // namespace kvplan
