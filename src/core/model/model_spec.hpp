@@ -90,6 +90,36 @@ struct Quantization {
     std::optional<Dtype> kv_cache_dtype;
 };
 
+// The weights as a checkpoint stores them, read from its files' headers
+// (safetensors JSON headers, GGUF tensor infos) without reading the tensor
+// data. When present and chosen (`use_stored_weights`), these bytes replace
+// the formula's: they are what the engine loads.
+struct StoredDtype {
+    std::string dtype;         // as the file names it: "BF16", "F8_E4M3", "Q4_K", "I32"...
+    std::int64_t params = 0;   // elements stored in this dtype (packed int4 counts as its I32 words' elements)
+    std::int64_t bytes = 0;
+};
+
+struct StoredWeights {
+    std::string source;               // e.g. "4 safetensors files" or "model.gguf"
+    std::int64_t files = 0;
+    std::int64_t tensors = 0;
+    std::int64_t params = 0;          // elements over every tensor, scales and indices included
+    std::int64_t bytes = 0;           // stored tensor bytes, every tensor (headers excluded)
+    std::vector<StoredDtype> by_dtype;   // largest first
+    // Bytes of the tensors that are not per-layer, classified by name, so
+    // pipeline stages and the decode step split the stored bytes as the
+    // formula's parts: the token embedding, the output head, routed experts.
+    std::int64_t embedding_bytes = 0;
+    std::int64_t head_bytes = 0;
+    std::int64_t expert_bytes = 0;
+    // Tensors the engine does not load for the language model: MTP / draft
+    // layers vLLM skips (DeepSeek-V3's layer 61). Part of `bytes`; the
+    // engine loads bytes - skipped_bytes.
+    std::int64_t skipped_bytes = 0;
+    std::int64_t skipped_params = 0;
+};
+
 struct ModelSpec {
     std::string name;          // preset name, file path, or "manual"
     std::string model_type;    // config's model_type; e.g. "llama"
@@ -110,6 +140,8 @@ struct ModelSpec {
     std::vector<ParamTensor> params;   // every learned tensor of the language model
     std::optional<std::int64_t> params_override;  // --params for a hand-built model without tensors
     Quantization quantization;
+    std::optional<StoredWeights> stored_weights;  // from the checkpoint's files, when read
+    bool use_stored_weights = true;               // --weights-from files (default) or formula
 
     std::vector<std::string> notes;    // decisions a reader should know about (language model only, MTP skipped...)
 };

@@ -33,7 +33,44 @@ std::optional<std::int64_t> quantized_bytes(const ParamTensor& t, const Quantiza
 }
 
 namespace {
+
 WeightSizing size_weights_of(const ModelSpec& spec, std::optional<Dtype> dtype_override);
+
+// The stored bytes in place of the formula's (see weights.hpp).
+void use_stored(const StoredWeights& s, bool unquantized, WeightSizing& out) {
+    const std::int64_t loaded = s.bytes - s.skipped_bytes;
+    out.from_files = true;
+    out.bytes = loaded;
+    if (unquantized) out.params = s.params - s.skipped_params;
+    // Parts named in the file keep their stored bytes; the per-layer rest is
+    // shared in the formula's proportions. A named part the formula lacks
+    // (an lm_head stored beside tied embeddings) joins the rest.
+    std::int64_t named = 0, rest_formula = 0;
+    for (const WeightPart& p : out.parts) {
+        if (p.part == ParamPart::Embedding) named += s.embedding_bytes;
+        else if (p.part == ParamPart::Head) named += s.head_bytes;
+        else if (p.part == ParamPart::Experts) named += s.expert_bytes;
+        else rest_formula += p.bytes;
+    }
+    const std::int64_t rest = std::max<std::int64_t>(0, loaded - named);
+    std::int64_t shared = 0;
+    WeightPart* last_rest = nullptr;
+    for (WeightPart& p : out.parts) {
+        if (p.part == ParamPart::Embedding) p.bytes = s.embedding_bytes;
+        else if (p.part == ParamPart::Head) p.bytes = s.head_bytes;
+        else if (p.part == ParamPart::Experts) p.bytes = s.expert_bytes;
+        else {
+            // rest x (this part's share of the formula's rest), in doubles: the product overflows int64 for 1T models.
+            p.bytes = rest_formula > 0 ? static_cast<std::int64_t>(static_cast<double>(rest) * static_cast<double>(p.bytes) /
+                                                                   static_cast<double>(rest_formula))
+                                       : 0;
+            shared += p.bytes;
+            last_rest = &p;
+        }
+    }
+    if (last_rest) last_rest->bytes += rest - shared;  // the rounding, so the parts add up to the stored bytes
+}
+
 }  // namespace
 
 WeightSizing size_weights(const ModelSpec& spec, std::optional<Dtype> dtype_override) {
@@ -81,6 +118,10 @@ WeightSizing size_weights_of(const ModelSpec& spec, std::optional<Dtype> dtype_o
         out.params = out.active_params = *spec.params_override;
         out.parts.clear();
     }
+    out.formula_params = out.params;
+    out.formula_bytes = out.bytes;
+    if (spec.stored_weights && spec.use_stored_weights && !dtype_override && !spec.params_override)
+        use_stored(*spec.stored_weights, spec.quantization.method == QuantMethod::None, out);
     return out;
 }
 

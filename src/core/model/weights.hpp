@@ -24,8 +24,20 @@ struct WeightSizing {
     Dtype dtype = Dtype::Bf16;       // dtype of unquantized tensors
     QuantMethod quantization = QuantMethod::None;
     std::vector<WeightPart> parts;   // by part, in ParamPart order, parts with no parameters omitted
+    // What the config's formula gives; equal to params and bytes unless the
+    // checkpoint's stored bytes were used (from_files).
+    std::int64_t formula_params = 0;
+    std::int64_t formula_bytes = 0;
+    bool from_files = false;
 };
 
+// With the checkpoint's stored weights (spec.stored_weights, when
+// spec.use_stored_weights and no dtype_override), bytes are the stored bytes
+// the engine loads, params the stored elements for an unquantized checkpoint
+// (a quantized one packs several values per stored element, so the formula's
+// count stays), and the parts' bytes are the stored ones: the embedding, head
+// and experts as classified by tensor name, the rest shared in the formula's
+// proportions.
 // `dtype_override` forces unquantized tensors (and, without a quantization
 // config, every tensor) to that dtype; default: the serving dtype (see dtype.hpp).
 WeightSizing size_weights(const ModelSpec& spec, std::optional<Dtype> dtype_override = std::nullopt);
