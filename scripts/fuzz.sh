@@ -9,12 +9,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:?usage: scripts/fuzz.sh BUILD [SECONDS]}
 seconds=${2:-60}
-mkdir -p "$build/crashes" "$build/corpus/fuzz_config" "$build/corpus/fuzz_baseline" "$build/seeds/fuzz_config" "$build/seeds/fuzz_baseline"
+mkdir -p "$build/crashes"
+for target in fuzz_config fuzz_baseline fuzz_safetensors; do mkdir -p "$build/corpus/$target" "$build/seeds/$target"; done
 cp models/presets/*.json tests/fixtures/configs/*.json tests/fixtures/bad/*.json tests/fixtures/constructed/*.json \
    "$build/seeds/fuzz_config/" 2>/dev/null || true
 cp tests/baseline/presets.json docs/examples/*.json "$build/seeds/fuzz_baseline/" 2>/dev/null || true
+# Safetensors headers: the first byte picks the data size (fuzz_safetensors.cpp), then the header's JSON.
+cp tests/fixtures/safetensors/*.seed "$build/seeds/fuzz_safetensors/" 2>/dev/null || true
 status=0
-for target in fuzz_config fuzz_baseline; do
+for target in fuzz_config fuzz_baseline fuzz_safetensors; do
   echo "== $target: ${seconds} s"
   # -rss_limit_mb: the machine has 24 GiB; a runaway allocation is a finding too.
   if ! ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \

@@ -47,6 +47,7 @@ std::string run_size(const SizeOptions& o) {
     result.model_label = model_label(model);
     result.kv = size_kv(model, kv);
     result.weights = size_weights(model);
+    result.warnings = model.warnings;
     if (o.context > 0 && model.max_position_tokens > 0 && o.context > model.max_position_tokens)
         // vLLM refuses max_model_len beyond max_position_embeddings unless
         // VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (vllm/config: _get_and_verify_max_len).

@@ -12,6 +12,10 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
     app.add_option("-m,--model", o.model,
                    "config.json path, model folder, Hugging Face repo id (read from the local HF cache), or bundled preset "
                    "(see `kvplan models`)");
+    app.add_option("--weights-from", o.weights_from,
+                   "auto|files|formula: weight bytes from the checkpoint's safetensors headers or the config's formula "
+                   "(auto: the files when the folder holds them)")
+        ->check(CLI::IsMember({"auto", "files", "formula"}));
     auto* g = app.add_option_group("hand-built model", "a model with no config file: --layers --kv-heads --head-dim are required together");
     g->add_option("--layers", o.shape.layers, "decoder layers")->check(CLI::Range(std::int64_t{1}, kMaxLayers));
     g->add_option("--kv-heads", o.shape.kv_heads, "K/V heads per layer")->check(CLI::Range(std::int64_t{1}, kMaxHeads));
@@ -26,7 +30,15 @@ ModelSpec resolve_model(const ModelOptions& o) {
     bool manual = s.layers || s.kv_heads || s.head_dim || s.hidden || s.heads || s.params;
     if (!o.model.empty() && manual)
         usage_error("give either --model or a hand-built shape (--layers --kv-heads --head-dim), not both");
-    if (!o.model.empty()) return load_model(o.model);
+    if (!o.model.empty()) {
+        ModelSpec spec = load_model(o.model);
+        if (o.weights_from == "files" && !spec.stored_weights)
+            usage_error("--weights-from files: " + o.model + ": " +
+                        (spec.warnings.empty() ? std::string("no safetensors files beside the config") : spec.warnings.front()));
+        spec.use_stored_weights = o.weights_from != "formula";
+        return spec;
+    }
+    if (o.weights_from == "files") usage_error("--weights-from files needs --model with a checkpoint folder");
     if (!manual) usage_error("no model: pass --model NAME|PATH (presets: " + preset_names() + ") or --layers N --kv-heads N --head-dim N");
     if (!s.layers) usage_error("hand-built model needs --layers");
     if (!s.kv_heads) usage_error("hand-built model needs --kv-heads");

@@ -16,6 +16,7 @@ namespace kvplan {
 struct ModelOptions {
     std::string model;  // --model
     ManualShape shape;  // --layers --kv-heads --head-dim --hidden --heads --params (0: not given)
+    std::string weights_from = "auto";  // --weights-from auto|files|formula
 };
 
 void add_model_options(CLI::App& app, ModelOptions& options);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,8 +13,10 @@
 #include <fmt/format.h>
 
 #include "core/model/config_parser.hpp"
+#include "core/model/weights.hpp"
 #include "core/error.hpp"
 #include "io/presets.hpp"
+#include "io/safetensors_reader.hpp"
 #include "io/units.hpp"
 
 namespace kvplan {
@@ -156,6 +159,31 @@ std::optional<Sidecar> quantization_sidecar(const fs::path& folder) {
     return std::nullopt;
 }
 
+// "BF16 16,060,522,496 B, F32 266,240 B": the stored dtypes, largest first.
+std::string dtype_list(const StoredWeights& s) {
+    std::string out;
+    for (const StoredDtype& d : s.by_dtype) out += (out.empty() ? "" : ", ") + d.dtype + " " + group_digits(d.bytes) + " B";
+    return out;
+}
+
+// The checkpoint's stored weights from its safetensors headers, and a note
+// comparing them with the config's formula.
+void read_stored_weights(const fs::path& folder, ModelSpec& spec) {
+    spec.stored_weights = read_safetensors_weights(folder, static_cast<std::int64_t>(spec.layers.size()), spec.warnings);
+    if (!spec.stored_weights) return;
+    const StoredWeights& s = *spec.stored_weights;
+    const WeightSizing w = size_weights(spec);
+    const double diff = w.formula_bytes > 0 ? static_cast<double>(w.bytes - w.formula_bytes) / static_cast<double>(w.formula_bytes) : 0.0;
+    // Half a percent: what stored scales, biases or buffers the formula leaves out can add; more is a real disagreement.
+    const std::string verdict = std::abs(diff) <= 0.005 ? "agrees within 0.5%"
+                                                       : fmt::format("differs by {:+.1f}%; the stored bytes are used (--weights-from formula for the other)", 100 * diff);
+    spec.notes.push_back(std::string("weights read from the header") + (s.files == 1 ? " of " : "s of ") + s.source + ": " + group_digits(s.bytes) + " B in " + std::to_string(s.tensors) +
+                         " tensors (" + dtype_list(s) + "); the config's formula gives " + group_digits(w.formula_bytes) + " B: " + verdict);
+    if (s.skipped_bytes > 0)
+        spec.notes.push_back(group_digits(s.skipped_bytes) + " B of the stored tensors belong to layers beyond num_hidden_layers (" +
+                             std::to_string(spec.layers.size()) + "): next-token-prediction layers vLLM does not load; not counted");
+}
+
 ModelSpec load_file(const std::string& path) {
     std::error_code ec;
     if (!fs::is_regular_file(path, ec)) usage_error(path + ": not a regular file");
@@ -176,6 +204,7 @@ ModelSpec load_file(const std::string& path) {
                                   ? std::string("vLLM reads it when config.json has no quantization_config")
                                   : "vLLM reads it when served with --quantization " + method));
     }
+    read_stored_weights(fs::path(path).parent_path(), spec);
     return spec;
 }
 
@@ -185,7 +214,16 @@ ModelSpec load_model(const std::string& arg, const std::string& origin) {
     if (arg.empty()) usage_error(origin + ": empty value (expected a config.json path, a model folder or a preset name)");
     std::error_code ec;
     // 1. A path: a config.json, or a folder holding one.
-    if (fs::exists(arg, ec)) return load_file(fs::is_directory(arg, ec) ? config_in_folder(arg) : arg);
+    if (fs::exists(arg, ec)) {
+        if (fs::is_directory(arg, ec)) return load_file(config_in_folder(arg));
+        // A checkpoint's weights file or its index stands for the folder that holds them.
+        const std::string file = fs::path(arg).filename().string();
+        if (file.ends_with(".safetensors") || file.ends_with(".safetensors.index.json")) {
+            const fs::path folder = fs::path(arg).parent_path().empty() ? fs::path(".") : fs::path(arg).parent_path();
+            return load_file(config_in_folder(folder));
+        }
+        return load_file(arg);
+    }
     // 2. A bundled preset.
     if (auto preset = find_preset(arg)) return load_preset(*preset);
     // 3. A Hugging Face repo id in the local Hugging Face cache.

@@ -26,9 +26,12 @@ Table headline_table(const SizeResult& r) {
     t.add({"KV per sequence (" + ctx + ")", group_digits(kv.bytes_per_sequence), binary_size(kv.bytes_per_sequence)});
     t.add({"KV for batch of " + group_digits(kv.batch), group_digits(kv.bytes_total), binary_size(kv.bytes_total)});
     t.add({"KV per GPU (tp " + std::to_string(kv.tp) + ")", group_digits(kv.bytes_per_gpu), binary_size(kv.bytes_per_gpu)});
-    t.add({"weights (" + std::string(r.weights.quantization == QuantMethod::None ? dtype_name(r.weights.dtype)
-                                                                                 : quant_method_name(r.weights.quantization)) + ")",
+    const std::string format = r.weights.quantization == QuantMethod::None ? std::string(dtype_name(r.weights.dtype)) : quant_method_name(r.weights.quantization);
+    const bool stored = r.weights.from_files && r.model->stored_weights;
+    t.add({stored ? "weights as stored (" + r.model->stored_weights->source + ")" : "weights (" + format + ")",
            group_digits(r.weights.bytes), binary_size(r.weights.bytes)});
+    if (r.weights.from_files || (r.model->stored_weights && !r.model->use_stored_weights))
+        t.add({"weights by the config's formula (" + format + ")", group_digits(r.weights.formula_bytes), binary_size(r.weights.formula_bytes)});
     return t;
 }
 
@@ -134,7 +137,7 @@ std::string render_size_table(const SizeResult& r) {
     if (!r.weights.parts.empty()) out += params_table(r.weights).render_text();
     if (auto notes = all_notes(r); !notes.empty()) {
         out += "\nNotes:\n";
-        for (const std::string& n : notes) out += "  - " + n + "\n";
+        for (const std::string& n : notes) out += wrap_text(n, 100, "  - ", "    ");
     }
     return out;
 }
@@ -204,6 +207,25 @@ std::string render_size_json(const SizeResult& r) {
     }
     j["params"] = r.weights.params;
     j["weights_bytes"] = r.weights.bytes;
+    j["weights_from"] = r.weights.from_files ? "files" : "formula";
+    j["formula_params"] = r.weights.formula_params;
+    j["formula_weights_bytes"] = r.weights.formula_bytes;
+    j["stored_weights"] = nullptr;
+    if (const auto& s = r.model->stored_weights) {
+        nlohmann::ordered_json o;
+        o["source"] = s->source;
+        o["files"] = s->files;
+        o["tensors"] = s->tensors;
+        o["elements"] = s->params;
+        o["bytes"] = s->bytes;
+        o["skipped_bytes"] = s->skipped_bytes;
+        o["embedding_bytes"] = s->embedding_bytes;
+        o["head_bytes"] = s->head_bytes;
+        o["expert_bytes"] = s->expert_bytes;
+        o["by_dtype"] = nlohmann::ordered_json::array();
+        for (const StoredDtype& d : s->by_dtype) o["by_dtype"].push_back({{"dtype", d.dtype}, {"elements", d.params}, {"bytes", d.bytes}});
+        j["stored_weights"] = o;
+    }
     // What the table prints under "Notes": the model's decisions, then the request's warnings.
     j["notes"] = r.model->notes;
     j["warnings"] = r.warnings;

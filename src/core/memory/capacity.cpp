@@ -287,6 +287,9 @@ void add_notes(CapacityPlan& p, const ModelSpec& spec, const CapacityInputs& in,
                           " (raise it with --max-num-seqs)");
     if (in.prefix_tokens > 0 && in.allocation == Allocation::Contiguous)
         p.notes.push_back("a contiguous (naive) engine cannot share a prefix between requests; --prefix-tokens ignored");
+    if (s.weights.from_files && spec.stored_weights)
+        p.notes.push_back("weights as stored in " + spec.stored_weights->source + ": " + group_digits(s.weights.bytes) +
+                          " B (the config's formula: " + group_digits(s.weights.formula_bytes) + " B)");
     if (in.kv_dtype == Dtype::Fp8 && std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) { return l.kind == LayerKind::Mla; }))
         p.notes.push_back("MLA with an fp8 cache: kvplan counts 1 B per latent element; vLLM's fp8_ds_mla layout stores 656 B per token per layer");
 }

@@ -144,6 +144,7 @@ struct ModelSpec {
     bool use_stored_weights = true;               // --weights-from files (default) or formula
 
     std::vector<std::string> notes;    // decisions a reader should know about (language model only, MTP skipped...)
+    std::vector<std::string> warnings; // things in the input that look wrong but do not stop the plan (missing shards)
 };
 
 // What `--kv-dtype auto` means for this model: the checkpoint's declared KV
