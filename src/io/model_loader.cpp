@@ -184,6 +184,20 @@ void read_stored_weights(const fs::path& folder, ModelSpec& spec) {
                              std::to_string(spec.layers.size()) + "): next-token-prediction layers vLLM does not load; not counted");
 }
 
+// tokenizer_config.json's model_max_length, which vLLM also takes into the
+// default max_model_len. Tokenizers without a limit write
+// VERY_LARGE_INTEGER (1e30): no limit.
+std::optional<std::int64_t> tokenizer_max_length(const fs::path& folder) {
+    std::error_code ec;
+    const fs::path file = folder / "tokenizer_config.json";
+    if (!fs::is_regular_file(file, ec)) return std::nullopt;
+    const nlohmann::json doc = read_json_file(file.string(), 64 * 1024 * 1024);
+    if (!doc.is_object() || !doc.contains("model_max_length") || !doc["model_max_length"].is_number()) return std::nullopt;
+    const double v = doc["model_max_length"].get<double>();
+    if (!(v >= 1) || v > 1e9) return std::nullopt;
+    return static_cast<std::int64_t>(v);
+}
+
 ModelSpec load_file(const std::string& path) {
     std::error_code ec;
     if (!fs::is_regular_file(path, ec)) usage_error(path + ": not a regular file");
@@ -194,7 +208,7 @@ ModelSpec load_file(const std::string& path) {
             config["quantization_config"] = sidecar->quantization_config;
     // Messages name both files when the quantization came from beside the config.
     const std::string source = sidecar ? path + " (quantization from " + fs::path(sidecar->file).filename().string() + ")" : path;
-    ModelSpec spec = parse_model_config(config, source);
+    ModelSpec spec = parse_model_config(config, source, tokenizer_max_length(fs::path(path).parent_path()));
     spec.name = path;
     if (sidecar) {
         const std::string method = quant_method_name(spec.quantization.method);

@@ -26,9 +26,10 @@ TEST_CASE("size --json has exactly the documented top-level keys, with units in 
     std::vector<std::string> keys;
     for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
     std::sort(keys.begin(), keys.end());
-    std::vector<std::string> expected = {"batch", "context_tokens", "kv_bytes_per_gpu", "kv_bytes_per_sequence",
-                                         "kv_bytes_per_token", "kv_bytes_total", "kv_dtype", "layer_groups", "model",
-                                         "notes", "params", "tp", "warnings", "weights_bytes"};
+    std::vector<std::string> expected = {"batch", "context_tokens", "formula_params", "formula_weights_bytes",
+                                         "kv_bytes_per_gpu", "kv_bytes_per_sequence", "kv_bytes_per_token", "kv_bytes_total",
+                                         "kv_dtype", "layer_groups", "model", "notes", "params", "stored_weights", "tp",
+                                         "warnings", "weights_bytes", "weights_from"};
     CHECK(keys == expected);
     CHECK(j["model"] == "llama-3.1-8b");
     CHECK(j["kv_dtype"] == "bf16");
@@ -38,6 +39,8 @@ TEST_CASE("size --json has exactly the documented top-level keys, with units in 
     CHECK(j["kv_bytes_total"] == 34359738368LL);
     CHECK(j["params"] == 8030261248LL);
     CHECK(j["weights_bytes"] == 16060522496LL);
+    CHECK(j["weights_from"] == "formula");  // a preset has no weights files
+    CHECK(j["stored_weights"].is_null());
     REQUIRE(j["layer_groups"].size() == 1);
     auto g = j["layer_groups"][0];
     CHECK(g["kind"] == "full");

@@ -152,7 +152,7 @@ TEST_CASE("the index file or a shard given as --model stands for its folder") {
     CHECK(size_json({"--model", dir + "/model-00001-of-00001.safetensors"})["weights_from"] == "files");
 }
 
-TEST_CASE("shards the index names but the folder lacks: the formula, with a warning; --weights-from files refuses") {
+TEST_CASE("shards the index names but the folder lacks: the formula with a warning, and --weights-from files refuses") {
     const std::string dir = fresh_folder("partial");
     write_safetensors(fs::path(dir) / "model-00001-of-00002.safetensors", llama_8b());
     std::ofstream(fs::path(dir) / "model.safetensors.index.json")

@@ -9,6 +9,7 @@
 
 #include "core/checked.hpp"
 #include "core/model/config_parts.hpp"
+#include "core/model/max_len.hpp"
 #include "core/error.hpp"
 
 namespace kvplan {
@@ -146,7 +147,7 @@ ModelDims read_dims(const ConfigReader& cfg, const std::string& model_type) {
     return d;
 }
 
-ModelSpec parse_config_fields(const nlohmann::json& config, const std::string& source) {
+ModelSpec parse_config_fields(const nlohmann::json& config, const std::string& source, std::optional<std::int64_t> tokenizer_max) {
     ConfigReader top(config, source);
     ModelSpec spec;
     spec.name = source;
@@ -182,9 +183,10 @@ ModelSpec parse_config_fields(const nlohmann::json& config, const std::string& s
     spec.intermediate = dims.intermediate;
     spec.experts = dims.experts;
     spec.experts_per_token = dims.experts_per_token;
-    spec.max_position_tokens = cfg.get_int({"max_position_embeddings", "n_positions", "seq_length", "max_seq_len", "n_ctx",
-                                            "max_context_length"}, 1, kMaxTokens)
-                                   .value_or(top.get_int({"max_position_embeddings"}, 1, kMaxTokens).value_or(0));
+    DerivedMaxLen max_len = derive_max_model_len(cfg, spec.model_type, tokenizer_max);
+    if (max_len.tokens == 0 && !prefix.empty()) max_len = derive_max_model_len(top, top_type, tokenizer_max);
+    spec.max_position_tokens = max_len.tokens;
+    if (!max_len.note.empty()) spec.notes.push_back(max_len.note);
     if (spec.max_position_tokens == 0 && spec.model_type == "falcon") {
         // FalconConfig's max_position_embeddings default; falcon-7b's config.json omits it.
         spec.max_position_tokens = 2048;
@@ -207,8 +209,8 @@ ModelSpec parse_config_fields(const nlohmann::json& config, const std::string& s
 
 }  // namespace
 
-ModelSpec parse_model_config(const nlohmann::json& config, const std::string& source) {
-    return overflow_blames(source, [&] { return parse_config_fields(config, source); });
+ModelSpec parse_model_config(const nlohmann::json& config, const std::string& source, std::optional<std::int64_t> tokenizer_max) {
+    return overflow_blames(source, [&] { return parse_config_fields(config, source, tokenizer_max); });
 }
 
 ModelSpec manual_model(const ManualShape& s) {

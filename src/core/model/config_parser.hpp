@@ -1,6 +1,7 @@
 // Hugging Face config.json (already read and parsed) -> ModelSpec.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -12,7 +13,10 @@ namespace kvplan {
 // `source` names the config in error messages and becomes the spec's name.
 // Throws Error(Data) naming the field for a malformed, inconsistent or
 // unsupported config.
-ModelSpec parse_model_config(const nlohmann::json& config, const std::string& source);
+// `tokenizer_max` is tokenizer_config.json's model_max_length, which vLLM
+// also consults for the default max_model_len (max_len.hpp).
+ModelSpec parse_model_config(const nlohmann::json& config, const std::string& source,
+                             std::optional<std::int64_t> tokenizer_max = std::nullopt);
 
 // A model with no config file, from the shape alone (e.g. a 7B of 32 layers x
 // 32 KV heads x 128): --layers --kv-heads --head-dim [--hidden --heads --params].
