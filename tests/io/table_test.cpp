@@ -39,7 +39,7 @@ TEST_CASE("a header with a newline stacks in the text table and joins in Markdow
           "  --------------------\n"
           "    4,096        0.50\n");
     CHECK(t.render_markdown().rfind("| context | KV/request (GiB) |\n", 0) == 0);
-    CHECK(t.render_csv() == "context,KV/request (GiB)\n4,096,0.50\n");
+    CHECK(t.render_csv() == "context,KV/request (GiB)\n\"4,096\",0.50\n");
 }
 
 TEST_CASE("the wide text table prints stacked headers on one line, a break after a slash joined without a space") {
