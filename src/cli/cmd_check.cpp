@@ -1,4 +1,5 @@
 #include "cli/cmd_check.hpp"
+#include "cli/flag_checks.hpp"
 
 #include <map>
 
@@ -23,6 +24,7 @@ CLI::App* setup_check(CLI::App& app, CheckOptions& o) {
     cmd->add_option("-o,--output", o.output, "write the report to FILE (atomically) and print only the summary line");
     cmd->add_flag("--strict", o.strict, "improvements fail too (exit 1): the baseline is stale and should be updated");
     cmd->add_flag("--changes-only", o.changes_only, "text format: list only figures that changed (and scenarios that failed)");
+    add_wide_flag(*cmd, o.wide);
     cmd->add_flag("--update", o.update, "rewrite the baseline's expected figures with the current ones (atomic; key order kept)");
     cmd->footer(
         "Exit codes: 0 passed, 1 regression (or improvement with --strict), 2 usage, 65 bad baseline or broken config.\n"
@@ -99,6 +101,7 @@ CommandOutput run_check(const CheckOptions& o, std::ostream& err) {
     report.tolerance_ppb = tolerance;
     report.strict = o.strict;
     report.changes_only = o.changes_only;
+    report.width = o.wide ? Width::Wide : Width::Fit;
     ModelCache models;
     std::vector<Figures> current(file.baseline.scenarios.size());
     for (std::size_t i = 0; i < file.baseline.scenarios.size(); ++i)

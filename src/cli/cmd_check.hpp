@@ -20,6 +20,7 @@ struct CheckOptions {
     bool strict = false;          // improvements fail too: the baseline is stale
     bool update = false;          // rewrite the baseline's expected figures
     bool changes_only = false;    // text: only the figures that changed
+    bool wide = false;            // text: the scenario on every row, lines unwrapped
 };
 
 CLI::App* setup_check(CLI::App& app, CheckOptions& options);

@@ -45,6 +45,7 @@ CLI::App* setup_concurrency(CLI::App& app, ConcurrencyOptions& o) {
     cmd->add_option("--max-num-seqs", o.max_num_seqs, "sequences the sampler is sized for (default: the engine's)")->check(count);
     CLI::Option* json_flag = cmd->add_flag("--json", o.json, "print JSON (schema: docs/concurrency.md)");
     cmd->add_option("--format", o.format, "table|json|markdown|csv")->check(CLI::IsMember({"table", "json", "markdown", "csv"}))->excludes(json_flag);  // one way to say it
+    add_wide_flag(*cmd, o.wide);
     cmd->footer(
         "Examples:\n"
         "  kvplan concurrency --model llama-3.1-8b --gpu h100-sxm --context 4096,32768,131072\n"
@@ -99,7 +100,7 @@ std::string run_concurrency(const ConcurrencyOptions& o) {
     if (format == "json") return render_concurrency_json(result);
     if (format == "markdown") return render_concurrency_markdown(result);
     if (format == "csv") return render_concurrency_csv(result);
-    return render_concurrency_table(result);
+    return render_concurrency_table(result, o.wide ? Width::Wide : Width::Fit);
 }
 
 }  // namespace kvplan

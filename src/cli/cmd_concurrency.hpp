@@ -36,6 +36,7 @@ struct ConcurrencyOptions {
     std::int64_t max_num_seqs = 0;
     bool json = false;
     std::string format = "table";
+    bool wide = false;  // table: the overhead basis as a column, lines unwrapped
 };
 
 CLI::App* setup_concurrency(CLI::App& app, ConcurrencyOptions& options);

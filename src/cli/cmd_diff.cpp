@@ -29,6 +29,7 @@ CLI::App* setup_diff(CLI::App& app, DiffOptions& o) {
     cmd->add_option("-b,--batch", o.batch, "batch for the decode step time and tokens/s (default 1)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
     CLI::Option* json_flag = cmd->add_flag("--json", o.json, "print JSON");
     cmd->add_option("--format", o.format, "table|json|markdown")->check(CLI::IsMember({"table", "json", "markdown"}))->excludes(json_flag);  // one way to say it
+    add_wide_flag(*cmd, o.wide);
     cmd->footer(
         "Examples:\n"
         "  kvplan diff --model llama-3.1-8b --model qwen3-8b --gpu h100-sxm --context 4096,32768\n"
@@ -85,27 +86,27 @@ std::string run_diff(const DiffOptions& o) {
         rb.push_back(evaluate(b, c));
     }
     auto fig = [](const ScenarioResult& r, Figure f) { return r.figures[static_cast<std::size_t>(f)]; };
-    auto add = [&](std::string key, std::string label, std::optional<std::int64_t> ctx, FigureValue va, FigureValue vb, Better better, bool bytes) {
-        d.rows.push_back(DiffRow{std::move(key), std::move(label), ctx, va, vb, better, bytes});
-    };
-    add("weights_bytes", "weights, whole model (bytes)", std::nullopt, FigureValue::of(ra[0].model_weights_bytes), FigureValue::of(rb[0].model_weights_bytes),
+    // A row: its key, its label and the unit shown after it, both sides, which way is better.
+    auto add = [&](std::string key, std::string label, std::string unit, std::optional<std::int64_t> ctx, FigureValue va, FigureValue vb, Better better,
+                   bool bytes) { d.rows.push_back(DiffRow{std::move(key), std::move(label), std::move(unit), ctx, va, vb, better, bytes}); };
+    add("weights_bytes", "weights, whole model", "bytes", std::nullopt, FigureValue::of(ra[0].model_weights_bytes), FigureValue::of(rb[0].model_weights_bytes),
         Better::Lower, true);
-    add("weights_bytes_per_gpu", "weights per GPU (bytes)", std::nullopt, FigureValue::of(ra[0].weights_bytes_per_gpu), FigureValue::of(rb[0].weights_bytes_per_gpu),
-        Better::Lower, true);
-    add("kv_pool_bytes_per_gpu", "KV pool per GPU (bytes)", std::nullopt, FigureValue::of(ra[0].kv_pool_bytes_per_gpu), FigureValue::of(rb[0].kv_pool_bytes_per_gpu),
-        Better::Higher, true);
+    add("weights_bytes_per_gpu", "weights per GPU", "bytes", std::nullopt, FigureValue::of(ra[0].weights_bytes_per_gpu),
+        FigureValue::of(rb[0].weights_bytes_per_gpu), Better::Lower, true);
+    add("kv_pool_bytes_per_gpu", "KV pool per GPU", "bytes", std::nullopt, FigureValue::of(ra[0].kv_pool_bytes_per_gpu),
+        FigureValue::of(rb[0].kv_pool_bytes_per_gpu), Better::Higher, true);
     // A gated figure at context i: its key and direction come from the figure table.
-    auto add_figure = [&](Figure f, std::string label, std::size_t i, std::optional<std::int64_t> ctx, bool bytes) {
-        add(figure_spec(f).key, std::move(label), ctx, fig(ra[i], f), fig(rb[i], f), figure_spec(f).better, bytes);
+    auto add_figure = [&](Figure f, std::string label, std::string unit, std::size_t i, std::optional<std::int64_t> ctx, bool bytes) {
+        add(figure_spec(f).key, std::move(label), std::move(unit), ctx, fig(ra[i], f), fig(rb[i], f), figure_spec(f).better, bytes);
     };
-    add_figure(Figure::KvBytesPerToken, "KV bytes per token", 0, std::nullopt, false);
-    add_figure(Figure::KvCacheTokens, "KV cache tokens (pool)", 0, std::nullopt, false);
+    add_figure(Figure::KvBytesPerToken, "KV bytes per token", "", 0, std::nullopt, false);
+    add_figure(Figure::KvCacheTokens, "KV cache tokens (pool)", "", 0, std::nullopt, false);
     for (std::size_t i = 0; i < contexts.size(); ++i) {
         const std::string at = " at " + group_digits(contexts[i]) + " tokens";
-        add_figure(Figure::KvBytesPerSequence, "KV bytes per request" + at, i, contexts[i], true);
-        add_figure(Figure::MaxRequests, "max requests" + at, i, contexts[i], false);
-        add_figure(Figure::DecodeStepS, fmt::format("decode step, batch {}{} (s)", o.batch, at), i, contexts[i], false);
-        add_figure(Figure::DecodeTokensPerS, fmt::format("decode tokens/s, batch {}{}", o.batch, at), i, contexts[i], false);
+        add_figure(Figure::KvBytesPerSequence, "KV bytes per request" + at, "", i, contexts[i], true);
+        add_figure(Figure::MaxRequests, "max requests" + at, "", i, contexts[i], false);
+        add_figure(Figure::DecodeStepS, fmt::format("decode step, batch {}{}", o.batch, at), "s", i, contexts[i], false);
+        add_figure(Figure::DecodeTokensPerS, fmt::format("decode tokens/s, batch {}{}", o.batch, at), "", i, contexts[i], false);
     }
     for (std::size_t i = 0; i < contexts.size(); ++i) {
         const bool a_short = fig(ra[i], Figure::MaxRequests).integer < o.batch, b_short = fig(rb[i], Figure::MaxRequests).integer < o.batch;
@@ -123,7 +124,7 @@ std::string run_diff(const DiffOptions& o) {
     const std::string format = o.json ? "json" : o.format;
     if (format == "json") return render_diff_json(d);
     if (format == "markdown") return render_diff_markdown(d);
-    return render_diff_table(d);
+    return render_diff_table(d, o.wide ? Width::Wide : Width::Fit);
 }
 
 }  // namespace kvplan

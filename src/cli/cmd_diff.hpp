@@ -23,6 +23,7 @@ struct DiffOptions {
     std::int64_t batch = 1;
     std::string format = "table";
     bool json = false;
+    bool wide = false;  // table: B - A, and exact bytes beside GiB
 };
 
 CLI::App* setup_diff(CLI::App& app, DiffOptions& options);

@@ -11,6 +11,7 @@ struct GpusOptions {
     bool json = false;
     std::string format = "table";
     bool schema = false;  // print the JSON Schema of a device file instead
+    bool wide = false;    // table: names, and units in every cell
 };
 
 CLI::App* setup_gpus(CLI::App& app, GpusOptions& options);

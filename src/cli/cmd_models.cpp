@@ -1,4 +1,5 @@
 #include "cli/cmd_models.hpp"
+#include "cli/flag_checks.hpp"
 
 #include <map>
 
@@ -17,7 +18,8 @@ namespace kvplan {
 CLI::App* setup_models(CLI::App& app, ModelsOptions& o) {
     CLI::App* cmd = app.add_subcommand("models", "list the bundled model presets with their shapes");
     cmd->add_flag("--json", o.json, "print JSON");
-    cmd->footer("Example:\n  kvplan models\n  kvplan size --model gemma-2-9b");
+    add_wide_flag(*cmd, o.wide);
+    cmd->footer("Example:\n  kvplan models\n  kvplan models --wide   # with Hugging Face ids and model types\n  kvplan size --model gemma-2-9b");
     return cmd;
 }
 
@@ -38,10 +40,18 @@ std::string attention_summary(const ModelSpec& m) {
     return out;
 }
 
+// Fitted to 100 columns, the Hugging Face id and model_type (the two widest
+// text columns) are left to --wide and --json.
+Table models_table(Width width) {
+    if (width == Width::Wide) return Table({"preset", "hf id", "type", "layers", "hidden", "heads/kv", "head_dim", "attention", "params", "KV B/token"}, 3);
+    return Table({"preset", "layers", "hidden", "heads/kv", "head\ndim", "attention", "params", "KV B/\ntoken"}, 1);
+}
+
 }  // namespace
 
 std::string run_models(const ModelsOptions& o) {
-    Table t({"preset", "hf id", "type", "layers", "hidden", "heads/kv", "head_dim", "attention", "params", "KV B/token"}, 3);
+    const Width width = o.wide ? Width::Wide : Width::Fit;
+    Table t = models_table(width);
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
     for (const Preset& p : presets()) {
         ModelSpec m = parse_model_config(parse_json_text(std::string(p.config_text), p.name), p.name);
@@ -52,9 +62,11 @@ std::string run_models(const ModelsOptions& o) {
         std::int64_t kv_heads = 0;
         for (const LayerSpec& l : m.layers) kv_heads = std::max(kv_heads, l.kind == LayerKind::Mla ? 0 : l.kv_heads);
         std::string heads = m.heads ? std::to_string(m.heads) + "/" + (kv_heads ? std::to_string(kv_heads) : "mla") : "-";
-        t.add({p.name, p.hf_id, m.model_type, std::to_string(m.layers.size()), std::to_string(m.hidden), heads,
-               m.head_dim ? std::to_string(m.head_dim) : "-", attention_summary(m), short_count(w.params),
-               group_digits(s.bytes_per_token)});
+        std::vector<std::string> row{p.name, p.hf_id, m.model_type, std::to_string(m.layers.size()), std::to_string(m.hidden), heads,
+                                     m.head_dim ? std::to_string(m.head_dim) : "-", attention_summary(m), short_count(w.params),
+                                     group_digits(s.bytes_per_token)};
+        if (width == Width::Fit) row.erase(row.begin() + 1, row.begin() + 3);
+        t.add(row);
         nlohmann::ordered_json e;
         e["name"] = p.name;
         e["hf_id"] = p.hf_id;
@@ -72,7 +84,9 @@ std::string run_models(const ModelsOptions& o) {
         j.push_back(e);
     }
     if (o.json) return j.dump(2) + "\n";
-    return t.render_text() + "\nKV B/token at the serving dtype (bf16 stays bf16, fp32/fp16 -> fp16). Sources: models/presets/index.json\n";
+    std::string legend = "KV B/token at the serving dtype (bf16 stays bf16, fp32/fp16 -> fp16). Sources: models/presets/index.json.";
+    if (width == Width::Fit) legend += " Hugging Face ids and model types: kvplan models --wide.";
+    return t.render_text(width) + "\n" + wrap_text(legend, kFitColumns);
 }
 
 }  // namespace kvplan

@@ -9,6 +9,7 @@ namespace kvplan {
 
 struct ModelsOptions {
     bool json = false;
+    bool wide = false;  // table: Hugging Face ids and model types too
 };
 
 CLI::App* setup_models(CLI::App& app, ModelsOptions& options);

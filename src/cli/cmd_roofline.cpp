@@ -50,6 +50,7 @@ CLI::App* setup_roofline(CLI::App& app, RooflineOptions& o) {
     cmd->add_option("--price-per-hour", o.price_per_hour, "USD per GPU-hour, for $ per million output tokens")->check(finite_range(0.0, 1e6));
     CLI::Option* json_flag = cmd->add_flag("--json", o.json, "print JSON (schema: docs/roofline.md)");
     cmd->add_option("--format", o.format, "table|json|markdown|csv")->check(CLI::IsMember({"table", "json", "markdown", "csv"}))->excludes(json_flag);  // one way to say it
+    add_wide_flag(*cmd, o.wide);
     cmd->footer(
         "Examples:\n"
         "  kvplan roofline --model llama-3.1-8b --gpu h100-sxm --context 4096 --prompt 2048\n"
@@ -94,7 +95,7 @@ std::string run_roofline(const RooflineOptions& o) {
     if (f == "json") return render_roofline_json(r);
     if (f == "markdown") return render_roofline_markdown(r);
     if (f == "csv") return render_roofline_csv(r);
-    return render_roofline_table(r);
+    return render_roofline_table(r, o.wide ? Width::Wide : Width::Fit);
 }
 
 }  // namespace kvplan

@@ -40,6 +40,7 @@ struct RooflineOptions {
     double price_per_hour = 0;
     bool json = false;
     std::string format = "table";
+    bool wide = false;  // table: every column and line at full width
 };
 
 CLI::App* setup_roofline(CLI::App& app, RooflineOptions& options);

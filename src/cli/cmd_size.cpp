@@ -22,6 +22,7 @@ CLI::App* setup_size(CLI::App& app, SizeOptions& o) {
     cmd->add_option("--tp", o.tp, "tensor-parallel ranks")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     CLI::Option* json_flag = cmd->add_flag("--json", o.json, "print JSON (schema: docs/size.md)");
     cmd->add_option("--format", o.format, "table|json|markdown|csv")->check(CLI::IsMember({"table", "json", "markdown", "csv"}))->excludes(json_flag);  // one way to say it
+    add_wide_flag(*cmd, o.wide);
     cmd->footer(
         "Examples:\n"
         "  kvplan size --model llama-3.1-8b --context 8192 --batch 32\n"
@@ -59,7 +60,7 @@ std::string run_size(const SizeOptions& o) {
     if (format == "json") return render_size_json(result);
     if (format == "markdown") return render_size_markdown(result);
     if (format == "csv") return render_size_csv(result);
-    return render_size_table(result);
+    return render_size_table(result, o.wide ? Width::Wide : Width::Fit);
 }
 
 }  // namespace kvplan

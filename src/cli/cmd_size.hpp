@@ -22,6 +22,7 @@ struct SizeOptions {
     std::int64_t tp = 1;
     bool json = false;
     std::string format = "table";
+    bool wide = false;  // table: long lines unwrapped
 };
 
 CLI::App* setup_size(CLI::App& app, SizeOptions& options);

@@ -100,4 +100,8 @@ void refuse_empty_list_items(const CLI::App& command, const std::vector<std::str
     }
 }
 
+void add_wide_flag(CLI::App& command, bool& wide) {
+    command.add_flag("--wide", wide, "text: every column, at full width (default: fit 100 columns)");
+}
+
 }  // namespace kvplan

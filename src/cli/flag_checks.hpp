@@ -32,4 +32,8 @@ void refuse_empty_list_items(const CLI::App& command, const std::vector<std::str
 // one: roofline's and recommend's --output (output tokens) is --output-tokens.
 void warn_deprecated_flags(const CLI::App& command, std::ostream& err);
 
+// --wide, the same on every command with a text table: the full tables, as
+// wide as they take. Without it the text fits 100 columns (io/table.hpp).
+void add_wide_flag(CLI::App& command, bool& wide);
+
 }  // namespace kvplan

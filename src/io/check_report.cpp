@@ -47,6 +47,7 @@ std::string figure_sentence(const CheckReport& r, const FigureCheck& c) {
                        figure_value_text(c.current), change_text(c), tolerance_text(r.tolerance_ppb));
 }
 
+// Wide (and Markdown): one row per figure, the scenario in the first column.
 Table figure_table(const CheckReport& r, bool changed_only) {
     Table t({"scenario", "figure", "baseline", "current", "change", "verdict"}, 2);
     for (const ScenarioCheck& s : r.checks) {
@@ -58,6 +59,23 @@ Table figure_table(const CheckReport& r, bool changed_only) {
             if (changed_only && c.verdict == Verdict::Unchanged) continue;
             t.add({s.name, figure_spec(c.figure).key, figure_value_text(c.baseline), figure_value_text(c.current), change_text(c), verdict_text(r, c)});
         }
+    }
+    return t;
+}
+
+// Fitted to 100 columns: each scenario's name heads its figures, so that the
+// longest name does not widen every row.
+Table fit_figure_table(const CheckReport& r, bool changed_only) {
+    Table t({"figure", "baseline", "current", "change", "verdict"}, 1);
+    for (const ScenarioCheck& s : r.checks) {
+        std::vector<const FigureCheck*> shown;
+        for (const FigureCheck& c : s.figures)
+            if (!changed_only || c.verdict != Verdict::Unchanged) shown.push_back(&c);
+        if (!s.error && shown.empty()) continue;
+        t.add_heading(s.name);
+        if (s.error) t.add({"  (not computed)", "", "", "", "error"});
+        for (const FigureCheck* c : shown)
+            t.add({std::string("  ") + figure_spec(c->figure).key, figure_value_text(c->baseline), figure_value_text(c->current), change_text(*c), verdict_text(r, *c)});
     }
     return t;
 }
@@ -132,12 +150,16 @@ std::string check_summary_line(const CheckReport& r) {
 }
 
 std::string render_check_text(const CheckReport& r) {
-    std::string out = fmt::format("kvplan check: {}, tolerance {}{}\n\n", printable(r.baseline_path), tolerance_text(r.tolerance_ppb), r.strict ? ", strict" : "");
+    const bool wide = r.width == Width::Wide;
+    auto line = [&](const std::string& text, const std::string& rest) { return fit_line(text, r.width, "", rest); };
+    std::string out =
+        line(fmt::format("kvplan check: {}, tolerance {}{}", printable(r.baseline_path), tolerance_text(r.tolerance_ppb), r.strict ? ", strict" : ""), "  ") + "\n";
     if (r.changes_only && r.summary.figures == r.summary.unchanged && r.summary.errors == 0) out += "Every figure is unchanged.\n";
-    else out += figure_table(r, r.changes_only).render_text();
+    else out += wide ? figure_table(r, r.changes_only).render_text(Width::Wide) : fit_figure_table(r, r.changes_only).render_text();
+    std::string errors;
     for (const ScenarioCheck& s : r.checks)
-        if (s.error) out += fmt::format("\nerror: scenario \"{}\": {}", printable(s.name), printable(*s.error));
-    return out + "\n" + check_summary_line(r) + "\n";
+        if (s.error) errors += line(fmt::format("error: scenario \"{}\": {}", printable(s.name), printable(*s.error)), "  ");
+    return out + "\n" + errors + line(check_summary_line(r), "  ");
 }
 
 std::string render_check_markdown(const CheckReport& r) {

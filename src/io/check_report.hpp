@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/gate/regression.hpp"
+#include "io/table.hpp"
 
 namespace kvplan {
 
@@ -17,6 +18,7 @@ struct CheckReport {
     bool strict = false;
     bool updated = false;        // --update wrote the recomputed figures
     bool changes_only = false;   // text: list only figures that are not unchanged
+    Width width = Width::Fit;    // text: Wide repeats the scenario on every row (--wide)
     std::vector<ScenarioCheck> checks;
     CheckSummary summary;
     int exit_code = 0;

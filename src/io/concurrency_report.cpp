@@ -37,7 +37,7 @@ std::string header(const ConcurrencyResult& r) {
                                     ? std::string(dtype_name(p.weights_dtype))
                                     : std::string(quant_method_name(p.weights_quantization)) + "-quantized";
     out += fmt::format("{}, {}, KV dtype {}, weights {} ({} in all)", engine_label(p.engine), layout_text(p), dtype_name(p.kv_dtype),
-                       weights, decimal_size(p.model_weights_bytes));
+                       weights, binary_size(p.model_weights_bytes));
     // Two lines, so that the header fits 100 columns.
     if (p.allocation == Allocation::Contiguous)
         out += fmt::format("\ncontiguous allocation of {} tokens per request", group_digits(p.max_tokens));
@@ -78,16 +78,17 @@ std::string overhead_text(const CapacityPlan& p) {
 Table contexts_table(const CapacityPlan& p) {
     const bool contiguous = p.allocation == Allocation::Contiguous;
     const bool prefix = p.prefix_tokens > 0 && !contiguous;
-    std::vector<std::string> headers{"context", "max requests"};
-    if (p.replicas > 1) headers.push_back("all replicas");
-    headers.push_back(contiguous ? "reserved/request" : "KV/request (one GPU)");
+    // The '\n's let the fitted text table stack its headers (io/table.hpp).
+    std::vector<std::string> headers{"context", "max\nrequests"};
+    if (p.replicas > 1) headers.push_back("all\nreplicas");
+    headers.push_back(contiguous ? "reserved/\nrequest" : "KV/request\n(one GPU)");
     if (contiguous) {
-        headers.push_back("used/request");
-        headers.push_back("reserved, unused");
-        headers.push_back("reserved/used");
+        headers.push_back("used/\nrequest");
+        headers.push_back("reserved,\nunused");
+        headers.push_back("reserved/\nused");
     }
-    headers.push_back("KV share of memory");
-    if (prefix) headers.push_back(fmt::format("with {}-token shared prefix", group_digits(p.prefix_tokens)));
+    headers.push_back("KV share\nof memory");
+    if (prefix) headers.push_back(fmt::format("with {}-token\nshared prefix", group_digits(p.prefix_tokens)));
     Table t(headers, 0);
     for (const ContextRow& row : p.rows) {
         std::vector<std::string> cells{group_digits(row.context_tokens), group_digits(row.max_requests)};
@@ -154,6 +155,17 @@ std::vector<std::string> notes(const CapacityPlan& p) {
     return out;
 }
 
+// Every line of `text` through fit_line.
+std::string fit_lines(const std::string& text, Width width) {
+    std::string out;
+    for (std::size_t start = 0; start < text.size();) {
+        const std::size_t end = text.find('\n', start);
+        out += fit_line(text.substr(start, end - start), width);
+        start = end == std::string::npos ? text.size() : end + 1;
+    }
+    return out;
+}
+
 }  // namespace
 
 std::string answer_sentence(const ConcurrencyResult& r) {
@@ -172,21 +184,23 @@ std::string answer_sentence(const ConcurrencyResult& r) {
     return out + ".";
 }
 
-std::string render_concurrency_table(const ConcurrencyResult& r) {
+std::string render_concurrency_table(const ConcurrencyResult& r, Width width) {
     const CapacityPlan& p = r.plan;
-    std::string out = header(r) + "\n" + budget_table(p).render_text();
+    std::string out = fit_lines(header(r), width) + "\n" + budget_table(p).render_text(width);
     // A given pool replaces the budget, overhead included: its terms would explain nothing.
-    if (!p.budget.overhead.empty() && !p.budget.kv_pool_given) out += "\n" + overhead_text(p);
-    out += "\n" + pool_line(p) + "\n" + contexts_table(p).render_text() + "\n" + wrap_text(answer_sentence(r), 100) + longest_len_text(p);
-    out += not_fit_text(p);
+    if (!p.budget.overhead.empty() && !p.budget.kv_pool_given)
+        out += "\n" + (width == Width::Wide ? overhead_table(p).render_text(Width::Wide) : overhead_text(p));
+    out += "\n" + fit_lines(pool_line(p), width) + "\n" + contexts_table(p).render_text(width) + "\n" + fit_line(answer_sentence(r), width) +
+           fit_lines(longest_len_text(p), width);
+    out += fit_lines(not_fit_text(p), width);
     if (const std::vector<std::string> log = engine_log_lines(p); !log.empty()) {
         out += fmt::format("\n{} would log:\n", engine_label(p.engine));
-        for (const std::string& l : log) out += "  " + l + "\n";
+        for (const std::string& l : log) out += fit_line(l, width, "  ", "    ");
     }
     std::vector<std::string> n = notes(p);
     if (!n.empty()) {
         out += "\nNotes:\n";
-        for (const std::string& line : n) out += "  - " + line + "\n";
+        for (const std::string& line : n) out += fit_line(line, width, "  - ", "    ");
     }
     return out;
 }

@@ -7,6 +7,7 @@
 
 #include "core/memory/capacity.hpp"
 #include "core/model/model_spec.hpp"
+#include "io/table.hpp"
 
 namespace kvplan {
 
@@ -19,7 +20,8 @@ struct ConcurrencyResult {
 // "At 4,096 tokens one NVIDIA H100 SXM 80GB holds 103 requests of llama-3.1-8b; at 32,768, 12."
 std::string answer_sentence(const ConcurrencyResult& r);
 
-std::string render_concurrency_table(const ConcurrencyResult& r);
+// Fitted to 100 columns unless `width` is Wide (`--wide`: the overhead basis as a column, lines unwrapped).
+std::string render_concurrency_table(const ConcurrencyResult& r, Width width = Width::Fit);
 std::string render_concurrency_markdown(const ConcurrencyResult& r);
 std::string render_concurrency_csv(const ConcurrencyResult& r);
 std::string render_concurrency_json(const ConcurrencyResult& r);

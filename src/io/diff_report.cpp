@@ -56,25 +56,45 @@ std::string value_text(const DiffRow& r, const FigureValue& v) {
     return text;
 }
 
+std::string label_text(const DiffRow& r) { return r.unit.empty() ? r.label : r.label + " (" + r.unit + ")"; }
+
+// Wide (and Markdown): every column, bytes exact with GiB beside them.
 Table diff_table(const DiffResult& d) {
     Table t({"figure", "A", "B", "B - A", "change", "for serving"}, 1);
-    for (const DiffRow& r : d.rows) t.add({r.label, value_text(r, r.a), value_text(r, r.b), delta_text(r), percent_text(r), direction(r)});
+    for (const DiffRow& r : d.rows) t.add({label_text(r), value_text(r, r.a), value_text(r, r.b), delta_text(r), percent_text(r), direction(r)});
     return t;
 }
 
-std::string heading(const DiffResult& d) {
-    return fmt::format("A: {}\nB: {}\nboth: {}\n", d.label_a, d.label_b, d.setting);
+// Fitted to 100 columns: bytes in binary units alone (the cell names its
+// unit, so the label need not), and no B - A: the change says it in percent.
+Table fit_diff_table(const DiffResult& d) {
+    Table t({"figure", "A", "B", "change", "for\nserving"}, 1);
+    auto value = [](const DiffRow& r, const FigureValue& v) {
+        return r.bytes && v.state == FigureValue::State::Integer ? binary_size(v.integer) : figure_value_text(v);
+    };
+    for (const DiffRow& r : d.rows)
+        t.add({r.bytes ? r.label : label_text(r), value(r, r.a), value(r, r.b), percent_text(r), direction(r)});
+    return t;
 }
 
-std::string notes_text(const DiffResult& d) {
+std::string heading(const DiffResult& d, Width width) {
+    return fit_line("A: " + d.label_a, width, "", "   ") + fit_line("B: " + d.label_b, width, "", "   ") + fit_line("both: " + d.setting, width, "", "      ");
+}
+
+std::string notes_text(const DiffResult& d, Width width) {
     std::string out;
-    for (const std::string& n : d.notes) out += "note: " + n + "\n";
+    for (const std::string& n : d.notes) out += fit_line("note: " + n, width, "", "  ");
     return out;
 }
 
 }  // namespace
 
-std::string render_diff_table(const DiffResult& d) { return heading(d) + "\n" + diff_table(d).render_text() + (d.notes.empty() ? "" : "\n" + notes_text(d)); }
+std::string render_diff_table(const DiffResult& d, Width width) {
+    std::string out = heading(d, width) + "\n";
+    if (width == Width::Wide) out += diff_table(d).render_text(Width::Wide);
+    else out += fit_diff_table(d).render_text() + "\nExact bytes and B - A: --wide; every figure by key: --json.\n";
+    return out + (d.notes.empty() ? "" : "\n" + notes_text(d, width));
+}
 
 std::string render_diff_markdown(const DiffResult& d) {
     std::string out = fmt::format("**A**: {}  \n**B**: {}  \nboth: {}\n\n", d.label_a, d.label_b, d.setting);

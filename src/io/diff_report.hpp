@@ -9,16 +9,18 @@
 #include <vector>
 
 #include "core/gate/figures.hpp"
+#include "io/table.hpp"
 
 namespace kvplan {
 
 struct DiffRow {
     std::string key;       // e.g. "max_requests"; its unit is in the name
     std::string label;     // e.g. "max requests at 4,096 tokens"
+    std::string unit;      // shown after the label, "weights per GPU (bytes)"; empty when the label says it
     std::optional<std::int64_t> context_tokens;  // for per-context rows
     FigureValue a, b;
     Better better = Better::Higher;
-    bool bytes = false;    // print with a GiB column
+    bool bytes = false;    // exact bytes with GiB beside them (wide), GiB alone (fitted)
 };
 
 struct DiffResult {
@@ -28,7 +30,8 @@ struct DiffResult {
     std::vector<std::string> notes;
 };
 
-std::string render_diff_table(const DiffResult& result);
+// Fitted to 100 columns unless `width` is Wide (`--wide`: B - A, and exact bytes).
+std::string render_diff_table(const DiffResult& result, Width width = Width::Fit);
 std::string render_diff_markdown(const DiffResult& result);
 std::string render_diff_json(const DiffResult& result);
 

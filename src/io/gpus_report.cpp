@@ -12,26 +12,41 @@ namespace kvplan {
 namespace {
 
 std::string tflops(const std::optional<double>& v) { return v ? fmt::format("{:g}", *v) : "-"; }
+std::string gib(std::int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / 1073741824.0); }
+std::string gb_s(std::int64_t bytes_per_s) { return fmt::format("{:g}", static_cast<double>(bytes_per_s) / 1e9); }
 
-Table gpus_table(const std::vector<Gpu>& gpus) {
+// Every column, each cell with its unit: --wide and Markdown.
+Table wide_table(const std::vector<Gpu>& gpus) {
     Table t({"id", "name", "memory (driver)", "CUDA total", "bandwidth", "bf16 TFLOP/s", "fp8 TFLOP/s", "fp4 TFLOP/s", "link per direction"}, 2);
     for (const Gpu& g : gpus)
         t.add({g.id, g.name, binary_size(g.memory_bytes), g.cuda_total_bytes ? binary_size(*g.cuda_total_bytes) : "-",
-               fmt::format("{:g} GB/s", static_cast<double>(g.bandwidth_bytes_per_s) / 1e9),
+               gb_s(g.bandwidth_bytes_per_s) + " GB/s", tflops(g.peak.bf16 ? g.peak.bf16 : g.peak.fp16), tflops(g.peak.fp8), tflops(g.peak.fp4),
+               g.interconnect_bytes_per_s > 0 ? gb_s(g.interconnect_bytes_per_s) + " GB/s" : "-"});
+    return t;
+}
+
+// The same figures in 100 columns: units once in the header, the long
+// marketing name left to --wide (the id is what --gpu takes).
+Table fit_table(const std::vector<Gpu>& gpus) {
+    Table t({"id", "memory\n(GiB)", "CUDA total\n(GiB)", "bandwidth\n(GB/s)", "bf16\nTFLOP/s", "fp8\nTFLOP/s", "fp4\nTFLOP/s", "link (GB/s)\nper direction"}, 1);
+    for (const Gpu& g : gpus)
+        t.add({g.id, gib(g.memory_bytes), g.cuda_total_bytes ? gib(*g.cuda_total_bytes) : "-", gb_s(g.bandwidth_bytes_per_s),
                tflops(g.peak.bf16 ? g.peak.bf16 : g.peak.fp16), tflops(g.peak.fp8), tflops(g.peak.fp4),
-               g.interconnect_bytes_per_s > 0 ? fmt::format("{:g} GB/s", static_cast<double>(g.interconnect_bytes_per_s) / 1e9) : "-"});
+               g.interconnect_bytes_per_s > 0 ? gb_s(g.interconnect_bytes_per_s) : "-"});
     return t;
 }
 
 }  // namespace
 
-std::string render_gpus_table(const std::vector<Gpu>& gpus) {
-    return gpus_table(gpus).render_text() +
-           "\nDense (not sparse) peak TFLOP/s (bf16 column: fp16 where the device has no bf16). Memory in GiB (2^30 B) as the driver\n"
-           "reports it; CUDA total is what engines see. Sources per figure: models/gpus.json, models/GPUS_SOURCES.md.\n";
+std::string render_gpus_table(const std::vector<Gpu>& gpus, Width width) {
+    const std::string legend =
+        "Dense (not sparse) peak TFLOP/s (bf16 column: fp16 where the device has no bf16). Memory in GiB (2^30 B) as the driver "
+        "reports it; CUDA total is what engines see. Sources per figure: models/gpus.json, models/GPUS_SOURCES.md.";
+    if (width == Width::Wide) return wide_table(gpus).render_text(Width::Wide) + "\n" + wrap_text(legend, kFitColumns);
+    return fit_table(gpus).render_text() + "\n" + wrap_text(legend + " Names: kvplan gpus --wide.", kFitColumns);
 }
 
-std::string render_gpus_markdown(const std::vector<Gpu>& gpus) { return gpus_table(gpus).render_markdown(); }
+std::string render_gpus_markdown(const std::vector<Gpu>& gpus) { return wide_table(gpus).render_markdown(); }
 
 std::string render_gpus_json(const std::vector<Gpu>& gpus) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();

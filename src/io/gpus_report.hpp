@@ -5,10 +5,12 @@
 #include <vector>
 
 #include "core/hardware.hpp"
+#include "io/table.hpp"
 
 namespace kvplan {
 
-std::string render_gpus_table(const std::vector<Gpu>& gpus);
+// Fitted to 100 columns unless `width` is Wide (`--wide`: names too, units in the cells).
+std::string render_gpus_table(const std::vector<Gpu>& gpus, Width width = Width::Fit);
 std::string render_gpus_markdown(const std::vector<Gpu>& gpus);
 std::string render_gpus_json(const std::vector<Gpu>& gpus);
 

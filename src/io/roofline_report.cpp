@@ -18,11 +18,20 @@ std::string tb_s(double v) { return fmt::format("{:.2f} TB/s", v / 1e12); }
 std::string tflop_s(double v) { return fmt::format("{:.1f} TFLOP/s", v / 1e12); }
 const char* bound_name(const StepCost& s) { return s.compute_bound ? "compute" : "memory"; }
 
-std::string header(const RooflineResult& r) {
+std::string bytes(double b) { return binary_size(static_cast<std::int64_t>(b)); }
+
+// What runs on what: model, device, TP, formats. Weights in GiB, as every other
+// memory size kvplan prints.
+std::string title(const RooflineResult& r) {
     const CostModel& m = r.cost;
-    std::string out = fmt::format("{} on {} ({}), TP {}, weights {} ({} per GPU), KV {}\n", r.model_label, r.gpu.name, r.gpu.id, m.tp,
-                                  r.weights_label, decimal_size(static_cast<std::int64_t>(m.weight_bytes_total / static_cast<double>(m.tp))),
-                                  dtype_name(m.kv_dtype));
+    return fmt::format("{} on {} ({}), TP {}, weights {} ({} per GPU), KV {}", r.model_label, r.gpu.name, r.gpu.id, m.tp, r.weights_label,
+                       bytes(m.weight_bytes_total / static_cast<double>(m.tp)), dtype_name(m.kv_dtype));
+}
+
+// The achievable figures the step is priced with.
+std::string rates(const RooflineResult& r) {
+    const CostModel& m = r.cost;
+    std::string out;
     const Efficiency& e = r.efficiency;
     if (e.measured_bandwidth_bytes_per_s)
         out += fmt::format("achievable bandwidth {} (measured: {})", tb_s(m.bandwidth_bytes_per_s), e.calibration_source);
@@ -40,14 +49,13 @@ std::string header(const RooflineResult& r) {
             out += fmt::format("; compute {} ({:.2f} x dense {} peak)", tflop_s(m.flops_per_s),
                                e.flops_fraction.value_or(default_flops_fraction(m.math_dtype)), dtype_name(m.math_dtype));
     }
-    out += fmt::format("; step overhead {} ms\n", ms(m.step_overhead_s));
-    return out;
+    return out + fmt::format("; step overhead {} ms", ms(m.step_overhead_s));
 }
 
 Table rows_table(const RooflineResult& r) {
     const bool priced = r.inputs.price_per_hour.has_value();
-    std::vector<std::string> h{"batch", "step (ms)", "tok/s per user", "tok/s total", "bound", "KV share of bytes", "fits"};
-    if (priced) h.push_back("$ per M tokens");
+    std::vector<std::string> h{"batch", "step\n(ms)", "tok/s\nper user", "tok/s\ntotal", "bound", "KV share\nof bytes", "fits"};
+    if (priced) h.push_back("$ per M\ntokens");
     Table t(h, 0);
     for (const RooflineRow& row : r.roofline.rows) {
         std::vector<std::string> c{group_digits(row.batch), ms(row.step.total_s), rate(row.tokens_per_s_per_user), rate(row.tokens_per_s_total),
@@ -58,13 +66,16 @@ Table rows_table(const RooflineResult& r) {
     return t;
 }
 
-// Every term of the step at batch 1 and at the largest batch shown, with shares.
-Table terms_table(const RooflineResult& r) {
+constexpr const char* kStepFormula = "step = max(memory, compute) + overhead + all-reduce";
+
+// Every term of the step at batch 1 and at the largest batch shown, with
+// shares. Fitted, the last row is called "step" and the formula follows the table.
+Table terms_table(const RooflineResult& r, Width width) {
     const RooflineRow& a = r.roofline.rows.front();
     const RooflineRow& b = r.roofline.rows.back();
     Table t({"term", fmt::format("batch {}", a.batch), "share", fmt::format("batch {}", b.batch), "share"});
     auto bytes_row = [&](const char* name, double x, double y) {
-        t.add({name, decimal_size(static_cast<std::int64_t>(x)), pct(x / a.step.bytes()), decimal_size(static_cast<std::int64_t>(y)), pct(y / b.step.bytes())});
+        t.add({name, bytes(x), pct(x / a.step.bytes()), bytes(y), pct(y / b.step.bytes())});
     };
     bytes_row("weights read", a.step.weight_bytes, b.step.weight_bytes);
     bytes_row("KV read", a.step.kv_read_bytes, b.step.kv_read_bytes);
@@ -81,7 +92,7 @@ Table terms_table(const RooflineResult& r) {
     time_row("compute time", a.step.compute_s, b.step.compute_s);
     time_row("fixed overhead", a.step.overhead_s, b.step.overhead_s);
     time_row("TP all-reduces", a.step.allreduce_s, b.step.allreduce_s);
-    time_row("step = max(memory, compute) + overhead + all-reduce", a.step.total_s, b.step.total_s);
+    time_row(width == Width::Wide ? kStepFormula : "step", a.step.total_s, b.step.total_s);
     return t;
 }
 
@@ -109,19 +120,23 @@ std::vector<std::string> words(const RooflineResult& r) {
 
 }  // namespace
 
-std::string render_roofline_table(const RooflineResult& r) {
-    std::string out = header(r) + fmt::format("\nDecode, {} tokens of context per sequence:\n", group_digits(r.inputs.context));
-    out += rows_table(r).render_text() + "\n" + terms_table(r).render_text() + "\n";
-    for (const std::string& w : words(r)) out += w + "\n";
+std::string render_roofline_table(const RooflineResult& r, Width width) {
+    std::string out = fit_line(title(r), width) + fit_line(rates(r), width);
+    out += fmt::format("\nDecode, {} tokens of context per sequence:\n", group_digits(r.inputs.context));
+    out += rows_table(r).render_text(width) + "\n" + terms_table(r, width).render_text(width);
+    if (width == Width::Fit) out += std::string("  ") + kStepFormula + "\n";
+    out += "\n";
+    for (const std::string& w : words(r)) out += fit_line(w, width);
     if (!r.cost.notes.empty()) {
         out += "\nNotes:\n";
-        for (const std::string& n : r.cost.notes) out += "  - " + n + "\n";
+        for (const std::string& n : r.cost.notes) out += fit_line(n, width, "  - ", "    ");
     }
     return out;
 }
 
 std::string render_roofline_markdown(const RooflineResult& r) {
-    std::string out = "### " + header(r) + "\n" + rows_table(r).render_markdown() + "\n" + terms_table(r).render_markdown() + "\n";
+    std::string out = "### " + title(r) + "\n" + rates(r) + "\n\n" + rows_table(r).render_markdown() + "\n" +
+                      terms_table(r, Width::Wide).render_markdown() + "\n";
     for (const std::string& w : words(r)) out += "- " + w + "\n";
     return out;
 }

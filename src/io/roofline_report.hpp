@@ -7,6 +7,7 @@
 
 #include "core/speed/roofline.hpp"
 #include "core/model/model_spec.hpp"
+#include "io/table.hpp"
 
 namespace kvplan {
 
@@ -21,7 +22,8 @@ struct RooflineResult {
     std::string weights_label;  // e.g. "bf16", "q4_k_m"
 };
 
-std::string render_roofline_table(const RooflineResult& r);
+// Fitted to 100 columns unless `width` is Wide (`--wide`).
+std::string render_roofline_table(const RooflineResult& r, Width width = Width::Fit);
 std::string render_roofline_markdown(const RooflineResult& r);
 std::string render_roofline_csv(const RooflineResult& r);
 std::string render_roofline_json(const RooflineResult& r);

@@ -122,22 +122,23 @@ std::vector<std::string> formula_lines(const KvSizing& kv) {
     return out;
 }
 
-std::string render_size_table(const SizeResult& r) {
-    std::string out = fmt::format("kvplan size: {}\n", r.model_label);
-    out += settings_line(r.kv) + "\n\n";
-    out += headline_table(r).render_text();
+std::string render_size_table(const SizeResult& r, Width width) {
+    std::string out = fit_line("kvplan size: " + r.model_label, width);
+    out += fit_line(settings_line(r.kv), width) + "\n";
+    out += headline_table(r).render_text(width);
     out += "\n";
-    out += groups_table(r.kv).render_text();
+    out += groups_table(r.kv).render_text(width);
     out += "\nFormula (B = bytes; KiB/MiB/GiB are 2^10/2^20/2^30 bytes):\n";
-    for (const std::string& line : formula_lines(r.kv)) out += "  " + line + "\n";
+    // A continued formula line is indented past its group's name.
+    for (const std::string& line : formula_lines(r.kv)) out += fit_line(line, width, "  ", "      ");
     out += fmt::format("\nParameters: {} ({})", group_digits(r.weights.params), short_count(r.weights.params));
     if (r.weights.active_params != r.weights.params)
         out += fmt::format(", active per token {} ({})", group_digits(r.weights.active_params), short_count(r.weights.active_params));
     out += "\n";
-    if (!r.weights.parts.empty()) out += params_table(r.weights).render_text();
+    if (!r.weights.parts.empty()) out += params_table(r.weights).render_text(width);
     if (auto notes = all_notes(r); !notes.empty()) {
         out += "\nNotes:\n";
-        for (const std::string& n : notes) out += wrap_text(n, 100, "  - ", "    ");
+        for (const std::string& n : notes) out += fit_line(n, width, "  - ", "    ");
     }
     return out;
 }

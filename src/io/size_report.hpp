@@ -9,6 +9,7 @@
 #include "core/memory/kv_size.hpp"
 #include "core/model/model_spec.hpp"
 #include "core/model/weights.hpp"
+#include "io/table.hpp"
 
 namespace kvplan {
 
@@ -23,7 +24,8 @@ struct SizeResult {
 // The formula with the model's numbers filled in, one line per layer group.
 std::vector<std::string> formula_lines(const KvSizing& kv);
 
-std::string render_size_table(const SizeResult& r);
+// Fitted to 100 columns (long lines wrapped) unless `width` is Wide (`--wide`).
+std::string render_size_table(const SizeResult& r, Width width = Width::Fit);
 std::string render_size_markdown(const SizeResult& r);
 std::string render_size_json(const SizeResult& r);
 // One row per layer group plus a "total" row; raw integers, units in the headers.

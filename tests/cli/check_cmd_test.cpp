@@ -415,7 +415,10 @@ TEST_CASE("diff shows two models, GPUs or KV dtypes side by side with the change
     CHECK(seen);
     Run table = Run::kvplan({"diff", "--model", "llama-3.1-8b", "--model", "qwen3-8b", "--context", "4096"});
     CHECK(table.out.find("KV bytes per token") != std::string::npos);
-    CHECK(table.out.find("+16,384") != std::string::npos);
+    CHECK(table.out.find("+12.5%") != std::string::npos);
+    // B - A is a --wide column: the fitted table gives the change in percent.
+    Run wide = Run::kvplan({"diff", "--model", "llama-3.1-8b", "--model", "qwen3-8b", "--context", "4096", "--wide"});
+    CHECK(wide.out.find("+16,384") != std::string::npos);
     CHECK(Run::kvplan({"diff", "--model", "llama-3.1-8b"}).exit_code == 2);
 
     // One model, two KV dtypes: Qwen2.5-7B caches 28 layers x 4 KV heads x 128 x 2 = 28,672

@@ -116,9 +116,10 @@ TEST_CASE("concurrency names the longest --max-model-len that fits one request a
         CHECK(j["longest_max_model_len_max_num_seqs_tokens"] == 4096);
     }
     // vLLM's ValueError then carries its estimate (vllm/v1/core/kv_cache_utils.py,
-    // _check_enough_kv_cache_memory and estimate_max_model_len).
+    // _check_enough_kv_cache_memory and estimate_max_model_len); --wide prints
+    // the log line whole, as vLLM does, where the fitted text wraps it.
     auto text = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm", "--kv-pool", "2GiB",
-                            "--max-num-seqs", "4", "--context", "131072", "--max-model-len", "131072"});
+                            "--max-num-seqs", "4", "--context", "131072", "--max-model-len", "131072", "--wide"});
     REQUIRE(text.code == 0);
     CHECK(text.out.find("Based on the available memory, the estimated maximum model length is 16384. Try increasing "
                         "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.") != std::string::npos);

@@ -274,7 +274,7 @@ TEST_CASE("an old GPTQ folder's quantize_config.json sizes the weights as GPTQ")
     const std::string dir = folder_with("gptq", "llama-2-7b.json", "quantize_config.json",
                                         R"({"bits": 4, "group_size": 128, "damp_percent": 0.01, "desc_act": false, "sym": true})");
     CHECK(weights_bytes(dir) == 3'893'862'400);
-    auto r = kvplan_run({"size", "--model", dir});
+    auto r = kvplan_run({"size", "--model", dir, "--wide"});  // --wide: the note on one line, unwrapped
     CHECK(r.out.find("attention   2,147,483,648  1,117,782,016") != std::string::npos);  // 128 linears x 8,732,672
     CHECK(r.out.find("vLLM reads it when served with --quantization gptq") != std::string::npos);
 }
