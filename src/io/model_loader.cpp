@@ -13,6 +13,7 @@
 
 #include "core/model/config_parser.hpp"
 #include "core/error.hpp"
+#include "io/gguf_reader.hpp"
 #include "io/presets.hpp"
 #include "io/units.hpp"
 
@@ -184,7 +185,8 @@ ModelSpec load_file(const std::string& path) {
 ModelSpec load_model(const std::string& arg, const std::string& origin) {
     if (arg.empty()) usage_error(origin + ": empty value (expected a config.json path, a model folder or a preset name)");
     std::error_code ec;
-    // 1. A path: a config.json, or a folder holding one.
+    // 1. A path: a GGUF file (io/gguf_reader), a config.json, or a folder holding one.
+    if (fs::exists(arg, ec) && is_gguf_file(arg)) return load_gguf(arg);
     if (fs::exists(arg, ec)) return load_file(fs::is_directory(arg, ec) ? config_in_folder(arg) : arg);
     // 2. A bundled preset.
     if (auto preset = find_preset(arg)) return load_preset(*preset);
