@@ -89,7 +89,7 @@ std::uint64_t value_size(std::uint32_t type) {
 }
 
 constexpr std::uint64_t kMaxTensors = 1u << 20;   // the largest GGUFs hold a few thousand
-constexpr std::uint64_t kMaxKeys = 1u << 20;
+constexpr std::uint64_t kMaxKeys = 1u << 16;     // real files hold a few dozen
 constexpr std::uint64_t kMaxKeyBytes = 65'536;    // keys are dotted names of a few dozen bytes
 constexpr std::uint64_t kMaxTensorName = 63;      // GGML_MAX_NAME 64, with its NUL (gguf.cpp)
 constexpr std::uint64_t kMaxDims = 4;             // GGML_MAX_DIMS
@@ -287,7 +287,8 @@ GgufTensor read_tensor_info(Cursor& c, std::uint64_t index) {
     if (t.dims[0] % info->block != 0)
         c.fail(fmt::format("{}: a row of {} elements is not a multiple of {}'s block of {}", what, t.dims[0], info->name, info->block));
     const std::int64_t rows = t.dims[0] == 0 ? 0 : t.elements / t.dims[0];
-    if (__builtin_mul_overflow(t.dims[0] / info->block * info->bytes, rows, &t.bytes))
+    std::int64_t row_bytes = 0;
+    if (__builtin_mul_overflow(t.dims[0] / info->block, info->bytes, &row_bytes) || __builtin_mul_overflow(row_bytes, rows, &t.bytes))
         c.fail(fmt::format("{}: its size in bytes passes 2^63", what));
     t.offset = c.u64(what + "'s data offset");
     return t;
