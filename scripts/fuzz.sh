@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs each libFuzzer target for SECONDS (default 60), seeded from the
-# project's own configs and baselines, with tests/fuzz/json.dict. New inputs
+# project's own configs, baselines and GGUF headers, with tests/fuzz/json.dict
+# (tests/fuzz/gguf.dict for fuzz_gguf). New inputs
 # go to BUILD/corpus/<target>/ (kept between runs); a crash is written to
 # BUILD/crashes/ and fails the script. Called by `make fuzz`.
 #
@@ -9,19 +10,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:?usage: scripts/fuzz.sh BUILD [SECONDS]}
 seconds=${2:-60}
+targets="fuzz_config fuzz_baseline fuzz_safetensors fuzz_gguf"
+for target in $targets; do mkdir -p "$build/corpus/$target" "$build/seeds/$target"; done
 mkdir -p "$build/crashes"
-for target in fuzz_config fuzz_baseline fuzz_safetensors; do mkdir -p "$build/corpus/$target" "$build/seeds/$target"; done
 cp models/presets/*.json tests/fixtures/configs/*.json tests/fixtures/bad/*.json tests/fixtures/constructed/*.json \
    "$build/seeds/fuzz_config/" 2>/dev/null || true
 cp tests/baseline/presets.json docs/examples/*.json "$build/seeds/fuzz_baseline/" 2>/dev/null || true
 # Safetensors headers: the first byte picks the data size (fuzz_safetensors.cpp), then the header's JSON.
 cp tests/fixtures/safetensors/*.seed "$build/seeds/fuzz_safetensors/" 2>/dev/null || true
+cp tests/fixtures/gguf/*.gguf "$build/seeds/fuzz_gguf/" 2>/dev/null || true
 status=0
-for target in fuzz_config fuzz_baseline fuzz_safetensors; do
+for target in $targets; do
   echo "== $target: ${seconds} s"
+  dict=tests/fuzz/json.dict
+  [ "$target" = fuzz_gguf ] && dict=tests/fuzz/gguf.dict
   # -rss_limit_mb: the machine has 24 GiB; a runaway allocation is a finding too.
   if ! ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-       "$build/$target" -max_total_time="$seconds" -dict=tests/fuzz/json.dict -max_len=65536 -rss_limit_mb=4096 \
+       "$build/$target" -max_total_time="$seconds" -dict="$dict" -max_len=65536 -rss_limit_mb=4096 \
        -timeout=10 -print_final_stats=1 -artifact_prefix="$build/crashes/$target-" \
        "$build/corpus/$target" "$build/seeds/$target" 2>"$build/$target.log"; then
     status=1

@@ -15,6 +15,7 @@
 #include "core/model/config_parser.hpp"
 #include "core/model/weights.hpp"
 #include "core/error.hpp"
+#include "io/gguf_reader.hpp"
 #include "io/presets.hpp"
 #include "io/safetensors_reader.hpp"
 #include "io/units.hpp"
@@ -227,6 +228,8 @@ ModelSpec load_file(const std::string& path) {
 ModelSpec load_model(const std::string& arg, const std::string& origin) {
     if (arg.empty()) usage_error(origin + ": empty value (expected a config.json path, a model folder or a preset name)");
     std::error_code ec;
+    // 1. A path: a GGUF file (io/gguf_reader), a config.json, or a folder holding one.
+    if (fs::exists(arg, ec) && is_gguf_file(arg)) return load_gguf(arg);
     // 1. A path: a config.json, or a folder holding one.
     if (fs::exists(arg, ec)) {
         if (fs::is_directory(arg, ec)) return load_file(config_in_folder(arg));

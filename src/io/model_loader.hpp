@@ -1,6 +1,7 @@
 // Resolves a --model argument, reads and parses the config, and returns the
-// ModelSpec. The only place that touches model files. In order:
-//   1. a path: a config.json, a model folder holding one, or a Hugging Face
+// ModelSpec. With io/gguf_reader, the only place that touches model files. In order:
+//   1. a path: a GGUF file (llama.cpp's; io/gguf_reader.hpp), a config.json,
+//      a model folder holding one, or a Hugging Face
 //      cache entry (models--org--name/snapshots/<refs/main>/config.json);
 //   2. a bundled preset name (case-insensitive);
 //   3. a Hugging Face repo id ("org/name") found in the local HF cache;

@@ -45,6 +45,8 @@ const char* quant_method_name(QuantMethod method) {
     return "?";
 }
 
-Dtype auto_kv_dtype(const ModelSpec& spec) { return spec.quantization.kv_cache_dtype.value_or(serving_dtype(spec.checkpoint_dtype)); }
+Dtype auto_kv_dtype(const ModelSpec& spec) {
+    return spec.quantization.kv_cache_dtype.value_or(spec.engine_kv_dtype.value_or(serving_dtype(spec.checkpoint_dtype)));
+}
 
 }  // namespace kvplan

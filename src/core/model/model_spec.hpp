@@ -142,13 +142,18 @@ struct ModelSpec {
     Quantization quantization;
     std::optional<StoredWeights> stored_weights;  // from the checkpoint's files, when read
     bool use_stored_weights = true;               // --weights-from files (default) or formula
+    // The KV cache dtype the model's engine uses by default when its file
+    // format says which engine: f16 for a GGUF (llama.cpp's --cache-type-k/-v
+    // default). nullopt: vLLM's rule (auto_kv_dtype).
+    std::optional<Dtype> engine_kv_dtype;
 
     std::vector<std::string> notes;    // decisions a reader should know about (language model only, MTP skipped...)
     std::vector<std::string> warnings; // things in the input that look wrong but do not stop the plan (missing shards)
 };
 
 // What `--kv-dtype auto` means for this model: the checkpoint's declared KV
-// cache dtype when its quantization names one, else the serving dtype.
+// cache dtype when its quantization names one, else the engine's default for
+// the file format (engine_kv_dtype), else the serving dtype.
 Dtype auto_kv_dtype(const ModelSpec& spec);
 
 }  // namespace kvplan
