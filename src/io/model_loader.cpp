@@ -206,6 +206,9 @@ namespace {
 ServedModel served_folder(const std::string& config) {
     fs::path folder = fs::path(config).parent_path();
     ServedModel out{folder.empty() ? "." : folder.string()};
+    if (fs::path(config).filename() != "config.json")
+        out.warning = config + " is not named config.json: the engines read " + out.id +
+                      "/config.json; name the checkpoint folder in the commands";
     const nlohmann::json doc = read_json_file(config);
     if (doc.is_object() && !doc.contains("quantization_config"))
         if (auto sidecar = quantization_sidecar(fs::path(config).parent_path()))

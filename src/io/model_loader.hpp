@@ -34,6 +34,9 @@ struct ServedModel {
     // AWQConfig.get_config_filenames). ModelOpt's hf_quant_config.json it
     // finds by itself.
     bool quantization_beside_config = false;
+    // A config file not named config.json: the engines read a folder's
+    // config.json, so the folder printed may not be the checkpoint. Empty otherwise.
+    std::string warning;
 };
 
 // Call after load_model(arg) succeeded.

@@ -199,6 +199,7 @@ std::string best_commands(const RecommendResult& r, const ServeOptions& s) {
 
 ServeOptions serve_options(const RecommendResult& r) {
     ServeOptions s;
+    if (!r.served.warning.empty()) s.notes.push_back(r.served.warning);
     if (!r.served.id.empty()) s.model = r.served.id;
     else s.notes.push_back("a hand-built model names no checkpoint: put its Hugging Face id or folder where the commands say CHECKPOINT");
     const ModelSpec& spec = *r.inputs.model;
