@@ -7,6 +7,7 @@
 #include "core/model/config_parts.hpp"
 #include "core/error.hpp"
 #include "io/gpu_db.hpp"
+#include "io/model_loader.hpp"
 #include "io/recommend_report.hpp"
 
 namespace kvplan {
@@ -30,7 +31,7 @@ std::vector<std::string> split_list(const std::string& text, const char* flag) {
 }  // namespace
 
 CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
-    CLI::App* cmd = app.add_subcommand("recommend", "the GPU, TP and batch that meet TTFT and TPOT targets, best first");
+    CLI::App* cmd = app.add_subcommand("recommend", "the GPU, TP x DP and batch that meet TTFT and TPOT targets, best first, with engine commands");
     add_model_options(*cmd, o.model);
     cmd->add_option("-c,--context", o.context, "the longest request in tokens (max_model_len)")->required()->transform(token_count())->check(CLI::Range(std::int64_t{2}, kMaxTokens));
     cmd->add_option("--prompt", o.prompt, "prompt tokens for TTFT (default: context - output)")->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
@@ -41,16 +42,20 @@ CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
     cmd->add_option("--tpot", o.tpot, "time-per-output-token target, seconds")->required()->check(finite_range(1e-6, 60.0));
     cmd->add_option("--gpus", o.gpus, "devices to consider: comma-separated ids, or all (default)");
     cmd->add_option("--max-gpus", o.max_gpus, "largest TP degree to try (1, 2, 4, 8)")->check(CLI::Range(std::int64_t{1}, std::int64_t{8}));
+    cmd->add_option("--num-gpus", o.num_gpus, "GPUs to fill: TP x DP = N, data-parallel replicas of the smallest TP that meets the targets")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("--price-per-hour", o.prices, "USD per GPU-hour per device, e.g. h100-sxm=2.5,a100-80gb=1.6: rank by cost");
     cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4|q8_0|q4_0|q4_k_m");
     cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
     add_efficiency_options(*cmd, o.efficiency);
     cmd->add_option("--top", o.top, "candidates to print (default 5)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1000}));
     CLI::Option* json_flag = cmd->add_flag("--json", o.json, "print JSON (schema: docs/roofline.md)");
-    cmd->add_option("--format", o.format, "table|json|markdown")->check(CLI::IsMember({"table", "json", "markdown"}))->excludes(json_flag);  // one way to say it
+    cmd->add_option("--format", o.format, "table|json|markdown|csv")->check(CLI::IsMember({"table", "json", "markdown", "csv"}))->excludes(json_flag);  // one way to say it
+    cmd->add_flag("--wide", o.wide, "table: every column, every rejected configuration, commands on one line (wider than 100 columns)");
     cmd->footer(
         "Examples:\n"
         "  kvplan recommend --model llama-3.1-8b --context 8192 --ttft 0.5 --tpot 0.05\n"
+        "  kvplan recommend --model llama-3.1-8b --context 8192 --ttft 0.5 --tpot 0.05 --gpus h100-sxm --num-gpus 8\n"
         "  kvplan recommend --model llama-3.1-70b --context 32768 --ttft 2 --tpot 0.04 --price-per-hour h100-sxm=2.5,h200=3.5,a100-80gb=1.6");
     return cmd;
 }
@@ -59,6 +64,7 @@ CommandOutput run_recommend(const RecommendOptions& o) {
     ModelSpec model = resolve_model(o.model);
     RecommendResult r;
     r.model = model.name;
+    if (!o.model.model.empty()) r.served = served_model(o.model.model);
     RecommendInputs& in = r.inputs;
     in.model = &model;
     if (o.gpus == "all") in.gpus = known_gpus();
@@ -82,15 +88,18 @@ CommandOutput run_recommend(const RecommendOptions& o) {
     in.ttft_s = o.ttft;
     in.tpot_s = o.tpot;
     in.max_gpus = o.max_gpus;
+    in.num_gpus = o.num_gpus;
     in.weights = parse_weight_format("--weights-dtype", o.weights_dtype);
     in.kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
     in.efficiency = resolve_efficiency(o.efficiency);
     r.top = static_cast<std::size_t>(o.top);
+    r.wide = o.wide;
     r.rec = recommend(in);
     const std::string f = o.json ? "json" : o.format;
     const int code = r.rec.candidates.empty() ? 1 : 0;  // nothing meets both targets: a CI job can stop on it
     if (f == "json") return {render_recommend_json(r), code};
     if (f == "markdown") return {render_recommend_markdown(r), code};
+    if (f == "csv") return {render_recommend_csv(r), code};
     return {render_recommend_table(r), code};
 }
 

@@ -1,5 +1,6 @@
-// `kvplan recommend`: the GPU type, TP degree and batch that meet a TTFT and
-// a TPOT target, ranked by throughput per GPU or by cost.
+// `kvplan recommend`: the GPU type, TP x DP split and batch that meet a TTFT
+// and a TPOT target, ranked by throughput per GPU or by cost, with the engine
+// commands that run them.
 #pragma once
 
 #include <cstdint>
@@ -23,12 +24,14 @@ struct RecommendOptions {
     double tpot = 0;
     std::string gpus = "all";  // comma-separated ids, or all
     std::int64_t max_gpus = 8;
+    std::int64_t num_gpus = 0;  // 0: one replica per candidate
     std::string prices;        // "h100-sxm=2.5,a100-80gb=1.6"
     std::string weights_dtype = "auto";
     std::string kv_dtype = "auto";
     EfficiencyOptions efficiency;
     std::int64_t top = 5;
     bool json = false;
+    bool wide = false;
     std::string format = "table";
 };
 

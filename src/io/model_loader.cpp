@@ -255,4 +255,39 @@ ModelSpec load_model(const std::string& arg, const std::string& origin) {
                 preset_names() + ")");
 }
 
+namespace {
+
+// The folder holding a config.json, as vLLM, SGLang and TensorRT-LLM take a local model.
+ServedModel served_folder(const std::string& config) {
+    fs::path folder = fs::path(config).parent_path();
+    ServedModel out{folder.empty() ? "." : folder.string()};
+    if (fs::path(config).filename() != "config.json")
+        out.warning = config + " is not named config.json: the engines read " + out.id +
+                      "/config.json; name the checkpoint folder in the commands";
+    const nlohmann::json doc = read_json_file(config);
+    if (doc.is_object() && !doc.contains("quantization_config"))
+        if (auto sidecar = quantization_sidecar(fs::path(config).parent_path()))
+            out.quantization_beside_config = fs::path(sidecar->file).filename() != "hf_quant_config.json";
+    return out;
+}
+
+}  // namespace
+
+ServedModel served_model(const std::string& arg) {
+    std::error_code ec;
+    if (fs::exists(arg, ec)) return served_folder(fs::is_directory(arg, ec) ? config_in_folder(arg) : arg);
+    if (auto preset = find_preset(arg)) return ServedModel{preset->hf_id};
+    if (auto cached = hf_cache_entry(arg)) {
+        ServedModel out = served_folder(config_in_folder(*cached));
+        out.id = arg;  // the engines resolve a repo id through the same cache
+        return out;
+    }
+    for (const Preset& p : presets())
+        if (p.hf_id.size() == arg.size() && std::equal(arg.begin(), arg.end(), p.hf_id.begin(), [](char a, char b) {
+                return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+            }))
+            return ServedModel{p.hf_id};
+    return ServedModel{arg};
+}
+
 }  // namespace kvplan

@@ -24,6 +24,25 @@ constexpr std::int64_t kMaxConfigBytes = 8 * 1024 * 1024;
 // messages name it: the flag, or a baseline's "model" field.
 ModelSpec load_model(const std::string& arg, const std::string& origin = "--model");
 
+// What an engine is told to load for a --model argument, resolved in
+// load_model's order: a path gives the folder holding its config.json (a
+// Hugging Face cache entry, its snapshot), a preset its hf_id, a repo id
+// itself. Used by `recommend` to print commands that run as pasted.
+struct ServedModel {
+    std::string id;
+    // GPTQ or AWQ settings beside config.json rather than in it: vLLM reads
+    // them only when told the method (--quantization; GPTQConfig and
+    // AWQConfig.get_config_filenames). ModelOpt's hf_quant_config.json it
+    // finds by itself.
+    bool quantization_beside_config = false;
+    // A config file not named config.json: the engines read a folder's
+    // config.json, so the folder printed may not be the checkpoint. Empty otherwise.
+    std::string warning;
+};
+
+// Call after load_model(arg) succeeded.
+ServedModel served_model(const std::string& arg);
+
 // Reads and parses a JSON file with kvplan's error messages (file name, line,
 // column). Used for configs and, later, baselines and calibrations.
 nlohmann::json read_json_file(const std::string& path, std::int64_t max_bytes = kMaxConfigBytes);

@@ -1,26 +1,47 @@
-// Renders `kvplan recommend` results (table, Markdown, JSON; schema in docs/roofline.md).
+// Renders `kvplan recommend` results (table, Markdown, JSON, CSV; schema in
+// docs/roofline.md) and the engine commands each candidate stands for.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/speed/recommend.hpp"
+#include "io/model_loader.hpp"
 
 namespace kvplan {
 
 struct RecommendResult {
     std::string model;
+    ServedModel served;  // what the engine commands name; an empty id: a hand-built model
     RecommendInputs inputs;
     Recommendation rec;
     std::size_t top = 5;
+    bool wide = false;   // every column and every rejected configuration, commands unwrapped
 };
 
-// The settings a candidate assumes, as each engine's flags: vLLM's
-// `vllm serve` and SGLang's `launch_server` arguments.
-std::string vllm_flags(const Candidate& c);
-std::string sglang_flags(const Candidate& c);
+// What the checkpoint needs the engines told beyond a candidate's settings.
+struct ServeOptions {
+    std::string model = "CHECKPOINT";         // what `vllm serve` takes
+    std::optional<std::string> quantization;  // --quantization, only where the engine cannot tell by itself
+    std::optional<std::string> dtype;         // --dtype: a --weights-dtype the engines cast to on load
+    std::vector<std::string> notes;           // what the commands cannot say
+};
+ServeOptions serve_options(const RecommendResult& r);
+
+// The settings a candidate assumes, as each engine's flags: vLLM's `vllm
+// serve`, SGLang's `launch_server` and TensorRT-LLM's `trtllm-serve` arguments.
+std::string vllm_flags(const Candidate& c, const ServeOptions& s = {});
+std::string sglang_flags(const Candidate& c, const ServeOptions& s = {});
+std::string trtllm_flags(const Candidate& c);
+// The whole command lines, on one line each.
+std::string vllm_command(const Candidate& c, const ServeOptions& s);
+std::string sglang_command(const Candidate& c, const ServeOptions& s);
+std::string trtllm_command(const Candidate& c, const ServeOptions& s);
 
 std::string render_recommend_table(const RecommendResult& r);
 std::string render_recommend_markdown(const RecommendResult& r);
 std::string render_recommend_json(const RecommendResult& r);
+std::string render_recommend_csv(const RecommendResult& r);
 
 }  // namespace kvplan

@@ -108,3 +108,33 @@ TEST_CASE("a preset's Hugging Face repo id finds the preset when the model is no
     auto m = load_model("meta-llama/Llama-3.1-8B-Instruct");
     CHECK(m.name == "llama-3.1-8b");
 }
+
+TEST_CASE("served_model names what the engines load: the preset's Hugging Face id, a repo id, a folder") {
+    HfCache cache;
+    CHECK(served_model("llama-3.1-8b").id == "meta-llama/Llama-3.1-8B-Instruct");
+    CHECK(served_model("META-LLAMA/llama-3.1-8b-instruct").id == "meta-llama/Llama-3.1-8B-Instruct");
+    cache.snapshot("models--acme--tiny", "aaaa", "qwen3-8b.json");
+    CHECK(served_model("acme/tiny").id == "acme/tiny");
+    // A cache entry given as a path: its snapshot folder, which holds the weights.
+    CHECK_THAT(served_model((cache.root / "models--acme--tiny").string()).id, Catch::EndsWith("snapshots/aaaa"));
+    const fs::path dir = cache.root / "plain";
+    fs::create_directories(dir);
+    fs::copy_file(std::string(KVPLAN_SOURCE_DIR) + "/models/presets/qwen3-8b.json", dir / "config.json");
+    const ServedModel folder = served_model(dir.string());
+    CHECK(folder.id == dir.string());
+    CHECK_FALSE(folder.quantization_beside_config);
+    CHECK(folder.warning.empty());
+    CHECK(served_model((dir / "config.json").string()).id == dir.string());
+}
+
+TEST_CASE("served_model says when GPTQ settings sit beside config.json, which vLLM reads only when told the method") {
+    HfCache cache;
+    const fs::path dir = cache.root / "gptq";
+    fs::create_directories(dir);
+    fs::copy_file(std::string(KVPLAN_SOURCE_DIR) + "/models/presets/qwen3-8b.json", dir / "config.json");
+    std::ofstream(dir / "quantize_config.json") << R"({"bits": 4, "group_size": 128, "desc_act": false})";
+    CHECK(served_model(dir.string()).quantization_beside_config);
+    // A config file under another name: its folder is printed, with a warning.
+    fs::copy_file(dir / "config.json", dir / "other.json");
+    CHECK_THAT(served_model((dir / "other.json").string()).warning, Catch::Contains("is not named config.json"));
+}

@@ -2,12 +2,132 @@
 
 #include <algorithm>
 
-#include "core/memory/capacity.hpp"
+#include "core/checked.hpp"
 #include "core/error.hpp"
+#include "core/memory/capacity.hpp"
 #include "core/memory/kv_size.hpp"
 #include "core/speed/roofline.hpp"
 
 namespace kvplan {
+
+namespace {
+
+// The TP degrees tried on every device: 1, 2, 4, 8 up to --max-gpus, those the
+// model's heads split into (check_tp), and with --num-gpus those that divide it,
+// so that TP x DP fills the GPUs exactly.
+std::vector<std::int64_t> tp_degrees(const ModelSpec& spec, const RecommendInputs& in) {
+    std::vector<std::int64_t> out;
+    for (std::int64_t tp : {1, 2, 4, 8}) {
+        if (tp > in.max_gpus || (in.num_gpus > 0 && in.num_gpus % tp != 0)) continue;
+        try {
+            check_tp(spec, tp);
+        } catch (const Error&) {
+            continue;  // the model's heads do not split this way
+        }
+        out.push_back(tp);
+    }
+    return out;
+}
+
+// Memory for one replica: vLLM's accounting at max_model_len = context, weights in the chosen format.
+CapacityPlan replica_memory(const RecommendInputs& in, const Gpu& gpu, std::int64_t tp, const WeightSizing& weights) {
+    CapacityInputs cap;
+    cap.gpu = gpu;
+    cap.engine = Engine::Vllm;
+    cap.tp = tp;
+    cap.contexts = {in.context};
+    cap.max_model_len = in.context;
+    cap.kv_dtype = in.kv_dtype;
+    cap.longest_lengths = false;  // only the rows are read
+    if (!in.weights.as_checkpoint) cap.weights_bytes = (weights.bytes + tp - 1) / tp;
+    return plan_capacity(*in.model, cap);
+}
+
+// TensorRT-LLM sizes its pool as a fraction of the memory free after weights
+// and buffers (KvCacheConfig.free_gpu_memory_fraction); this fraction gives
+// the pool vLLM's accounting planned, under the same overhead estimate.
+double trtllm_fraction(const MemoryBudget& b) {
+    const std::int64_t free = b.total_bytes - b.weights_bytes - b.overhead_bytes;
+    if (free <= 0 || b.kv_pool_bytes <= 0) return b.mem_fraction;
+    return std::min(1.0, static_cast<double>(b.kv_pool_bytes) / static_cast<double>(free));
+}
+
+// One replica of `tp` GPUs at batch 1 (the best TPOT it can reach), and which targets it misses.
+Candidate replica(const RecommendInputs& in, const CostModel& m, const CapacityPlan& plan, std::int64_t tp, std::int64_t prompt) {
+    Candidate c;
+    c.gpu = plan.gpu.id;
+    c.tp = tp;
+    c.dp = in.num_gpus > 0 ? in.num_gpus / tp : 1;
+    c.max_requests = plan.rows.at(0).max_requests;
+    c.ttft_s = prefill_step(m, 1, prompt).total_s;
+    c.tpot_s = decode_step(m, 1, in.context).total_s;
+    c.tokens_per_s_per_gpu = 1.0 / c.tpot_s / static_cast<double>(tp);
+    c.tokens_per_s = static_cast<double>(c.dp) / c.tpot_s;
+    if (c.max_requests < 1) c.missed.push_back(Target::Memory);
+    else {
+        if (c.ttft_s > in.ttft_s) c.missed.push_back(Target::Ttft);
+        if (c.tpot_s > in.tpot_s) c.missed.push_back(Target::Tpot);
+    }
+    c.max_model_len = in.context;
+    c.kv_dtype = plan.kv_dtype;
+    c.vllm_mem_fraction = plan.budget.mem_fraction;
+    c.sglang_mem_fraction = default_mem_fraction(Engine::Sglang, tp);
+    c.trtllm_free_fraction = trtllm_fraction(plan.budget);
+    return c;
+}
+
+// The largest batch that still meets the TPOT target (step time grows with
+// the batch), capped by memory, and the figures at that batch. Throughput of
+// DP replicas is dp x one replica's; latency is one replica's.
+void fill_batch(Candidate& c, const RecommendInputs& in, const CostModel& m, std::int64_t prompt) {
+    std::int64_t lo = 1, hi = c.max_requests;
+    while (lo < hi) {
+        const std::int64_t mid = lo + (hi - lo + 1) / 2;
+        if (decode_step(m, mid, in.context).total_s <= in.tpot_s) lo = mid;
+        else hi = mid - 1;
+    }
+    c.batch = lo;
+    c.tpot_s = decode_step(m, lo, in.context).total_s;
+    const double replica_tokens_per_s = static_cast<double>(lo) / c.tpot_s;
+    c.tokens_per_s = static_cast<double>(c.dp) * replica_tokens_per_s;
+    c.tokens_per_s_per_gpu = replica_tokens_per_s / static_cast<double>(c.tp);
+    // Room for one whole prompt beside a decode token for every sequence, so
+    // that a prompt is prefilled in one step, as TTFT assumes (vLLM and SGLang
+    // otherwise split it into chunks of this many tokens).
+    c.max_num_batched_tokens = checked_add(prompt, lo, "max_num_batched_tokens");
+    if (auto p = in.prices.find(c.gpu); p != in.prices.end())
+        c.usd_per_million_tokens = usd_per_million_tokens(p->second, c.gpus(), c.tokens_per_s);
+}
+
+// Best first: cheapest per million tokens when priced, else most tokens/s per GPU; then fewer GPUs, then smaller TP.
+bool better(const Candidate& a, const Candidate& b) {
+    if (a.usd_per_million_tokens.has_value() != b.usd_per_million_tokens.has_value()) return a.usd_per_million_tokens.has_value();
+    if (a.usd_per_million_tokens && *a.usd_per_million_tokens != *b.usd_per_million_tokens)
+        return *a.usd_per_million_tokens < *b.usd_per_million_tokens;
+    if (a.tokens_per_s_per_gpu != b.tokens_per_s_per_gpu) return a.tokens_per_s_per_gpu > b.tokens_per_s_per_gpu;
+    if (a.gpus() != b.gpus()) return a.gpus() < b.gpus();
+    return a.tp < b.tp;
+}
+
+// Closest first: those that fit, then fewer targets missed, then the smaller
+// worst ratio of figure to target.
+bool closer(const Candidate& a, const Candidate& b, const RecommendInputs& in) {
+    const bool a_fits = a.missed.front() != Target::Memory, b_fits = b.missed.front() != Target::Memory;
+    if (a_fits != b_fits) return a_fits;
+    if (a.missed.size() != b.missed.size()) return a.missed.size() < b.missed.size();
+    auto worst = [&](const Candidate& c) { return std::max(c.ttft_s / in.ttft_s, c.tpot_s / in.tpot_s); };
+    return worst(a) < worst(b);
+}
+
+std::string binding(const Recommendation& r, bool ttft_met, bool tpot_met) {
+    if (r.fitting == 0) return "memory";
+    if (!ttft_met && !tpot_met) return "both";
+    if (!ttft_met) return "ttft";
+    if (!tpot_met) return "tpot";
+    return "separately";
+}
+
+}  // namespace
 
 Recommendation recommend(const RecommendInputs& in) {
     if (!(in.ttft_s > 0) || !(in.tpot_s > 0)) usage_error("--ttft and --tpot must be positive seconds");
@@ -19,90 +139,42 @@ Recommendation recommend(const RecommendInputs& in) {
     Recommendation out;
     const ModelSpec& spec = *in.model;
     const WeightSizing weights = size_weights_in(spec, in.weights);
+    const std::vector<std::int64_t> degrees = tp_degrees(spec, in);
     bool ttft_met = false, tpot_met = false;
     std::string skipped;
     for (const Gpu& gpu : in.gpus) {
-        for (std::int64_t tp : {1, 2, 4, 8}) {
-            if (tp > in.max_gpus) break;
-            try {
-                check_tp(spec, tp);
-            } catch (const Error&) {
-                continue;  // the model's heads do not split this way
-            }
-            CostModelInputs ci{in.model, gpu, in.weights, in.kv_dtype, tp, in.efficiency, std::nullopt};
-            const CostModel m = make_cost_model(ci);
+        bool chosen = false;  // this device has its candidate: the smallest TP that meets both targets
+        for (std::int64_t tp : degrees) {
+            const CostModel m = make_cost_model(CostModelInputs{in.model, gpu, in.weights, in.kv_dtype, tp, in.efficiency, std::nullopt});
             if (m.flops_per_s <= 0) {
                 skipped += (skipped.empty() ? "" : ", ") + gpu.id;
                 break;
             }
             ++out.configurations;
-
-            // Memory: vLLM's accounting at max_model_len = context, weights in the chosen format.
-            CapacityInputs cap;
-            cap.gpu = gpu;
-            cap.engine = Engine::Vllm;
-            cap.tp = tp;
-            cap.contexts = {in.context};
-            cap.max_model_len = in.context;
-            cap.kv_dtype = in.kv_dtype;
-            cap.longest_lengths = false;  // only the rows are read
-            if (!in.weights.as_checkpoint) cap.weights_bytes = (weights.bytes + tp - 1) / tp;
-            const CapacityPlan plan = plan_capacity(spec, cap);
-            const std::int64_t max_requests = plan.rows.at(0).max_requests;
-            if (max_requests < 1) continue;
+            Candidate c = replica(in, m, replica_memory(in, gpu, tp, weights), tp, prompt);
+            if (c.max_requests < 1) {
+                out.rejected.push_back(c);
+                continue;
+            }
             ++out.fitting;
-
-            Candidate c;
-            c.gpu = gpu.id;
-            c.tp = tp;
-            c.max_requests = max_requests;
-            c.ttft_s = prefill_step(m, 1, prompt).total_s;
-            c.batch = 1;
-            c.tpot_s = decode_step(m, 1, in.context).total_s;
-            c.tokens_per_s_per_gpu = 1.0 / c.tpot_s / static_cast<double>(tp);
             if (!out.best_ttft || c.ttft_s < out.best_ttft->ttft_s) out.best_ttft = c;
             if (!out.best_tpot || c.tpot_s < out.best_tpot->tpot_s) out.best_tpot = c;
             ttft_met = ttft_met || c.ttft_s <= in.ttft_s;
             tpot_met = tpot_met || c.tpot_s <= in.tpot_s;
-            if (c.ttft_s > in.ttft_s || c.tpot_s > in.tpot_s) continue;
-
-            // The largest batch that still meets the TPOT target (step time grows with the batch).
-            std::int64_t lo = 1, hi = max_requests;
-            while (lo < hi) {
-                const std::int64_t mid = lo + (hi - lo + 1) / 2;
-                if (decode_step(m, mid, in.context).total_s <= in.tpot_s) lo = mid;
-                else hi = mid - 1;
+            if (!c.missed.empty()) out.rejected.push_back(c);
+            else if (chosen) ++out.larger_tp_meeting;
+            else {
+                fill_batch(c, in, m, prompt);
+                out.candidates.push_back(c);
+                chosen = true;
             }
-            c.batch = lo;
-            c.tpot_s = decode_step(m, lo, in.context).total_s;
-            c.tokens_per_s_per_gpu = static_cast<double>(lo) / c.tpot_s / static_cast<double>(tp);
-            if (auto p = in.prices.find(gpu.id); p != in.prices.end())
-                c.usd_per_million_tokens = usd_per_million_tokens(p->second, tp, static_cast<double>(lo) / c.tpot_s);
-            c.max_model_len = in.context;
-            c.kv_dtype = plan.kv_dtype;
-            c.vllm_mem_fraction = plan.budget.mem_fraction;
-            c.sglang_mem_fraction = default_mem_fraction(Engine::Sglang, c.tp);
-            out.candidates.push_back(c);
         }
     }
 
     if (!skipped.empty()) out.notes.push_back("skipped for want of a FLOP/s figure (no TTFT): " + skipped);
-
-    // Best first: cheapest per million tokens when priced, else most tokens/s per GPU; then fewer GPUs.
-    std::stable_sort(out.candidates.begin(), out.candidates.end(), [](const Candidate& a, const Candidate& b) {
-        if (a.usd_per_million_tokens.has_value() != b.usd_per_million_tokens.has_value()) return a.usd_per_million_tokens.has_value();
-        if (a.usd_per_million_tokens && *a.usd_per_million_tokens != *b.usd_per_million_tokens)
-            return *a.usd_per_million_tokens < *b.usd_per_million_tokens;
-        if (a.tokens_per_s_per_gpu != b.tokens_per_s_per_gpu) return a.tokens_per_s_per_gpu > b.tokens_per_s_per_gpu;
-        return a.tp < b.tp;
-    });
-    if (out.candidates.empty()) {
-        if (out.fitting == 0) out.binding = "memory";
-        else if (!ttft_met && !tpot_met) out.binding = "both";
-        else if (!ttft_met) out.binding = "ttft";
-        else if (!tpot_met) out.binding = "tpot";
-        else out.binding = "separately";
-    }
+    std::stable_sort(out.candidates.begin(), out.candidates.end(), better);
+    std::stable_sort(out.rejected.begin(), out.rejected.end(), [&](const Candidate& a, const Candidate& b) { return closer(a, b, in); });
+    if (out.candidates.empty()) out.binding = binding(out, ttft_met, tpot_met);
     return out;
 }
 

@@ -1,7 +1,8 @@
-// SLO-driven search: GPU type x TP degree x batch, keeping the
-// configurations that meet a time-to-first-token and a time-per-output-token
-// target and fit in memory, ranked by throughput per GPU (or by cost per
-// million tokens when prices are known).
+// SLO-driven search: GPU type x (TP x DP) x batch, keeping the configurations
+// that meet a time-to-first-token and a time-per-output-token target and fit
+// in memory, ranked by throughput per GPU (or by cost per million tokens when
+// prices are known). Per device the smallest TP that meets both targets is the
+// candidate; data-parallel replicas fill the GPU count (docs/roofline.md).
 #pragma once
 
 #include <cstdint>
@@ -26,33 +27,47 @@ struct RecommendInputs {
     double ttft_s = 1.0;                // targets
     double tpot_s = 0.05;
     std::int64_t max_gpus = 8;          // TP degrees 1, 2, 4, 8 up to this
+    std::int64_t num_gpus = 0;          // GPUs to fill with TP x DP replicas (0: one replica, DP 1)
     std::map<std::string, double> prices;  // gpu id -> USD per GPU-hour
     WeightFormat weights;
     std::optional<Dtype> kv_dtype;
     Efficiency efficiency;
 };
 
+// A target a configuration can miss: memory (not one request of the context
+// fits), TTFT, or TPOT (even at batch 1).
+enum class Target { Memory, Ttft, Tpot };
+
 struct Candidate {
     std::string gpu;
     std::int64_t tp = 1;
-    std::int64_t batch = 1;             // concurrent sequences that still meet the TPOT target
-    std::int64_t max_requests = 0;      // what memory holds at the context
-    double ttft_s = 0;
+    std::int64_t dp = 1;                // data-parallel replicas of `tp` GPUs each
+    std::int64_t batch = 1;             // concurrent sequences per replica that still meet the TPOT target
+    std::int64_t max_requests = 0;      // what memory holds at the context, per replica
+    double ttft_s = 0;                  // one replica's: DP does not change latency
     double tpot_s = 0;                  // decode step at `batch` and the full context
     double tokens_per_s_per_gpu = 0;
+    double tokens_per_s = 0;            // all replicas: dp x batch / tpot
     std::optional<double> usd_per_million_tokens;
+    std::vector<Target> missed;         // empty for candidates; what a rejected configuration misses
     // The engine settings the plan assumes; the printer writes them as each
-    // engine's flags (src/io/recommend_report.cpp, vllm_flags/sglang_flags).
+    // engine's flags (src/io/recommend_report.cpp).
     std::int64_t max_model_len = 0;
+    std::int64_t max_num_batched_tokens = 0;  // a whole prompt plus a decode token per sequence
     Dtype kv_dtype = Dtype::Bf16;
     double vllm_mem_fraction = 0.9;    // --gpu-memory-utilization
     double sglang_mem_fraction = 0.9;  // --mem-fraction-static (SGLang's default for this TP)
+    double trtllm_free_fraction = 0.9; // --kv_cache_free_gpu_memory_fraction giving the same KV pool
+
+    std::int64_t gpus() const { return tp * dp; }
 };
 
 struct Recommendation {
-    std::vector<Candidate> candidates;  // every configuration that meets both targets, best first
+    std::vector<Candidate> candidates;  // per device, the smallest TP that meets both targets; best first
+    std::vector<Candidate> rejected;    // every TP tried that misses a target, closest first
     std::int64_t configurations = 0;    // GPU x TP pairs tried
     std::int64_t fitting = 0;           // ... that hold at least one request
+    std::int64_t larger_tp_meeting = 0; // pairs that meet both targets at a larger TP than the candidate's
     // When nothing meets both targets: which one binds ("ttft", "tpot", "both",
     // "memory", or "separately" when each is met but never together), and the
     // closest configurations for each.

@@ -1,6 +1,8 @@
 // recommend(): the search keeps configurations that meet both targets and fit,
 // picks the largest batch under the TPOT target, ranks them, and says which
 // target binds when nothing qualifies.
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include "core/speed/recommend.hpp"
@@ -86,4 +88,61 @@ TEST_CASE("recommend says which target binds when nothing qualifies") {
     Recommendation none = recommend(b);
     CHECK(none.fitting == 0);
     CHECK(none.binding == "memory");
+}
+
+TEST_CASE("recommend fills 8 H100s with an 8B model as TP 1 x DP 8, at 8 times one replica's throughput") {
+    // Llama-3.1-8B on one H100 (80 GiB) at 8,192 tokens: bf16 weights are
+    // 16.1 GB, a request's KV cache is 32 layers x 8 KV heads x 128 x 2 (K, V)
+    // x 2 B = 131,072 B per token x 8,192 = 1 GiB, so vLLM's 0.9 x 80 GiB
+    // holds dozens of requests. TTFT is a 7,936-token prefill, 2 x 8.0e9 x
+    // 7,936 = 1.3e14 FLOPs at under 1e15 FLOP/s: well under 1 s; TPOT at
+    // batch 1 reads 16 GB at about 3 TB/s: about 6 ms, under 50 ms. TP 1
+    // meets both targets, so it is the smallest TP, and 8 GPUs hold 8 / 1 = 8
+    // replicas: the throughput is 8 x batch / TPOT, per GPU batch / TPOT.
+    const ModelSpec m = preset("llama-3.1-8b");
+    RecommendInputs in = base(m);
+    in.gpus = {find_gpu(bundled_gpus(), "h100-sxm")};
+    in.num_gpus = 8;
+    const Recommendation r = recommend(in);
+    REQUIRE(r.candidates.size() == 1);  // one per device: its smallest TP that meets both targets
+    const Candidate& best = r.candidates.front();
+    CHECK(best.tp == 1);
+    CHECK(best.dp == 8);
+    CHECK(best.gpus() == 8);
+    CHECK(best.tokens_per_s == Approx(8.0 * best.batch / best.tpot_s));
+    CHECK(best.tokens_per_s_per_gpu == Approx(best.batch / best.tpot_s));
+    // One replica alone (no --num-gpus) has the same batch and latency and an eighth of the throughput.
+    in.num_gpus = 0;
+    const Recommendation one = recommend(in);
+    REQUIRE(one.candidates.size() == 1);
+    CHECK(one.candidates.front().dp == 1);
+    CHECK(one.candidates.front().batch == best.batch);
+    CHECK(one.candidates.front().ttft_s == best.ttft_s);
+    CHECK(best.tokens_per_s == Approx(8.0 * one.candidates.front().tokens_per_s));
+    // TP 2, 4 and 8 also meet both targets; they are counted, not listed.
+    CHECK(r.larger_tp_meeting == 3);
+    CHECK(r.rejected.empty());
+    // The printed commands say so.
+    CHECK_THAT(vllm_flags(best), Catch::StartsWith("--tensor-parallel-size 1 --data-parallel-size 8 "));
+    CHECK_THAT(sglang_flags(best), Catch::StartsWith("--tp 1 --dp 8 "));
+}
+
+TEST_CASE("recommend names the targets each rejected configuration misses") {
+    const ModelSpec m = preset("llama-3.1-8b");
+    RecommendInputs in = base(m);
+    in.tpot_s = 0.008;  // about what batch 1 takes on an H100 at TP 1; slower devices miss it
+    const Recommendation r = recommend(in);
+    REQUIRE_FALSE(r.rejected.empty());
+    for (const Candidate& c : r.rejected) {
+        INFO(c.gpu << " tp " << c.tp);
+        REQUIRE_FALSE(c.missed.empty());
+        const bool fits = c.max_requests >= 1;
+        CHECK((c.missed.front() == Target::Memory) == !fits);
+        if (!fits) continue;
+        CHECK((std::find(c.missed.begin(), c.missed.end(), Target::Ttft) != c.missed.end()) == (c.ttft_s > in.ttft_s));
+        CHECK((std::find(c.missed.begin(), c.missed.end(), Target::Tpot) != c.missed.end()) == (c.tpot_s > in.tpot_s));
+    }
+    // Closest first: configurations that fit before those that do not.
+    for (std::size_t i = 1; i < r.rejected.size(); ++i)
+        CHECK_FALSE((r.rejected[i - 1].missed.front() == Target::Memory && r.rejected[i].missed.front() != Target::Memory));
 }
