@@ -212,4 +212,25 @@ StepCost prefill_step(const CostModel& m, std::int64_t batch, std::int64_t promp
     return finish(m, c, tokens);
 }
 
+StepCost mixed_step(const CostModel& m, const std::vector<SeqWork>& seqs) {
+    StepCost c;
+    std::int64_t tokens = 0;
+    for (const SeqWork& w : seqs) {
+        tokens += w.new_tokens;
+        const double n = static_cast<double>(w.new_tokens);
+        for (const CostGroup& g : m.groups) {
+            const std::int64_t held = g.window_tokens > 0 ? std::min(w.cached, g.window_tokens) : w.cached;
+            c.kv_read_bytes += g.kv_bytes_per_token * static_cast<double>(held) + g.state_bytes;
+            const double kept = g.window_tokens > 0 ? std::min(n, static_cast<double>(g.window_tokens)) : n;
+            c.kv_write_bytes += g.kv_bytes_per_token * kept + g.state_bytes;
+            // Each new token attends to the cached prefix (within the window) and the new tokens before it.
+            const double pairs = n * static_cast<double>(held) + causal_pairs(w.new_tokens, g.window_tokens);
+            c.attention_flops += g.attention_flops_per_token_pair * pairs + g.state_flops_per_token * n;
+        }
+    }
+    c.weight_bytes = m.dense_weight_bytes + routed_weight_bytes(m, tokens);
+    c.matmul_flops = static_cast<double>(tokens) * m.matmul_flops_per_token;
+    return finish(m, c, tokens);
+}
+
 }  // namespace kvplan

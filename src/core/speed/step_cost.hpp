@@ -122,6 +122,20 @@ StepCost decode_step(const CostModel& m, std::int64_t batch, std::int64_t contex
 // A prefill: `batch` prompts of `prompt` tokens each, from an empty cache, in one step.
 StepCost prefill_step(const CostModel& m, std::int64_t batch, std::int64_t prompt);
 
+// One sequence's share of a continuous-batching step: `new_tokens` tokens
+// computed on top of `cached` tokens already in the KV cache. A decode is
+// {context, 1}; a prefill chunk is {tokens done so far, chunk}.
+struct SeqWork {
+    std::int64_t cached = 0;
+    std::int64_t new_tokens = 0;
+};
+
+// A mixed step (vLLM V1 runs decodes and prefill chunks as one forward pass):
+// the weights once for all the step's tokens, each sequence's cached KV read
+// once (within its window), its new tokens' KV written, and attention over
+// its cached prefix plus causal pairs among its new tokens.
+StepCost mixed_step(const CostModel& m, const std::vector<SeqWork>& seqs);
+
 // Expected routed experts a batch of `tokens` touches in one MoE layer under
 // uniform routing: E x (1 - (1 - k/E)^tokens).
 double experts_touched(std::int64_t experts, std::int64_t per_token, std::int64_t tokens);

@@ -1,0 +1,55 @@
+// vLLM's KV block pool (vllm/v1/core/block_pool.py, kv_cache_manager.py):
+// a fixed number of blocks, each held by the requests that reference it
+// (ref_cnt); free blocks wait in an LRU queue, and a free block that still
+// holds a full block's content stays findable by its hash until the queue
+// hands it out again (prefix caching: the eviction is lazy).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+namespace kvplan {
+
+class BlockPool {
+public:
+    explicit BlockPool(std::int64_t blocks);
+
+    std::int64_t total() const { return static_cast<std::int64_t>(ref_.size()); }
+    std::int64_t free_count() const { return free_count_; }
+    std::int64_t used() const { return total() - free_count_; }
+    std::int64_t cached() const { return static_cast<std::int64_t>(by_hash_.size()); }
+
+    // The cached block holding this content, if any, without touching it.
+    std::optional<std::int64_t> find(std::uint64_t hash) const {
+        auto it = by_hash_.find(hash);
+        return it == by_hash_.end() ? std::nullopt : std::optional<std::int64_t>(it->second);
+    }
+    bool is_free(std::int64_t block) const { return ref_[static_cast<std::size_t>(block)] == 0; }
+    // One more reference to a cached block found with find() (taken out of
+    // the free queue if it was free).
+    void touch(std::int64_t block);
+    // Takes the block at the head of the free queue (the least recently
+    // freed), evicting the content it cached. Precondition: free_count() > 0.
+    std::int64_t allocate();
+    // Records that `block` now holds the content `hash` (a full block).
+    void set_hash(std::int64_t block, std::uint64_t hash);
+    // Drops one reference; at zero the block joins the tail of the free queue.
+    void release(std::int64_t block);
+
+    // The invariant: each block is either referenced or in the free queue.
+    bool consistent() const;
+
+private:
+    void unlink(std::int64_t b);
+    void push_tail(std::int64_t b);
+
+    std::vector<std::int64_t> ref_;
+    std::vector<std::int64_t> prev_, next_;  // the free queue, -1 terminated
+    std::vector<std::optional<std::uint64_t>> hash_;
+    std::unordered_map<std::uint64_t, std::int64_t> by_hash_;
+    std::int64_t head_ = -1, tail_ = -1, free_count_ = 0;
+};
+
+}  // namespace kvplan
