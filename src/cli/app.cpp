@@ -13,6 +13,7 @@
 #include "cli/cmd_models.hpp"
 #include "cli/cmd_recommend.hpp"
 #include "cli/cmd_roofline.hpp"
+#include "cli/cmd_simulate.hpp"
 #include "cli/cmd_size.hpp"
 #include "cli/flag_checks.hpp"
 #include "cli/version.hpp"
@@ -49,6 +50,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     GpusOptions gpus;
     RooflineOptions roofline;
     RecommendOptions recommend;
+    SimulateOptions simulate;
     MeasureOptions measure;
     CheckOptions check;
     BaselineOptions baseline;
@@ -59,6 +61,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     CLI::App* gpus_cmd = setup_gpus(app, gpus);
     CLI::App* roofline_cmd = setup_roofline(app, roofline);
     CLI::App* recommend_cmd = setup_recommend(app, recommend);
+    CLI::App* simulate_cmd = setup_simulate(app, simulate);
     CLI::App* measure_cmd = setup_measure(app, measure);
     CLI::App* check_cmd = setup_check(app, check);
     CLI::App* baseline_cmd = setup_baseline(app, baseline);
@@ -106,11 +109,12 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
             text = std::move(result.text);
             code = result.exit_code;
         }
+        else if (simulate_cmd->parsed()) text = run_simulate(simulate);
         else if (measure_cmd->parsed()) text = run_measure(measure, err);
         else if (baseline_cmd->parsed()) text = run_baseline(baseline, err);
         else if (diff_cmd->parsed()) text = run_diff(diff);
         else {
-            err << "kvplan: error: no command given (expected size, concurrency, roofline, recommend, measure, diff, baseline, check, models or gpus; run `kvplan --help`)\n";
+            err << "kvplan: error: no command given (expected size, concurrency, roofline, recommend, simulate, measure, diff, baseline, check, models or gpus; run `kvplan --help`)\n";
             return kExitUsage;
         }
         out << text;

@@ -20,6 +20,7 @@ struct Live {
     std::int64_t hashed = 0;            // leading blocks registered in the prefix cache
     double last_token_s = 0;
     bool admitted_once = false;
+    std::vector<std::uint64_t> hashes;  // the chained block hashes computed so far
 };
 
 // The content hash of block j of request r: its prompt's content key while
@@ -51,7 +52,8 @@ public:
 
 private:
     std::int64_t total_tokens(std::size_t r) const { return w_.requests[r].input_tokens + live_[r].generated; }
-    std::uint64_t block_hash(std::size_t r, std::int64_t j) const;
+    std::uint64_t block_hash(std::size_t r, std::int64_t j);
+    std::uint64_t block_key(std::size_t r, std::int64_t j) const;
     std::int64_t blocks_for(std::int64_t tokens) const { return (tokens + c_.block_size - 1) / c_.block_size; }
     bool allocate(std::size_t r, std::int64_t new_tokens);
     void free_blocks(std::size_t r);
@@ -87,20 +89,24 @@ private:
     double interval_prompt_ = 0, interval_generation_ = 0;
 };
 
-std::uint64_t Engine::block_hash(std::size_t r, std::int64_t j) const {
+// Block j's own content key (see mix above).
+std::uint64_t Engine::block_key(std::size_t r, std::int64_t j) const {
     const SimRequest& q = w_.requests[r];
-    std::uint64_t h = 0x84222325cbf29ce4ULL;
-    for (std::int64_t i = 0; i <= j; ++i) {
-        const std::int64_t first_token = i * c_.block_size;
-        std::uint64_t key;
-        if (q.key_block_tokens > 0 && first_token / q.key_block_tokens < static_cast<std::int64_t>(q.content_keys.size()) &&
-            first_token + c_.block_size <= q.input_tokens)
-            key = mix(q.content_keys[static_cast<std::size_t>(first_token / q.key_block_tokens)], static_cast<std::uint64_t>(first_token % q.key_block_tokens));
-        else
-            key = mix(0x5bd1e995ULL + r, static_cast<std::uint64_t>(i));
-        h = mix(h, key);
+    const std::int64_t first_token = j * c_.block_size;
+    if (q.key_block_tokens > 0 && first_token / q.key_block_tokens < static_cast<std::int64_t>(q.content_keys.size()) &&
+        first_token + c_.block_size <= q.input_tokens)
+        return mix(q.content_keys[static_cast<std::size_t>(first_token / q.key_block_tokens)], static_cast<std::uint64_t>(first_token % q.key_block_tokens));
+    return mix(0x5bd1e995ULL + r, static_cast<std::uint64_t>(j));
+}
+
+// The chained hash of blocks 0..j, extended once per block and kept.
+std::uint64_t Engine::block_hash(std::size_t r, std::int64_t j) {
+    std::vector<std::uint64_t>& h = live_[r].hashes;
+    while (static_cast<std::int64_t>(h.size()) <= j) {
+        const std::uint64_t parent = h.empty() ? 0x84222325cbf29ce4ULL : h.back();
+        h.push_back(mix(parent, block_key(r, static_cast<std::int64_t>(h.size()))));
     }
-    return h;
+    return h[static_cast<std::size_t>(j)];
 }
 
 // allocate_slots: the blocks for `new_tokens` more tokens, or false when the
@@ -275,6 +281,7 @@ void Engine::apply_step() {
     for (std::size_t r : finished) {
         run_.requests[r].finish_s = t_;
         free_blocks(r);
+        live_[r].hashes = {};
         running_.erase(std::find(running_.begin(), running_.end(), r));
         ++done_;
     }

@@ -1,0 +1,213 @@
+#include "cli/cmd_simulate.hpp"
+#include "cli/flag_checks.hpp"
+
+#include <charconv>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/memory/capacity.hpp"
+#include "core/memory/kv_size.hpp"
+#include "core/digits.hpp"
+#include "core/model/config_parts.hpp"
+#include "core/model/weight_format.hpp"
+#include "core/sim/synthetic.hpp"
+#include "io/file_writer.hpp"
+#include "io/simulate_report.hpp"
+#include "io/trace_reader.hpp"
+
+namespace kvplan {
+
+CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
+    CLI::App* cmd = app.add_subcommand("simulate", "replay traffic through a vLLM-style continuous-batching simulator: latency percentiles, goodput, KV usage");
+    add_model_options(*cmd, o.model);
+    add_gpu_options(*cmd, o.gpu, GpuMemFlag::NotOffered);
+    add_efficiency_options(*cmd, o.efficiency);
+    const auto count = CLI::Range(std::int64_t{1}, std::int64_t{100'000'000});
+    cmd->add_option("--tp", o.tp, "tensor-parallel ranks")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+    cmd->add_option("--max-num-seqs", o.max_num_seqs, "sequences per step (default: vLLM's for the device)")->check(count);
+    cmd->add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "tokens per step (default: vLLM's)")
+        ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+    cmd->add_option("--long-prefill-token-threshold", o.long_prefill_threshold, "cap on one request's prefill chunk (0: none)")
+        ->transform(token_count())->check(CLI::Range(std::int64_t{0}, kMaxTokens));
+    cmd->add_option("--block-size", o.block_size, "tokens per KV block (default 16)")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+    cmd->add_option("--num-gpu-blocks", o.num_gpu_blocks, "KV blocks, replacing the computed pool (vLLM's num_gpu_blocks_override)")->check(count);
+    cmd->add_option("--mem-util", o.mem_util, "vLLM gpu_memory_utilization (default 0.90)")->check(finite_range(0.01, 1.0));
+    cmd->add_option("--max-model-len", o.max_model_len, "vLLM max_model_len (default: the model's)")
+        ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+    cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
+    cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp16|bf16|fp8|int8|int4|q8_0|q4_0|q4_k_m");
+    cmd->add_flag("--no-prefix-caching", o.no_prefix_caching, "turn vLLM's automatic prefix caching off");
+    cmd->add_option("--trace", o.trace, "replay this trace (Azure CSV, Mooncake JSONL, JSONL with arrival_time, or arrival_s CSV)");
+    cmd->add_option("--trace-format", o.trace_format, "auto|azure|mooncake|jsonl|csv")->check(CLI::IsMember({"auto", "azure", "mooncake", "jsonl", "csv"}));
+    cmd->add_option("--time-scale", o.time_scale, "replay the trace this many times faster")->check(finite_range(1e-6, 1e6));
+    cmd->add_option("--limit", o.limit, "only the first N requests of the trace")->check(count);
+    cmd->add_option("--rate", o.rate, "synthetic: requests per second (open loop)")->check(finite_range(1e-9, 1e9));
+    cmd->add_option("--requests", o.requests, "synthetic: how many requests")->check(count);
+    cmd->add_option("--concurrency", o.concurrency, "synthetic: closed loop of this many clients instead of --rate")->check(count);
+    cmd->add_option("--input-len", o.input_len, "synthetic prompt lengths: fixed:N, uniform:A-B, lognormal:MEAN,SIGMA or from:TRACE");
+    cmd->add_option("--output-len", o.output_len, "synthetic output lengths, the same forms");
+    cmd->add_option("--burstiness", o.burstiness, "synthetic: gamma shape of the gaps (1: Poisson)")->check(finite_range(1e-3, 1e3));
+    cmd->add_option("--seed", o.seed, "synthetic: random seed (same seed, same output)");
+    cmd->add_option("--slo", o.slo, "targets for goodput, e.g. ttft=2s,tpot=50ms,e2e=30s");
+    cmd->add_flag("--json", o.json, "print JSON (schema: docs/simulate.md)");
+    cmd->add_option("--requests-csv", o.requests_csv, "write one row per request to this file");
+    cmd->add_option("--timeseries-csv", o.timeseries_csv, "write the per-second series to this file");
+    cmd->footer(
+        "Examples:\n"
+        "  kvplan simulate --model llama-3.1-8b --gpu h100-sxm --trace tests/fixtures/reference/traces/azure_2023_conv.csv \\\n"
+        "      --limit 2000 --slo ttft=2s,tpot=50ms\n"
+        "  kvplan simulate --model llama-3.1-8b --gpu l40s --rate 5 --requests 1000 --input-len lognormal:1000,0.8 \\\n"
+        "      --output-len uniform:50-400 --seed 1");
+    return cmd;
+}
+
+namespace {
+
+std::int64_t whole(const std::string& flag, const std::string& text) {
+    std::int64_t v = 0;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || p != text.data() + text.size() || v < 1 || v > kMaxTokens)
+        usage_error(flag + ": \"" + text + "\": expected a whole number of tokens from 1 to " + std::to_string(kMaxTokens));
+    return v;
+}
+
+double number(const std::string& flag, const std::string& text) {
+    double v = 0;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || p != text.data() + text.size() || !std::isfinite(v) || v < 0) usage_error(flag + ": \"" + text + "\": expected a number");
+    return v;
+}
+
+// fixed:N, uniform:A-B, lognormal:MEAN,SIGMA or from:TRACE.
+LengthDist parse_dist(const std::string& flag, const std::string& text, bool input) {
+    const auto colon = text.find(':');
+    const std::string kind = text.substr(0, colon), arg = colon == std::string::npos ? "" : text.substr(colon + 1);
+    LengthDist d;
+    if (kind == "fixed") d.a = static_cast<double>(whole(flag, arg));
+    else if (kind == "uniform" && arg.find('-') != std::string::npos) {
+        d.kind = LengthDist::Kind::Uniform;
+        d.a = static_cast<double>(whole(flag, arg.substr(0, arg.find('-'))));
+        d.b = static_cast<double>(whole(flag, arg.substr(arg.find('-') + 1)));
+    } else if (kind == "lognormal" && arg.find(',') != std::string::npos) {
+        d.kind = LengthDist::Kind::Lognormal;
+        d.a = number(flag, arg.substr(0, arg.find(',')));
+        d.b = number(flag, arg.substr(arg.find(',') + 1));
+    } else if (kind == "from" && !arg.empty()) {
+        d.kind = LengthDist::Kind::Empirical;
+        for (const SimRequest& r : read_trace(arg, TraceOptions{}).requests) d.values.push_back(input ? r.input_tokens : r.output_tokens);
+    } else {
+        usage_error(flag + " " + text + ": expected fixed:N, uniform:A-B, lognormal:MEAN,SIGMA or from:TRACE");
+    }
+    return d;
+}
+
+// "ttft=2s,tpot=50ms,e2e=30s".
+Slo parse_slo(const std::string& text) {
+    Slo slo;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t end = std::min(text.find(',', start), text.size());
+        const std::string item = text.substr(start, end - start);
+        const auto eq = item.find('=');
+        std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+        double scale = 1;
+        if (value.ends_with("ms")) { scale = 1e-3; value.resize(value.size() - 2); }
+        else if (value.ends_with("s")) value.resize(value.size() - 1);
+        else usage_error("--slo " + item + ": expected NAME=TIME with a unit, e.g. ttft=2s or tpot=50ms");
+        const double s = number("--slo", value) * scale;
+        const std::string key = item.substr(0, eq);
+        if (key == "ttft") slo.ttft_s = s;
+        else if (key == "tpot") slo.tpot_s = s;
+        else if (key == "e2e") slo.e2e_s = s;
+        else usage_error("--slo " + item + ": expected ttft, tpot or e2e");
+        start = end + 1;
+    }
+    return slo;
+}
+
+Workload make_workload(const SimulateOptions& o, std::string& label) {
+    const bool synthetic = o.rate > 0 || o.concurrency > 0 || o.requests > 0 || !o.input_len.empty() || !o.output_len.empty();
+    if (!o.trace.empty() && synthetic) usage_error("give either --trace or synthetic traffic (--rate/--concurrency, --requests, --input-len, --output-len), not both");
+    if (!o.trace.empty()) {
+        Workload w = read_trace(o.trace, TraceOptions{o.trace_format, o.time_scale, o.limit});
+        label = fmt::format("{} ({} requests)", o.trace, group_digits(static_cast<std::int64_t>(w.requests.size())));
+        return w;
+    }
+    if (!synthetic) usage_error("no workload: pass --trace FILE, or --rate R (or --concurrency C) --requests N --input-len D --output-len D");
+    if (o.rate > 0 && o.concurrency > 0) usage_error("give --rate (open loop) or --concurrency (closed loop), not both");
+    if (o.requests == 0 || o.input_len.empty() || o.output_len.empty())
+        usage_error("synthetic traffic needs --requests, --input-len and --output-len");
+    SyntheticSpec s{o.rate, o.requests, o.concurrency, o.burstiness, o.seed, parse_dist("--input-len", o.input_len, true),
+                    parse_dist("--output-len", o.output_len, false)};
+    label = o.concurrency > 0 ? fmt::format("{} clients, {} requests", o.concurrency, group_digits(o.requests))
+                              : fmt::format("{} {} req/s, {} requests", o.burstiness == 1.0 ? "Poisson" : "gamma", o.rate, group_digits(o.requests));
+    return synthetic_workload(s);
+}
+
+// The KV pool and scheduler limits vLLM would start with (concurrency --engine vllm).
+SchedulerConfig engine_config(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu, std::int64_t& max_model_len, std::string& source) {
+    CapacityInputs in;
+    in.gpu = gpu;
+    in.engine = Engine::Vllm;
+    in.tp = o.tp;
+    if (o.mem_util > 0) in.mem_util = o.mem_util;
+    in.kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
+    if (o.block_size > 0) in.block_size = o.block_size;
+    if (o.max_model_len > 0) in.max_model_len = o.max_model_len;
+    if (o.max_num_batched_tokens > 0) in.max_batched_tokens = o.max_num_batched_tokens;
+    if (o.max_num_seqs > 0) in.max_num_seqs = o.max_num_seqs;
+    in.longest_lengths = false;
+    const CapacityPlan p = plan_capacity(model, in);
+    SchedulerConfig c;
+    c.block_size = p.block_size;
+    c.max_num_seqs = p.max_num_seqs;
+    c.max_num_batched_tokens = p.max_batched_tokens;
+    c.long_prefill_token_threshold = o.long_prefill_threshold;
+    c.prefix_caching = !o.no_prefix_caching;
+    c.num_gpu_blocks = o.num_gpu_blocks > 0 ? o.num_gpu_blocks : p.num_blocks.value_or(0);
+    source = o.num_gpu_blocks > 0 ? "--num-gpu-blocks" : "vLLM's budget on this device";
+    max_model_len = p.max_model_len;
+    if (c.num_gpu_blocks <= 0) usage_error("the model leaves no KV cache memory on " + gpu.name + " (see kvplan concurrency)");
+    return c;
+}
+
+void refuse_long_requests(const Workload& w, std::int64_t max_model_len, const std::string& source) {
+    for (std::size_t i = 0; i < w.requests.size(); ++i)
+        if (w.requests[i].input_tokens + w.requests[i].output_tokens > max_model_len)
+            data_error(source + ": request " + std::to_string(i + 1) + ": " + std::to_string(w.requests[i].input_tokens) + " + " +
+                       std::to_string(w.requests[i].output_tokens) + " tokens exceed max_model_len " + std::to_string(max_model_len) +
+                       " (vLLM refuses it; raise --max-model-len or --limit the trace)");
+}
+
+}  // namespace
+
+std::string run_simulate(const SimulateOptions& o) {
+    ModelSpec model = resolve_model(o.model);
+    const Gpu gpu = resolve_gpu(o.gpu);
+    if (!gpu.from_database) usage_error("simulate prices steps with the device's bandwidth and FLOP/s: pass --gpu ID (see `kvplan gpus`)");
+    check_tp(model, o.tp);
+    if (!o.requests_csv.empty()) check_writable(o.requests_csv);
+    if (!o.timeseries_csv.empty()) check_writable(o.timeseries_csv);
+
+    SimulateResult r;
+    r.model_label = model_label(model);
+    r.gpu_name = gpu.name;
+    const Workload w = make_workload(o, r.workload);
+    r.config = engine_config(o, model, gpu, r.max_model_len, r.pool_source);
+    refuse_long_requests(w, r.max_model_len, o.trace.empty() ? "the synthetic workload" : o.trace);
+    if (!o.slo.empty()) r.slo = parse_slo(o.slo);
+
+    const CostModel cost = make_cost_model(CostModelInputs{&model, gpu, parse_weight_format("--weights-dtype", o.weights_dtype),
+                                                           parse_dtype_flag("--kv-dtype", o.kv_dtype), o.tp, resolve_efficiency(o.efficiency),
+                                                           std::nullopt});
+    r.run = simulate(w, r.config, [&](const std::vector<SeqWork>& seqs) { return mixed_step(cost, seqs).total_s; });
+    r.summary = summarise(r.run, r.slo);
+
+    if (!o.requests_csv.empty()) write_file_atomically(o.requests_csv, render_requests_csv(r));
+    if (!o.timeseries_csv.empty()) write_file_atomically(o.timeseries_csv, render_timeseries_csv(r));
+    return o.json ? render_simulate_json(r) : render_simulate_table(r);
+}
+
+}  // namespace kvplan

@@ -1,0 +1,43 @@
+// `kvplan simulate`: replay a trace or synthetic traffic through a vLLM V1
+// continuous-batching simulator (src/core/sim) over the KV pool `concurrency
+// --engine vllm` computes, each step priced by the roofline.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/cmd_roofline.hpp"
+#include "cli/gpu_options.hpp"
+#include "cli/model_options.hpp"
+
+namespace kvplan {
+
+struct SimulateOptions {
+    ModelOptions model;
+    GpuOptions gpu;
+    EfficiencyOptions efficiency;
+    std::int64_t tp = 1;
+    std::int64_t max_num_seqs = 0, max_num_batched_tokens = 0, long_prefill_threshold = 0;
+    std::int64_t block_size = 0, num_gpu_blocks = 0, max_model_len = 0;
+    double mem_util = 0;
+    std::string kv_dtype = "auto", weights_dtype = "auto";
+    bool no_prefix_caching = false;
+    // Workload: a trace, or synthetic arrivals.
+    std::string trace, trace_format = "auto";
+    double time_scale = 1.0;
+    std::int64_t limit = 0;
+    double rate = 0, burstiness = 1.0;
+    std::int64_t requests = 0, concurrency = 0;
+    std::uint64_t seed = 0;
+    std::string input_len, output_len;
+    std::string slo;
+    bool json = false;
+    std::string requests_csv, timeseries_csv;
+};
+
+CLI::App* setup_simulate(CLI::App& app, SimulateOptions& options);
+std::string run_simulate(const SimulateOptions& options);
+
+}  // namespace kvplan

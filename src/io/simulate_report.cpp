@@ -1,0 +1,119 @@
+#include "io/simulate_report.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/digits.hpp"
+#include "io/table.hpp"
+
+namespace kvplan {
+
+namespace {
+
+std::string ms(double s) { return fmt::format("{:.1f}", s * 1000); }
+
+void add_row(Table& t, const char* name, const Distribution& d) {
+    t.add({name, ms(d.mean), ms(d.p50), ms(d.p90), ms(d.p99), ms(d.max)});
+}
+
+nlohmann::ordered_json dist_json(const Distribution& d) {
+    return {{"mean", d.mean}, {"p50", d.p50}, {"p90", d.p90}, {"p99", d.p99}, {"max", d.max}};
+}
+
+// The answer in words: the rate, the tail that matters, and what went wrong.
+std::string sentence(const SimulateResult& r) {
+    const SimSummary& s = r.summary;
+    std::string out = fmt::format("At {:.2f} requests/s, one {} serves {} of {} requests with p99 TTFT {:.2f} s and p99 TPOT {:.1f} ms",
+                                  s.requests_per_s, r.gpu_name, group_digits(s.completed), group_digits(s.requests), s.ttft_s.p99,
+                                  s.tpot_s.p99 * 1000);
+    out += s.preemptions > 0 ? fmt::format("; {} preemptions recomputed {} tokens", group_digits(s.preemptions), group_digits(s.recomputed_tokens))
+                             : "; nothing was preempted";
+    if (s.rejected > 0) out += fmt::format("; {} requests never fit the KV pool", group_digits(s.rejected));
+    if (s.slo_attainment) out += fmt::format("; {:.1f}% met every SLO (goodput {:.2f} requests/s)", *s.slo_attainment * 100, *s.goodput_requests_per_s);
+    return out + ".";
+}
+
+}  // namespace
+
+std::string render_simulate_table(const SimulateResult& r) {
+    const SimSummary& s = r.summary;
+    std::string out = fmt::format("kvplan simulate: {} on {}\n", r.model_label, r.gpu_name);
+    out += fit_line(fmt::format("workload {}; KV pool {} blocks of {} tokens ({}); max_num_seqs {}, max_num_batched_tokens {}, "
+                                "prefix caching {}",
+                                r.workload, group_digits(r.config.num_gpu_blocks), r.config.block_size, r.pool_source,
+                                r.config.max_num_seqs, group_digits(r.config.max_num_batched_tokens), r.config.prefix_caching ? "on" : "off"),
+                    Width::Fit);
+    out += "\n";
+    Table t({"latency (ms)", "mean", "p50", "p90", "p99", "max"});
+    add_row(t, "TTFT", s.ttft_s);
+    add_row(t, "TPOT", s.tpot_s);
+    add_row(t, "ITL", s.itl_s);
+    add_row(t, "E2E", s.e2e_s);
+    add_row(t, "queue", s.queue_s);
+    out += t.render_text();
+    out += "\n";
+    Table k({"figure", "value"}, 2);
+    k.add({"completed requests", group_digits(s.completed) + " of " + group_digits(s.requests)});
+    k.add({"simulated duration", fmt::format("{:.1f} s ({} engine steps)", s.duration_s, group_digits(s.steps))});
+    k.add({"throughput", fmt::format("{:.2f} req/s, {:.0f} input + {:.0f} output tokens/s", s.requests_per_s, s.input_tokens_per_s,
+                                     s.output_tokens_per_s)});
+    k.add({"preemptions", fmt::format("{} ({} tokens recomputed)", group_digits(s.preemptions), group_digits(s.recomputed_tokens))});
+    k.add({"prefix cache hit rate", fmt::format("{:.1f}% of prompt tokens", s.prefix_cache_hit_rate * 100)});
+    k.add({"peak KV cache usage", fmt::format("{:.1f}% of {} blocks", s.kv_peak_usage * 100, group_digits(s.kv_blocks_total))});
+    if (s.goodput_requests_per_s)
+        k.add({"goodput", fmt::format("{:.2f} req/s ({:.1f}% of requests met every SLO)", *s.goodput_requests_per_s, *s.slo_attainment * 100)});
+    out += k.render_text();
+    out += "\n" + fit_line(sentence(r), Width::Fit);
+    return out;
+}
+
+std::string render_simulate_json(const SimulateResult& r) {
+    const SimSummary& s = r.summary;
+    nlohmann::ordered_json j;
+    j["requests"] = s.requests;
+    j["completed"] = s.completed;
+    j["rejected"] = s.rejected;
+    j["duration_s"] = s.duration_s;
+    j["ttft_s"] = dist_json(s.ttft_s);
+    j["tpot_s"] = dist_json(s.tpot_s);
+    j["itl_s"] = dist_json(s.itl_s);
+    j["e2e_s"] = dist_json(s.e2e_s);
+    j["queue_s"] = dist_json(s.queue_s);
+    j["throughput_input_tokens_per_s"] = s.input_tokens_per_s;
+    j["throughput_output_tokens_per_s"] = s.output_tokens_per_s;
+    j["requests_per_s"] = s.requests_per_s;
+    j["preemptions"] = s.preemptions;
+    j["recomputed_tokens"] = s.recomputed_tokens;
+    j["steps"] = s.steps;
+    j["prefix_cache_hit_rate"] = s.prefix_cache_hit_rate;
+    j["kv_blocks_total"] = s.kv_blocks_total;
+    j["block_size_tokens"] = r.config.block_size;
+    j["kv_peak_usage"] = s.kv_peak_usage;
+    j["goodput_requests_per_s"] = s.goodput_requests_per_s ? nlohmann::ordered_json(*s.goodput_requests_per_s) : nlohmann::ordered_json(nullptr);
+    j["slo_attainment"] = s.slo_attainment ? nlohmann::ordered_json(*s.slo_attainment) : nlohmann::ordered_json(nullptr);
+    j["timeseries"] = nlohmann::ordered_json::array();
+    for (const TimePoint& p : r.run.timeseries)
+        j["timeseries"].push_back({{"t_s", p.t_s}, {"running", p.running}, {"waiting", p.waiting}, {"kv_cache_usage", p.kv_cache_usage},
+                                   {"prompt_tokens_per_s", p.prompt_tokens_per_s}, {"generation_tokens_per_s", p.generation_tokens_per_s}});
+    return j.dump(2) + "\n";
+}
+
+std::string render_requests_csv(const SimulateResult& r) {
+    std::string out = "request,arrival_s,scheduled_s,first_token_s,finish_s,input_tokens,output_tokens,cached_tokens,preemptions,rejected\n";
+    for (std::size_t i = 0; i < r.run.requests.size(); ++i) {
+        const RequestRecord& q = r.run.requests[i];
+        out += fmt::format("{},{:.6f},{:.6f},{:.6f},{:.6f},{},{},{},{},{}\n", i, q.arrival_s, q.scheduled_s, q.first_token_s, q.finish_s,
+                           q.input_tokens, q.output_tokens, q.cached_tokens, q.preemptions, q.rejected ? 1 : 0);
+    }
+    return out;
+}
+
+std::string render_timeseries_csv(const SimulateResult& r) {
+    std::string out = "t_s,running,waiting,kv_cache_usage,prompt_tokens_per_s,generation_tokens_per_s\n";
+    for (const TimePoint& p : r.run.timeseries)
+        out += fmt::format("{:.0f},{},{},{:.4f},{:.0f},{:.0f}\n", p.t_s, p.running, p.waiting, p.kv_cache_usage, p.prompt_tokens_per_s,
+                           p.generation_tokens_per_s);
+    return out;
+}
+
+}  // namespace kvplan

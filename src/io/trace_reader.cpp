@@ -1,0 +1,179 @@
+#include "io/trace_reader.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "core/model/config_parts.hpp"
+
+namespace kvplan {
+
+namespace {
+
+// Where a value came from, for messages: "trace.csv:12: ContextTokens".
+struct At {
+    const std::string& path;
+    std::int64_t line;
+    [[noreturn]] void fail(const std::string& field, const std::string& what) const {
+        data_error(path + ":" + std::to_string(line) + ": " + field + ": " + what);
+    }
+};
+
+std::int64_t tokens(const At& at, const std::string& field, const std::string& text, std::int64_t min) {
+    std::int64_t v = 0;
+    const char* end = text.data() + text.size();
+    auto [p, ec] = std::from_chars(text.data(), end, v);
+    if (ec != std::errc() || p != end) at.fail(field, "expected a whole number of tokens, found \"" + text + "\"");
+    if (v < min || v > kMaxTokens) at.fail(field, std::to_string(v) + " tokens: expected " + std::to_string(min) + " to " + std::to_string(kMaxTokens));
+    return v;
+}
+
+double seconds(const At& at, const std::string& field, const std::string& text) {
+    double v = 0;
+    const char* end = text.data() + text.size();
+    auto [p, ec] = std::from_chars(text.data(), end, v);
+    if (ec != std::errc() || p != end || !std::isfinite(v) || v < 0)
+        at.fail(field, "expected a time in seconds (a non-negative number), found \"" + text + "\"");
+    return v;
+}
+
+// Days from 1970-01-01 (Howard Hinnant's days_from_civil).
+std::int64_t days_from_civil(std::int64_t y, std::int64_t m, std::int64_t d) {
+    y -= m <= 2;
+    const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+    const std::int64_t yoe = y - era * 400;
+    const std::int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    const std::int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+// "2023-11-16 18:15:46.6805900" -> seconds since 1970 (UTC; only differences matter).
+double date_time(const At& at, const std::string& text) {
+    int y = 0, mo = 0, d = 0, h = 0, mi = 0;
+    double s = -1;
+    char rest = 0;
+    if (std::sscanf(text.c_str(), "%4d-%2d-%2d %2d:%2d:%lf%c", &y, &mo, &d, &h, &mi, &s, &rest) != 6 || mo < 1 || mo > 12 || d < 1 ||
+        d > 31 || h > 23 || mi > 59 || s < 0 || s >= 61)
+        at.fail("TIMESTAMP", "expected a date-time like 2023-11-16 18:15:46.6805900, found \"" + text + "\"");
+    return static_cast<double>(days_from_civil(y, mo, d)) * 86400.0 + h * 3600.0 + mi * 60.0 + s;
+}
+
+std::vector<std::string> split_csv(const std::string& line) {
+    std::vector<std::string> out(1);
+    for (char c : line) {
+        if (c == ',') out.emplace_back();
+        else if (c != '\r') out.back() += c;
+    }
+    return out;
+}
+
+// One JSON field read as tokens, from the first of `names` present.
+std::int64_t json_tokens(const At& at, const nlohmann::json& j, std::initializer_list<const char*> names, std::int64_t min) {
+    for (const char* n : names) {
+        if (!j.contains(n)) continue;
+        const nlohmann::json& v = j[n];
+        if (!v.is_number_integer()) at.fail(n, "expected a whole number of tokens");
+        const auto x = v.get<std::int64_t>();
+        if (x < min || x > kMaxTokens) at.fail(n, std::to_string(x) + " tokens: expected " + std::to_string(min) + " to " + std::to_string(kMaxTokens));
+        return x;
+    }
+    std::string list;
+    for (const char* n : names) list += (list.empty() ? "" : " or ") + std::string(n);
+    at.fail(*names.begin(), "missing (expected " + list + ")");
+}
+
+double json_seconds(const At& at, const nlohmann::json& j, const char* name, double scale) {
+    if (!j.contains(name)) at.fail(name, "missing");
+    const nlohmann::json& v = j[name];
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0) at.fail(name, "expected a non-negative number");
+    return v.get<double>() * scale;
+}
+
+std::string detect(const std::string& first_line) {
+    if (first_line.rfind("TIMESTAMP", 0) == 0) return "azure";
+    if (first_line.rfind("arrival_s", 0) == 0) return "csv";
+    if (!first_line.empty() && first_line[0] == '{') return first_line.find("\"input_length\"") != std::string::npos ? "mooncake" : "jsonl";
+    return "";
+}
+
+SimRequest json_request(const At& at, const std::string& line, const std::string& format) {
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception&) {
+        at.fail("line", "not a JSON object");
+    }
+    if (!j.is_object()) at.fail("line", "expected a JSON object");
+    SimRequest r;
+    if (format == "mooncake") {
+        r.arrival_s = json_seconds(at, j, "timestamp", 1e-3);
+        r.input_tokens = json_tokens(at, j, {"input_length"}, 1);
+        r.output_tokens = json_tokens(at, j, {"output_length"}, 1);
+        if (j.contains("hash_ids")) {
+            const nlohmann::json& ids = j["hash_ids"];
+            if (!ids.is_array() || ids.size() > static_cast<std::size_t>(r.input_tokens / 512 + 1))
+                at.fail("hash_ids", "expected a list of at most one id per 512 prompt tokens");
+            for (const nlohmann::json& id : ids) {
+                if (!id.is_number_unsigned()) at.fail("hash_ids", "expected whole non-negative ids");
+                r.content_keys.push_back(id.get<std::uint64_t>());
+            }
+            r.key_block_tokens = 512;  // Mooncake's block (FAST'25 trace README)
+        }
+    } else {
+        r.arrival_s = json_seconds(at, j, "arrival_time", 1.0);
+        r.input_tokens = json_tokens(at, j, {"input_toks", "input_tokens", "prompt_len"}, 1);
+        r.output_tokens = json_tokens(at, j, {"output_toks", "output_tokens", "output_len"}, 1);
+    }
+    return r;
+}
+
+SimRequest csv_request(const At& at, const std::string& line, const std::string& format) {
+    const std::vector<std::string> f = split_csv(line);
+    if (f.size() != 3) at.fail("line", "expected 3 comma-separated fields, found " + std::to_string(f.size()));
+    SimRequest r;
+    const bool azure = format == "azure";
+    r.arrival_s = azure ? date_time(at, f[0]) : seconds(at, "arrival_s", f[0]);
+    r.input_tokens = tokens(at, azure ? "ContextTokens" : "input_tokens", f[1], 1);
+    // Azure's trace has requests that generated nothing; vLLM serves at least one token.
+    r.output_tokens = std::max<std::int64_t>(1, tokens(at, azure ? "GeneratedTokens" : "output_tokens", f[2], azure ? 0 : 1));
+    return r;
+}
+
+}  // namespace
+
+Workload read_trace(const std::string& path, const TraceOptions& o) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) usage_error(path + ": cannot open the trace for reading");
+    if (!(o.time_scale > 0) || !std::isfinite(o.time_scale)) usage_error("--time-scale: expected a positive number");
+    Workload w;
+    std::string line, format = o.format;
+    std::int64_t n = 0;
+    std::optional<double> first, last;
+    while (std::getline(in, line)) {
+        ++n;
+        if (line.empty() || line == "\r") continue;
+        if (format == "auto") {
+            format = detect(line);
+            if (format.empty()) data_error(path + ":1: not a trace kvplan reads (expected an Azure CSV header, arrival_s,..., or JSON lines)");
+        }
+        const bool header = (format == "azure" && line.rfind("TIMESTAMP", 0) == 0) || (format == "csv" && line.rfind("arrival_s", 0) == 0);
+        if (header) continue;
+        const At at{path, n};
+        SimRequest r = format == "mooncake" || format == "jsonl" ? json_request(at, line, format) : csv_request(at, line, format);
+        if (last && r.arrival_s < *last) at.fail("arrival", "goes back in time (the trace must be sorted by arrival)");
+        last = r.arrival_s;
+        if (!first) first = r.arrival_s;
+        r.arrival_s = (r.arrival_s - *first) / o.time_scale;
+        w.requests.push_back(std::move(r));
+        if (o.limit > 0 && static_cast<std::int64_t>(w.requests.size()) >= o.limit) break;
+    }
+    if (w.requests.empty()) data_error(path + ": no requests (an empty trace)");
+    return w;
+}
+
+}  // namespace kvplan

@@ -1,0 +1,28 @@
+// Request traces for `kvplan simulate`, read into a Workload:
+//   azure     the Azure LLM inference trace CSV: TIMESTAMP,ContextTokens,GeneratedTokens,
+//             timestamps as date-times ("2023-11-16 18:15:46.6805900")
+//   mooncake  Mooncake's JSONL: timestamp (ms), input_length, output_length,
+//             hash_ids (one per 512-token prompt block; they drive prefix-cache hits)
+//   jsonl     one object per line: arrival_time (s, any epoch) and input_toks/output_toks
+//             (or input_tokens/output_tokens, prompt_len/output_len), as vLLM's benchmark tools write
+//   csv       arrival_s,input_tokens,output_tokens
+// Arrivals are made relative to the first and must not go back in time.
+// Errors name the file, the line and the field (exit 65).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/sim/workload.hpp"
+
+namespace kvplan {
+
+struct TraceOptions {
+    std::string format = "auto";  // auto|azure|mooncake|jsonl|csv
+    double time_scale = 1.0;      // 2: replay twice as fast
+    std::int64_t limit = 0;       // 0: every request
+};
+
+Workload read_trace(const std::string& path, const TraceOptions& o);
+
+}  // namespace kvplan

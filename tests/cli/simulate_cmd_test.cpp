@@ -1,0 +1,118 @@
+// `kvplan simulate` end to end (in process): the published traces parse with
+// the row counts their README gives, the output is deterministic and within
+// 100 columns, and bad traces fail with one line naming the file, line and field.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "io/trace_reader.hpp"
+#include "test_support.hpp"
+
+using namespace kvplan;
+using namespace kvplan::test;
+
+namespace {
+
+const std::string kTraces = std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/reference/traces/";
+
+std::string write_temp(const std::string& name, const std::string& text) {
+    std::string templ = (std::filesystem::temp_directory_path() / "kvplan-sim-XXXXXX").string();
+    REQUIRE(::mkdtemp(templ.data()) != nullptr);
+    const std::string path = templ + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+}
+
+}  // namespace
+
+TEST_CASE("the bundled traces parse with the request counts their sources give") {
+    // README of the traces: 19,366 and 8,819 Azure rows, 12,031 Mooncake lines.
+    CHECK(read_trace(kTraces + "azure_2023_conv.csv", {}).requests.size() == 19366);
+    CHECK(read_trace(kTraces + "azure_2023_code.csv", {}).requests.size() == 8819);
+    const Workload m = read_trace(kTraces + "mooncake_conversation.jsonl", {});
+    CHECK(m.requests.size() == 12031);
+    // Its first row: timestamp 0, 6,758 prompt tokens, 500 output, 14 hash ids of 512 tokens.
+    CHECK(m.requests[0].input_tokens == 6758);
+    CHECK(m.requests[0].content_keys.size() == 14);
+    // Azure's first two rows are 4.314579 s apart (18:15:46.6805900 and 18:15:50.9951690).
+    const Workload a = read_trace(kTraces + "azure_2023_conv.csv", {"auto", 1.0, 2});
+    CHECK(a.requests[1].arrival_s == Approx(4.314579).margin(1e-6));
+    CHECK(read_trace(kTraces + "azure_2023_conv.csv", {"auto", 2.0, 2}).requests[1].arrival_s == Approx(4.314579 / 2).margin(1e-6));
+}
+
+TEST_CASE("simulate replays a trace: every request completes, twice the same, within 100 columns") {
+    const std::vector<std::string> args{"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace",
+                                        kTraces + "azure_2023_code.csv", "--limit", "500", "--json"};
+    auto a = kvplan_run(args), b = kvplan_run(args);
+    REQUIRE(a.code == 0);
+    CHECK(a.out == b.out);
+    const auto j = nlohmann::json::parse(a.out);
+    CHECK(j["completed"] == 500);
+    // Each p50 <= p90 <= p99 <= max, and TTFT is at least one prefill step.
+    for (const char* key : {"ttft_s", "tpot_s", "e2e_s", "queue_s"}) {
+        CHECK(j[key]["p50"].get<double>() <= j[key]["p90"].get<double>());
+        CHECK(j[key]["p99"].get<double>() <= j[key]["max"].get<double>());
+    }
+    CHECK(j["ttft_s"]["p50"].get<double>() > 0.0015);
+    CHECK(j["goodput_requests_per_s"].is_null());
+    auto t = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", kTraces + "azure_2023_code.csv",
+                         "--limit", "500", "--slo", "ttft=2s,tpot=50ms"});
+    REQUIRE(t.code == 0);
+    std::istringstream lines(t.out);
+    for (std::string line; std::getline(lines, line);) CHECK(line.size() <= 100);
+    CHECK(t.out.find("met every SLO") != std::string::npos);
+}
+
+TEST_CASE("a pool made small preempts, and Mooncake's shared prefixes hit the cache") {
+    auto r = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", kTraces + "mooncake_conversation.jsonl",
+                         "--limit", "300", "--max-model-len", "131072", "--json"});
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    // Its requests share their first 512-token block (hash id 0) and some whole conversations.
+    CHECK(j["prefix_cache_hit_rate"].get<double>() > 0.02);
+    auto small = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", kTraces + "azure_2023_conv.csv",
+                             "--limit", "400", "--time-scale", "20", "--num-gpu-blocks", "600", "--json"});
+    REQUIRE(small.code == 0);
+    const auto s = nlohmann::json::parse(small.out);
+    CHECK(s["preemptions"].get<std::int64_t>() > 0);
+    CHECK(s["completed"] == 400);
+}
+
+TEST_CASE("synthetic traffic: the same seed gives the same run, Poisson rescaled to N / rate") {
+    const std::vector<std::string> args{"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "4", "--requests", "200",
+                                        "--input-len", "uniform:100-900", "--output-len", "fixed:64", "--seed", "3",
+                                        "--requests-csv", write_temp("requests.csv", "")};
+    auto a = kvplan_run(args), b = kvplan_run(args);
+    REQUIRE(a.code == 0);
+    CHECK(a.out == b.out);
+    std::ifstream csv(args.back());
+    std::string line, last;
+    std::int64_t rows = 0;
+    std::getline(csv, line);
+    while (std::getline(csv, line)) { last = line; ++rows; }
+    CHECK(rows == 200);
+    // The last request arrives at 200 / 4 = 50 s (vllm bench serve's rescaling).
+    CHECK(std::stod(last.substr(last.find(',') + 1)) == Approx(50.0).margin(1e-6));
+}
+
+TEST_CASE("bad traces exit 65 with one line naming the file, the line and the field") {
+    auto expect = [](const std::string& text, const std::string& what) {
+        const std::string path = write_temp("trace.csv", text);
+        auto r = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", path});
+        CHECK(r.code == 65);
+        CHECK(r.out.empty());
+        INFO(r.err);
+        CHECK(r.err.find(path + what) != std::string::npos);
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    };
+    expect("arrival_s,input_tokens,output_tokens\n0,100,10\n1,-5,10\n", ":3: input_tokens: -5 tokens: expected 1 to");
+    expect("arrival_s,input_tokens,output_tokens\n5,100,10\n1,100,10\n", ":3: arrival: goes back in time");
+    expect("arrival_s,input_tokens,output_tokens\nsoon,100,10\n", ":2: arrival_s: expected a time in seconds");
+    expect("arrival_s,input_tokens,output_tokens\n0,100\n", ":2: line: expected 3 comma-separated fields");
+    expect("arrival_s,input_tokens,output_tokens\n", ": no requests (an empty trace)");
+    expect("{\"arrival_time\": 1.5, \"input_toks\": 10}\n", ":1: output_toks: missing");
+    expect("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-13-16 18:15:46.68,10,5\n", ":2: TIMESTAMP: expected a date-time");
+    expect("arrival_s,input_tokens,output_tokens\n0,200000,10\n", ": request 1: 200000 + 10 tokens exceed max_model_len 131072");
+}
