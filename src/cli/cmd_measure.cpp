@@ -142,12 +142,13 @@ std::string run_command(const std::string& command);
 
 // Runs kvplan-gpu-bench for the model's shape and returns its JSON.
 std::string run_gpu_bench(const MeasureOptions& o, const kernels::LayerShape& s, std::int64_t layers, std::int64_t total_layers,
-                          std::ostream& progress) {
+                          MeasureResult& r, std::ostream& progress) {
     const std::string bench = gpu_bench_path();
     if (!std::filesystem::exists(bench))
         unavailable_error("this kvplan has no CUDA benchmark (" + bench + " is missing: nvcc was not found when kvplan was configured); "
                           "build it with kernels/gpu-check.sh, or pass --from FILE");
     const std::string probe = run_command(shell_quote(bench) + " --probe");
+    warn_if_loaded(r, progress);  // once a GPU answered: without one, the one line is exit 69's
     progress << "measure: " << probe.substr(0, probe.find('\n')) << ": running kvplan-gpu-bench (a minute or two)\n" << std::flush;
     return run_command(shell_quote(bench) + " --hidden " + std::to_string(s.hidden) + " --heads " + std::to_string(s.heads) + " --kv-heads " +
                                 std::to_string(s.kv_heads) + " --head-dim " + std::to_string(s.head_dim) + " --intermediate " +
@@ -186,8 +187,7 @@ MeasureResult measure_cuda(const MeasureOptions& o, const ModelSpec& spec, std::
     const std::int64_t layers = std::min(o.layers, total_layers);
     const std::string source = o.from.empty() ? "kvplan-gpu-bench" : o.from;
     MeasureResult r;
-    if (o.from.empty()) warn_if_loaded(r, progress);  // a saved run was timed elsewhere
-    const nlohmann::json j = o.from.empty() ? parse_json_text(run_gpu_bench(o, shape, layers, total_layers, progress), source) : read_json_file(o.from);
+    const nlohmann::json j = o.from.empty() ? parse_json_text(run_gpu_bench(o, shape, layers, total_layers, r, progress), source) : read_json_file(o.from);
     try {
         r.device = "cuda: " + j.at("device").get<std::string>();
         r.model = spec.name;

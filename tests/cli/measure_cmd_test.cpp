@@ -65,7 +65,7 @@ TEST_CASE("measure --device cpu: a tiny run reports measured beside predicted, i
 // consumer never guesses: walk the whole file.
 static void check_unit_keys(const nlohmann::json& j, const std::string& where) {
     static const std::vector<std::string> counts = {"schema_version", "threads", "layers_measured", "layers_total", "repeats", "batch"};
-    static const std::vector<std::string> words = {"device", "model", "precision", "stream", "matrix_product", "decode", "prefill", "warnings", "notes"};
+    static const std::vector<std::string> words = {"device", "model", "precision", "stream", "read", "copy", "triad", "matrix_product", "decode", "prefill", "warnings", "notes"};
     for (const auto& [key, value] : j.items()) {
         INFO(where + "." + key);
         if (value.is_object()) check_unit_keys(value, where + "." + key);
