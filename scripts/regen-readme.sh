@@ -12,6 +12,17 @@
 #   ...output...
 #   ```
 # and the output is replaced with what that command prints now.
+#
+# A block of failing commands (docs/errors.md) looks like:
+#   <!-- kvplan: errors -->
+#   ```
+#   $ kvplan size --model tests/fixtures/bad/empty.json
+#   kvplan: error: ...its stderr...
+#   (exit 65)
+#   ```
+# Each `$ kvplan ARGS` line is kept and run again; what follows it is replaced
+# with the command's stderr and its exit code (stdout is dropped: a failing
+# command prints nothing there).
 set -euo pipefail
 check=0
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
@@ -31,8 +42,17 @@ awk -v kvplan="$kvplan" '
     while ((cmd | getline line) > 0) print line
     close(cmd)
   }
+  function fail(args,   cmd, line) {
+    cmd = kvplan " " args " 2>&1 >/dev/null; echo \"(exit $?)\""
+    while ((cmd | getline line) > 0) print line
+    close(cmd)
+  }
+  errors && /^```$/ { errors = 0; print; next }
+  errors && ($0 == "$ kvplan" || /^\$ kvplan /) { print; args = $0; sub(/^\$ kvplan ?/, "", args); fail(args); next }
+  errors { next }
   skipping && /^```$/ { skipping = 0; print; next }
   skipping { next }
+  /^<!-- kvplan: errors -->$/ { print; getline; print; errors = 1; next }
   /^<!-- kvplan: .* -->$/ {
     args = $0; sub(/^<!-- kvplan: /, "", args); sub(/ -->$/, "", args)
     print; getline; print            # the opening ``` line

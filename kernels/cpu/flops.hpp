@@ -7,11 +7,12 @@
 
 #include "decode_kernels.hpp"
 #include "thread_pool.hpp"
+#include "timing.hpp"
 
 namespace kvplan::kernels {
 
 // FLOP/s of a rows x cols product over `tokens` vectors in `precision`;
-// median of `repeats` timed runs after one warm-up.
-double measure_matmul_flops(ThreadPool& pool, std::int64_t rows, std::int64_t cols, std::int64_t tokens, Precision precision, int repeats);
+// median (and the slowest and fastest) of `repeats` timed runs after one warm-up.
+Spread measure_matmul_flops(ThreadPool& pool, std::int64_t rows, std::int64_t cols, std::int64_t tokens, Precision precision, int repeats);
 
 }  // namespace kvplan::kernels

@@ -63,9 +63,12 @@ StreamResult measure_stream(ThreadPool& pool, std::size_t array_bytes, int repea
     }
     StreamResult out;
     const double bytes = static_cast<double>(n * sizeof(double));
-    out.read_bytes_per_s = bytes / median(tr);
-    out.copy_bytes_per_s = 2 * bytes / median(tc);
-    out.triad_bytes_per_s = 3 * bytes / median(tt);
+    out.read = rate_spread(bytes, tr);
+    out.copy = rate_spread(2 * bytes, tc);
+    out.triad = rate_spread(3 * bytes, tt);
+    out.read_bytes_per_s = out.read.median;
+    out.copy_bytes_per_s = out.copy.median;
+    out.triad_bytes_per_s = out.triad.median;
     out.array_bytes = n * sizeof(double);
     out.threads = pool.size();
     out.repeats = std::max(1, repeats);

@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "thread_pool.hpp"
+#include "timing.hpp"
 
 namespace kvplan::kernels {
 
@@ -13,6 +14,7 @@ struct StreamResult {
     double read_bytes_per_s = 0;   // sum of a[] (what a decode step does to its weights)
     double copy_bytes_per_s = 0;   // b[] = a[]: 2 x 8 B per element
     double triad_bytes_per_s = 0;  // a[] = b[] + s x c[]: 3 x 8 B per element
+    Spread read, copy, triad;      // the same figures with the slowest and fastest runs
     std::size_t array_bytes = 0;
     unsigned threads = 0;
     int repeats = 0;

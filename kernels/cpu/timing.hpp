@@ -1,5 +1,6 @@
-// Wall-clock timing for the CPU benchmarks: seconds for one call, and the
-// median of several (what every figure reports).
+// Wall-clock timing for the CPU benchmarks: seconds for one call, the median
+// of several (what every figure reports) and their spread (how far one run
+// strayed from it, so a noisy host shows in the output).
 #pragma once
 
 #include <algorithm>
@@ -20,6 +21,19 @@ inline double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     const std::size_t n = v.size();
     return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// A rate over repeats: the median, and the slowest and fastest runs.
+struct Spread {
+    double median = 0;
+    double min = 0;
+    double max = 0;
+};
+
+// `work` (bytes or FLOPs) done once per run, over each run's `seconds`.
+inline Spread rate_spread(double work, const std::vector<double>& seconds) {
+    const auto [fastest, slowest] = std::minmax_element(seconds.begin(), seconds.end());
+    return {work / median(seconds), work / *slowest, work / *fastest};
 }
 
 }  // namespace kvplan::kernels

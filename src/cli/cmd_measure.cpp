@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <memory>
+#include <thread>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,19 +24,21 @@
 #include "cpu/flops.hpp"
 #include "cpu/stream.hpp"
 #include "io/file_writer.hpp"
+#include "io/host_load.hpp"
 #include "io/measure_report.hpp"
 #include "io/model_loader.hpp"
+#include "io/presets.hpp"
 #include "io/units.hpp"
 
 namespace kvplan {
 
 CLI::App* setup_measure(CLI::App& app, MeasureOptions& o) {
     CLI::App* cmd = app.add_subcommand("measure", "time bandwidth, a decode step and a prefill on this machine; write a calibration file");
-    add_model_options(*cmd, o.model);
+    add_model_source_options(*cmd, o.model);  // no hand-built shape: the benchmark builds a real model's layers
     cmd->add_option("--device", o.device, "cpu (this host, every core) or cuda (GPU 0, via kvplan-gpu-bench)")->check(CLI::IsMember({"cpu", "cuda"}));
     cmd->add_option("--kv-dtype", o.kv_dtype, "cuda: KV cache dtype, bf16 or fp8 (weights are bf16)")->check(CLI::IsMember({"bf16", "fp8"}));
     cmd->add_option("--from", o.from, "cuda: read the JSON a kvplan-gpu-bench run saved (e.g. by kernels/gpu-check.sh) instead of running it");
-    cmd->add_option("--layers", o.layers, "layers to build and time; the others are scaled (default 2)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1000}));
+    cmd->add_option("--layers", o.layers, "how many of the model's layers to build and time; the figures are scaled to all of them (default 2)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1000}));
     cmd->add_option("-b,--batch", o.batches, "batch sizes, comma-separated (default 1,8)")->delimiter(',')->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("-c,--context", o.contexts, "cached tokens per sequence, comma-separated (default 1024)")
         ->delimiter(',')
@@ -44,19 +47,40 @@ CLI::App* setup_measure(CLI::App& app, MeasureOptions& o) {
     cmd->add_option("--precision", o.precision, "weights and KV cache: bf16 or fp32")->check(CLI::IsMember({"bf16", "fp32"}));
     cmd->add_option("--threads", o.threads, "threads (default: every core)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}));
     cmd->add_option("--stream-size", o.stream_size, "bytes per STREAM array, well above the last-level cache (default 256MiB)");
-    cmd->add_option("--repeats", o.repeats, "timed runs per figure; the median is reported (default 5)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1000}));
+    cmd->add_option("--repeats", o.repeats, "timed runs per figure; the median is reported, with the range and spread of the runs (default 5)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1000}));
     cmd->add_flag("--json", o.json, "print the calibration JSON (schema: docs/measure.md)");
     cmd->add_option("--output", o.output, "write the calibration JSON to FILE (for kvplan roofline --calibration FILE)");
     cmd->footer(
         "Examples:\n"
         "  kvplan measure --device cpu --model gpt2 --layers 2 --batch 1,8 --context 512 --prompt 64 --output host.json\n"
-        "  kvplan roofline --model gpt2 --gpu h100 --batch 1,8 --context 512 --calibration host.json   # predictions from measured figures\n"
-        "A real model's layers take longer: --model llama-3.1-8b --layers 1 --batch 1,8 --context 1024 is about 30 s on 2 cores.");
+        "  kvplan measure --model gpt2 --layers 1 --batch 1 --context 256 --prompt 32 --repeats 9 --json   # the calibration JSON\n"
+        "Then `kvplan roofline --model gpt2 --gpu h100 --batch 1,8 --context 512 --calibration host.json` predicts from the measured\n"
+        "figures. A real model's layers take longer: --model llama-3.1-8b --layers 1 --batch 1,8 --context 1024 is about 30 s on 2 cores.\n"
+        "A 1-minute load average above the online cores is warned about: the timings are then unreliable.");
     return cmd;
 }
 
 namespace {
 
+// A step's median run (its components are that run's) and the extremes of all runs.
+struct TimedStep {
+    kernels::StepTimes median;
+    double fastest_s = 0;
+    double slowest_s = 0;
+};
+
+RepeatRange range_of(const kernels::Spread& s) { return {s.min, s.max}; }
+
+// The load warning, on stderr now and in the JSON's `warnings`. Online cores,
+// not the --threads asked for: the load counts every runnable task on the host.
+void warn_if_loaded(MeasureResult& r, std::ostream& progress) {
+    const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
+    const unsigned cores = online > 0 ? static_cast<unsigned>(online) : std::thread::hardware_concurrency();
+    if (auto w = host_load_warning("/proc/loadavg", cores)) {
+        progress << "kvplan: warning: " << *w << "\n" << std::flush;
+        r.warnings.push_back(*w);
+    }
+}
 
 std::string cpu_name() {
     std::ifstream in("/proc/cpuinfo");
@@ -118,12 +142,13 @@ std::string run_command(const std::string& command);
 
 // Runs kvplan-gpu-bench for the model's shape and returns its JSON.
 std::string run_gpu_bench(const MeasureOptions& o, const kernels::LayerShape& s, std::int64_t layers, std::int64_t total_layers,
-                          std::ostream& progress) {
+                          MeasureResult& r, std::ostream& progress) {
     const std::string bench = gpu_bench_path();
     if (!std::filesystem::exists(bench))
         unavailable_error("this kvplan has no CUDA benchmark (" + bench + " is missing: nvcc was not found when kvplan was configured); "
                           "build it with kernels/gpu-check.sh, or pass --from FILE");
     const std::string probe = run_command(shell_quote(bench) + " --probe");
+    warn_if_loaded(r, progress);  // once a GPU answered: without one, the one line is exit 69's
     progress << "measure: " << probe.substr(0, probe.find('\n')) << ": running kvplan-gpu-bench (a minute or two)\n" << std::flush;
     return run_command(shell_quote(bench) + " --hidden " + std::to_string(s.hidden) + " --heads " + std::to_string(s.heads) + " --kv-heads " +
                                 std::to_string(s.kv_heads) + " --head-dim " + std::to_string(s.head_dim) + " --intermediate " +
@@ -161,8 +186,8 @@ MeasureResult measure_cuda(const MeasureOptions& o, const ModelSpec& spec, std::
     const std::int64_t total_layers = static_cast<std::int64_t>(spec.layers.size());
     const std::int64_t layers = std::min(o.layers, total_layers);
     const std::string source = o.from.empty() ? "kvplan-gpu-bench" : o.from;
-    const nlohmann::json j = o.from.empty() ? parse_json_text(run_gpu_bench(o, shape, layers, total_layers, progress), source) : read_json_file(o.from);
     MeasureResult r;
+    const nlohmann::json j = o.from.empty() ? parse_json_text(run_gpu_bench(o, shape, layers, total_layers, r, progress), source) : read_json_file(o.from);
     try {
         r.device = "cuda: " + j.at("device").get<std::string>();
         r.model = spec.name;
@@ -198,6 +223,7 @@ MeasureResult measure_cuda(const MeasureOptions& o, const ModelSpec& spec, std::
     if (r.layers_total != total_layers)
         data_error(source + ": layers_total " + std::to_string(r.layers_total) + " does not match " + spec.name + "'s " + std::to_string(total_layers) + " layers");
     r.threads = 0;
+    r.repeats = o.from.empty() ? std::max<std::int64_t>(20, o.repeats) : 0;  // what run_gpu_bench asks for; a saved file does not say
     if (r.layers_measured < r.layers_total)
         r.notes.push_back(std::to_string(r.layers_measured) + " of " + std::to_string(r.layers_total) + " layers were built and timed; figures are scaled to all layers");
     r.notes.push_back("the \"STREAM\" figures are the GPU's read and copy kernels; the copy figure is the ceiling for the attention and GEMM kernels");
@@ -272,6 +298,7 @@ MeasureResult measure_cpu(const MeasureOptions& o, const ModelSpec& spec, std::o
 
     kernels::ThreadPool pool(o.threads > 0 ? static_cast<unsigned>(o.threads) : std::max(1u, std::thread::hardware_concurrency()));
     MeasureResult r;
+    warn_if_loaded(r, progress);
     r.model = spec.name;
     r.device = "cpu: " + cpu_name() + " (" + std::to_string(pool.size()) + " threads)";
     r.precision = o.precision;
@@ -284,28 +311,35 @@ MeasureResult measure_cpu(const MeasureOptions& o, const ModelSpec& spec, std::o
     r.read_bytes_per_s = stream.read_bytes_per_s;
     r.copy_bytes_per_s = stream.copy_bytes_per_s;
     r.triad_bytes_per_s = stream.triad_bytes_per_s;
+    r.read_range = range_of(stream.read);
+    r.copy_range = range_of(stream.copy);
+    r.triad_range = range_of(stream.triad);
     r.stream_array_bytes = static_cast<std::int64_t>(stream.array_bytes);
+    r.repeats = repeats;
 
     // The kernels' own FLOP rate: the MLP up projection over 128 tokens (a matrix product, compute-bound).
     progress << "measure: matrix-product FLOP/s\n" << std::flush;
-    r.flops_per_s = kernels::measure_matmul_flops(pool, shape.intermediate, shape.hidden, 128, precision, repeats);
+    const kernels::Spread flops = kernels::measure_matmul_flops(pool, shape.intermediate, shape.hidden, 128, precision, repeats);
+    r.flops_per_s = flops.median;
+    r.flops_range = range_of(flops);
 
     const double scale = static_cast<double>(total_layers) / static_cast<double>(layers);
 
-    auto to_all_layers = [&](const kernels::StepTimes& t, MeasuredStep& m) {
-        m.measured_s = t.total() * scale;
-        m.qkv_s = t.qkv_s * scale;
-        m.attention_s = t.attention_s * scale;
-        m.o_proj_s = t.o_proj_s * scale;
-        m.mlp_s = t.mlp_s * scale;
-        m.other_s = t.other_s * scale;
+    auto to_all_layers = [&](const TimedStep& t, MeasuredStep& m) {
+        m.measured_s = t.median.total() * scale;
+        m.measured_range = {t.fastest_s * scale, t.slowest_s * scale};
+        m.qkv_s = t.median.qkv_s * scale;
+        m.attention_s = t.median.attention_s * scale;
+        m.o_proj_s = t.median.o_proj_s * scale;
+        m.mlp_s = t.median.mlp_s * scale;
+        m.other_s = t.median.other_s * scale;
     };
     auto median_step = [&](auto&& one) {
         one();  // warm-up
         std::vector<kernels::StepTimes> runs;
         for (int i = 0; i < repeats; ++i) runs.push_back(one());
         std::sort(runs.begin(), runs.end(), [](const kernels::StepTimes& a, const kernels::StepTimes& b) { return a.total() < b.total(); });
-        return runs[runs.size() / 2];
+        return TimedStep{runs[runs.size() / 2], runs.front().total(), runs.back().total()};
     };
 
     for (std::int64_t b : batches) {
@@ -341,6 +375,7 @@ MeasureResult measure_cpu(const MeasureOptions& o, const ModelSpec& spec, std::o
 }  // namespace
 
 std::string run_measure(const MeasureOptions& o, std::ostream& progress) {
+    if (o.model.model.empty()) usage_error("kvplan measure needs --model NAME|PATH: it builds and times that model's layers (presets: " + preset_names() + ")");
     const ModelSpec spec = resolve_model(o.model);
     if (!o.output.empty()) check_writable(o.output);  // before minutes of measuring, not after
     MeasureResult r;

@@ -8,7 +8,7 @@
 
 namespace kvplan {
 
-void add_model_options(CLI::App& app, ModelOptions& o) {
+void add_model_source_options(CLI::App& app, ModelOptions& o) {
     app.add_option("-m,--model", o.model,
                    "config.json path, model folder, Hugging Face repo id (read from the local HF cache), or bundled preset "
                    "(see `kvplan models`)");
@@ -16,6 +16,10 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
                    "auto|files|formula: weight bytes from the checkpoint's safetensors headers or the config's formula "
                    "(auto: the files when the folder holds them)")
         ->check(CLI::IsMember({"auto", "files", "formula"}));
+}
+
+void add_model_options(CLI::App& app, ModelOptions& o) {
+    add_model_source_options(app, o);
     auto* g = app.add_option_group("hand-built model", "a model with no config file: --layers --kv-heads --head-dim are required together");
     g->add_option("--layers", o.shape.layers, "decoder layers")->check(CLI::Range(std::int64_t{1}, kMaxLayers));
     g->add_option("--kv-heads", o.shape.kv_heads, "K/V heads per layer")->check(CLI::Range(std::int64_t{1}, kMaxHeads));

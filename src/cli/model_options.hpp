@@ -19,7 +19,11 @@ struct ModelOptions {
     std::string weights_from = "auto";  // --weights-from auto|files|formula
 };
 
+// --model, --weights-from and the hand-built shape group.
 void add_model_options(CLI::App& app, ModelOptions& options);
+// --model and --weights-from only: for `measure`, which builds a real model's
+// layers and whose own --layers is the number of layers it times.
+void add_model_source_options(CLI::App& app, ModelOptions& options);
 
 // Loads the model the flags describe. Throws Error(Usage) for a bad
 // combination, Error(Data) for a bad config.

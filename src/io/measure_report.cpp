@@ -1,5 +1,7 @@
 #include "io/measure_report.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -13,12 +15,41 @@ namespace {
 std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
 std::string err(const MeasuredStep& m) { return fmt::format("{:+.1f}%", (m.predicted_s / m.measured_s - 1) * 100); }
 std::string gbs(double bytes_per_s) { return fmt::format("{:.2f} GB/s", bytes_per_s / 1e9); }
+std::string gflops(double flop_per_s) { return fmt::format("{:.1f} GFLOP/s", flop_per_s / 1e9); }
+std::string spread(const RepeatRange& r, double median) { return r.known() ? fmt::format("{:.1f}%", r.relative(median) * 100) : "-"; }
+
+// "12.41–12.70" in the unit `format` writes (its suffix printed once).
+template <typename F>
+std::string range(const RepeatRange& r, F&& format) {
+    if (!r.known()) return "-";
+    const std::string lo = format(r.min), hi = format(r.max);
+    return lo.substr(0, lo.find(' ')) + "\u2013" + hi;
+}
 
 Table steps_table(const std::vector<MeasuredStep>& steps, const char* tokens_header) {
-    Table t({"batch", tokens_header, "predicted (ms)", "measured (ms)", "error", "achieved"}, 0);
+    Table t({"batch", tokens_header, "predicted\n(ms)", "measured\n(ms)", "range\n(ms)", "spread", "error", "achieved"}, 0);
     for (const MeasuredStep& m : steps)
-        t.add({group_digits(m.batch), group_digits(m.tokens), ms(m.predicted_s), ms(m.measured_s), err(m), gbs(m.bytes / m.measured_s)});
+        t.add({group_digits(m.batch), group_digits(m.tokens), ms(m.predicted_s), ms(m.measured_s), range(m.measured_range, ms),
+               spread(m.measured_range, m.measured_s), err(m), gbs(m.bytes / m.measured_s)});
     return t;
+}
+
+// Bandwidth and FLOP/s, each a median with its repeats' spread.
+std::string kernels_table(const MeasureResult& r) {
+    const bool cpu = r.threads > 0;
+    Table t({"kernel", "median", "range", "spread"});
+    t.add({cpu ? "STREAM read" : "read kernel", gbs(r.read_bytes_per_s), range(r.read_range, gbs), spread(r.read_range, r.read_bytes_per_s)});
+    t.add({cpu ? "STREAM copy" : "copy kernel", gbs(r.copy_bytes_per_s), range(r.copy_range, gbs), spread(r.copy_range, r.copy_bytes_per_s)});
+    if (cpu) t.add({"STREAM triad", gbs(r.triad_bytes_per_s), range(r.triad_range, gbs), spread(r.triad_range, r.triad_bytes_per_s)});
+    t.add({cpu ? "matrix product (the kernels' own rate)" : "matrix product (cuBLAS)", gflops(r.flops_per_s), range(r.flops_range, gflops),
+           spread(r.flops_range, r.flops_per_s)});
+    return t.render_text();
+}
+
+std::string repeats_line(const MeasureResult& r) {
+    if (r.repeats <= 0) return "";
+    return fmt::format("Each figure is the median of {} timed runs; range = fastest to slowest, spread = range / median{}.\n", r.repeats,
+                       r.threads > 0 ? "" : " (kvplan-gpu-bench reports medians only)");
 }
 
 }  // namespace
@@ -27,12 +58,10 @@ std::string render_measure_table(const MeasureResult& r) {
     std::string out = fmt::format("kvplan measure: {} on {}, {} weights and KV, {} of {} layers timed and scaled\n", r.model, r.device, r.precision,
                                   r.layers_measured, r.layers_total);
     if (r.threads > 0)
-        out += fmt::format("memory bandwidth (STREAM, {} per array, {} threads): read {}, copy {}, triad {}\n", binary_size(r.stream_array_bytes),
-                           r.threads, gbs(r.read_bytes_per_s), gbs(r.copy_bytes_per_s), gbs(r.triad_bytes_per_s));
+        out += fmt::format("memory bandwidth: STREAM, {} per array, {} threads\n", binary_size(r.stream_array_bytes), r.threads);
     else
-        out += fmt::format("memory bandwidth (16-byte read and copy kernels over {}): read {}, copy {}\n", binary_size(r.stream_array_bytes),
-                           gbs(r.read_bytes_per_s), gbs(r.copy_bytes_per_s));
-    out += fmt::format("matrix products (the kernels' own rate): {:.1f} GFLOP/s\n\n", r.flops_per_s / 1e9);
+        out += fmt::format("memory bandwidth: 16-byte read and copy kernels over {}\n", binary_size(r.stream_array_bytes));
+    out += kernels_table(r) + "\n";
     out += "Decode step (all layers; embedding and LM head excluded); predicted = roofline with the measured bandwidth and FLOP/s:\n";
     out += steps_table(r.decode, "context").render_text();
     if (!r.decode.empty()) {
@@ -48,49 +77,78 @@ std::string render_measure_table(const MeasureResult& r) {
         row("output projection", m.o_proj_s, m.o_proj_bytes);
         row("MLP", m.mlp_s, m.mlp_bytes);
         row("norms, rotary, residuals, KV append", m.other_s, 0);
-        out += fmt::format("\nComponents at batch {}, context {}:\n", m.batch, group_digits(m.tokens)) + c.render_text();
+        out += fmt::format("\nComponents at batch {}, context {} (the median run):\n", m.batch, group_digits(m.tokens)) + c.render_text();
     }
     if (!r.prefill.empty()) {
-        Table p({"prompt", "predicted (ms)", "measured (ms)", "error", "achieved", "of measured peak"}, 0);
+        Table p({"prompt", "predicted\n(ms)", "measured\n(ms)", "range\n(ms)", "spread", "error", "achieved", "of measured\npeak"}, 0);
         for (const MeasuredStep& m : r.prefill)
-            p.add({group_digits(m.tokens), ms(m.predicted_s), ms(m.measured_s), err(m), fmt::format("{:.2f} TFLOP/s", m.flops / m.measured_s / 1e12),
-                   fmt::format("{:.0f}%", m.flops / m.measured_s / r.flops_per_s * 100)});
+            p.add({group_digits(m.tokens), ms(m.predicted_s), ms(m.measured_s), range(m.measured_range, ms), spread(m.measured_range, m.measured_s), err(m),
+                   fmt::format("{:.2f} TFLOP/s", m.flops / m.measured_s / 1e12), fmt::format("{:.0f}%", m.flops / m.measured_s / r.flops_per_s * 100)});
         out += "\nPrefill (all layers):\n" + p.render_text();
     }
+    out += repeats_line(r);
     for (const std::string& n : r.notes) out += "note: " + n + "\n";
     return out;
 }
 
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// A count of bytes or FLOPs the roofline derived as a real: an integer in the file.
+std::int64_t whole(double x) { return std::llround(x); }
+
+// A median rate with its repeats: {median_<unit>, min_<unit>, max_<unit>, spread_percent}; null extremes when not reported.
+Json rate_json(double median, const RepeatRange& r, const std::string& unit) {
+    Json j;
+    j["median_" + unit] = median;
+    j["min_" + unit] = r.known() ? Json(r.min) : Json(nullptr);
+    j["max_" + unit] = r.known() ? Json(r.max) : Json(nullptr);
+    j["spread_percent"] = r.known() ? Json(r.relative(median) * 100) : Json(nullptr);
+    return j;
+}
+
+Json steps_json(const std::vector<MeasuredStep>& v, const char* tokens_key) {
+    Json a = Json::array();
+    for (const MeasuredStep& m : v) {
+        Json x;
+        x["batch"] = m.batch;
+        x[tokens_key] = m.tokens;
+        x["predicted_s"] = m.predicted_s;
+        x["measured_s"] = m.measured_s;
+        x["min_s"] = m.measured_range.known() ? Json(m.measured_range.min) : Json(nullptr);
+        x["max_s"] = m.measured_range.known() ? Json(m.measured_range.max) : Json(nullptr);
+        x["spread_percent"] = m.measured_range.known() ? Json(m.measured_range.relative(m.measured_s) * 100) : Json(nullptr);
+        x["predicted_bytes"] = whole(m.bytes);
+        x["predicted_flop"] = whole(m.flops);
+        a.push_back(x);
+    }
+    return a;
+}
+
+}  // namespace
+
 std::string render_measure_json(const MeasureResult& r) {
-    nlohmann::ordered_json j;
-    j["schema_version"] = 1;
+    Json j;
+    j["schema_version"] = 2;
     j["device"] = r.device;
     j["model"] = r.model;
     j["precision"] = r.precision;
     j["threads"] = r.threads;
     j["layers_measured"] = r.layers_measured;
     j["layers_total"] = r.layers_total;
+    j["repeats"] = r.repeats > 0 ? Json(r.repeats) : Json(nullptr);  // null: a saved kvplan-gpu-bench file does not say
     j["measured_bandwidth_bytes_per_s"] = r.read_bytes_per_s;
-    j["measured_flops_per_s"] = r.flops_per_s;
+    j["measured_flop_per_s"] = r.flops_per_s;
     j["step_overhead_s"] = 0.0;
-    j["stream"] = {{"array_bytes", r.stream_array_bytes}, {"read_bytes_per_s", r.read_bytes_per_s}, {"copy_bytes_per_s", r.copy_bytes_per_s},
-                   {"triad_bytes_per_s", r.triad_bytes_per_s}};
-    auto steps = [](const std::vector<MeasuredStep>& v, const char* tokens_key) {
-        nlohmann::ordered_json a = nlohmann::ordered_json::array();
-        for (const MeasuredStep& m : v) {
-            nlohmann::ordered_json x;
-            x["batch"] = m.batch;
-            x[tokens_key] = m.tokens;
-            x["predicted_s"] = m.predicted_s;
-            x["measured_s"] = m.measured_s;
-            x["bytes"] = m.bytes;
-            x["flops"] = m.flops;
-            a.push_back(x);
-        }
-        return a;
-    };
-    j["decode"] = steps(r.decode, "context_tokens");
-    j["prefill"] = steps(r.prefill, "prompt_tokens");
+    j["stream"] = {{"array_bytes", r.stream_array_bytes},
+                   {"read", rate_json(r.read_bytes_per_s, r.read_range, "bytes_per_s")},
+                   {"copy", rate_json(r.copy_bytes_per_s, r.copy_range, "bytes_per_s")}};
+    if (r.threads > 0) j["stream"]["triad"] = rate_json(r.triad_bytes_per_s, r.triad_range, "bytes_per_s");
+    j["matrix_product"] = rate_json(r.flops_per_s, r.flops_range, "flop_per_s");
+    j["decode"] = steps_json(r.decode, "context_tokens");
+    j["prefill"] = steps_json(r.prefill, "prompt_tokens");
+    j["warnings"] = r.warnings;
     j["notes"] = r.notes;
     return j.dump(2) + "\n";
 }

@@ -7,6 +7,8 @@
 #include <regex>
 #include <sstream>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "cli/app.hpp"
@@ -110,9 +112,30 @@ TEST_CASE("every subcommand's --help shows a working example") {
     CHECK_THAT(top.out, Catch::Contains("size"));
 }
 
+namespace {
+
+// Runs `args` in process inside a new, empty folder, removed afterwards, so an
+// example that needs a file an earlier example wrote (or one in the
+// repository) fails here instead of working only after its neighbour.
+int run_in_empty_folder(const std::vector<std::string>& args, int index) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("kvplan_help_example_" + std::to_string(::getpid()) + "_" + std::to_string(index));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const fs::path home = fs::current_path();
+    fs::current_path(dir);
+    const int code = kvplan_run(args).code;
+    fs::current_path(home);
+    fs::remove_all(dir);
+    return code;
+}
+
+}  // namespace
+
 // check, baseline and diff read and write files: their examples run in
 // tests/cli/check_cmd_test.cpp, inside a scratch repository.
-TEST_CASE("every example in every --help runs and succeeds") {
+TEST_CASE("every example in every --help runs on its own in an empty folder and succeeds") {
+    int index = 0;
     for (const char* cmd : {"size", "concurrency", "roofline", "recommend", "measure", "models", "gpus"}) {
         std::istringstream help(kvplan_run({cmd, "--help"}).out);
         std::string line;
@@ -126,7 +149,7 @@ TEST_CASE("every example in every --help runs and succeeds") {
             std::vector<std::string> args;
             for (std::string w; words >> w;) args.push_back(w);
             INFO(line);
-            CHECK(kvplan_run(args).code == 0);
+            CHECK(run_in_empty_folder(args, ++index) == 0);
             ++examples;
         }
         CHECK(examples > 0);

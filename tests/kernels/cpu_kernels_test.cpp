@@ -138,6 +138,19 @@ TEST_CASE("STREAM figures are positive and consistent") {
     CHECK(r.copy_bytes_per_s > 1e8);
     CHECK(r.triad_bytes_per_s > 1e8);
     CHECK(r.array_bytes == 4u << 20);
+    for (const Spread& s : {r.read, r.copy, r.triad}) {
+        CHECK(s.min <= s.median);
+        CHECK(s.median <= s.max);
+    }
+    CHECK(r.read.median == r.read_bytes_per_s);
+}
+
+TEST_CASE("a rate's spread runs from the slowest repeat to the fastest around the median") {
+    // 12 bytes in 3 s, 2 s and 4 s: 4, 6 and 3 B/s; the median time 3 s gives 4 B/s.
+    const Spread s = kvplan::kernels::rate_spread(12.0, {3.0, 2.0, 4.0});
+    CHECK(s.median == 4.0);
+    CHECK(s.min == 3.0);
+    CHECK(s.max == 6.0);
 }
 
 TEST_CASE("the median of repeated timings is the middle value, or the mean of the two middle ones") {

@@ -2,8 +2,8 @@
 // config's shapes alone, the way transformers builds the module for the
 // model_type. Counts learned parameters only: no rotary inv_freq buffers, no
 // GPT-2 causal-mask buffers, no stored copies of tied heads, no MTP layers
-// (see ../shared/reference/param_counts.jsonl, "includes", for why those
-// matter: the HF Hub's safetensors totals contain some of them).
+// (they matter because the HF Hub's safetensors totals, the parameter count
+// on a model's page, contain some of them).
 // Checked against the published exact counts in tests/core/model/param_count_test.cpp.
 #include <map>
 #include <tuple>

@@ -15,7 +15,7 @@ namespace kvplan {
 struct Calibration {
     std::string device;                 // what it was measured on
     double bandwidth_bytes_per_s = 0;   // measured_bandwidth_bytes_per_s
-    std::optional<double> flops_per_s;  // measured_flops_per_s
+    std::optional<double> flops_per_s;  // measured_flop_per_s (schema 2), measured_flops_per_s (schema 1)
     std::optional<double> step_overhead_s;
 };
 
