@@ -35,7 +35,8 @@ constexpr const char* kScenarioKeyList =
 const std::set<std::string> kTopKeys = {"schema_version", "description", "kvplan_version", "kvplan_commit",
                                         "tolerance_percent", "models", "scenarios"};
 // The order baseline_json writes them in, and set_provenance restores.
-constexpr const char* kTopOrder[] = {"schema_version", "description", "kvplan_version", "kvplan_commit", "tolerance_percent", "models", "scenarios"};
+// The kvplan that computed the figures heads the file; how each model resolved follows the scenarios.
+constexpr const char* kTopOrder[] = {"schema_version", "description", "kvplan_version", "kvplan_commit", "tolerance_percent", "scenarios", "models"};
 const std::set<std::string> kModelKeys = {"source", "repo_id", "revision", "ref", "config_sha256"};
 
 [[noreturn]] void fail(const std::string& source, const std::string& field, const std::string& message) {
@@ -274,8 +275,7 @@ nlohmann::ordered_json baseline_json(const std::vector<Scenario>& scenarios, std
 void set_provenance(nlohmann::ordered_json& doc, const Provenance& provenance) {
     doc["schema_version"] = kBaselineSchemaVersion;
     doc["kvplan_version"] = provenance.kvplan.version;
-    if (provenance.kvplan.commit.empty()) doc.erase("kvplan_commit");
-    else doc["kvplan_commit"] = provenance.kvplan.commit;
+    doc["kvplan_commit"] = provenance.kvplan.commit;  // "" when unknown: the scenarios start on the same line either way
     nlohmann::ordered_json models = nlohmann::ordered_json::object();
     for (const auto& [model, p] : provenance.models) models[model] = provenance_json(p);
     doc["models"] = models;

@@ -104,8 +104,8 @@ nlohmann::ordered_json scenario_json(const Scenario& scenario);
 // longer calls for are removed. Everything else in the object is untouched.
 void set_expected(nlohmann::ordered_json& scenario_object, const Figures& figures);
 
-// A whole baseline document from scenarios (schema_version first, then the
-// provenance, the tolerance and the scenarios).
+// A whole baseline document from scenarios: schema_version, the kvplan
+// version and commit, the tolerance, the scenarios, then the models' provenance.
 nlohmann::ordered_json baseline_json(const std::vector<Scenario>& scenarios, std::optional<std::int64_t> tolerance_ppb,
                                      const Provenance& provenance);
 
