@@ -850,6 +850,11 @@ TEST_CASE("check notes once that kvplan changed since the baseline was written")
     CHECK(report["provenance"]["kvplan_changed"] == true);
     CHECK(report["provenance"]["kvplan_baseline"]["version"] == "0.0.9");
     CHECK(report["provenance"]["notes"].size() == 1);
+    // A baseline that knows no commit (written outside a git checkout) compares the version alone.
+    doc["kvplan_version"] = version;
+    doc["kvplan_commit"] = "";
+    repo.write(doc);
+    CHECK(repo.check().out.find("note:") == std::string::npos);
 }
 
 TEST_CASE("a version 1 baseline without provenance still checks, with a note, and --update records it") {

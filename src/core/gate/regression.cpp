@@ -145,7 +145,10 @@ ProvenanceCheck compare_provenance(const std::optional<Provenance>& baseline, co
     if (!baseline) return out;
     out.recorded = true;
     out.baseline_kvplan = baseline->kvplan;
-    out.kvplan_changed = !(baseline->kvplan == current.kvplan);
+    // A commit compares only when both sides know theirs (a build outside a git checkout has none).
+    const KvplanBuild& was = baseline->kvplan;
+    out.kvplan_changed = was.version != current.kvplan.version ||
+                         (!was.commit.empty() && !current.kvplan.commit.empty() && was.commit != current.kvplan.commit);
     for (const auto& [model, now] : current.models) {
         ModelChange c;
         c.model = model;

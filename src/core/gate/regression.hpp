@@ -83,7 +83,7 @@ struct ProvenanceCheck {
     bool recorded = false;            // false: the baseline records no provenance (schema version 1)
     KvplanBuild baseline_kvplan;      // when recorded
     KvplanBuild current_kvplan;
-    bool kvplan_changed = false;      // version or commit differ
+    bool kvplan_changed = false;      // versions differ, or commits where both are known
     std::vector<ModelChange> models;  // only the models that differ, by model text
 };
 
