@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "cli/model_options.hpp"
+#include "cli/version.hpp"
 #include "core/gate/baseline.hpp"
 #include "core/speed/calibration.hpp"
 #include "core/memory/capacity.hpp"
@@ -106,6 +107,7 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
     }
 
     std::vector<Scenario> scenarios;
+    Provenance provenance{{version(), build_commit()}, {}};
     std::vector<std::string> notes;  // printed only when the baseline is written: an error stays one line
     for (const std::string& model_arg : o.models) {
         const ModelSpec model = load_model(model_arg);
@@ -122,6 +124,7 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
             else contexts.push_back(c);
         }
         if (contexts.empty()) continue;
+        provenance.models[reference] = provenance_of(model.source);
         for (const std::string& gpu_id : o.gpus) {
             const Gpu& gpu = find_gpu(known_gpus(), gpu_id);
 
@@ -177,7 +180,7 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
         for (std::size_t j = 0; j < i; ++j)
             if (scenarios[i].name == scenarios[j].name) usage_error("scenario \"" + scenarios[i].name + "\" given twice (a model or GPU repeated?)");
 
-    const std::string text = baseline_text(baseline_json(scenarios, tolerance));
+    const std::string text = baseline_text(baseline_json(scenarios, tolerance, provenance));
     if (!o.output.empty()) write_file_atomically(o.output, text);
     for (const std::string& n : notes) err << "kvplan: note: " << printable(n) << "\n";
     if (o.output.empty()) return text;

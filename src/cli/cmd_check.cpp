@@ -1,5 +1,6 @@
 #include "cli/cmd_check.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/version.hpp"
 
 #include <map>
 
@@ -46,6 +47,11 @@ public:
         auto it = models_.find(argument);
         if (it == models_.end()) it = models_.emplace(argument, load_model(argument, "model")).first;
         return it->second;
+    }
+    // The model loaded for `argument`, or nullptr when it was not (or failed).
+    const ModelSpec* find(const std::string& argument) const {
+        auto it = models_.find(argument);
+        return it == models_.end() ? nullptr : &it->second;
     }
 
 private:
@@ -106,6 +112,12 @@ CommandOutput run_check(const CheckOptions& o, std::ostream& err) {
     std::vector<Figures> current(file.baseline.scenarios.size());
     for (std::size_t i = 0; i < file.baseline.scenarios.size(); ++i)
         report.checks.push_back(check_scenario(file.baseline.scenarios[i], o.baseline, tolerance, models, &current[i]));
+    // How each model resolved now, keyed as the baseline names it.
+    Provenance provenance{{version(), build_commit()}, {}};
+    for (const Scenario& s : file.baseline.scenarios)
+        if (const ModelSpec* m = models.find(scenario_model_argument(s.inputs.model, o.baseline)))
+            provenance.models[s.inputs.model] = provenance_of(m->source);
+    report.provenance = compare_provenance(file.baseline.provenance, provenance);
     report.summary = summarize(report.checks);
     report.exit_code = check_exit_code(report.summary, report.checks, o.strict);
 
@@ -120,6 +132,7 @@ CommandOutput run_check(const CheckOptions& o, std::ostream& err) {
         } else {
             nlohmann::ordered_json& list = file.doc["scenarios"];
             for (std::size_t i = 0; i < current.size(); ++i) set_expected(list[i], current[i]);
+            set_provenance(file.doc, provenance);
             write_file_atomically(o.baseline, baseline_text(file.doc));
             report.updated = true;
             report.exit_code = 0;

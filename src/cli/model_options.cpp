@@ -53,6 +53,11 @@ ModelSpec resolve_model(const ModelOptions& o) {
 std::string model_label(const ModelSpec& spec) {
     std::string label = spec.name;
     std::string detail;
+    if (spec.source.kind == ModelSourceKind::HfCache) {
+        // The repo id and the snapshot's commit, as `git log` abbreviates it; the path is in the source.
+        if (!spec.source.revision.empty()) label += "@" + spec.source.revision.substr(0, 12);
+        return label + " (HF cache, " + spec.model_type + ")";
+    }
     if (auto p = find_preset(spec.name)) detail = p->hf_id + ", ";
     detail += spec.model_type;
     return label + " (" + detail + ")";

@@ -29,7 +29,8 @@ void add_model_source_options(CLI::App& app, ModelOptions& options);
 // combination, Error(Data) for a bad config.
 ModelSpec resolve_model(const ModelOptions& options);
 
-// "llama-3.1-8b (meta-llama/Llama-3.1-8B-Instruct, llama)" for headings.
+// "llama-3.1-8b (meta-llama/Llama-3.1-8B-Instruct, llama)" for headings; a
+// model from the HF cache "meta-llama/Llama-3.1-8B-Instruct@0e9e39f249a1 (HF cache, llama)".
 std::string model_label(const ModelSpec& spec);
 
 // Parses --kv-dtype / --weights-dtype values; "auto" gives nullopt.

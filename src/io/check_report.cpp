@@ -137,7 +137,65 @@ std::string github_command(const char* kind, const CheckReport& r, int line, con
     return fmt::format("::{} {}::{}\n", kind, props, github_data(message));
 }
 
+// A commit hash as `git log --oneline` shortens it.
+std::string short_hash(const std::string& hash) { return hash.substr(0, 12); }
+
+std::string build_text(const KvplanBuild& b) {
+    return (b.version.empty() ? std::string("an unknown version") : b.version) + (b.commit.empty() ? "" : " (commit " + b.commit + ")");
+}
+
+// Where a model came from, as "resolved from ..." and "the baseline used ..." read.
+std::string origin_text(const ModelProvenance& p) {
+    switch (p.kind) {
+        case ModelSourceKind::Preset: return "the bundled preset";
+        case ModelSourceKind::HfCache: return "the HF cache" + (p.revision.empty() ? std::string() : " (rev " + short_hash(p.revision) + ")");
+        case ModelSourceKind::File: return "a config file";
+        case ModelSourceKind::Folder: return "a model folder";
+        case ModelSourceKind::Gguf: return "a GGUF file";
+        case ModelSourceKind::Manual: return "hand-built flags";
+    }
+    return "?";
+}
+
+std::string snapshot_text(const ModelProvenance& p) {
+    return (p.repo_id.empty() ? std::string("?") : p.repo_id) + "@" + (p.revision.empty() ? std::string("?") : short_hash(p.revision));
+}
+
+std::string model_change_text(const ModelChange& c) {
+    std::string out = c.model + ": ";
+    if (!c.baseline) return out + "resolved from " + origin_text(c.current) + "; the baseline does not record how it resolved";
+    std::vector<std::string> parts;
+    if (c.resolution_changed) parts.push_back("resolved from " + origin_text(c.current) + " where the baseline used " + origin_text(*c.baseline));
+    if (c.revision_changed)
+        parts.push_back("resolved to " + snapshot_text(c.current) + " where the baseline used " + snapshot_text(*c.baseline));
+    if (c.config_changed)
+        parts.push_back("config changed (sha256 " + short_hash(c.baseline->config_sha256) + " -> " + short_hash(c.current.config_sha256) + ")");
+    for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? "; " : "") + parts[i];
+    return out;
+}
+
+nlohmann::ordered_json provenance_json(const ModelProvenance& p) {
+    nlohmann::ordered_json j;
+    j["source"] = model_source_name(p.kind);
+    j["repo_id"] = p.repo_id.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(p.repo_id);
+    j["revision"] = p.revision.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(p.revision);
+    j["config_sha256"] = p.config_sha256.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(p.config_sha256);
+    return j;
+}
+
 }  // namespace
+
+std::vector<std::string> provenance_notes(const ProvenanceCheck& p) {
+    std::vector<std::string> out;
+    if (!p.recorded) {
+        out.push_back("provenance not recorded: this baseline does not say which kvplan computed it or how its models resolved "
+                      "(schema version 1); `kvplan check --update` records it");
+        return out;
+    }
+    if (p.kvplan_changed) out.push_back("kvplan changed: baseline by " + build_text(p.baseline_kvplan) + ", this is " + build_text(p.current_kvplan));
+    for (const ModelChange& c : p.models) out.push_back(model_change_text(c));
+    return out;
+}
 
 std::string check_summary_line(const CheckReport& r) {
     std::string verdict;
@@ -156,10 +214,12 @@ std::string render_check_text(const CheckReport& r) {
         line(fmt::format("kvplan check: {}, tolerance {}{}", printable(r.baseline_path), tolerance_text(r.tolerance_ppb), r.strict ? ", strict" : ""), "  ") + "\n";
     if (r.changes_only && r.summary.figures == r.summary.unchanged && r.summary.errors == 0) out += "Every figure is unchanged.\n";
     else out += wide ? figure_table(r, r.changes_only).render_text(Width::Wide) : fit_figure_table(r, r.changes_only).render_text();
+    std::string notes;
+    for (const std::string& n : provenance_notes(r.provenance)) notes += fit_line("note: " + printable(n), r.width, "", "  ");
     std::string errors;
     for (const ScenarioCheck& s : r.checks)
         if (s.error) errors += line(fmt::format("error: scenario \"{}\": {}", printable(s.name), printable(*s.error)), "  ");
-    return out + "\n" + errors + line(check_summary_line(r), "  ");
+    return out + "\n" + notes + errors + line(check_summary_line(r), "  ");
 }
 
 std::string render_check_markdown(const CheckReport& r) {
@@ -168,6 +228,9 @@ std::string render_check_markdown(const CheckReport& r) {
     for (const ScenarioCheck& s : r.checks)
         if (s.error) out += fmt::format("- **error** in `{}`: {}\n", printable(s.name), printable(*s.error));
     if (r.summary.errors > 0) out += "\n";
+    const std::vector<std::string> notes = provenance_notes(r.provenance);
+    for (const std::string& n : notes) out += fmt::format("- note: {}\n", printable(n));
+    if (!notes.empty()) out += "\n";
     const bool changes = r.summary.regressions + r.summary.improvements + r.summary.within + r.summary.errors > 0;
     if (changes) out += "Changed figures:\n\n" + figure_table(r, true).render_markdown() + "\n";
     else out += "Every figure is unchanged.\n\n";
@@ -180,6 +243,7 @@ std::string render_check_markdown(const CheckReport& r) {
 // scenarios behind the first few.
 std::string render_check_github(const CheckReport& r) {
     std::string out;
+    for (const std::string& n : provenance_notes(r.provenance)) out += github_command("notice", r, 0, "kvplan check: provenance", n);
     for (const ScenarioCheck& s : r.checks) {
         if (s.error) {
             out += github_command("error", r, s.line, "kvplan check: scenario not computed", "scenario \"" + s.name + "\": " + *s.error);
@@ -247,6 +311,26 @@ std::string render_check_json(const CheckReport& r) {
     const CheckSummary& s = r.summary;
     j["summary"] = {{"scenarios", s.scenarios}, {"figures", s.figures}, {"unchanged", s.unchanged}, {"within_tolerance", s.within},
                     {"improvements", s.improvements}, {"regressions", s.regressions}, {"errors", s.errors}};
+    const ProvenanceCheck& p = r.provenance;
+    nlohmann::ordered_json prov;
+    prov["recorded"] = p.recorded;
+    auto build = [](const KvplanBuild& b) { return nlohmann::ordered_json{{"version", b.version}, {"commit", b.commit}}; };
+    prov["kvplan_baseline"] = p.recorded ? build(p.baseline_kvplan) : nlohmann::ordered_json();
+    prov["kvplan_current"] = build(p.current_kvplan);
+    prov["kvplan_changed"] = p.kvplan_changed;
+    prov["models"] = nlohmann::ordered_json::array();
+    for (const ModelChange& c : p.models) {
+        nlohmann::ordered_json m;
+        m["model"] = c.model;
+        m["baseline"] = c.baseline ? provenance_json(*c.baseline) : nlohmann::ordered_json();
+        m["current"] = provenance_json(c.current);
+        m["resolution_changed"] = c.resolution_changed;
+        m["revision_changed"] = c.revision_changed;
+        m["config_changed"] = c.config_changed;
+        prov["models"].push_back(m);
+    }
+    prov["notes"] = provenance_notes(p);
+    j["provenance"] = prov;
     j["scenarios"] = nlohmann::ordered_json::array();
     for (const ScenarioCheck& sc : r.checks) {
         nlohmann::ordered_json o;

@@ -20,6 +20,7 @@ struct CheckReport {
     bool changes_only = false;   // text: list only figures that are not unchanged
     Width width = Width::Fit;    // text: Wide repeats the scenario on every row (--wide)
     std::vector<ScenarioCheck> checks;
+    ProvenanceCheck provenance;  // notes only: what resolved or changed differently from the baseline
     CheckSummary summary;
     int exit_code = 0;
 };
@@ -29,6 +30,11 @@ std::string render_check_json(const CheckReport& report);
 std::string render_check_junit(const CheckReport& report);
 std::string render_check_github(const CheckReport& report);
 std::string render_check_markdown(const CheckReport& report);
+
+// The provenance notes in report order: "kvplan changed: ...", then one per
+// model that resolved differently or whose config changed; or one saying the
+// baseline records no provenance.
+std::vector<std::string> provenance_notes(const ProvenanceCheck& provenance);
 
 // "check passed: 96 scenarios, 480 figures: 480 unchanged (tolerance 0%)"
 std::string check_summary_line(const CheckReport& report);

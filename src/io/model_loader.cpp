@@ -18,6 +18,7 @@
 #include "io/gguf_reader.hpp"
 #include "io/presets.hpp"
 #include "io/safetensors_reader.hpp"
+#include "io/sha256.hpp"
 #include "io/units.hpp"
 
 namespace kvplan {
@@ -62,7 +63,7 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& sourc
     }
 }
 
-nlohmann::json read_json_file(const std::string& path, std::int64_t max_bytes) {
+nlohmann::json read_json_file(const std::string& path, std::int64_t max_bytes, std::string* bytes) {
     std::error_code ec;
     auto size = fs::file_size(path, ec);
     if (ec) usage_error(path + ": cannot read: " + ec.message());
@@ -73,6 +74,7 @@ nlohmann::json read_json_file(const std::string& path, std::int64_t max_bytes) {
     if (!in) usage_error(path + ": cannot open for reading");
     std::ostringstream text;
     text << in.rdbuf();
+    if (bytes) *bytes = text.str();
     return parse_json_text(text.str(), path);
 }
 
@@ -100,8 +102,17 @@ std::string config_in_folder(const fs::path& dir) {
     usage_error(dir.string() + ": folder has no config.json (expected a Hugging Face model folder)");
 }
 
+bool equal_ignoring_case(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           });
+}
+
 // Where huggingface_hub caches models: $HF_HUB_CACHE, $HF_HOME/hub, or
-// ~/.cache/huggingface/hub (huggingface_hub constants.py).
+// ~/.cache/huggingface/hub (huggingface_hub constants.py). The entry's
+// folder is models--org--name, spelled as the repo id was when it was
+// downloaded; the Hub treats ids case-insensitively, so a folder that
+// matches only ignoring case is taken too (an exact match in any root first).
 std::optional<fs::path> hf_cache_entry(const std::string& repo_id) {
     auto slash = repo_id.find('/');
     if (slash == std::string::npos || slash == 0 || slash + 1 == repo_id.size() || repo_id.find('/', slash + 1) != std::string::npos)
@@ -114,12 +125,52 @@ std::optional<fs::path> hf_cache_entry(const std::string& repo_id) {
     std::error_code ec;
     for (const fs::path& root : roots)
         if (fs::is_directory(root / folder, ec)) return root / folder;
+    for (const fs::path& root : roots) {
+        std::vector<fs::path> matches;
+        for (const auto& entry : fs::directory_iterator(root, ec))
+            if (equal_ignoring_case(entry.path().filename().string(), folder) && entry.is_directory(ec)) matches.push_back(entry.path());
+        std::sort(matches.begin(), matches.end());
+        if (matches.size() > 1)
+            usage_error(repo_id + ": the Hugging Face cache " + root.string() + " holds " + matches.front().filename().string() + " and " +
+                        matches[1].filename().string() + ", which differ only in case; pass the repo id as one of them is spelled");
+        if (matches.size() == 1) return matches.front();
+    }
     return std::nullopt;
+}
+
+// "meta-llama/Llama-3.1-8B-Instruct" for a cache entry folder
+// models--meta-llama--Llama-3.1-8B-Instruct (huggingface_hub's
+// repo_folder_name; repo ids cannot contain "--"). "" for any other folder.
+std::string repo_id_of_entry(const fs::path& entry) {
+    const std::string name = entry.filename().string();
+    if (!name.starts_with("models--")) return "";
+    const std::string rest = name.substr(8);
+    const auto sep = rest.find("--");
+    if (sep == std::string::npos || sep == 0 || sep + 2 == rest.size()) return "";
+    return rest.substr(0, sep) + "/" + rest.substr(sep + 2);
+}
+
+// Fills repo_id, revision and ref when `config` lies in a cache entry's
+// snapshot (models--org--name/snapshots/<revision>/config.json).
+void cache_layout(const fs::path& config, ModelSource& source) {
+    const fs::path snapshot = fs::absolute(config).lexically_normal().parent_path();
+    const fs::path snapshots = snapshot.parent_path();
+    if (snapshots.filename() != "snapshots") return;
+    const std::string repo = repo_id_of_entry(snapshots.parent_path());
+    if (repo.empty()) return;
+    source.repo_id = repo;
+    source.revision = snapshot.filename().string();
+    std::ifstream ref(snapshots.parent_path() / "refs" / "main");
+    std::string named;
+    if (ref >> named && named == source.revision) source.ref = "main";
 }
 
 ModelSpec load_preset(const Preset& preset) {
     ModelSpec spec = parse_model_config(parse_json_text(std::string(preset.config_text), preset.name), preset.name);
     spec.name = preset.name;
+    spec.source.kind = ModelSourceKind::Preset;
+    spec.source.repo_id = std::string(preset.hf_id);
+    spec.source.config_sha256 = sha256_hex(preset.config_text);
     return spec;
 }
 
@@ -202,7 +253,8 @@ std::optional<std::int64_t> tokenizer_max_length(const fs::path& folder) {
 ModelSpec load_file(const std::string& path) {
     std::error_code ec;
     if (!fs::is_regular_file(path, ec)) usage_error(path + ": not a regular file");
-    nlohmann::json config = read_json_file(path);
+    std::string bytes;
+    nlohmann::json config = read_json_file(path, kMaxConfigBytes, &bytes);
     std::optional<Sidecar> sidecar;
     if (config.is_object() && !config.contains("quantization_config"))
         if ((sidecar = quantization_sidecar(fs::path(path).parent_path())))
@@ -211,6 +263,10 @@ ModelSpec load_file(const std::string& path) {
     const std::string source = sidecar ? path + " (quantization from " + fs::path(sidecar->file).filename().string() + ")" : path;
     ModelSpec spec = parse_model_config(config, source, tokenizer_max_length(fs::path(path).parent_path()));
     spec.name = path;
+    spec.source.kind = ModelSourceKind::File;
+    spec.source.path = path;
+    spec.source.config_sha256 = sha256_hex(bytes);
+    cache_layout(path, spec.source);
     if (sidecar) {
         const std::string method = quant_method_name(spec.quantization.method);
         spec.notes.push_back("quantization read from " + fs::path(sidecar->file).filename().string() + " beside config.json (" + method +
@@ -229,10 +285,19 @@ ModelSpec load_model(const std::string& arg, const std::string& origin) {
     if (arg.empty()) usage_error(origin + ": empty value (expected a config.json path, a model folder or a preset name)");
     std::error_code ec;
     // 1. A path: a GGUF file (io/gguf_reader), a config.json, or a folder holding one.
-    if (fs::exists(arg, ec) && is_gguf_file(arg)) return load_gguf(arg);
+    if (fs::exists(arg, ec) && is_gguf_file(arg)) {
+        ModelSpec spec = load_gguf(arg);
+        spec.source.kind = ModelSourceKind::Gguf;
+        spec.source.path = arg;
+        return spec;
+    }
     // 1. A path: a config.json, or a folder holding one.
     if (fs::exists(arg, ec)) {
-        if (fs::is_directory(arg, ec)) return load_file(config_in_folder(arg));
+        if (fs::is_directory(arg, ec)) {
+            ModelSpec spec = load_file(config_in_folder(arg));
+            spec.source.kind = ModelSourceKind::Folder;
+            return spec;
+        }
         // A checkpoint's weights file or its index stands for the folder that holds them.
         const std::string file = fs::path(arg).filename().string();
         if (file.ends_with(".safetensors") || file.ends_with(".safetensors.index.json")) {
@@ -243,14 +308,18 @@ ModelSpec load_model(const std::string& arg, const std::string& origin) {
     }
     // 2. A bundled preset.
     if (auto preset = find_preset(arg)) return load_preset(*preset);
-    // 3. A Hugging Face repo id in the local Hugging Face cache.
-    if (auto cached = hf_cache_entry(arg)) return load_file(config_in_folder(*cached));
+    // 3. A Hugging Face repo id in the local Hugging Face cache (ignoring case),
+    // named by the repo id as the cache spells it, not the snapshot's path.
+    if (auto cached = hf_cache_entry(arg)) {
+        ModelSpec spec = load_file(config_in_folder(*cached));
+        spec.source.kind = ModelSourceKind::HfCache;
+        if (spec.source.repo_id.empty()) spec.source.repo_id = repo_id_of_entry(*cached);
+        spec.name = spec.source.repo_id;
+        return spec;
+    }
     // 4. A Hugging Face repo id that a preset was copied from.
     for (const Preset& p : presets())
-        if (p.hf_id.size() == arg.size() && std::equal(arg.begin(), arg.end(), p.hf_id.begin(), [](char a, char b) {
-                return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-            }))
-            return load_preset(p);
+        if (equal_ignoring_case(arg, p.hf_id)) return load_preset(p);
     usage_error(origin + " " + arg + ": no such file, folder, cached Hugging Face model or bundled preset (presets: " +
                 preset_names() + ")");
 }
@@ -279,14 +348,14 @@ ServedModel served_model(const std::string& arg) {
     if (auto preset = find_preset(arg)) return ServedModel{preset->hf_id};
     if (auto cached = hf_cache_entry(arg)) {
         ServedModel out = served_folder(config_in_folder(*cached));
-        out.id = arg;  // the engines resolve a repo id through the same cache
+        // The engines resolve a repo id through the same cache, whose folder
+        // they name from the id as given: the cache's spelling finds it.
+        out.id = repo_id_of_entry(*cached);
+        if (out.id.empty()) out.id = arg;
         return out;
     }
     for (const Preset& p : presets())
-        if (p.hf_id.size() == arg.size() && std::equal(arg.begin(), arg.end(), p.hf_id.begin(), [](char a, char b) {
-                return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-            }))
-            return ServedModel{p.hf_id};
+        if (equal_ignoring_case(arg, p.hf_id)) return ServedModel{std::string(p.hf_id)};
     return ServedModel{arg};
 }
 

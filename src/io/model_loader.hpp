@@ -4,8 +4,12 @@
 //      a model folder holding one, or a Hugging Face
 //      cache entry (models--org--name/snapshots/<refs/main>/config.json);
 //   2. a bundled preset name (case-insensitive);
-//   3. a Hugging Face repo id ("org/name") found in the local HF cache;
-//   4. a Hugging Face repo id a bundled preset was copied from.
+//   3. a Hugging Face repo id ("org/name") found in the local HF cache, its
+//      models--org--name folder matched ignoring case (an exact spelling
+//      first); the model is then named by the repo id as the cache spells it;
+//   4. a Hugging Face repo id a bundled preset was copied from (ignoring case).
+// ModelSpec::source records which it was, the cache revision, and the
+// SHA-256 of the config bytes read (a preset's embedded text).
 #pragma once
 
 #include <string>
@@ -45,7 +49,8 @@ ServedModel served_model(const std::string& arg);
 
 // Reads and parses a JSON file with kvplan's error messages (file name, line,
 // column). Used for configs and, later, baselines and calibrations.
-nlohmann::json read_json_file(const std::string& path, std::int64_t max_bytes = kMaxConfigBytes);
+// With `bytes`, the file's bytes as read are stored there too (for hashing).
+nlohmann::json read_json_file(const std::string& path, std::int64_t max_bytes = kMaxConfigBytes, std::string* bytes = nullptr);
 
 // Parses JSON text; `source` names it in messages.
 nlohmann::json parse_json_text(const std::string& text, const std::string& source);

@@ -13,8 +13,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
+#include <optional>
 #include <sstream>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -97,7 +100,7 @@ private:
 TEST_CASE("baseline writes the scenario with figures derived by hand and a path relative to itself") {
     Repo repo("written");
     const nlohmann::ordered_json doc = repo.read();
-    CHECK(doc["schema_version"] == 1);
+    CHECK(doc["schema_version"] == 2);
     const auto& s = doc["scenarios"][0];
     CHECK(s["name"] == "our-model/h100-sxm/tp1/vllm/kv-fp8/4096");
     CHECK(s["model"] == "configs/our-model/config.json");
@@ -193,7 +196,7 @@ TEST_CASE("a GPU change to a 40 GB A100 fails on the pool and the requests, not 
     CHECK(changes.find("kv_cache_tokens") != std::string::npos);
     CHECK(changes.find("kv_bytes_per_token") == std::string::npos);
     CHECK(r.out.find("::error file=") != std::string::npos);
-    CHECK(r.out.find(",line=5,title=kvplan check%3A capacity regression::our-model/h100-sxm/tp1/vllm/kv-fp8/4096: kv_cache_tokens ") != std::string::npos);
+    CHECK(r.out.find(",line=7,title=kvplan check%3A capacity regression::our-model/h100-sxm/tp1/vllm/kv-fp8/4096: kv_cache_tokens ") != std::string::npos);
     // One annotation for the scenario, naming every figure that regressed.
     CHECK(r.out.find("; max_requests ") != std::string::npos);
     CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 2);  // the annotation and the summary line
@@ -264,7 +267,9 @@ TEST_CASE("check --update rewrites only the figures, keeping key order, formatti
     CHECK(repo.check().exit_code == 65);  // figures missing: check refuses
     REQUIRE(repo.check({"--update"}).exit_code == 0);
     const std::string updated = read_file(repo.baseline);
-    CHECK(updated.find("\"description\": \"our capacity gate\",\n  \"scenarios\"") != std::string::npos);
+    // Upgraded to schema version 2: kvplan's version after the description, the models after the scenarios.
+    CHECK(updated.find("\"schema_version\": 2,\n  \"description\": \"our capacity gate\",\n  \"kvplan_version\"") != std::string::npos);
+    CHECK(updated.find("\"config_sha256\"") > updated.find("\"scenarios\""));
     CHECK(updated.find("\"context_tokens\": 4096,\n      \"gpu\": \"h100-sxm\",\n      \"model\"") != std::string::npos);
     CHECK(updated.find("\"expected\": {\n        \"max_requests\": ") != std::string::npos);  // kept first
     CHECK(updated.find("\"kv_bytes_per_token\": 65536") != std::string::npos);                  // filled after it
@@ -313,7 +318,13 @@ TEST_CASE("a broken baseline is rejected with the field and what was expected") 
     const std::vector<Case> cases = {
         {"missing gpu", [](auto& d) { d["scenarios"][0].erase("gpu"); }, "scenarios[0].gpu: required field is missing (a string)"},
         {"tp as a string", [](auto& d) { d["scenarios"][0]["tp"] = "2"; }, "scenarios[0].tp: expected an integer, found a string"},
-        {"unknown schema", [](auto& d) { d["schema_version"] = 2; }, "schema_version: unknown version 2 (this kvplan reads version 1"},
+        {"unknown schema", [](auto& d) { d["schema_version"] = 3; }, "schema_version: unknown version 3 (this kvplan reads versions 1 to 2"},
+        {"no kvplan version", [](auto& d) { d.erase("kvplan_version"); }, "kvplan_version: required field is missing"},
+        {"unknown source", [](auto& d) { d["models"]["configs/our-model/config.json"]["source"] = "cache"; },
+         "models.\"configs/our-model/config.json\".source: expected preset, hf_cache, file, folder or gguf, found \"cache\""},
+        {"short hash", [](auto& d) { d["models"]["configs/our-model/config.json"]["config_sha256"] = "abc"; },
+         "config_sha256: expected 64 lowercase hex digits"},
+        {"provenance in version 1", [](auto& d) { d["schema_version"] = 1; }, "kvplan_version: needs schema_version 2"},
         {"no schema", [](auto& d) { d.erase("schema_version"); }, "schema_version: required field is missing"},
         {"figure as text", [](auto& d) { d["scenarios"][0]["expected"]["max_requests"] = "12"; },
          "scenarios[0].expected.max_requests: expected an integer, found a string"},
@@ -348,7 +359,7 @@ TEST_CASE("a scenario whose config is gone or broken is an error naming the scen
     Run gone = repo.check();
     INFO(gone.out << gone.err);
     CHECK(gone.exit_code == 2);
-    CHECK(gone.err.find(":5: scenario \"our-model/h100-sxm/tp1/vllm/kv-fp8/4096\": model ") != std::string::npos);
+    CHECK(gone.err.find(":7: scenario \"our-model/h100-sxm/tp1/vllm/kv-fp8/4096\": model ") != std::string::npos);
     CHECK(gone.out.find("error") != std::string::npos);  // the report still lists it
 
     std::ofstream(repo.config) << "{\"model_type\": \"llama\", \"num_hidden_layers\": 32}";
@@ -685,4 +696,181 @@ TEST_CASE("a writer killed with SIGKILL at any moment leaves the old baseline wh
     // The temporaries a SIGKILL leaves are dotfiles beside the target, never the target.
     for (const auto& e : fs::directory_iterator(dir.path()))
         if (e.path() != out) CHECK(e.path().filename().string().rfind(".capacity.json.tmp.", 0) == 0);
+}
+
+namespace {
+
+// A scratch Hugging Face cache for the binaries this test runs: HF_HUB_CACHE
+// and HOME point into it (HOME's ~/.cache/huggingface/hub is a cache root too).
+class HubCache {
+public:
+    explicit HubCache(const std::string& name) : root_(scratch().path() / name) {
+        fs::create_directories(root_);
+        for (const char* key : {"HF_HUB_CACHE", "HF_HOME", "HOME"}) {
+            const char* v = std::getenv(key);
+            saved_.emplace_back(key, v ? std::optional<std::string>(v) : std::nullopt);
+        }
+        ::setenv("HF_HUB_CACHE", root_.c_str(), 1);
+        ::unsetenv("HF_HOME");
+        ::setenv("HOME", root_.c_str(), 1);
+    }
+    ~HubCache() {
+        for (const auto& [key, value] : saved_) {
+            if (value) ::setenv(key.c_str(), value->c_str(), 1);
+            else ::unsetenv(key.c_str());
+        }
+    }
+    // models--org--name/snapshots/<revision>/config.json from a preset, refs/main naming it.
+    void add(const std::string& folder, const std::string& revision, const std::string& preset_file) const {
+        const fs::path dir = root_ / folder / "snapshots" / revision;
+        fs::create_directories(dir);
+        fs::copy_file(fs::path(KVPLAN_SOURCE_DIR) / "models" / "presets" / preset_file, dir / "config.json", fs::copy_options::overwrite_existing);
+        fs::create_directories(root_ / folder / "refs");
+        std::ofstream(root_ / folder / "refs" / "main") << revision;
+    }
+
+private:
+    fs::path root_;
+    std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+// "0.1.0" and "af0aa704e9e3" from "kvplan 0.1.0 (commit af0aa704e9e3)".
+std::pair<std::string, std::string> binary_version() {
+    const std::string line = Run::kvplan({"--version"}).out;
+    const std::string rest = line.substr(line.find(' ') + 1);
+    const auto space = rest.find(' ');
+    const std::string version = rest.substr(0, std::min(space, rest.find('\n')));
+    const auto commit = rest.find("(commit ");
+    return {version, commit == std::string::npos ? "" : rest.substr(commit + 8, rest.find(')') - commit - 8)};
+}
+
+}  // namespace
+
+TEST_CASE("baseline records kvplan's version and how each model resolved, with its config's SHA-256") {
+    Repo repo("provenance");
+    const nlohmann::ordered_json doc = repo.read();
+    const auto [version, commit] = binary_version();
+    CHECK(doc["kvplan_version"].get<std::string>() == version);
+    CHECK(doc["kvplan_commit"].get<std::string>() == commit);
+    const auto& m = doc["models"]["configs/our-model/config.json"];
+    CHECK(m["source"] == "file");
+    // `sha256sum models/presets/llama-3.1-8b.json`, which the repo's config is a copy of.
+    CHECK(m["config_sha256"] == "8883952a0146d6ef3c58345acba733eff932db7b7a21c42c60180ec49ba18483");
+    CHECK_FALSE(m.contains("revision"));
+
+    // A preset and a cached repo id, side by side.
+    HubCache hub("provenance_hub");
+    hub.add("models--acme--Tiny-8B", "0e9e39f249a16976918f6564b8830bc894c89659", "qwen3-8b.json");
+    Run r = Run::kvplan({"baseline", "--model", "llama-3.1-8b,acme/tiny-8b", "--gpu", "h100-sxm", "--context", "4096"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json both = nlohmann::json::parse(r.out);
+    CHECK(both["models"]["llama-3.1-8b"] == nlohmann::json{{"source", "preset"}, {"repo_id", "meta-llama/Llama-3.1-8B-Instruct"},
+                                                           {"config_sha256", "8883952a0146d6ef3c58345acba733eff932db7b7a21c42c60180ec49ba18483"}});
+    const auto& cached = both["models"]["acme/tiny-8b"];
+    CHECK(cached["source"] == "hf_cache");
+    CHECK(cached["repo_id"] == "acme/Tiny-8B");  // as the cache spells it
+    CHECK(cached["revision"] == "0e9e39f249a16976918f6564b8830bc894c89659");
+    CHECK(cached["ref"] == "main");
+    CHECK(cached["config_sha256"].get<std::string>().size() == 64);
+}
+
+TEST_CASE("check notes a changed config hash and still passes when the figures hold") {
+    Repo repo("config_hash");
+    std::ofstream(repo.config, std::ios::app) << "\n";  // same figures, other bytes
+    Run r = repo.check();
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("note: configs/our-model/config.json: config changed (sha256 8883952a0146 -> ") != std::string::npos);
+    CHECK(r.out.find("check passed") != std::string::npos);
+    Run j = repo.check({"--format", "json"});
+    const nlohmann::json report = nlohmann::json::parse(j.out);
+    const auto& change = report["provenance"]["models"][0];
+    CHECK(change["model"] == "configs/our-model/config.json");
+    CHECK(change["config_changed"] == true);
+    CHECK(change["resolution_changed"] == false);
+    CHECK(change["baseline"]["config_sha256"] == "8883952a0146d6ef3c58345acba733eff932db7b7a21c42c60180ec49ba18483");
+    CHECK(change["current"]["config_sha256"] != change["baseline"]["config_sha256"]);
+    CHECK(report["provenance"]["kvplan_changed"] == false);
+    Run g = repo.check({"--format", "github"});
+    CHECK(g.out.find("::notice file=" + repo.baseline.string() + ",title=kvplan check%3A provenance::configs/our-model/config.json: config changed") !=
+          std::string::npos);
+    Run md = repo.check({"--format", "markdown"});
+    CHECK(md.out.find("- note: configs/our-model/config.json: config changed") != std::string::npos);
+    // --update records the new hash: no note after it.
+    REQUIRE(repo.check({"--update"}).exit_code == 0);
+    CHECK(repo.check().out.find("note:") == std::string::npos);
+}
+
+TEST_CASE("check notes a model resolved from the HF cache where the baseline used the bundled preset") {
+    ScratchDir dir;
+    const fs::path baseline = dir.path() / "capacity.json";
+    {
+        HubCache empty("resolution_empty_hub");
+        REQUIRE(Run::kvplan({"baseline", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100-sxm", "--context", "4096",
+                             "--output", baseline.string()})
+                    .exit_code == 0);
+    }
+    CHECK(nlohmann::json::parse(read_file(baseline))["models"]["meta-llama/Llama-3.1-8B-Instruct"]["source"] == "preset");
+    HubCache hub("resolution_hub");
+    hub.add("models--meta-llama--Llama-3.1-8B-Instruct", "0e9e39f249a16976918f6564b8830bc894c89659", "llama-3.1-8b.json");
+    Run r = Run::kvplan({"check", "--baseline", baseline.string()});
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);  // same config, same figures: a note, not a failure
+    CHECK(r.out.find("note: meta-llama/Llama-3.1-8B-Instruct: resolved from the HF cache (rev 0e9e39f249a1) where the\n  baseline used the bundled preset") !=
+          std::string::npos);
+    CHECK(r.out.find("config changed") == std::string::npos);  // the preset is that config byte for byte
+    const nlohmann::json report = nlohmann::json::parse(Run::kvplan({"check", "--baseline", baseline.string(), "--format", "json"}).out);
+    CHECK(report["provenance"]["models"][0]["resolution_changed"] == true);
+    CHECK(report["provenance"]["models"][0]["current"]["source"] == "hf_cache");
+    CHECK(report["provenance"]["models"][0]["current"]["revision"] == "0e9e39f249a16976918f6564b8830bc894c89659");
+    CHECK(report["provenance"]["models"][0]["baseline"]["source"] == "preset");
+    // Another snapshot later: the revision note.
+    REQUIRE(Run::kvplan({"check", "--baseline", baseline.string(), "--update"}).exit_code == 0);
+    hub.add("models--meta-llama--Llama-3.1-8B-Instruct", "1111111111112222222222223333333333334444", "llama-3.1-8b.json");
+    Run later = Run::kvplan({"check", "--baseline", baseline.string(), "--wide"});
+    CHECK(later.out.find("note: meta-llama/Llama-3.1-8B-Instruct: resolved to meta-llama/Llama-3.1-8B-Instruct@111111111111 where the baseline used "
+                         "meta-llama/Llama-3.1-8B-Instruct@0e9e39f249a1") != std::string::npos);
+}
+
+TEST_CASE("check notes once that kvplan changed since the baseline was written") {
+    Repo repo("kvplan_version");
+    nlohmann::ordered_json doc = repo.read();
+    doc["kvplan_version"] = "0.0.9";
+    doc["kvplan_commit"] = "0123456789ab";
+    repo.write(doc);
+    Run r = repo.check({"--wide"});
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    const auto [version, commit] = binary_version();
+    const std::string now = version + (commit.empty() ? "" : " (commit " + commit + ")");
+    CHECK(r.out.find("note: kvplan changed: baseline by 0.0.9 (commit 0123456789ab), this is " + now + "\n") != std::string::npos);
+    CHECK(r.out.find("config changed") == std::string::npos);
+    const nlohmann::json report = nlohmann::json::parse(repo.check({"--format", "json"}).out);
+    CHECK(report["provenance"]["kvplan_changed"] == true);
+    CHECK(report["provenance"]["kvplan_baseline"]["version"] == "0.0.9");
+    CHECK(report["provenance"]["notes"].size() == 1);
+    // A baseline that knows no commit (written outside a git checkout) compares the version alone.
+    doc["kvplan_version"] = version;
+    doc["kvplan_commit"] = "";
+    repo.write(doc);
+    CHECK(repo.check().out.find("note:") == std::string::npos);
+}
+
+TEST_CASE("a version 1 baseline without provenance still checks, with a note, and --update records it") {
+    Repo repo("schema_one");
+    nlohmann::ordered_json doc = repo.read();
+    doc["schema_version"] = 1;
+    for (const char* key : {"kvplan_version", "kvplan_commit", "models"}) doc.erase(key);
+    repo.write(doc);
+    Run r = repo.check();
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("note: provenance not recorded: this baseline does not say which kvplan computed it") != std::string::npos);
+    CHECK(nlohmann::json::parse(repo.check({"--format", "json"}).out)["provenance"]["recorded"] == false);
+    REQUIRE(repo.check({"--update"}).exit_code == 0);
+    const nlohmann::ordered_json updated = repo.read();
+    CHECK(updated["schema_version"] == 2);
+    CHECK(updated["models"]["configs/our-model/config.json"]["source"] == "file");
+    CHECK(repo.check().out.find("note:") == std::string::npos);
 }

@@ -10,6 +10,8 @@
 #include "core/error.hpp"
 #include "io/model_loader.hpp"
 #include "io/presets.hpp"
+#include "io/sha256.hpp"
+#include "test_support.hpp"
 
 using namespace kvplan;
 namespace fs = std::filesystem;
@@ -89,7 +91,8 @@ TEST_CASE("a Hugging Face repo id resolves through the local HF cache and follow
     std::ofstream(cache.root / "models--acme--tiny" / "refs" / "main") << "bbbb";
     auto m = load_model("acme/tiny");
     CHECK(m.model_type == "gemma2");
-    CHECK_THAT(m.name, Catch::EndsWith("snapshots/bbbb/config.json"));
+    CHECK(m.name == "acme/tiny");
+    CHECK_THAT(m.source.path, Catch::EndsWith("snapshots/bbbb/config.json"));
     // The cache entry's folder works as a --model path too.
     CHECK(load_model((cache.root / "models--acme--tiny").string()).model_type == "gemma2");
 }
@@ -137,4 +140,67 @@ TEST_CASE("served_model says when GPTQ settings sit beside config.json, which vL
     // A config file under another name: its folder is printed, with a warning.
     fs::copy_file(dir / "config.json", dir / "other.json");
     CHECK_THAT(served_model((dir / "other.json").string()).warning, Catch::Contains("is not named config.json"));
+}
+
+TEST_CASE("a model from the HF cache is named by its repo id, and its source records the revision, the ref and the config hash") {
+    HfCache cache;
+    const std::string rev = "0e9e39f249a16976918f6564b8830bc894c89659";
+    cache.snapshot("models--acme--tiny", rev, "qwen3-8b.json");
+    fs::create_directories(cache.root / "models--acme--tiny" / "refs");
+    std::ofstream(cache.root / "models--acme--tiny" / "refs" / "main") << rev << "\n";
+    const ModelSpec m = load_model("acme/tiny");
+    CHECK(m.name == "acme/tiny");
+    CHECK(m.source.kind == ModelSourceKind::HfCache);
+    CHECK(m.source.repo_id == "acme/tiny");
+    CHECK(m.source.revision == rev);
+    CHECK(m.source.ref == "main");
+    const std::string config = (cache.root / "models--acme--tiny" / "snapshots" / rev / "config.json").string();
+    CHECK(m.source.path == config);
+    std::ifstream in(config, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(m.source.config_sha256 == sha256_hex(bytes));
+    // Headings and JSON name the repo id and the 12-character revision, not the snapshot path.
+    const auto text = test::kvplan_run({"size", "--model", "acme/tiny"});
+    REQUIRE(text.code == 0);
+    CHECK(text.out.rfind("kvplan size: acme/tiny@0e9e39f249a1 (HF cache, qwen3)\n", 0) == 0);
+    CHECK(text.out.find("snapshots") == std::string::npos);
+    const auto json = nlohmann::json::parse(test::kvplan_run({"concurrency", "--model", "acme/tiny", "--gpu", "h100", "--json"}).out);
+    CHECK(json["model"] == "acme/tiny");
+    // The entry folder given as a path is a folder, with the cache's repo id and revision recorded.
+    const ModelSpec folder = load_model((cache.root / "models--acme--tiny").string());
+    CHECK(folder.source.kind == ModelSourceKind::Folder);
+    CHECK(folder.source.repo_id == "acme/tiny");
+    CHECK(folder.source.revision == rev);
+}
+
+TEST_CASE("a lowercase repo id that matches a cached repo ignoring case uses the cache, not the preset") {
+    HfCache cache;
+    // Qwen3-8B's config under Llama's repo id: the figures tell which one was read.
+    cache.snapshot("models--meta-llama--Llama-3.1-8B-Instruct", "abcd", "qwen3-8b.json");
+    const ModelSpec m = load_model("meta-llama/llama-3.1-8b-instruct");
+    CHECK(m.model_type == "qwen3");
+    CHECK(m.source.kind == ModelSourceKind::HfCache);
+    CHECK(m.name == "meta-llama/Llama-3.1-8B-Instruct");
+    CHECK(m.source.revision == "abcd");
+    CHECK(m.source.ref.empty());  // no refs/main: the only snapshot
+    // The engines are told the cache's spelling, which finds the same folder.
+    CHECK(served_model("meta-llama/llama-3.1-8b-instruct").id == "meta-llama/Llama-3.1-8B-Instruct");
+    // Two entries that differ only in case: ask which.
+    cache.snapshot("models--acme--Dup", "aaaa", "qwen3-8b.json");
+    cache.snapshot("models--acme--dUP", "bbbb", "qwen3-8b.json");
+    CHECK_THROWS_WITH(load_model("acme/dup"), Catch::Contains("differ only in case"));
+    CHECK(load_model("acme/Dup").source.revision == "aaaa");
+}
+
+TEST_CASE("a preset records its source, its repo id and the SHA-256 of its config as shipped") {
+    const ModelSpec m = load_model("llama-3.1-8b");
+    CHECK(m.source.kind == ModelSourceKind::Preset);
+    CHECK(m.source.repo_id == "meta-llama/Llama-3.1-8B-Instruct");
+    CHECK(m.source.path.empty());
+    // `sha256sum models/presets/llama-3.1-8b.json`: the embedded text is the file byte for byte.
+    CHECK(m.source.config_sha256 == "8883952a0146d6ef3c58345acba733eff932db7b7a21c42c60180ec49ba18483");
+    const ModelSpec file = load_model(std::string(KVPLAN_SOURCE_DIR) + "/models/presets/llama-3.1-8b.json");
+    CHECK(file.source.kind == ModelSourceKind::File);
+    CHECK(file.source.config_sha256 == m.source.config_sha256);
+    CHECK(file.source.repo_id.empty());
 }

@@ -32,7 +32,12 @@ const std::set<std::string> kScenarioKeys = {"name", "description", "model", "gp
 constexpr const char* kScenarioKeyList =
     "name, model, gpu, engine, tp, pp, context_tokens, kv_dtype, mem_util, batch, weights_dtype, max_model_len, max_num_seqs, "
     "max_num_batched_tokens, block_size, calibration, expected, description";
-const std::set<std::string> kTopKeys = {"schema_version", "description", "tolerance_percent", "scenarios"};
+const std::set<std::string> kTopKeys = {"schema_version", "description", "kvplan_version", "kvplan_commit",
+                                        "tolerance_percent", "models", "scenarios"};
+// The order baseline_json writes them in, and set_provenance restores.
+// The kvplan that computed the figures heads the file; how each model resolved follows the scenarios.
+constexpr const char* kTopOrder[] = {"schema_version", "description", "kvplan_version", "kvplan_commit", "tolerance_percent", "scenarios", "models"};
+const std::set<std::string> kModelKeys = {"source", "repo_id", "revision", "ref", "config_sha256"};
 
 [[noreturn]] void fail(const std::string& source, const std::string& field, const std::string& message) {
     data_error(source + ": " + field + ": " + message);
@@ -136,7 +141,40 @@ Scenario read_scenario(const nlohmann::json& object, const std::string& source, 
     return s;
 }
 
+ModelProvenance read_model_provenance(const nlohmann::json& object, const std::string& source, const std::string& at) {
+    if (!object.is_object()) fail(source, at, "expected an object (source, repo_id, revision, ref, config_sha256), found " + json_type_name(object));
+    for (const auto& [key, value] : object.items())
+        if (!kModelKeys.count(key)) fail(source, at + "." + key, "unknown key (expected source, repo_id, revision, ref, config_sha256)");
+    ConfigReader r(object, source, at + ".");
+    ModelProvenance p;
+    const auto kind = r.get_string("source");
+    if (!kind) r.fail("source", "required field is missing (preset, hf_cache, file, folder or gguf)");
+    const auto parsed = parse_model_source(*kind);
+    if (!parsed || *parsed == ModelSourceKind::Manual) r.fail("source", "expected preset, hf_cache, file, folder or gguf, found \"" + *kind + "\"");
+    p.kind = *parsed;
+    p.repo_id = r.get_string("repo_id").value_or("");
+    p.revision = r.get_string("revision").value_or("");
+    p.ref = r.get_string("ref").value_or("");
+    p.config_sha256 = r.get_string("config_sha256").value_or("");
+    if (!p.config_sha256.empty() &&
+        (p.config_sha256.size() != 64 || p.config_sha256.find_first_not_of("0123456789abcdef") != std::string::npos))
+        r.fail("config_sha256", "expected 64 lowercase hex digits, found \"" + p.config_sha256 + "\"");
+    return p;
+}
+
+nlohmann::ordered_json provenance_json(const ModelProvenance& p) {
+    nlohmann::ordered_json j;
+    j["source"] = model_source_name(p.kind);
+    if (!p.repo_id.empty()) j["repo_id"] = p.repo_id;
+    if (!p.revision.empty()) j["revision"] = p.revision;
+    if (!p.ref.empty()) j["ref"] = p.ref;
+    if (!p.config_sha256.empty()) j["config_sha256"] = p.config_sha256;
+    return j;
+}
+
 }  // namespace
+
+ModelProvenance provenance_of(const ModelSource& s) { return {s.kind, s.repo_id, s.revision, s.ref, s.config_sha256}; }
 
 nlohmann::ordered_json figure_value_json(const FigureValue& v) {
     switch (v.state) {
@@ -149,13 +187,29 @@ nlohmann::ordered_json figure_value_json(const FigureValue& v) {
 Baseline parse_baseline(const nlohmann::json& doc, const std::string& source, bool require_expected) {
     if (!doc.is_object()) fail(source, "(top level)", "expected a JSON object, found " + json_type_name(doc));
     ConfigReader r(doc, source);
-    if (!doc.contains("schema_version")) r.fail("schema_version", "required field is missing (this kvplan writes 1)");
+    if (!doc.contains("schema_version")) r.fail("schema_version", "required field is missing (this kvplan writes " + std::to_string(kBaselineSchemaVersion) + ")");
     Baseline b;
     b.schema_version = r.require_int({"schema_version"}, 0, INT64_MAX);
-    if (b.schema_version != kBaselineSchemaVersion)
-        r.fail("schema_version", "unknown version " + std::to_string(b.schema_version) + " (this kvplan reads version " + std::to_string(kBaselineSchemaVersion) + "; a newer kvplan wrote this file?)");
+    if (b.schema_version < 1 || b.schema_version > kBaselineSchemaVersion)
+        r.fail("schema_version", "unknown version " + std::to_string(b.schema_version) + " (this kvplan reads versions 1 to " + std::to_string(kBaselineSchemaVersion) + "; a newer kvplan wrote this file?)");
     for (const auto& [key, value] : doc.items())
-        if (!kTopKeys.count(key)) r.fail(key, "unknown key (expected schema_version, tolerance_percent, scenarios, description)");
+        if (!kTopKeys.count(key))
+            r.fail(key, "unknown key (expected schema_version, tolerance_percent, scenarios, description, kvplan_version, kvplan_commit, models)");
+    if (b.schema_version >= 2) {
+        Provenance p;
+        if (!doc.contains("kvplan_version")) r.fail("kvplan_version", "required field is missing (the kvplan version that wrote the figures)");
+        p.kvplan.version = *r.get_string("kvplan_version");
+        p.kvplan.commit = r.get_string("kvplan_commit").value_or("");
+        if (!doc.contains("models")) r.fail("models", "required field is missing (how each scenario's model resolved)");
+        const nlohmann::json& models = doc.at("models");
+        if (!models.is_object()) r.fail("models", "expected an object keyed by the scenarios' model, found " + json_type_name(models));
+        for (const auto& [key, value] : models.items())
+            p.models[key] = read_model_provenance(value, source, "models." + nlohmann::json(key).dump());
+        b.provenance = std::move(p);
+    } else {
+        for (const char* key : {"kvplan_version", "kvplan_commit", "models"})
+            if (doc.contains(key)) r.fail(key, "needs schema_version 2 (version 1 files record no provenance)");
+    }
     if (auto t = r.get_number("tolerance_percent")) {
         if (!(*t >= 0 && *t <= 100)) r.fail("tolerance_percent", "expected a percentage in [0, 100], found " + nlohmann::json(*t).dump());
         b.tolerance_ppb = std::llround(*t * 1e7);
@@ -207,13 +261,28 @@ void set_expected(nlohmann::ordered_json& object, const Figures& figures) {
     }
 }
 
-nlohmann::ordered_json baseline_json(const std::vector<Scenario>& scenarios, std::optional<std::int64_t> tolerance_ppb) {
+nlohmann::ordered_json baseline_json(const std::vector<Scenario>& scenarios, std::optional<std::int64_t> tolerance_ppb,
+                                     const Provenance& provenance) {
     nlohmann::ordered_json doc;
     doc["schema_version"] = kBaselineSchemaVersion;
     if (tolerance_ppb) doc["tolerance_percent"] = static_cast<double>(*tolerance_ppb) / 1e7;
     doc["scenarios"] = nlohmann::ordered_json::array();
     for (const Scenario& s : scenarios) doc["scenarios"].push_back(scenario_json(s));
+    set_provenance(doc, provenance);
     return doc;
+}
+
+void set_provenance(nlohmann::ordered_json& doc, const Provenance& provenance) {
+    doc["schema_version"] = kBaselineSchemaVersion;
+    doc["kvplan_version"] = provenance.kvplan.version;
+    doc["kvplan_commit"] = provenance.kvplan.commit;  // "" when unknown: the scenarios start on the same line either way
+    nlohmann::ordered_json models = nlohmann::ordered_json::object();
+    for (const auto& [model, p] : provenance.models) models[model] = provenance_json(p);
+    doc["models"] = models;
+    nlohmann::ordered_json ordered;
+    for (const char* key : kTopOrder)
+        if (doc.contains(key)) ordered[key] = std::move(doc[key]);
+    doc = std::move(ordered);
 }
 
 }  // namespace kvplan

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,10 +13,13 @@
 #include <nlohmann/json.hpp>
 
 #include "core/gate/figures.hpp"
+#include "core/model/model_spec.hpp"
 
 namespace kvplan {
 
-inline constexpr std::int64_t kBaselineSchemaVersion = 1;
+// 2 adds what the figures were computed from (kvplan_version, kvplan_commit,
+// models); version 1 files, without it, are still read.
+inline constexpr std::int64_t kBaselineSchemaVersion = 2;
 
 // What to compute: the flags of `kvplan concurrency` (and `roofline` when a
 // batch is given) that teams change.
@@ -47,10 +51,41 @@ struct Scenario {
     int line = 0;      // 1-based line of the scenario's "name" in the file (0: unknown), for annotations
 };
 
+// Which kvplan computed a baseline's figures: `cli/version.hpp`'s version()
+// and build_commit(), passed in as text.
+struct KvplanBuild {
+    std::string version;  // e.g. "0.1.0"
+    std::string commit;   // e.g. "ef2f876a1b2c" or "ef2f876a1b2c-dirty"; "" when unknown
+
+    bool operator==(const KvplanBuild&) const = default;
+};
+
+// How a scenario's model resolved when the figures were computed
+// (ModelSource without the path, which is the host's): the "models" entry of
+// a baseline, keyed by the scenario's "model" text.
+struct ModelProvenance {
+    ModelSourceKind kind = ModelSourceKind::Preset;
+    std::string repo_id;        // "" when none
+    std::string revision;       // HF cache snapshot (commit hash); "" when none
+    std::string ref;            // "main" when refs/main named the snapshot
+    std::string config_sha256;  // "" when the config was not hashed (GGUF)
+
+    bool operator==(const ModelProvenance&) const = default;
+};
+
+ModelProvenance provenance_of(const ModelSource& source);
+
+struct Provenance {
+    KvplanBuild kvplan;
+    std::map<std::string, ModelProvenance> models;  // by the scenarios' "model" text
+};
+
 struct Baseline {
     std::int64_t schema_version = kBaselineSchemaVersion;
     std::optional<std::int64_t> tolerance_ppb;  // the file's default tolerance
     std::vector<Scenario> scenarios;
+    // nullopt: not recorded (a version 1 file, or one written by hand without it).
+    std::optional<Provenance> provenance;
 };
 
 // Throws Error(Data) naming `source` and the field: not an object, unknown or
@@ -69,8 +104,15 @@ nlohmann::ordered_json scenario_json(const Scenario& scenario);
 // longer calls for are removed. Everything else in the object is untouched.
 void set_expected(nlohmann::ordered_json& scenario_object, const Figures& figures);
 
-// A whole baseline document from scenarios (schema_version first).
-nlohmann::ordered_json baseline_json(const std::vector<Scenario>& scenarios, std::optional<std::int64_t> tolerance_ppb);
+// A whole baseline document from scenarios: schema_version, the kvplan
+// version and commit, the tolerance, the scenarios, then the models' provenance.
+nlohmann::ordered_json baseline_json(const std::vector<Scenario>& scenarios, std::optional<std::int64_t> tolerance_ppb,
+                                     const Provenance& provenance);
+
+// Sets a read document's schema_version to this kvplan's and its provenance
+// to `provenance` (what `check --update` recomputed), putting the top-level
+// keys in baseline_json's order; the scenarios are untouched.
+void set_provenance(nlohmann::ordered_json& doc, const Provenance& provenance);
 
 // A figure's value as JSON: its integer or real, or null (also for absent).
 nlohmann::ordered_json figure_value_json(const FigureValue& value);

@@ -139,4 +139,32 @@ int check_exit_code(const CheckSummary& s, const std::vector<ScenarioCheck>& che
     return 0;
 }
 
+ProvenanceCheck compare_provenance(const std::optional<Provenance>& baseline, const Provenance& current) {
+    ProvenanceCheck out;
+    out.current_kvplan = current.kvplan;
+    if (!baseline) return out;
+    out.recorded = true;
+    out.baseline_kvplan = baseline->kvplan;
+    // A commit compares only when both sides know theirs (a build outside a git checkout has none).
+    const KvplanBuild& was = baseline->kvplan;
+    out.kvplan_changed = was.version != current.kvplan.version ||
+                         (!was.commit.empty() && !current.kvplan.commit.empty() && was.commit != current.kvplan.commit);
+    for (const auto& [model, now] : current.models) {
+        ModelChange c;
+        c.model = model;
+        c.current = now;
+        auto it = baseline->models.find(model);
+        if (it != baseline->models.end()) {
+            const ModelProvenance& was = it->second;
+            c.baseline = was;
+            c.resolution_changed = was.kind != now.kind;
+            c.revision_changed = !c.resolution_changed && (was.revision != now.revision || was.repo_id != now.repo_id);
+            c.config_changed = !was.config_sha256.empty() && !now.config_sha256.empty() && was.config_sha256 != now.config_sha256;
+            if (!c.resolution_changed && !c.revision_changed && !c.config_changed) continue;
+        }
+        out.models.push_back(std::move(c));
+    }
+    return out;
+}
+
 }  // namespace kvplan

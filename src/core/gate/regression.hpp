@@ -68,6 +68,29 @@ struct CheckSummary {
 
 CheckSummary summarize(const std::vector<ScenarioCheck>& checks);
 
+// What changed between the baseline's provenance and this run's: notes for
+// the report, never a failure (the figures decide a regression).
+struct ModelChange {
+    std::string model;                        // the scenarios' "model" text
+    std::optional<ModelProvenance> baseline;  // nullopt: the baseline has no entry for it
+    ModelProvenance current;
+    bool resolution_changed = false;  // preset vs HF cache vs file vs folder vs GGUF
+    bool revision_changed = false;    // another HF cache snapshot (or repo id) than the baseline's
+    bool config_changed = false;      // both config hashes known and different
+};
+
+struct ProvenanceCheck {
+    bool recorded = false;            // false: the baseline records no provenance (schema version 1)
+    KvplanBuild baseline_kvplan;      // when recorded
+    KvplanBuild current_kvplan;
+    bool kvplan_changed = false;      // versions differ, or commits where both are known
+    std::vector<ModelChange> models;  // only the models that differ, by model text
+};
+
+// `current` holds the models this run loaded (a model that failed is an
+// error of its scenarios, not a provenance note).
+ProvenanceCheck compare_provenance(const std::optional<Provenance>& baseline, const Provenance& current);
+
 // 0 passed; 1 a regression (or, with `strict`, an improvement: the baseline
 // is stale); 65 or 2 when a scenario could not be computed (65 if any error
 // is a data error), which outranks a regression.

@@ -2,6 +2,29 @@
 
 namespace kvplan {
 
+namespace {
+constexpr ModelSourceKind kSourceKinds[] = {ModelSourceKind::Manual, ModelSourceKind::Preset, ModelSourceKind::HfCache,
+                                            ModelSourceKind::File,   ModelSourceKind::Folder, ModelSourceKind::Gguf};
+}  // namespace
+
+const char* model_source_name(ModelSourceKind kind) {
+    switch (kind) {
+        case ModelSourceKind::Manual: return "manual";
+        case ModelSourceKind::Preset: return "preset";
+        case ModelSourceKind::HfCache: return "hf_cache";
+        case ModelSourceKind::File: return "file";
+        case ModelSourceKind::Folder: return "folder";
+        case ModelSourceKind::Gguf: return "gguf";
+    }
+    return "?";
+}
+
+std::optional<ModelSourceKind> parse_model_source(const std::string& name) {
+    for (ModelSourceKind k : kSourceKinds)
+        if (name == model_source_name(k)) return k;
+    return std::nullopt;
+}
+
 const char* layer_kind_name(LayerKind kind) {
     switch (kind) {
         case LayerKind::Full: return "full";

@@ -120,8 +120,32 @@ struct StoredWeights {
     std::int64_t skipped_params = 0;
 };
 
+// How --model resolved (io/model_loader): what a baseline records so that
+// `check` can say when a model resolves differently, or its config changed.
+enum class ModelSourceKind {
+    Manual,   // hand-built flags (--layers --kv-heads --head-dim)
+    Preset,   // a bundled preset, by name or by the repo id it was copied from
+    HfCache,  // a Hugging Face repo id found in the local HF cache
+    File,     // a config.json path (or a weights file beside one)
+    Folder,   // a model folder (a cache entry folder given as a path, too)
+    Gguf,     // a llama.cpp GGUF file
+};
+
+// "manual", "preset", "hf_cache", "file", "folder", "gguf": as baselines write it.
+const char* model_source_name(ModelSourceKind kind);
+std::optional<ModelSourceKind> parse_model_source(const std::string& name);
+
+struct ModelSource {
+    ModelSourceKind kind = ModelSourceKind::Manual;
+    std::string repo_id;   // "meta-llama/Llama-3.1-8B-Instruct": the cache entry's (as its folder spells it) or the preset's hf_id
+    std::string revision;  // the snapshot folder's name, a commit hash; e.g. "0e9e39f249a16976918f6564b8830bc894c89659"
+    std::string ref;       // "main" when refs/main named that snapshot; "" otherwise
+    std::string path;      // the config (or GGUF) file read; "" for a preset
+    std::string config_sha256;  // of the config bytes as read (hex); "" when not hashed (GGUF, manual)
+};
+
 struct ModelSpec {
-    std::string name;          // preset name, file path, or "manual"
+    std::string name;          // preset name, file path, HF repo id (cache hit), or "manual"
     std::string model_type;    // config's model_type; e.g. "llama"
     std::string architecture;  // architectures[0]; e.g. "LlamaForCausalLM"
 
@@ -146,6 +170,8 @@ struct ModelSpec {
     // format says which engine: f16 for a GGUF (llama.cpp's --cache-type-k/-v
     // default). nullopt: vLLM's rule (auto_kv_dtype).
     std::optional<Dtype> engine_kv_dtype;
+
+    ModelSource source;                // how --model resolved; filled by io/model_loader
 
     std::vector<std::string> notes;    // decisions a reader should know about (language model only, MTP skipped...)
     std::vector<std::string> warnings; // things in the input that look wrong but do not stop the plan (missing shards)
