@@ -39,7 +39,7 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
     cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
     cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp16|bf16|fp8|int8|int4|q8_0|q4_0|q4_k_m");
     cmd->add_flag("--no-prefix-caching", o.no_prefix_caching, "turn vLLM's automatic prefix caching off");
-    cmd->add_option("--trace", o.trace, "replay this trace (Azure CSV, Mooncake JSONL, JSONL with arrival_time, or arrival_s CSV)");
+    cmd->add_option("--trace", o.trace, "replay this trace: a file (Azure CSV, Mooncake JSONL, JSONL with arrival_time, arrival_s CSV) or a bundled one: azure-2023-conv, azure-2023-code");
     cmd->add_option("--trace-format", o.trace_format, "auto|azure|mooncake|jsonl|csv")->check(CLI::IsMember({"auto", "azure", "mooncake", "jsonl", "csv"}));
     cmd->add_option("--time-scale", o.time_scale, "replay the trace this many times faster")->check(finite_range(1e-6, 1e6));
     cmd->add_option("--limit", o.limit, "only the first N requests of the trace")->check(count);
@@ -56,8 +56,8 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
     cmd->add_option("--timeseries-csv", o.timeseries_csv, "write the per-second series to this file");
     cmd->footer(
         "Examples:\n"
-        "  kvplan simulate --model llama-3.1-8b --gpu h100-sxm --trace tests/fixtures/reference/traces/azure_2023_conv.csv \\\n"
-        "      --limit 2000 --slo ttft=2s,tpot=50ms\n"
+        "  kvplan simulate --model llama-3.1-8b --gpu h100-sxm --trace azure-2023-conv --limit 2000 \\\n"
+        "      --slo ttft=2s,tpot=50ms\n"
         "  kvplan simulate --model llama-3.1-8b --gpu l40s --rate 5 --requests 1000 --input-len lognormal:1000,0.8 \\\n"
         "      --output-len uniform:50-400 --seed 1");
     return cmd;

@@ -2,7 +2,9 @@
 
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <optional>
 #include <vector>
 
@@ -12,6 +14,11 @@
 #include "core/model/config_parts.hpp"
 
 namespace kvplan {
+
+namespace embedded {
+extern const char* const kTraceAzure2023_conv;
+extern const char* const kTraceAzure2023_code;
+}  // namespace embedded
 
 namespace {
 
@@ -146,9 +153,9 @@ SimRequest csv_request(const At& at, const std::string& line, const std::string&
 
 }  // namespace
 
-Workload read_trace(const std::string& path, const TraceOptions& o) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) usage_error(path + ": cannot open the trace for reading");
+namespace {
+
+Workload parse_trace(std::istream& in, const std::string& path, const TraceOptions& o) {
     if (!(o.time_scale > 0) || !std::isfinite(o.time_scale)) usage_error("--time-scale: expected a positive number");
     Workload w;
     std::string line, format = o.format;
@@ -174,6 +181,21 @@ Workload read_trace(const std::string& path, const TraceOptions& o) {
     }
     if (w.requests.empty()) data_error(path + ": no requests (an empty trace)");
     return w;
+}
+
+}  // namespace
+
+const char* bundled_trace_names() { return "azure-2023-conv, azure-2023-code"; }
+
+Workload read_trace(const std::string& path, const TraceOptions& o) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec) && (path == "azure-2023-conv" || path == "azure-2023-code")) {
+        std::istringstream text(path == "azure-2023-conv" ? embedded::kTraceAzure2023_conv : embedded::kTraceAzure2023_code);
+        return parse_trace(text, path, o);
+    }
+    std::ifstream in(path, std::ios::binary);
+    if (!in) usage_error(path + ": cannot open the trace for reading (a file, or a bundled trace: " + std::string(bundled_trace_names()) + ")");
+    return parse_trace(in, path, o);
 }
 
 }  // namespace kvplan

@@ -23,6 +23,10 @@ struct TraceOptions {
     std::int64_t limit = 0;       // 0: every request
 };
 
+// `path` is a file, or the name of a bundled trace: azure-2023-conv or
+// azure-2023-code (the Azure LLM inference traces, CC-BY-4.0, Patel et al.,
+// "Splitwise", ISCA 2024).
 Workload read_trace(const std::string& path, const TraceOptions& o);
+const char* bundled_trace_names();  // "azure-2023-conv, azure-2023-code"
 
 }  // namespace kvplan

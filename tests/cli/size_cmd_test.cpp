@@ -136,7 +136,7 @@ int run_in_empty_folder(const std::vector<std::string>& args, int index) {
 // tests/cli/check_cmd_test.cpp, inside a scratch repository.
 TEST_CASE("every example in every --help runs on its own in an empty folder and succeeds") {
     int index = 0;
-    for (const char* cmd : {"size", "concurrency", "roofline", "recommend", "measure", "models", "gpus"}) {
+    for (const char* cmd : {"size", "concurrency", "roofline", "recommend", "simulate", "measure", "models", "gpus"}) {
         std::istringstream help(kvplan_run({cmd, "--help"}).out);
         std::string line;
         int examples = 0;
