@@ -55,18 +55,20 @@ std::string repeats_line(const MeasureResult& r) {
 }  // namespace
 
 std::string render_measure_table(const MeasureResult& r) {
-    std::string out = fmt::format("kvplan measure: {} on {}, {} weights and KV, {} of {} layers timed and scaled\n", r.model, r.device, r.precision,
-                                  r.layers_measured, r.layers_total);
+    std::string out = fit_line(fmt::format("kvplan measure: {} on {}, {} weights and KV, {} of {} layers timed and scaled", r.model,
+                                           r.device, r.precision, r.layers_measured, r.layers_total),
+                               Width::Fit);
     if (r.threads > 0)
         out += fmt::format("memory bandwidth: STREAM, {} per array, {} threads\n", binary_size(r.stream_array_bytes), r.threads);
     else
         out += fmt::format("memory bandwidth: 16-byte read and copy kernels over {}\n", binary_size(r.stream_array_bytes));
     out += kernels_table(r) + "\n";
-    out += "Decode step (all layers; embedding and LM head excluded); predicted = roofline with the measured bandwidth and FLOP/s:\n";
+    out += fit_line("Decode step (all layers; embedding and LM head excluded); predicted = roofline with the measured bandwidth and FLOP/s:",
+                    Width::Fit);
     out += steps_table(r.decode, "context").render_text();
     if (!r.decode.empty()) {
         const MeasuredStep& m = r.decode.front();
-        Table c({"component", "measured (ms)", "share", "bytes moved", "achieved", "of copy bandwidth"});
+        Table c({"component", "measured\n(ms)", "share", "bytes\nmoved", "achieved", "of copy\nbandwidth"});
         const double total = m.measured_s;
         auto row = [&](const char* name, double s, double bytes) {
             c.add({name, ms(s), fmt::format("{:.1f}%", s / total * 100), bytes > 0 ? decimal_size(static_cast<std::int64_t>(bytes)) : "-",
