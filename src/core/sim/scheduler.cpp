@@ -19,7 +19,6 @@ struct Live {
     std::vector<std::int64_t> blocks;   // block ids, in token order
     std::int64_t hashed = 0;            // leading blocks registered in the prefix cache
     double last_token_s = 0;
-    bool admitted_once = false;
     std::vector<std::uint64_t> hashes;  // the chained block hashes computed so far
 };
 
@@ -179,7 +178,7 @@ bool Engine::schedule_running(std::int64_t& budget) {
 // blocks cannot be had (the admission stops there).
 bool Engine::admit(std::size_t r, std::int64_t& budget) {
     Live& l = live_[r];
-    const bool first = !l.admitted_once;
+    const bool first = run_.requests[r].scheduled_s < 0;  // not a preempted request coming back
     std::vector<std::int64_t> hits;
     std::int64_t free_hits = 0;
     if (c_.prefix_caching) {
@@ -210,14 +209,12 @@ bool Engine::admit(std::size_t r, std::int64_t& budget) {
     l.blocks = std::move(hits);
     l.hashed = static_cast<std::int64_t>(l.blocks.size());
     l.computed = cached;
-    for (std::int64_t i = 0; i < need; ++i) l.blocks.push_back(pool_.allocate());
-    run_.peak_blocks_used = std::max(run_.peak_blocks_used, pool_.used());
+    allocate(r, n);  // cannot fail: the free blocks were counted above
     if (first) {
         run_.prompt_tokens += w_.requests[r].input_tokens;
         run_.prefix_hit_tokens += cached;
         run_.requests[r].cached_tokens = cached;
         run_.requests[r].scheduled_s = t_;
-        l.admitted_once = true;
     }
     waiting_.pop_front();
     running_.push_back(r);
