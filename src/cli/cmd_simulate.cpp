@@ -43,6 +43,8 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
     cmd->add_option("--trace-format", o.trace_format, "auto|azure|mooncake|jsonl|csv")->check(CLI::IsMember({"auto", "azure", "mooncake", "jsonl", "csv"}));
     cmd->add_option("--time-scale", o.time_scale, "replay the trace this many times faster")->check(finite_range(1e-6, 1e6));
     cmd->add_option("--limit", o.limit, "only the first N requests of the trace")->check(count);
+    cmd->add_option("--prefix-tokens", o.prefix_tokens, "every prompt starts with the same system prompt of N tokens (counted in its length)")
+        ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--rate", o.rate, "synthetic: requests per second (open loop)")->check(finite_range(1e-9, 1e9));
     cmd->add_option("--requests", o.requests, "synthetic: how many requests")->check(count);
     cmd->add_option("--concurrency", o.concurrency, "synthetic: closed loop of this many clients instead of --rate")->check(count);
@@ -194,7 +196,11 @@ std::string run_simulate(const SimulateOptions& o) {
     SimulateResult r;
     r.model_label = model_label(model);
     r.gpu_name = gpu.name;
-    const Workload w = make_workload(o, r.workload);
+    Workload w = make_workload(o, r.workload);
+    if (o.prefix_tokens > 0) {
+        share_system_prompt(w, o.prefix_tokens);
+        r.workload += fmt::format(", a {}-token system prompt shared", group_digits(o.prefix_tokens));
+    }
     r.config = engine_config(o, model, gpu, r.max_model_len, r.pool_source);
     refuse_long_requests(w, r.max_model_len, o.trace.empty() ? "the synthetic workload" : o.trace);
     if (!o.slo.empty()) r.slo = parse_slo(o.slo);

@@ -28,6 +28,7 @@ struct SimulateOptions {
     std::string trace, trace_format = "auto";
     double time_scale = 1.0;
     std::int64_t limit = 0;
+    std::int64_t prefix_tokens = 0;  // a shared system prompt at the start of every prompt
     double rate = 0, burstiness = 1.0;
     std::int64_t requests = 0, concurrency = 0;
     std::uint64_t seed = 0;

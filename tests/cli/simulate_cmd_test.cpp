@@ -80,6 +80,21 @@ TEST_CASE("a pool made small preempts, and Mooncake's shared prefixes hit the ca
     CHECK(s["completed"] == 400);
 }
 
+TEST_CASE("--prefix-tokens: a shared system prompt hits the prefix cache in whole blocks") {
+    // One client, 10 prompts of 2,000 tokens opening with the same 1,000:
+    // the 2nd..10th each reuse 62 blocks of 16 (992 tokens; block 62 also
+    // holds their own tokens), so the hit rate is 9 x 992 / 20,000 = 0.4464.
+    auto r = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--concurrency", "1", "--requests", "10",
+                         "--input-len", "fixed:2000", "--output-len", "fixed:8", "--prefix-tokens", "1000", "--json"});
+    REQUIRE(r.code == 0);
+    CHECK(nlohmann::json::parse(r.out)["prefix_cache_hit_rate"].get<double>() == Approx(0.4464));
+    auto m = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", kTraces + "mooncake_conversation.jsonl",
+                         "--limit", "10", "--prefix-tokens", "1000"});
+    CHECK(m.code == 2);
+    CHECK(m.out.empty());
+    CHECK(m.err.find("--prefix-tokens: the trace already says what its prompts share") != std::string::npos);
+}
+
 TEST_CASE("synthetic traffic: the same seed gives the same run, Poisson rescaled to N / rate") {
     const std::vector<std::string> args{"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "4", "--requests", "200",
                                         "--input-len", "uniform:100-900", "--output-len", "fixed:64", "--seed", "3",

@@ -92,9 +92,13 @@ private:
 std::uint64_t Engine::block_key(std::size_t r, std::int64_t j) const {
     const SimRequest& q = w_.requests[r];
     const std::int64_t first_token = j * c_.block_size;
-    if (q.key_block_tokens > 0 && first_token / q.key_block_tokens < static_cast<std::int64_t>(q.content_keys.size()) &&
-        first_token + c_.block_size <= q.input_tokens)
-        return mix(q.content_keys[static_cast<std::size_t>(first_token / q.key_block_tokens)], static_cast<std::uint64_t>(first_token % q.key_block_tokens));
+    // A block is shared content only when it lies wholly inside the prompt
+    // and inside one key's span; one that straddles a span's end also holds
+    // the request's own tokens.
+    const std::int64_t span = q.key_block_tokens > 0 ? first_token / q.key_block_tokens : 0;
+    if (q.key_block_tokens > 0 && span < static_cast<std::int64_t>(q.content_keys.size()) &&
+        first_token + c_.block_size <= std::min(q.input_tokens, (span + 1) * q.key_block_tokens))
+        return mix(q.content_keys[static_cast<std::size_t>(span)], static_cast<std::uint64_t>(first_token % q.key_block_tokens));
     return mix(0x5bd1e995ULL + r, static_cast<std::uint64_t>(j));
 }
 

@@ -66,4 +66,17 @@ Workload synthetic_workload(const SyntheticSpec& s) {
     return w;
 }
 
+void share_system_prompt(Workload& w, std::int64_t tokens) {
+    if (tokens <= 0 || tokens > kMaxTokens) usage_error("--prefix-tokens: expected 1 to " + std::to_string(kMaxTokens) + " tokens");
+    // One content key for the whole span: equal key, equal position, equal
+    // content (workload.hpp), so every request's leading blocks hash alike.
+    constexpr std::uint64_t kSystemPrompt = 0x5157e3ULL;
+    for (SimRequest& r : w.requests) {
+        if (!r.content_keys.empty())
+            usage_error("--prefix-tokens: the trace already says what its prompts share (Mooncake hash_ids); drop the flag");
+        r.content_keys = {kSystemPrompt};
+        r.key_block_tokens = tokens;
+    }
+}
+
 }  // namespace kvplan

@@ -30,4 +30,12 @@ struct SyntheticSpec {
 // of 0 in open loop, a distribution with no positive lengths).
 Workload synthetic_workload(const SyntheticSpec& s);
 
+// A system prompt of `tokens` tokens that every prompt begins with (a
+// prompt shorter than it is all system prompt): `--prefix-tokens`. The
+// tokens count inside each request's input length, so a trace's lengths
+// stay what the trace says (vllm bench serve's --random-prefix-len adds
+// them on top instead). Throws Error(Usage) when a request already carries
+// content keys (a Mooncake trace says itself what its prompts share).
+void share_system_prompt(Workload& w, std::int64_t tokens);
+
 }  // namespace kvplan

@@ -4,11 +4,15 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <map>
+#include <tuple>
 #include <random>
 
 #include "core/sim/block_pool.hpp"
 #include "core/sim/metrics.hpp"
 #include "core/sim/scheduler.hpp"
+#include "core/sim/synthetic.hpp"
+#include "io/trace_reader.hpp"
 #include "test_support.hpp"
 
 using namespace kvplan;
@@ -140,6 +144,59 @@ TEST_CASE("prompts sharing leading content hit the prefix cache, all but the las
     CHECK(run.requests[1].cached_tokens == 512);
     CHECK(run.requests[2].cached_tokens == 1008);  // 63 of 64 blocks: the last token is recomputed
     CHECK(summarise(run, {}).prefix_cache_hit_rate == Approx((512.0 + 1008.0) / 3072.0));
+}
+
+TEST_CASE("a shared system prompt hits in whole blocks: the block that straddles its end is the request's own") {
+    // --prefix-tokens 1000 with 16-token blocks: blocks 0..61 (992 tokens)
+    // are system prompt only; block 62 holds tokens 992..1007, 8 of them the
+    // request's own, so it never matches. One client (closed loop), so each
+    // request finds the last one's blocks computed and cached: request 1
+    // misses, requests 2..10 hit 992 of their 2,000 prompt tokens each.
+    SchedulerConfig c;
+    c.num_gpu_blocks = 1000;
+    Workload w;
+    w.concurrency = 1;
+    for (int i = 0; i < 10; ++i) w.requests.push_back(SimRequest{0.0, 2000, 8, {}, 0});
+    share_system_prompt(w, 1000);
+    const SimRun run = simulate(w, c, constant(0.01), true);
+    CHECK(run.requests[0].cached_tokens == 0);
+    for (int i = 1; i < 10; ++i) CHECK(run.requests[static_cast<std::size_t>(i)].cached_tokens == 992);
+    CHECK(summarise(run, {}).prefix_cache_hit_rate == Approx(9.0 * 992.0 / 20000.0));
+    Workload keyed;
+    keyed.requests.push_back(SimRequest{0.0, 100, 1, {1}, 512});
+    CHECK_THROWS_WITH(share_system_prompt(keyed, 10), Catch::Contains("already says what its prompts share"));
+}
+
+TEST_CASE("Mooncake's conversation trace: the hit tokens equal an independent count over its hash_ids") {
+    // One client at a time and a pool that never evicts, so a block hits
+    // exactly when an earlier request had the same chain of content up to
+    // it. Counted here with a trie over (hash id, offset) per 16-token block:
+    // a block is shared content when it lies inside the prompt (Mooncake's
+    // last hash id covers a partial 512-token span), and at most
+    // (prompt - 1) / 16 blocks hit (the last token is always computed).
+    Workload w = read_trace(std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/reference/traces/mooncake_conversation.jsonl", {"auto", 1.0, 1500});
+    w.concurrency = 1;
+    SchedulerConfig c;
+    c.num_gpu_blocks = 10'000'000;
+    c.max_num_batched_tokens = 1'000'000;  // whole prompts in one step: fewer steps, same hits
+    const SimRun run = simulate(w, c, constant(0.01));
+    std::map<std::tuple<std::int64_t, std::uint64_t, std::int64_t>, std::int64_t> trie;  // (parent, hash id, offset) -> node
+    std::int64_t expected = 0, nodes = 0;
+    for (const SimRequest& r : w.requests) {
+        std::int64_t node = -1;
+        bool hitting = true;
+        for (std::int64_t j = 0; j < (r.input_tokens - 1) / 16; ++j) {
+            const std::int64_t first = j * 16;
+            const std::size_t span = static_cast<std::size_t>(first / 512);
+            if (span >= r.content_keys.size() || first + 16 > r.input_tokens) break;  // the request's own content from here
+            auto [it, inserted] = trie.try_emplace({node, r.content_keys[span], first % 512}, nodes);
+            if (inserted) { ++nodes; hitting = false; }
+            if (hitting) expected += 16;
+            node = it->second;
+        }
+    }
+    CHECK(expected > 1'000'000);  // the count is not vacuous
+    CHECK(run.prefix_hit_tokens == expected);
 }
 
 TEST_CASE("Little's law: the time-average of requests in the system equals throughput x mean E2E") {
