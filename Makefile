@@ -81,7 +81,7 @@ sanitize: clang-deps
 fuzz: clang-deps
 	cmake -S . -B $(FUZZ_DIR) -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Fuzz -DKVPLAN_CUDA=OFF -DBUILD_TESTING=OFF \
 	  -DKVPLAN_FUZZ=ON -DCMAKE_CXX_FLAGS="-O1 -g -fsanitize=fuzzer-no-link $(SANITIZERS)" -DCMAKE_EXE_LINKER_FLAGS="$(SANITIZERS)"
-	cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzz_config fuzz_baseline fuzz_safetensors fuzz_gguf
+	cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzz_config fuzz_baseline fuzz_safetensors fuzz_gguf fuzz_trace
 	scripts/fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS)
 
 clean:

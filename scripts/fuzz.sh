@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs each libFuzzer target for SECONDS (default 60), seeded from the
-# project's own configs, baselines and GGUF headers, with tests/fuzz/json.dict
+# project's own configs, baselines, GGUF headers and traces, with tests/fuzz/json.dict
 # (tests/fuzz/gguf.dict for fuzz_gguf). New inputs
 # go to BUILD/corpus/<target>/ (kept between runs); a crash is written to
 # BUILD/crashes/ and fails the script. Called by `make fuzz`.
@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:?usage: scripts/fuzz.sh BUILD [SECONDS]}
 seconds=${2:-60}
-targets="fuzz_config fuzz_baseline fuzz_safetensors fuzz_gguf"
+targets="fuzz_config fuzz_baseline fuzz_safetensors fuzz_gguf fuzz_trace"
 for target in $targets; do mkdir -p "$build/corpus/$target" "$build/seeds/$target"; done
 mkdir -p "$build/crashes"
 cp models/presets/*.json tests/fixtures/configs/*.json tests/fixtures/bad/*.json tests/fixtures/constructed/*.json \
@@ -19,6 +19,11 @@ cp tests/baseline/presets.json docs/examples/*.json "$build/seeds/fuzz_baseline/
 # Safetensors headers: the first byte picks the data size (fuzz_safetensors.cpp), then the header's JSON.
 cp tests/fixtures/safetensors/*.seed "$build/seeds/fuzz_safetensors/" 2>/dev/null || true
 cp tests/fixtures/gguf/*.gguf "$build/seeds/fuzz_gguf/" 2>/dev/null || true
+# Traces: the first lines of each bundled format.
+for t in tests/fixtures/reference/traces/*.csv tests/fixtures/reference/traces/*.jsonl \
+         tests/fixtures/reference/serving/*/requests.jsonl; do
+  head -n 12 "$t" > "$build/seeds/fuzz_trace/$(basename "$(dirname "$t")")-$(basename "$t")"
+done
 status=0
 for target in $targets; do
   echo "== $target: ${seconds} s"

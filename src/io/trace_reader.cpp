@@ -1,5 +1,7 @@
 #include "io/trace_reader.hpp"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -176,6 +178,8 @@ Workload parse_trace(std::istream& in, const std::string& path, const TraceOptio
         last = r.arrival_s;
         if (!first) first = r.arrival_s;
         r.arrival_s = (r.arrival_s - *first) / o.time_scale;
+        if (!(r.arrival_s <= kMaxReplaySeconds))
+            at.fail("arrival", fmt::format("{:.6g} s after the first request: expected at most 10^7 s (116 days) of traffic; use --time-scale or --limit", r.arrival_s));
         w.requests.push_back(std::move(r));
         if (o.limit > 0 && static_cast<std::int64_t>(w.requests.size()) >= o.limit) break;
     }
@@ -184,6 +188,8 @@ Workload parse_trace(std::istream& in, const std::string& path, const TraceOptio
 }
 
 }  // namespace
+
+Workload read_trace_stream(std::istream& in, const std::string& path, const TraceOptions& o) { return parse_trace(in, path, o); }
 
 const char* bundled_trace_names() { return "azure-2023-conv, azure-2023-code"; }
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <istream>
 #include <string>
 
 #include "core/sim/workload.hpp"
@@ -27,6 +28,8 @@ struct TraceOptions {
 // azure-2023-code (the Azure LLM inference traces, CC-BY-4.0, Patel et al.,
 // "Splitwise", ISCA 2024).
 Workload read_trace(const std::string& path, const TraceOptions& o);
+// The same from a stream; `path` names it in errors (tests, fuzzing).
+Workload read_trace_stream(std::istream& in, const std::string& path, const TraceOptions& o);
 const char* bundled_trace_names();  // "azure-2023-conv, azure-2023-code"
 
 }  // namespace kvplan

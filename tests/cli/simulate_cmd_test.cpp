@@ -129,6 +129,7 @@ TEST_CASE("bad traces exit 65 with one line naming the file, the line and the fi
     expect("arrival_s,input_tokens,output_tokens\n", ": no requests (an empty trace)");
     expect("{\"arrival_time\": 1.5, \"input_toks\": 10}\n", ":1: output_toks: missing");
     expect("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-13-16 18:15:46.68,10,5\n", ":2: TIMESTAMP: expected a date-time");
+    expect("arrival_s,input_tokens,output_tokens\n0,100,10\n20000000,100,10\n", ":3: arrival: 2e+07 s after the first request: expected at most 10^7 s");
     expect("arrival_s,input_tokens,output_tokens\n0,200000,10\n", ": request 1: 200000 + 10 tokens exceed max_model_len 131072");
 }
 

@@ -324,6 +324,8 @@ SimRun simulate(const Workload& w, const SchedulerConfig& c, const StepPricer& p
         usage_error("simulate: block size, max_num_seqs and max_num_batched_tokens must be positive");
     for (std::size_t i = 1; i < w.requests.size(); ++i)
         if (w.requests[i].arrival_s < w.requests[i - 1].arrival_s) usage_error("simulate: arrivals must be sorted");
+    if (!w.requests.empty() && !(w.requests.front().arrival_s >= 0 && w.requests.back().arrival_s <= kMaxReplaySeconds))
+        usage_error("simulate: arrivals must lie within 0 to 10^7 s (116 days)");
     Engine e(w, c, price, check_invariants);
     return e.run();
 }

@@ -42,6 +42,8 @@ Workload synthetic_workload(const SyntheticSpec& s) {
     if (s.requests <= 0 || s.requests > 100'000'000) usage_error("--requests: expected 1 to 100,000,000 requests");
     if (s.concurrency <= 0 && !(s.rate > 0 && std::isfinite(s.rate))) usage_error("--rate: expected a positive number of requests per second");
     if (!(s.burstiness > 0 && std::isfinite(s.burstiness))) usage_error("--burstiness: expected a positive number");
+    if (s.concurrency <= 0 && !(static_cast<double>(s.requests) / s.rate <= kMaxReplaySeconds))
+        usage_error("--rate: " + std::to_string(s.requests) + " requests at this rate last longer than 10^7 s (116 days); raise --rate");
     check(s.input, "--input-len");
     check(s.output, "--output-len");
     std::mt19937_64 rng(s.seed);

@@ -20,6 +20,11 @@ struct SimRequest {
     std::int64_t key_block_tokens = 0;
 };
 
+// The longest stretch of traffic a simulation replays, in seconds (about
+// 116 days: BurstGPT's 121-day trace needs --time-scale). The per-second
+// series holds one point per simulated second, so this bounds its memory.
+inline constexpr double kMaxReplaySeconds = 1e7;
+
 struct Workload {
     std::vector<SimRequest> requests;  // sorted by arrival
     // Closed loop: this many clients, each sending its next request when its
