@@ -22,7 +22,7 @@ namespace kvplan {
 CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
     CLI::App* cmd = app.add_subcommand("simulate", "replay traffic through a vLLM-style continuous-batching simulator: latency percentiles, goodput, KV usage");
     add_model_options(*cmd, o.model);
-    add_gpu_options(*cmd, o.gpu, GpuMemFlag::NotOffered);
+    add_gpu_options(*cmd, o.gpu);
     add_efficiency_options(*cmd, o.efficiency);
     const auto count = CLI::Range(std::int64_t{1}, std::int64_t{100'000'000});
     cmd->add_option("--tp", o.tp, "tensor-parallel ranks")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
@@ -188,7 +188,12 @@ void refuse_long_requests(const Workload& w, std::int64_t max_model_len, const s
 std::string run_simulate(const SimulateOptions& o) {
     ModelSpec model = resolve_model(o.model);
     const Gpu gpu = resolve_gpu(o.gpu);
-    if (!gpu.from_database) usage_error("simulate prices steps with the device's bandwidth and FLOP/s: pass --gpu ID (see `kvplan gpus`)");
+    const Efficiency efficiency = resolve_efficiency(o.efficiency);
+    // A device known only by its memory is priced from what `measure` timed on it.
+    if (!gpu.from_database && !(efficiency.measured_bandwidth_bytes_per_s && efficiency.measured_flops_per_s))
+        usage_error("simulate prices steps with the device's bandwidth and FLOP/s: pass --gpu ID (see `kvplan gpus`), or --gpu-mem SIZE "
+                    "with --calibration FILE from `kvplan measure` holding both");
+    if (!gpu.from_database && o.tp > 1) usage_error("--tp: a device given by --gpu-mem has no interconnect figure; pass --gpu ID");
     check_tp(model, o.tp);
     if (!o.requests_csv.empty()) check_writable(o.requests_csv);
     if (!o.timeseries_csv.empty()) check_writable(o.timeseries_csv);
@@ -206,7 +211,7 @@ std::string run_simulate(const SimulateOptions& o) {
     if (!o.slo.empty()) r.slo = parse_slo(o.slo);
 
     const CostModel cost = make_cost_model(CostModelInputs{&model, gpu, parse_weight_format("--weights-dtype", o.weights_dtype),
-                                                           parse_dtype_flag("--kv-dtype", o.kv_dtype), o.tp, resolve_efficiency(o.efficiency),
+                                                           parse_dtype_flag("--kv-dtype", o.kv_dtype), o.tp, efficiency,
                                                            std::nullopt});
     r.run = simulate(w, r.config, [&](const std::vector<SeqWork>& seqs) { return mixed_step(cost, seqs).total_s; });
     r.summary = summarise(r.run, r.slo);

@@ -95,6 +95,25 @@ TEST_CASE("--prefix-tokens: a shared system prompt hits the prefix cache in whol
     CHECK(m.err.find("--prefix-tokens: the trace already says what its prompts share") != std::string::npos);
 }
 
+TEST_CASE("a device known by its memory is priced from a calibration file, and refused without one") {
+    // Measured 2.0e12 B/s and 5e14 FLOP/s: a batch-1 decode of Llama-3.1-8B
+    // streams its 16,060,522,496 B of weights less the embedding table it
+    // only gathers a row of (128,256 x 4,096 x 2 B = 1,050,673,152 B) in
+    // 7.505 ms, plus the 1.5 ms fixed step and the KV of about 150 cached
+    // tokens on average (150 x 131,072 B / 2e12 = 0.0098 ms): TPOT 9.015 ms.
+    const std::string cal = write_temp("cal.json", R"({"schema_version": 1, "device": "lab box", "measured_bandwidth_bytes_per_s": 2.0e12,
+                                                      "measured_flops_per_s": 5.0e14})");
+    auto r = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu-mem", "80GiB", "--calibration", cal, "--concurrency", "1",
+                         "--requests", "2", "--input-len", "fixed:100", "--output-len", "fixed:100", "--json"});
+    REQUIRE(r.code == 0);
+    CHECK(nlohmann::json::parse(r.out)["tpot_s"]["mean"].get<double>() == Approx(0.009015).epsilon(0.002));
+    auto bare = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu-mem", "80GiB", "--concurrency", "1", "--requests", "2",
+                            "--input-len", "fixed:100", "--output-len", "fixed:100"});
+    CHECK(bare.code == 2);
+    CHECK(bare.out.empty());
+    CHECK(bare.err.find("--gpu-mem SIZE with --calibration FILE") != std::string::npos);
+}
+
 TEST_CASE("synthetic traffic: the same seed gives the same run, Poisson rescaled to N / rate") {
     const std::vector<std::string> args{"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "4", "--requests", "200",
                                         "--input-len", "uniform:100-900", "--output-len", "fixed:64", "--seed", "3",
