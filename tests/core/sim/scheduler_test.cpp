@@ -167,14 +167,19 @@ TEST_CASE("a shared system prompt hits in whole blocks: the block that straddles
     CHECK_THROWS_WITH(share_system_prompt(keyed, 10), Catch::Contains("already says what its prompts share"));
 }
 
-TEST_CASE("Mooncake's conversation trace: the hit tokens equal an independent count over its hash_ids") {
+TEST_CASE("Mooncake's traces: the hit tokens equal an independent count over their hash_ids") {
     // One client at a time and a pool that never evicts, so a block hits
     // exactly when an earlier request had the same chain of content up to
     // it. Counted here with a trie over (hash id, offset) per 16-token block:
     // a block is shared content when it lies inside the prompt (Mooncake's
     // last hash id covers a partial 512-token span), and at most
     // (prompt - 1) / 16 blocks hit (the last token is always computed).
-    Workload w = read_trace(std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/reference/traces/mooncake_conversation.jsonl", {"auto", 1.0, 1500});
+    // The conversation trace shares system prompts and whole conversations;
+    // the synthetic one has long prompts with heavy reuse. A pool of 4,000
+    // blocks evicts, and can only hit less than the pool that never does.
+    const std::string trace = GENERATE(as<std::string>{}, "mooncake_conversation.jsonl", "mooncake_synthetic.jsonl");
+    INFO(trace);
+    Workload w = read_trace(std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/reference/traces/" + trace, {"auto", 1.0, 1500});
     w.concurrency = 1;
     SchedulerConfig c;
     c.num_gpu_blocks = 10'000'000;
@@ -197,6 +202,10 @@ TEST_CASE("Mooncake's conversation trace: the hit tokens equal an independent co
     }
     CHECK(expected > 1'000'000);  // the count is not vacuous
     CHECK(run.prefix_hit_tokens == expected);
+    c.num_gpu_blocks = 4000;
+    const SimRun small = simulate(w, c, constant(0.01));
+    CHECK(small.prefix_hit_tokens < expected);
+    CHECK(small.prefix_hit_tokens > 0);
 }
 
 TEST_CASE("Little's law: the time-average of requests in the system equals throughput x mean E2E") {
