@@ -80,7 +80,7 @@ TEST_CASE("a pool made small preempts, and Mooncake's shared prefixes hit the ca
     CHECK(s["completed"] == 400);
 }
 
-TEST_CASE("--prefix-tokens: a shared system prompt hits the prefix cache in whole blocks") {
+TEST_CASE("prefix tokens: a shared system prompt hits the prefix cache in whole blocks") {
     // One client, 10 prompts of 2,000 tokens opening with the same 1,000:
     // the 2nd..10th each reuse 62 blocks of 16 (992 tokens; block 62 also
     // holds their own tokens), so the hit rate is 9 x 992 / 20,000 = 0.4464.
