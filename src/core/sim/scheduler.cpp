@@ -182,6 +182,17 @@ bool Engine::schedule_running(std::int64_t& budget) {
 // blocks cannot be had (the admission stops there).
 bool Engine::admit(std::size_t r, std::int64_t& budget) {
     Live& l = live_[r];
+    // Its prompt and every output token but the last (whose KV is never
+    // written) must fit the whole pool, or it would preempt itself forever.
+    // vLLM refuses such a pool at start-up (max_model_len must fit,
+    // kv_cache_utils.py _check_enough_kv_cache_memory); a pool set with
+    // --num-gpu-blocks can be smaller, and then the request is rejected.
+    if (blocks_for(w_.requests[r].input_tokens + w_.requests[r].output_tokens - 1) > pool_.total()) {
+        run_.requests[r].rejected = true;
+        waiting_.pop_front();
+        ++done_;
+        return true;
+    }
     const bool first = run_.requests[r].scheduled_s < 0;  // not a preempted request coming back
     std::vector<std::int64_t> hits;
     std::int64_t free_hits = 0;
@@ -199,16 +210,7 @@ bool Engine::admit(std::size_t r, std::int64_t& budget) {
     const std::int64_t n = cap(total_tokens(r) - cached, budget);
     if (n <= 0) return false;
     const std::int64_t need = blocks_for(cached + n) - static_cast<std::int64_t>(hits.size());
-    if (need + free_hits > pool_.free_count()) {
-        // Nothing runs and the pool is whole: this request can never fit.
-        if (running_.empty() && step_.empty() && blocks_for(total_tokens(r)) > pool_.total()) {
-            run_.requests[r].rejected = true;
-            waiting_.pop_front();
-            ++done_;
-            return true;
-        }
-        return false;
-    }
+    if (need + free_hits > pool_.free_count()) return false;
     for (std::int64_t b : hits) pool_.touch(b);
     l.blocks = std::move(hits);
     l.hashed = static_cast<std::int64_t>(l.blocks.size());

@@ -129,6 +129,24 @@ TEST_CASE("a pool too small for the batch preempts the newest request, recompute
     CHECK(a.steps == b.steps);
 }
 
+TEST_CASE("a request that can never fit the pool is rejected, not preempted forever") {
+    // 10 blocks of 16 = 160 tokens. Request 0's prompt fits (100 tokens, 7
+    // blocks) but its life does not: 100 + 100 - 1 = 199 tokens of KV need
+    // 13 blocks, so decoding alone it would run out at 160 tokens, preempt
+    // itself and recompute forever. Request 1 (50 + 10) fits and completes.
+    SchedulerConfig c;
+    c.num_gpu_blocks = 10;
+    Workload w;
+    w.requests.push_back(SimRequest{0.0, 100, 100, {}, 0});
+    w.requests.push_back(SimRequest{0.5, 50, 10, {}, 0});
+    const SimRun run = simulate(w, c, constant(0.01), true);
+    CHECK(run.requests[0].rejected);
+    CHECK(run.preemptions == 0);
+    CHECK_FALSE(run.requests[1].rejected);
+    CHECK(run.requests[1].finish_s == Approx(0.5 + 10 * 0.01));
+    CHECK(summarise(run, {}).rejected == 1);
+}
+
 TEST_CASE("prompts sharing leading content hit the prefix cache, all but the last token at most") {
     // Two requests with the same 512-token content key: the second reuses
     // the first's 32 blocks of 16 once they are computed; a request whose
