@@ -77,7 +77,7 @@ VllmSampler parse_vllm_version(const std::string& text) {
         if (pos < text.size() && text[pos] == '.' && count < 3) ++pos;
         else break;
     }
-    const bool rest_ok = pos == text.size() || !std::isdigit(static_cast<unsigned char>(text[pos]));
+    const bool rest_ok = pos == text.size() || (!std::isdigit(static_cast<unsigned char>(text[pos])) && text[pos] != '.');
     if (count < 2 || !rest_ok || (pos > 0 && text[pos - 1] == '.'))
         usage_error("--vllm-version: expected MAJOR.MINOR[.PATCH] such as 0.19.0, found \"" + text + "\"");
     return vllm_sampler_for_version(part[0], part[1], part[2]);
