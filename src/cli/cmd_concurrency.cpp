@@ -1,6 +1,8 @@
 #include "cli/cmd_concurrency.hpp"
 #include "cli/flag_checks.hpp"
 
+#include <cctype>
+
 #include "core/byte_size.hpp"
 #include "core/memory/capacity.hpp"
 #include "core/model/config_parts.hpp"
@@ -43,6 +45,7 @@ CLI::App* setup_concurrency(CLI::App& app, ConcurrencyOptions& o) {
     cmd->add_option("--max-num-batched-tokens", o.max_batched_tokens, "tokens per forward pass (default: the engine's; sizes activations)")
         ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--max-num-seqs", o.max_num_seqs, "sequences the sampler is sized for (default: the engine's)")->check(count);
+    cmd->add_option("--vllm-version", o.vllm_version, "--engine vllm: the release (e.g. 0.19.0); from 0.16.1 its sampler is profiled in place");
     CLI::Option* json_flag = cmd->add_flag("--json", o.json, "print JSON (schema: docs/concurrency.md)");
     cmd->add_option("--format", o.format, "table|json|markdown|csv")->check(CLI::IsMember({"table", "json", "markdown", "csv"}))->excludes(json_flag);  // one way to say it
     add_wide_flag(*cmd, o.wide);
@@ -50,12 +53,37 @@ CLI::App* setup_concurrency(CLI::App& app, ConcurrencyOptions& o) {
         "Examples:\n"
         "  kvplan concurrency --model llama-3.1-8b --gpu h100-sxm --context 4096,32768,131072\n"
         "  kvplan concurrency --model llama-3.1-70b --gpu a100-80gb --tp 4 --gpus 8 --engine vllm\n"
+        "  kvplan concurrency --model llama-3.1-8b --gpu rtx-4090 --engine vllm --vllm-version 0.19.0 \\\n"
+        "      --max-model-len 32768 --max-num-batched-tokens 2048\n"
         "  kvplan concurrency --model qwen2.5-7b --gpu-mem 24GiB --kv-dtype fp8 --prefix-tokens 2000 --context 8192\n"
         "  kvplan concurrency --layers 32 --kv-heads 32 --head-dim 128 --gpu-mem 40GB --mem-util 1 --weights 14GB \\\n"
         "      --overhead 2GB --context 2000,8000,500 --block-size 1   # 22, 5 and 91 requests (docs/concurrency.md)\n"
         "  kvplan concurrency --model llama-3.1-8b --gpu-mem 40GB --allocation contiguous --max-tokens 4000 --context 200");
     return cmd;
 }
+
+namespace {
+
+// "0.19.0", "0.19" or "0.19.0rc1" -> the sampler that release profiles.
+VllmSampler parse_vllm_version(const std::string& text) {
+    int part[3] = {0, 0, 0};
+    std::size_t pos = 0;
+    int count = 0;
+    while (count < 3 && pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) {
+        std::size_t end = pos;
+        while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end])) && end - pos < 4) ++end;
+        part[count++] = std::stoi(text.substr(pos, end - pos));
+        pos = end;
+        if (pos < text.size() && text[pos] == '.' && count < 3) ++pos;
+        else break;
+    }
+    const bool rest_ok = pos == text.size() || (!std::isdigit(static_cast<unsigned char>(text[pos])) && text[pos] != '.');
+    if (count < 2 || !rest_ok || (pos > 0 && text[pos - 1] == '.'))
+        usage_error("--vllm-version: expected MAJOR.MINOR[.PATCH] such as 0.19.0, found \"" + text + "\"");
+    return vllm_sampler_for_version(part[0], part[1], part[2]);
+}
+
+}  // namespace
 
 std::string run_concurrency(const ConcurrencyOptions& o) {
     ModelSpec model = resolve_model(o.model);
@@ -90,6 +118,10 @@ std::string run_concurrency(const ConcurrencyOptions& o) {
     if (o.max_model_len > 0) in.max_model_len = o.max_model_len;
     if (o.max_batched_tokens > 0) in.max_batched_tokens = o.max_batched_tokens;
     if (o.max_num_seqs > 0) in.max_num_seqs = o.max_num_seqs;
+    if (!o.vllm_version.empty()) {
+        if (in.engine != Engine::Vllm) usage_error("--vllm-version applies to --engine vllm only");
+        in.vllm_sampler = parse_vllm_version(o.vllm_version);
+    }
 
     ConcurrencyResult result;
     result.model = &model;

@@ -211,3 +211,36 @@ TEST_CASE("gpus --schema prints the JSON Schema of a device file, which the bund
             CHECK(allowed.contains(it.key()));
         }
 }
+
+TEST_CASE("concurrency --vllm-version picks vLLM's sampler path and is checked") {
+    // vLLM 0.19 profiles its sampler with the in-place Triton top-k/top-p kernel: 256 rows x 128,256 x 14 B
+    // + a 65,667,072 B buffer, where 0.16.0 sorted (38 B); the newer release leaves a larger pool.
+    const std::vector<std::string> base = {"concurrency", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--engine", "vllm",
+                                           "--max-model-len", "32768", "--max-num-batched-tokens", "2048", "--json"};
+    auto with = [&](const std::string& version) {
+        std::vector<std::string> args = base;
+        args.insert(args.end(), {"--vllm-version", version});
+        return kvplan_run(args);
+    };
+    const auto sort = with("0.16.0"), triton = with("0.19.0"), rc = with("0.19.1rc1");
+    REQUIRE(sort.code == 0);
+    REQUIRE(triton.code == 0);
+    REQUIRE(rc.code == 0);
+    const auto pool = [](const CliResult& r) { return nlohmann::json::parse(r.out)["kv_pool_bytes"].get<std::int64_t>(); };
+    // The sampler side shrinks by (20,971,520 + 1,247,674,368) - (20,971,520 + 525,336,576) = 722,337,792 B.
+    CHECK(pool(triton) - pool(sort) == 722'337'792);
+    CHECK(pool(rc) == pool(triton));
+    CHECK(nlohmann::json::parse(triton.out)["overhead_terms"][2]["basis"].get<std::string>().find("Triton buffer") != std::string::npos);
+    for (const std::string bad : {"latest", "0", "0.x", "1.2.3.4", "0..19"}) {
+        INFO(bad);
+        const auto r = with(bad);
+        CHECK(r.code == 2);
+        CHECK(r.out.empty());
+        CHECK(r.err.find("--vllm-version") != std::string::npos);
+        CHECK(r.err.find('\n') == r.err.size() - 1);  // one line
+    }
+    const auto other = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--engine", "sglang", "--vllm-version", "0.19.0"});
+    CHECK(other.code == 2);
+    CHECK(other.out.empty());
+    CHECK(other.err.find("--vllm-version applies to --engine vllm only") != std::string::npos);
+}

@@ -148,7 +148,8 @@ Settings resolve_settings(CapacityPlan& p, const ModelSpec& spec, const Capacity
 
 // The runtime overhead: given by --overhead, or estimated term by term.
 std::vector<OverheadTerm> overhead_terms(const ModelSpec& spec, const CapacityInputs& in, const CapacityPlan& p) {
-    if (!in.overhead_bytes) return estimate_overhead(spec, OverheadInputs{in.engine, in.tp, p.max_batched_tokens, p.max_num_seqs});
+    if (!in.overhead_bytes)
+        return estimate_overhead(spec, OverheadInputs{in.engine, in.tp, p.max_batched_tokens, p.max_num_seqs, in.vllm_sampler, hopper_gpu(in.gpu)});
     OverheadTerm t;
     t.name = "runtime overhead (given by --overhead)";
     t.bytes = t.low_bytes = t.high_bytes = *in.overhead_bytes;

@@ -45,6 +45,9 @@ struct CapacityInputs {
     std::optional<std::int64_t> max_model_len;   // default: max_position_embeddings
     std::optional<std::int64_t> max_batched_tokens;
     std::optional<std::int64_t> max_num_seqs;
+    // vLLM V1's top-k/top-p path, from --vllm-version (vllm_sampler_for_version):
+    // it sets the dummy sampler's bytes per vocabulary entry.
+    VllmSampler vllm_sampler = VllmSampler::PyTorchSort;
     // Whether to search for the longest --max-model-len that fits (two binary
     // searches); sweeps that read only the rows turn it off.
     bool longest_lengths = true;

@@ -26,12 +26,55 @@ struct OverheadTerm {
     bool in_pool = true;
 };
 
+// Which top-k/top-p implementation vLLM V1's dummy sampler run goes
+// through; it sets the bytes the sampler allocates per (row x vocab entry).
+enum class VllmSampler {
+    // apply_top_k_top_p_pytorch: a full sort of the fp32 logits (vLLM up to
+    // 0.16.0, and what llm-d's H100 table measured). kvplan's default.
+    PyTorchSort,
+    // apply_top_k_top_p_triton, in place, for batches of 8 rows or more
+    // (vLLM 0.16.1 and later, vllm PR #33538).
+    Triton,
+};
+
 struct OverheadInputs {
     Engine engine = Engine::Generic;
     std::int64_t tp = 1;
     std::int64_t max_batched_tokens = 8192;  // tokens in the profiling forward pass
-    std::int64_t max_num_seqs = 1024;        // sequences the sampler is profiled with
+    std::int64_t max_num_seqs = 1024;        // vLLM max_num_seqs; the sampler rows are min(this, max_batched_tokens)
+    VllmSampler sampler = VllmSampler::PyTorchSort;
+    // Hopper-class GPU: PyTorch gives cuBLAS a 32 MiB workspace there, 8.1 MiB elsewhere.
+    bool hopper = false;
 };
+
+// What vLLM V1's profile_run holds at its torch peak, from the code
+// (docs/concurrency.md, "Runtime overhead"): the forward pass's activation
+// peak, or, once the forward has returned, the hidden states it keeps plus
+// the dummy sampler's buffers, whichever is larger.
+struct VllmProfilePeak {
+    std::int64_t forward_bytes = 0;        // the forward pass's activation peak
+    std::int64_t sampler_rows = 0;         // min(max_num_seqs, max_batched_tokens)
+    std::int64_t hidden_states_bytes = 0;  // all tokens' hidden states + the sampled rows' (and their random copy)
+    std::int64_t sampler_bytes = 0;        // the sampler's peak over rows x vocab
+    std::int64_t bytes_per_entry = 0;      // of sampler_bytes, per row per vocabulary entry
+    std::int64_t triton_buffer_bytes = 0;  // the Triton top-k/top-p kernel's per-program buffer
+    std::int64_t peak_bytes() const;       // max(forward, hidden states + sampler)
+};
+
+VllmProfilePeak vllm_profile_peak(const ModelSpec& spec, const OverheadInputs& in);
+
+// PyTorch's cuBLAS workspace (aten/src/ATen/cuda/CublasHandlePool.cpp
+// getChosenWorkspaceSize): 4096 KiB x 8 on Hopper, 4096 KiB x 2 + 16 KiB x 8
+// elsewhere, allocated by the caching allocator at the first GEMM.
+std::int64_t cublas_workspace_bytes(bool hopper);
+
+// Whether a device is a Hopper (compute capability 9.0) part, from its
+// database id: h100-*, h200, h20, gh200.
+bool hopper_gpu(const Gpu& gpu);
+
+// The top-k/top-p path a vLLM release's dummy sampler takes: the Triton
+// kernel from 0.16.1 on (vllm PR #33538), PyTorch's sort before.
+VllmSampler vllm_sampler_for_version(int major, int minor, int patch);
 
 std::vector<OverheadTerm> estimate_overhead(const ModelSpec& spec, const OverheadInputs& in);
 

@@ -5,6 +5,11 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+
+#include <nlohmann/json.hpp>
 
 #include "core/byte_size.hpp"
 #include "core/memory/capacity.hpp"
@@ -364,7 +369,9 @@ TEST_CASE("vLLM's batch defaults: 8,192 tokens and 1,024 sequences on >= 70 GiB 
 
 TEST_CASE("the overhead estimate reproduces llm-d's measured Llama-3.1-8B activation peak on an H100") {
     // llm-d empirical-vllm-memory-results: Llama-3.1-8B activation 4.76 GiB (vLLM V1, 8,192 batched tokens).
-    // Estimate: 8,192 x (3 x 14,336 + 3 x 4,096) x 2 B = 0.84 GiB + 1,024 x 128,256 x 32 B = 3.91 GiB.
+    // Estimate (docs/concurrency.md): max(forward 8,192 x (3 x 14,336 + 3 x 4,096) x 2 B = 0.84 GiB,
+    // hidden states (8,192 + 2 x 1,024) x 4,096 x 2 B + 1,024 x 128,256 x 38 B = 4.73 GiB), plus 32 MiB of
+    // cuBLAS workspace (a separate term) = 4.76 GiB.
     CapacityInputs in;
     in.gpu = gpu("h100-sxm");
     in.engine = Engine::Vllm;
@@ -372,8 +379,162 @@ TEST_CASE("the overhead estimate reproduces llm-d's measured Llama-3.1-8B activa
     CapacityPlan p = plan_capacity(preset("llama-3.1-8b"), in);
     std::int64_t activation = 0;
     for (const OverheadTerm& t : p.budget.overhead)
-        if (t.name.find("activation") != std::string::npos || t.name.find("sampler") != std::string::npos) activation += t.bytes;
-    CHECK(std::abs(activation / kGiB - 4.76) < 0.05);
+        if (t.name.find("activation") != std::string::npos || t.name.find("sampler") != std::string::npos ||
+            t.name == "cuBLAS workspace")
+            activation += t.bytes;
+    CHECK(std::abs(activation / kGiB - 4.76) < 0.01);
     // And the KV pool llm-d measured, 51.38 GiB (79.18 GiB x 0.9 - 14.99 - 4.76 - 0.13 - graphs), within 1%.
     CHECK(std::abs(p.budget.kv_pool_bytes / kGiB / 51.38 - 1) < 0.01);
+}
+
+namespace {
+
+// llm-d's H100 table (config_explorer/empirical-vllm-memory-results.md, in
+// shared/reference/vllm_memory.md): the "activation" column is vLLM's
+// torch_peak_increase, printed to 0.01 GiB.
+struct LlmdRow {
+    const char* name;
+    std::function<ModelSpec()> model;
+    std::int64_t tp;
+    double activation_gib;
+};
+
+ModelSpec qwen3(std::int64_t layers, std::int64_t hidden, std::int64_t heads, std::int64_t intermediate, bool tied) {
+    return from_json(R"({"model_type": "qwen3", "num_hidden_layers": )" + std::to_string(layers) + R"(, "hidden_size": )" +
+                     std::to_string(hidden) + R"(, "num_attention_heads": )" + std::to_string(heads) +
+                     R"(, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": )" + std::to_string(intermediate) +
+                     R"(, "max_position_embeddings": 40960, "vocab_size": 151936, "tie_word_embeddings": )" + (tied ? "true" : "false") +
+                     R"(, "torch_dtype": "bfloat16"})");
+}
+
+std::vector<LlmdRow> llmd_rows() {
+    // gpt-oss-20b and -120b share what the profile peak depends on (hidden 2,880, vocabulary 201,088, 4 experts
+    // of 2,880 per token), so the 120b preset stands for both; Llama-3.3-70B has Llama-3.1-70B's shape.
+    auto oss = [] { return preset("gpt-oss-120b"); };
+    auto qwen06 = [] { return qwen3(28, 1024, 16, 3072, true); };
+    auto qwen32 = [] { return qwen3(64, 5120, 64, 25600, false); };
+    return {{"gpt-oss-20b", oss, 1, 7.38},
+            {"gpt-oss-120b", oss, 1, 7.38},
+            {"Llama-3.3-70B-FP8 TP 2", [] { return preset("llama-3.1-70b"); }, 2, 4.84},
+            {"Llama-3.1-8B", [] { return preset("llama-3.1-8b"); }, 1, 4.76},
+            {"Qwen3-0.6B", qwen06, 1, 5.56},
+            {"Qwen3-32B", qwen32, 1, 5.64},
+            {"Qwen3-32B TP 2", qwen32, 2, 5.64}};
+}
+
+}  // namespace
+
+TEST_CASE("vLLM V1's profile peak, derived from its code, reproduces every llm-d H100 activation row within 0.02 GiB") {
+    // No constant here is fitted: 38 B per row per vocabulary entry is the PyTorch sort's buffers
+    // (overhead.cpp), the rows are min(1,024 sequences, 8,192 tokens), the peak is the max of the forward
+    // pass and hidden states + sampler, plus PyTorch's 32 MiB Hopper cuBLAS workspace. 0.02 GiB covers the
+    // table's 0.005 GiB rounding and the allocator's block rounding. (Mistral-Small-3.2, 2.12 GiB, is
+    // multimodal; its profile is not this one and it is left out.)
+    std::string report;
+    for (const LlmdRow& row : llmd_rows()) {
+        INFO(row.name);
+        OverheadInputs in{Engine::Vllm, row.tp, 8192, 1024, VllmSampler::PyTorchSort, true};
+        const VllmProfilePeak peak = vllm_profile_peak(row.model(), in);
+        CHECK(peak.sampler_rows == 1024);
+        CHECK(peak.bytes_per_entry == 38);
+        CHECK(peak.peak_bytes() > peak.forward_bytes);  // the sampler side sets every row's peak
+        const double predicted = static_cast<double>(peak.peak_bytes() + cublas_workspace_bytes(true)) / kGiB;
+        char line[160];
+        std::snprintf(line, sizeof line, "%s: measured %.2f GiB, predicted %.3f GiB (%+.2f%%)\n", row.name, row.activation_gib, predicted,
+                      (predicted / row.activation_gib - 1) * 100);
+        report += line;
+        CHECK(std::abs(predicted - row.activation_gib) <= 0.02);
+    }
+    std::printf("%s", report.c_str());
+}
+
+TEST_CASE("the profile peak is the larger of the forward pass and the sampler side, not their sum") {
+    // Llama-3.1-8B at 65,536 batched tokens, 1,024 sequences: forward 65,536 x 110,592 B = 7,247,757,312 B;
+    // sampler side (65,536 + 2,048) x 8,192 B + 1,024 x 128,256 x 38 B = 553,648,128 + 4,990,697,472 =
+    // 5,544,345,600 B. The peak is the forward's, and the sampler term adds nothing to it.
+    const ModelSpec m = preset("llama-3.1-8b");
+    OverheadInputs in{Engine::Vllm, 1, 65536, 1024, VllmSampler::PyTorchSort, false};
+    const VllmProfilePeak peak = vllm_profile_peak(m, in);
+    CHECK(peak.forward_bytes == 7'247'757'312);
+    CHECK(peak.hidden_states_bytes + peak.sampler_bytes == 5'544'345'600);
+    CHECK(peak.peak_bytes() == 7'247'757'312);
+    for (const OverheadTerm& t : estimate_overhead(m, in))
+        if (t.name == "logits and sampler buffers") CHECK(t.bytes == 0);
+    // At 8,192 tokens the sampler side wins: 83,886,080 + 4,990,697,472 = 5,074,583,552 B.
+    in.max_batched_tokens = 8192;
+    CHECK(vllm_profile_peak(m, in).peak_bytes() == 5'074'583'552);
+}
+
+TEST_CASE("the dummy sampler's rows and bytes per vocabulary entry follow vLLM's and PyTorch's code paths") {
+    const ModelSpec m = preset("llama-3.1-8b");
+    auto peak = [&](std::int64_t tokens, std::int64_t seqs, VllmSampler s) {
+        return vllm_profile_peak(m, OverheadInputs{Engine::Vllm, 1, tokens, seqs, s, false});
+    };
+    // _dummy_run: min(max_batched_tokens, max_num_seqs) requests, one sampled row each.
+    CHECK(peak(2048, 256, VllmSampler::PyTorchSort).sampler_rows == 256);
+    CHECK(peak(100, 256, VllmSampler::PyTorchSort).sampler_rows == 100);
+    // PyTorch's sort: segmented_sort_pairs from 128 rows (38 B), a full sort below (50 B), one row (18 B).
+    CHECK(peak(128, 1024, VllmSampler::PyTorchSort).bytes_per_entry == 38);
+    CHECK(peak(127, 1024, VllmSampler::PyTorchSort).bytes_per_entry == 50);
+    CHECK(peak(1, 1024, VllmSampler::PyTorchSort).bytes_per_entry == 18);
+    // The Triton kernel (vLLM >= 0.16.1) from 8 rows: 14 B, plus its [128, vocab] fp32 buffer; below 8 rows
+    // vLLM still sorts.
+    const VllmProfilePeak t = peak(2048, 256, VllmSampler::Triton);
+    CHECK(t.bytes_per_entry == 14);
+    CHECK(t.triton_buffer_bytes == 128 * 128256 * 4);
+    // 256 x 128,256 x 14 + 65,667,072 = 525,336,576 B; hidden states (2,048 + 512) x 8,192 = 20,971,520 B.
+    CHECK(t.sampler_bytes == 525'336'576);
+    CHECK(t.hidden_states_bytes == 20'971'520);
+    CHECK(peak(2048, 4, VllmSampler::Triton).bytes_per_entry == 50);
+    CHECK(peak(2048, 16, VllmSampler::Triton).triton_buffer_bytes == 16 * 128256 * 4);
+    // Which releases take the Triton path.
+    CHECK(vllm_sampler_for_version(0, 16, 0) == VllmSampler::PyTorchSort);
+    CHECK(vllm_sampler_for_version(0, 16, 1) == VllmSampler::Triton);
+    CHECK(vllm_sampler_for_version(0, 19, 0) == VllmSampler::Triton);
+    CHECK(vllm_sampler_for_version(0, 11, 0) == VllmSampler::PyTorchSort);
+    // PyTorch's cuBLAS workspace: 32 MiB on Hopper, 8,519,680 B elsewhere.
+    CHECK(cublas_workspace_bytes(true) == 33'554'432);
+    CHECK(cublas_workspace_bytes(false) == 8'519'680);
+    CHECK(hopper_gpu(gpu("h100-sxm")));
+    CHECK_FALSE(hopper_gpu(gpu("rtx-4090")));
+}
+
+TEST_CASE("the measured vLLM 0.19 run on an RTX 4090: 2,588 blocks, which kvplan over-predicts by less than 6%") {
+    // tests/fixtures/reference/serving/RTX4090_Llama-3.1-8B/meta.json: vLLM 0.19.0, torch's total
+    // 25,250,627,584 B (what vLLM's MemorySnapshot reads), utilization 0.9, 256 sequences, 2,048 batched
+    // tokens, max_model_len 32,768, bf16, 16-token blocks: num_gpu_blocks 2,588.
+    std::ifstream f(std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/reference/serving/RTX4090_Llama-3.1-8B/meta.json");
+    REQUIRE(f.good());
+    const nlohmann::json meta = nlohmann::json::parse(f);
+    CapacityInputs in;
+    in.gpu = gpu("rtx-4090");
+    in.gpu.cuda_total_bytes = meta["hardware"]["device_total_memory_bytes"].get<std::int64_t>();
+    in.engine = Engine::Vllm;
+    in.mem_util = meta["kv_cache"]["gpu_memory_utilization"].get<double>();
+    in.max_model_len = meta["engine_kwargs"]["max_model_len"].get<std::int64_t>();
+    in.max_batched_tokens = meta["engine_kwargs"]["max_num_batched_tokens"].get<std::int64_t>();
+    in.max_num_seqs = meta["engine_kwargs"]["max_num_seqs"].get<std::int64_t>();
+    in.block_size = meta["kv_cache"]["block_size"].get<std::int64_t>();
+    in.contexts = {*in.max_model_len};
+    in.vllm_sampler = vllm_sampler_for_version(0, 19, 0);
+    const std::int64_t measured = meta["kv_cache"]["num_gpu_blocks"].get<std::int64_t>();
+    REQUIRE(measured == 2588);
+    const CapacityPlan p = plan_capacity(preset("llama-3.1-8b"), in);
+    // Pool: floor(25,250,627,584 x 0.9) = 22,725,564,825 - 16,060,522,496 weights - 375,809,638 non-torch -
+    // max(226,492,416 forward, 20,971,520 hidden + 525,336,576 sampler) - 8,519,680 cuBLAS = 5,734,404,915 B,
+    // 2,734 blocks of 2,097,152 B (+5.6%). What vLLM 0.19 subtracts beyond that, about 0.29 GiB, is not in
+    // its code's profile of the forward pass and sampler: the rotary cos/sin cache it counts with the
+    // weights (32 MiB) and the non-torch memory its discarded CUDA-graph profiling leaves
+    // (docs/concurrency.md). No reference run but this one measures it, so kvplan does not fit it; the
+    // tolerance says so.
+    REQUIRE(p.num_blocks);
+    CHECK(*p.num_blocks == 2734);
+    CHECK(*p.num_blocks >= measured);
+    CHECK(static_cast<double>(*p.num_blocks) / static_cast<double>(measured) - 1 < 0.06);
+    // Without --vllm-version kvplan assumes the older sort path: 1,247,674,368 B of sampler buffers,
+    // 2,389 blocks (-7.7%), the under-estimate side.
+    in.vllm_sampler = VllmSampler::PyTorchSort;
+    const CapacityPlan old_path = plan_capacity(preset("llama-3.1-8b"), in);
+    REQUIRE(old_path.num_blocks);
+    CHECK(*old_path.num_blocks == 2389);
 }
