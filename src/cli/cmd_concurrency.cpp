@@ -62,29 +62,6 @@ CLI::App* setup_concurrency(CLI::App& app, ConcurrencyOptions& o) {
     return cmd;
 }
 
-namespace {
-
-// "0.19.0", "0.19" or "0.19.0rc1" -> the sampler that release profiles.
-VllmSampler parse_vllm_version(const std::string& text) {
-    int part[3] = {0, 0, 0};
-    std::size_t pos = 0;
-    int count = 0;
-    while (count < 3 && pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) {
-        std::size_t end = pos;
-        while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end])) && end - pos < 4) ++end;
-        part[count++] = std::stoi(text.substr(pos, end - pos));
-        pos = end;
-        if (pos < text.size() && text[pos] == '.' && count < 3) ++pos;
-        else break;
-    }
-    const bool rest_ok = pos == text.size() || (!std::isdigit(static_cast<unsigned char>(text[pos])) && text[pos] != '.');
-    if (count < 2 || !rest_ok || (pos > 0 && text[pos - 1] == '.'))
-        usage_error("--vllm-version: expected MAJOR.MINOR[.PATCH] such as 0.19.0, found \"" + text + "\"");
-    return vllm_sampler_for_version(part[0], part[1], part[2]);
-}
-
-}  // namespace
-
 std::string run_concurrency(const ConcurrencyOptions& o) {
     ModelSpec model = resolve_model(o.model);
     CapacityInputs in;

@@ -34,6 +34,7 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
     cmd->add_option("--block-size", o.block_size, "tokens per KV block (default 16)")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("--num-gpu-blocks", o.num_gpu_blocks, "KV blocks, replacing the computed pool (vLLM's num_gpu_blocks_override)")->check(count);
     cmd->add_option("--mem-util", o.mem_util, "vLLM gpu_memory_utilization (default 0.90)")->check(finite_range(0.01, 1.0));
+    cmd->add_option("--vllm-version", o.vllm_version, "the vLLM release whose start-up profile sizes the pool (e.g. 0.19.0; see concurrency)");
     cmd->add_option("--max-model-len", o.max_model_len, "vLLM max_model_len (default: the model's)")
         ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
@@ -160,6 +161,7 @@ SchedulerConfig engine_config(const SimulateOptions& o, const ModelSpec& model, 
     if (o.max_model_len > 0) in.max_model_len = o.max_model_len;
     if (o.max_num_batched_tokens > 0) in.max_batched_tokens = o.max_num_batched_tokens;
     if (o.max_num_seqs > 0) in.max_num_seqs = o.max_num_seqs;
+    if (!o.vllm_version.empty()) in.vllm_sampler = parse_vllm_version(o.vllm_version);
     in.longest_lengths = false;
     const CapacityPlan p = plan_capacity(model, in);
     SchedulerConfig c;

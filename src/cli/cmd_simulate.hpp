@@ -22,6 +22,7 @@ struct SimulateOptions {
     std::int64_t max_num_seqs = 0, max_num_batched_tokens = 0, long_prefill_threshold = 0;
     std::int64_t block_size = 0, num_gpu_blocks = 0, max_model_len = 0;
     double mem_util = 0;
+    std::string vllm_version;  // the release whose start-up profile sizes the pool
     std::string kv_dtype = "auto", weights_dtype = "auto";
     bool no_prefix_caching = false;
     // Workload: a trace, or synthetic arrivals.

@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/memory/overhead.hpp"
+
 namespace kvplan {
 
 // A real number in [min, max]. CLI::Range lets NaN through (every comparison
@@ -26,6 +28,10 @@ CLI::Validator token_count();
 // "--gpu h100-sxm,,l4" would silently mean two GPUs. For the parsed
 // subcommand's list flags, a doubled, leading or trailing comma is refused:
 // throws Error(Usage) naming the flag and the value.
+// --vllm-version: "0.19.0", "0.19" or "0.19.0rc1" -> the sampler that
+// release profiles (vllm_sampler_for_version); throws Error(Usage) otherwise.
+VllmSampler parse_vllm_version(const std::string& text);
+
 void refuse_empty_list_items(const CLI::App& command, const std::vector<std::string>& args);
 
 // Old spellings kept for one release print one line on stderr naming the new
