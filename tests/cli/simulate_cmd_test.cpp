@@ -132,3 +132,38 @@ TEST_CASE("replaying a measured vLLM 0.19 run on an RTX 4090: every request comp
     CHECK(j["tpot_s"]["mean"].get<double>() == Approx(0.0324).epsilon(0.10));
     CHECK(j["e2e_s"]["mean"].get<double>() == Approx(86.58).epsilon(0.20));
 }
+
+TEST_CASE("simulate --engine sglang runs SGLang's scheduler over the token pool concurrency --engine sglang computes") {
+    auto pool = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "sglang", "--json"});
+    REQUIRE(pool.code == 0);
+    const std::int64_t tokens = nlohmann::json::parse(pool.out)["kv_cache_tokens"].get<std::int64_t>();
+    const std::vector<std::string> args{"simulate", "--engine", "sglang", "--model", "llama-3.1-8b", "--gpu", "h100-sxm",
+                                        "--trace", kTraces + "azure_2023_code.csv", "--limit", "300", "--json"};
+    auto a = kvplan_run(args), b = kvplan_run(args);
+    REQUIRE(a.code == 0);
+    CHECK(a.out == b.out);
+    const auto j = nlohmann::json::parse(a.out);
+    CHECK(j["engine"] == "sglang");
+    CHECK(j["completed"] == 300);
+    CHECK(j["kv_blocks_total"] == tokens);  // token slots: pages of one token
+    CHECK(j["block_size_tokens"] == 1);
+    auto vllm = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", kTraces + "azure_2023_code.csv",
+                            "--limit", "300", "--json"});
+    REQUIRE(vllm.code == 0);
+    CHECK(nlohmann::json::parse(vllm.out)["engine"] == "vllm");
+    // The table says whose scheduler ran, within 100 columns.
+    auto t = kvplan_run({"simulate", "--engine", "sglang", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace",
+                         kTraces + "azure_2023_code.csv", "--limit", "300", "--num-gpu-blocks", "50000"});
+    REQUIRE(t.code == 0);
+    CHECK(t.out.find("SGLang's scheduler") != std::string::npos);
+    CHECK(t.out.find("KV pool 50,000 tokens (--num-gpu-blocks)") != std::string::npos);
+    std::istringstream lines(t.out);
+    for (std::string line; std::getline(lines, line);) CHECK(line.size() <= 100);
+    // SGLang's --page-size other than 1 is refused, with one line naming the flag.
+    auto bad = kvplan_run({"simulate", "--engine", "sglang", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace",
+                           kTraces + "azure_2023_code.csv", "--block-size", "16"});
+    CHECK(bad.code == 2);
+    CHECK(bad.out.empty());
+    CHECK(bad.err.find("--block-size 16") != std::string::npos);
+    CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+}
