@@ -7,11 +7,12 @@ namespace kvplan {
 
 namespace {
 
-std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
-    std::uint64_t x = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
-    x ^= x >> 31;
+std::uint64_t fmix(std::uint64_t x) {
+    x ^= x >> 30;
     x *= 0xbf58476d1ce4e5b9ULL;
-    return x ^ (x >> 29);
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
 }
 
 // Walks a request's segments: which one holds token `pos`, and where it ends.
@@ -29,15 +30,17 @@ struct SegmentCursor {
 
 }  // namespace
 
+std::uint64_t mix_keys(std::uint64_t a, std::uint64_t b) { return fmix(fmix(a) ^ (b + 0x9e3779b97f4a7c15ULL)); }
+
 RadixCache::RadixCache() {
     Node root;
     root.alive = true;
     nodes_.push_back(root);
 }
 
-std::uint64_t RadixCache::token_id(std::uint64_t seg_key, std::int64_t offset) { return mix(seg_key, static_cast<std::uint64_t>(offset)); }
+std::uint64_t RadixCache::token_id(std::uint64_t seg_key, std::int64_t offset) { return mix_keys(seg_key, static_cast<std::uint64_t>(offset)); }
 
-std::uint64_t RadixCache::edge(NodeId parent, std::uint64_t id) const { return mix(static_cast<std::uint64_t>(parent) + 0x51ed27ULL, id); }
+std::uint64_t RadixCache::edge(NodeId parent, std::uint64_t id) const { return mix_keys(static_cast<std::uint64_t>(parent) + 0x51ed27ULL, id); }
 
 RadixCache::NodeId RadixCache::child(NodeId parent, std::uint64_t id) const {
     auto it = edges_.find(edge(parent, id));

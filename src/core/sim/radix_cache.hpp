@@ -23,6 +23,12 @@
 
 namespace kvplan {
 
+// Combines two 64-bit keys: splitmix64's finalizer (a bijection) on each
+// side, so that, for either argument fixed, distinct others give distinct
+// results, and pairs of small integers (hash ids, lengths, offsets) do not
+// collide as with a plain shift-and-xor combine.
+std::uint64_t mix_keys(std::uint64_t a, std::uint64_t b);
+
 struct Segment {
     std::uint64_t key = 0;
     std::int64_t tokens = 0;

@@ -22,13 +22,6 @@ constexpr double kInitNewTokenRatio = 0.7;
 constexpr double kMinNewTokenRatioFactor = 0.14;
 constexpr double kNewTokenRatioDecaySteps = 600;
 
-std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
-    std::uint64_t x = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
-    x ^= x >> 31;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    return x ^ (x >> 29);
-}
-
 // A request inside the engine.
 struct Req {
     std::int64_t max_new = 0;     // max_new_tokens after SGLang's clamp to the pool
@@ -137,10 +130,10 @@ std::vector<Segment> Engine::segments_of(std::size_t r) const {
         for (std::uint64_t key : s.content_keys) {
             const std::int64_t n = std::min(s.key_block_tokens, s.input_tokens - shared);
             if (n <= 0) break;
-            segs.push_back(Segment{mix(key, static_cast<std::uint64_t>(n)), n});
+            segs.push_back(Segment{mix_keys(key, static_cast<std::uint64_t>(n)), n});
             shared += n;
         }
-    segs.push_back(Segment{mix(0x5bd1e995ULL + r, 0x2545f4914f6cdd1dULL), s.input_tokens + q_[r].max_new - shared});
+    segs.push_back(Segment{mix_keys(0x5bd1e995ULL + r, 0x2545f4914f6cdd1dULL), s.input_tokens + q_[r].max_new - shared});
     return segs;
 }
 
