@@ -129,6 +129,39 @@ TEST_CASE("SGLang's new_token_ratio reservation refuses a prompt that vLLM's fre
     CHECK(simulate_sglang(w, c, constant(1.0), true).requests[1].scheduled_s == Approx(1.0));
 }
 
+TEST_CASE("SGLang retracts the request with the fewest output tokens and raises new_token_ratio from what is left") {
+    // 1,000 tokens, passes of 1 s. A (10 + 700) and D (10 + 2) arrive at 0:
+    // A needs 710 < 1,000, D 12 < 1,000 - 710: one prefill pass [0, 1]; D
+    // ends after one decode. B (10 + 400) arrives at 300, when A has 300
+    // tokens and the ratio has decayed 299 passes: 0.7 - 299 x 0.602 / 600
+    // = 0.400; B needs 410 < free 680 + evictable 11 (D's cached tokens)
+    // - 400 x 0.400 = 531: admitted, prefilled [300, 301]. Then each decode
+    // pass takes a slot for each: free 670 - 2k before pass k, D's 11
+    // evicted at k = 335, and at k = 340 (t = 641) one slot is left: B, with
+    // 341 output tokens against A's 640, is retracted (its 340 decoded
+    // slots freed; its 10-token prompt stays cached) and the ratio becomes
+    // (640 + 20) / 700 = 0.943. B then needs 341 + 59 = 400 against
+    // 340 + 10 - 59 x 0.943 = 294: refused, the batch full until A ends at
+    // 701. B is prefilled again [701, 702] (341 tokens, its prompt a hit)
+    // and decodes its last 58 tokens: 760.
+    SglangConfig c;
+    c.max_total_tokens = 1000;
+    Workload w;
+    w.requests.push_back(SimRequest{0.0, 10, 700, {}, 0});
+    w.requests.push_back(SimRequest{0.0, 10, 2, {}, 0});
+    w.requests.push_back(SimRequest{300.0, 10, 400, {}, 0});
+    const SimRun run = simulate_sglang(w, c, constant(1.0), true);
+    CHECK(run.requests[1].finish_s == Approx(2.0));
+    CHECK(run.requests[2].scheduled_s == Approx(300.0));
+    CHECK(run.requests[0].preemptions == 0);
+    CHECK(run.requests[2].preemptions == 1);
+    CHECK(run.preemptions == 1);
+    CHECK(run.recomputed_tokens == 341);
+    CHECK(run.requests[0].finish_s == Approx(701.0));
+    CHECK(run.requests[2].finish_s == Approx(760.0));
+    CHECK(run.steps == 760);
+}
+
 TEST_CASE("a small SGLang pool retracts decodes on the Azure conversation trace and serves every request") {
     // 400 requests replayed 20x faster over 20,000 tokens: admission reserves
     // only new_token_ratio of the outputs, the ratio decays, decodes outgrow
