@@ -40,6 +40,8 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
         ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
     cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp16|bf16|fp8|int8|int4|q8_0|q4_0|q4_k_m");
+    cmd->add_option("--schedule-policy", o.schedule_policy, "sglang: fcfs|lpm (SGLang's --schedule-policy, default fcfs)")
+        ->check(CLI::IsMember({"fcfs", "lpm"}));
     cmd->add_flag("--no-prefix-caching", o.no_prefix_caching, "turn prefix caching off (vLLM's automatic prefix caching, SGLang's radix cache)");
     cmd->add_option("--trace", o.trace, "replay this trace: a file (Azure CSV, Mooncake JSONL, JSONL with arrival_time, arrival_s CSV) or a bundled one: azure-2023-conv, azure-2023-code");
     cmd->add_option("--trace-format", o.trace_format, "auto|azure|mooncake|jsonl|csv")->check(CLI::IsMember({"auto", "azure", "mooncake", "jsonl", "csv"}));
@@ -200,7 +202,9 @@ SglangConfig sglang_config(const SimulateOptions& o, const ModelSpec& model, con
     c.chunked_prefill_size = p.max_batched_tokens;
     c.max_running_requests = o.max_num_seqs > 0 ? o.max_num_seqs : sglang_default_max_running_requests(c.max_total_tokens, c.context_len);
     c.radix_cache = !o.no_prefix_caching;
+    c.policy = o.schedule_policy == "lpm" ? SglangPolicy::Lpm : SglangPolicy::Fcfs;
     r.engine = "sglang";
+    r.schedule_policy = o.schedule_policy;
     r.config.num_gpu_blocks = c.max_total_tokens;
     r.config.block_size = 1;
     r.config.max_num_seqs = c.max_running_requests;
@@ -237,6 +241,7 @@ std::string run_simulate(const SimulateOptions& o) {
     const Workload w = make_workload(o, r.workload);
     SglangConfig sglang;
     if (o.engine == "sglang") sglang = sglang_config(o, model, gpu, r);
+    else if (o.schedule_policy != "fcfs") usage_error("--schedule-policy " + o.schedule_policy + " is SGLang's: pass --engine sglang (vLLM's scheduler here is first come first served)");
     else r.config = engine_config(o, model, gpu, r.max_model_len, r.pool_source);
     refuse_long_requests(w, r.max_model_len, o.trace.empty() ? "the synthetic workload" : o.trace, o.engine == "sglang");
     if (!o.slo.empty()) r.slo = parse_slo(o.slo);

@@ -18,6 +18,7 @@ namespace kvplan {
 
 struct SimulateOptions {
     std::string engine = "vllm";  // vllm|sglang
+    std::string schedule_policy = "fcfs";  // sglang: fcfs|lpm
     ModelOptions model;
     GpuOptions gpu;
     EfficiencyOptions efficiency;

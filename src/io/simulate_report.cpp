@@ -40,10 +40,11 @@ std::string render_simulate_table(const SimulateResult& r) {
     const SimSummary& s = r.summary;
     std::string out = fmt::format("kvplan simulate: {} on {}\n", r.model_label, r.gpu_name);
     if (r.engine == "sglang")
-        out += fit_line(fmt::format("SGLang's scheduler; workload {}; KV pool {} tokens ({}); max_running_requests {}, "
+        out += fit_line(fmt::format("SGLang's scheduler ({}); workload {}; KV pool {} tokens ({}); max_running_requests {}, "
                                     "chunked_prefill_size {}, radix cache {}",
-                                    r.workload, group_digits(r.config.num_gpu_blocks), r.pool_source, r.config.max_num_seqs,
-                                    group_digits(r.config.max_num_batched_tokens), r.config.prefix_caching ? "on" : "off"),
+                                    r.schedule_policy, r.workload, group_digits(r.config.num_gpu_blocks), r.pool_source,
+                                    r.config.max_num_seqs, group_digits(r.config.max_num_batched_tokens),
+                                    r.config.prefix_caching ? "on" : "off"),
                         Width::Fit);
     else
         out += fit_line(fmt::format("workload {}; KV pool {} blocks of {} tokens ({}); max_num_seqs {}, max_num_batched_tokens {}, "
@@ -80,6 +81,7 @@ std::string render_simulate_json(const SimulateResult& r) {
     const SimSummary& s = r.summary;
     nlohmann::ordered_json j;
     j["engine"] = r.engine;
+    j["schedule_policy"] = r.schedule_policy;
     j["requests"] = s.requests;
     j["completed"] = s.completed;
     j["rejected"] = s.rejected;

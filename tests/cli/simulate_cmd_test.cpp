@@ -155,10 +155,24 @@ TEST_CASE("simulate --engine sglang runs SGLang's scheduler over the token pool 
     auto t = kvplan_run({"simulate", "--engine", "sglang", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace",
                          kTraces + "azure_2023_code.csv", "--limit", "300", "--num-gpu-blocks", "50000"});
     REQUIRE(t.code == 0);
-    CHECK(t.out.find("SGLang's scheduler") != std::string::npos);
-    CHECK(t.out.find("KV pool 50,000 tokens (--num-gpu-blocks)") != std::string::npos);
+    std::string flat = t.out;  // the header wraps at spaces, where the path's length puts it
+    std::replace(flat.begin(), flat.end(), '\n', ' ');
+    CHECK(flat.find("SGLang's scheduler (fcfs)") != std::string::npos);
+    CHECK(flat.find("KV pool 50,000 tokens (--num-gpu-blocks)") != std::string::npos);
     std::istringstream lines(t.out);
     for (std::string line; std::getline(lines, line);) CHECK(line.size() <= 100);
+    // --schedule-policy is SGLang's: lpm runs with it and is refused without it.
+    auto lpm = kvplan_run({"simulate", "--engine", "sglang", "--schedule-policy", "lpm", "--model", "llama-3.1-8b", "--gpu",
+                           "h100-sxm", "--trace", kTraces + "mooncake_conversation.jsonl", "--limit", "100", "--max-model-len",
+                           "131072", "--json"});
+    REQUIRE(lpm.code == 0);
+    CHECK(nlohmann::json::parse(lpm.out)["schedule_policy"] == "lpm");
+    CHECK(nlohmann::json::parse(lpm.out)["completed"] == 100);
+    auto vllm_lpm = kvplan_run({"simulate", "--schedule-policy", "lpm", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace",
+                                kTraces + "azure_2023_code.csv", "--limit", "10"});
+    CHECK(vllm_lpm.code == 2);
+    CHECK(vllm_lpm.out.empty());
+    CHECK(vllm_lpm.err.find("--schedule-policy lpm") != std::string::npos);
     // SGLang's --page-size other than 1 is refused, with one line naming the flag.
     auto bad = kvplan_run({"simulate", "--engine", "sglang", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace",
                            kTraces + "azure_2023_code.csv", "--block-size", "16"});

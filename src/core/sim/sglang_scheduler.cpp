@@ -1,6 +1,7 @@
 #include "core/sim/sglang_scheduler.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <deque>
 #include <stdexcept>
@@ -21,6 +22,11 @@ constexpr std::int64_t kRetractDecodeSteps = 20;
 constexpr double kInitNewTokenRatio = 0.7;
 constexpr double kMinNewTokenRatioFactor = 0.14;
 constexpr double kNewTokenRatioDecaySteps = 600;
+// schedule_policy.py: LPM falls back to FCFS past 128 waiting requests, and
+// IN_BATCH_PREFIX_CACHING_CHECK_THRESHOLD / _DEPRIORITIZE_THRESHOLD.
+constexpr std::size_t kLpmMaxQueue = 128;
+constexpr std::int64_t kInBatchCheckTokens = 32;
+constexpr std::int64_t kInBatchDeprioritizeTokens = 32;
 
 // A request inside the engine.
 struct Req {
@@ -62,6 +68,7 @@ private:
     void admit_arrival(std::size_t r);
     // get_new_batch_prefill with its PrefillAdder: fills batch_, or leaves it empty.
     void schedule_prefill();
+    void sort_longest_prefix();
     AddResult add_one_req(std::size_t r);
     void add_chunked_req();
     AddResult budget_state() const;
@@ -265,6 +272,24 @@ AddResult Engine::add_one_req(std::size_t r) {
     return budget_state();
 }
 
+// SchedulePolicy.calc_priority with lpm: _compute_prefix_matches, then
+// _sort_by_longest_prefix (a stable sort, as Python's).
+void Engine::sort_longest_prefix() {
+    RadixCache queued;  // waiting_queue_radix_tree, rebuilt every pass
+    std::vector<std::pair<std::int64_t, std::size_t>> keyed;
+    for (std::size_t r : waiting_) {
+        const std::int64_t cached = tree_.match(q_[r].segments, fill(r) - 1).tokens;
+        std::int64_t key = -cached;
+        if (cached <= kInBatchCheckTokens) {
+            if (queued.match(q_[r].segments, fill(r)).tokens >= kInBatchDeprioritizeTokens) key = INT64_MAX;
+            else queued.insert(q_[r].segments, fill(r));
+        }
+        keyed.push_back({key, r});
+    }
+    std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (std::size_t i = 0; i < keyed.size(); ++i) waiting_[i] = keyed[i].second;
+}
+
 void Engine::schedule_prefill() {
     batch_.clear();
     if ((batch_is_full_ || waiting_.empty()) && chunked_ < 0) return;
@@ -273,6 +298,7 @@ void Engine::schedule_prefill() {
         batch_is_full_ = true;
         return;
     }
+    if (c_.policy == SglangPolicy::Lpm && c_.radix_cache && waiting_.size() <= kLpmMaxQueue) sort_longest_prefix();
     // Running requests reserve what they may still decode, scaled by the ratio.
     rem_total_offset_ = 0;
     for (std::size_t r : running_)

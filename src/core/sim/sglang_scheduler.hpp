@@ -1,7 +1,8 @@
 // One SGLang engine replaying a workload, forward pass by forward pass, over
 // a pool of KV token slots (page size 1) with its radix prefix cache. The
 // loop is Scheduler.get_next_batch_to_run (python/sglang/srt/managers/
-// scheduler.py) with the default server arguments (no mixed chunk, FCFS):
+// scheduler.py) with the default server arguments (no mixed chunk, FCFS or
+// longest prefix match):
 //   - a pass is either a prefill batch or a decode batch of every running
 //     request, never both; a prefill batch runs whenever one can be formed;
 //   - the prefill batch (get_new_batch_prefill, PrefillAdder in
@@ -34,6 +35,13 @@
 
 namespace kvplan {
 
+// --schedule-policy (schedule_policy.py): first come first served, or
+// longest prefix match (the queue sorted by cached prefix when at most 128
+// wait; a request with at most 32 cached tokens that shares 32 or more with
+// one ahead of it in the queue goes last, so that the other fills the cache
+// first).
+enum class SglangPolicy { Fcfs, Lpm };
+
 struct SglangConfig {
     std::int64_t max_total_tokens = 0;       // the token pool (max_total_num_tokens)
     std::int64_t context_len = 0;            // the model's context length (0: the pool's)
@@ -42,6 +50,7 @@ struct SglangConfig {
     std::int64_t max_prefill_tokens = 16384;
     double schedule_conservativeness = 1.0;  // scales the initial new_token_ratio
     bool radix_cache = true;                 // false: --disable-radix-cache
+    SglangPolicy policy = SglangPolicy::Fcfs;  // lpm without the radix cache is fcfs
 };
 
 // SGLang's max_running_requests when none is given (model_runner.py,

@@ -251,6 +251,48 @@ TEST_CASE("on the Mooncake trace at its own pace a small SGLang pool shares, evi
     expect_causal(a);
 }
 
+TEST_CASE("SGLang's lpm policy admits the longest cached prefix first and holds back a request that would share an uncached one") {
+    // One request at a time (max_running_requests 1), passes of 1 s, each
+    // request a prefill and one decode. X (blocks 7, 8) runs first and is
+    // cached. At 10, P (block 9), Q (7, 8, 5) and R (7) arrive: fcfs serves
+    // P, Q, R at 10, 12, 14; lpm sorts by cached prefix, Q (1,024) then R
+    // (512) then P (0): 10, 12, 14 for Q, R, P.
+    Workload w;
+    w.requests = {SimRequest{0, 1024, 2, {7, 8}, 512}, SimRequest{10, 600, 2, {9}, 512}, SimRequest{10, 1500, 2, {7, 8, 5}, 512},
+                  SimRequest{10, 700, 2, {7}, 512}};
+    SglangConfig c;
+    c.max_total_tokens = 100'000;
+    c.max_running_requests = 1;
+    const SimRun fcfs = simulate_sglang(w, c, constant(1.0), true);
+    CHECK(fcfs.requests[1].scheduled_s == 10);
+    CHECK(fcfs.requests[2].scheduled_s == 12);
+    CHECK(fcfs.requests[3].scheduled_s == 14);
+    c.policy = SglangPolicy::Lpm;
+    const SimRun lpm = simulate_sglang(w, c, constant(1.0), true);
+    CHECK(lpm.requests[2].scheduled_s == 10);
+    CHECK(lpm.requests[2].cached_tokens == 1024);
+    CHECK(lpm.requests[3].scheduled_s == 12);
+    CHECK(lpm.requests[3].cached_tokens == 512);
+    CHECK(lpm.requests[1].scheduled_s == 14);
+    // In-batch prefix caching: S1, S2 (both block 40, uncached) and S3
+    // (block 41) arrive together, two may run. lpm holds S2 back (it would
+    // share 512 >= 32 tokens with S1 ahead of it, having cached 0 <= 32) and
+    // runs S1 and S3; S2 then finds S1's block cached. fcfs runs S1 and S2
+    // together, neither cached.
+    Workload s;
+    s.requests = {SimRequest{0, 600, 2, {40}, 512}, SimRequest{0, 600, 2, {40}, 512}, SimRequest{0, 600, 2, {41}, 512}};
+    c.max_running_requests = 2;
+    const SimRun held = simulate_sglang(s, c, constant(1.0), true);
+    CHECK(held.requests[2].scheduled_s == 0);
+    CHECK(held.requests[1].scheduled_s == 2);
+    CHECK(held.requests[1].cached_tokens == 512);
+    c.policy = SglangPolicy::Fcfs;
+    const SimRun together = simulate_sglang(s, c, constant(1.0), true);
+    CHECK(together.requests[1].scheduled_s == 0);
+    CHECK(together.requests[1].cached_tokens == 0);
+    CHECK(together.requests[2].scheduled_s == 2);
+}
+
 TEST_CASE("the radix cache splits where a match ends and evicts unlocked leaves, least recently used first") {
     RadixCache t;
     const std::vector<Segment> x{{1, 4}, {2, 4}}, y{{1, 4}, {3, 4}};
