@@ -12,6 +12,7 @@
 #include "core/digits.hpp"
 #include "core/model/config_parts.hpp"
 #include "core/model/weight_format.hpp"
+#include "core/sim/sglang_scheduler.hpp"
 #include "core/sim/synthetic.hpp"
 #include "io/file_writer.hpp"
 #include "io/simulate_report.hpp"
@@ -20,26 +21,29 @@
 namespace kvplan {
 
 CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
-    CLI::App* cmd = app.add_subcommand("simulate", "replay traffic through a vLLM-style continuous-batching simulator: latency percentiles, goodput, KV usage");
+    CLI::App* cmd = app.add_subcommand("simulate", "replay traffic through a continuous-batching simulator (vLLM's or SGLang's scheduler): latency percentiles, goodput, KV usage");
+    cmd->add_option("--engine", o.engine, "vllm|sglang: whose scheduler and KV pool (default vllm)")->check(CLI::IsMember({"vllm", "sglang"}));
     add_model_options(*cmd, o.model);
     add_gpu_options(*cmd, o.gpu);
     add_efficiency_options(*cmd, o.efficiency);
     const auto count = CLI::Range(std::int64_t{1}, std::int64_t{100'000'000});
     cmd->add_option("--tp", o.tp, "tensor-parallel ranks")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
-    cmd->add_option("--max-num-seqs", o.max_num_seqs, "sequences per step (default: vLLM's for the device)")->check(count);
-    cmd->add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "tokens per step (default: vLLM's)")
+    cmd->add_option("--max-num-seqs", o.max_num_seqs, "sequences per step (default: vLLM's for the device; sglang: --max-running-requests)")->check(count);
+    cmd->add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "tokens per step (default: vLLM's; sglang: --chunked-prefill-size)")
         ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--long-prefill-token-threshold", o.long_prefill_threshold, "cap on one request's prefill chunk (0: none)")
         ->transform(token_count())->check(CLI::Range(std::int64_t{0}, kMaxTokens));
-    cmd->add_option("--block-size", o.block_size, "tokens per KV block (default 16)")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
-    cmd->add_option("--num-gpu-blocks", o.num_gpu_blocks, "KV blocks, replacing the computed pool (vLLM's num_gpu_blocks_override)")->check(count);
-    cmd->add_option("--mem-util", o.mem_util, "vLLM gpu_memory_utilization (default 0.90)")->check(finite_range(0.01, 1.0));
+    cmd->add_option("--block-size", o.block_size, "tokens per KV block (default 16; sglang: --page-size, 1 only)")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+    cmd->add_option("--num-gpu-blocks", o.num_gpu_blocks, "KV blocks, replacing the computed pool (vLLM's num_gpu_blocks_override; with sglang tokens, as --max-total-tokens)")->check(count);
+    cmd->add_option("--mem-util", o.mem_util, "vLLM gpu_memory_utilization (default 0.90), SGLang mem_fraction_static (default by TP)")->check(finite_range(0.01, 1.0));
     cmd->add_option("--vllm-version", o.vllm_version, "the vLLM release whose start-up profile sizes the pool (e.g. 0.19.0; see concurrency)");
-    cmd->add_option("--max-model-len", o.max_model_len, "vLLM max_model_len (default: the model's)")
+    cmd->add_option("--max-model-len", o.max_model_len, "vLLM max_model_len, SGLang context_length (default: the model's)")
         ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
     cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp16|bf16|fp8|int8|int4|q8_0|q4_0|q4_k_m");
-    cmd->add_flag("--no-prefix-caching", o.no_prefix_caching, "turn vLLM's automatic prefix caching off");
+    cmd->add_option("--schedule-policy", o.schedule_policy, "sglang: fcfs|lpm (SGLang's --schedule-policy, default fcfs)")
+        ->check(CLI::IsMember({"fcfs", "lpm"}));
+    cmd->add_flag("--no-prefix-caching", o.no_prefix_caching, "turn prefix caching off (vLLM's automatic prefix caching, SGLang's radix cache)");
     cmd->add_option("--trace", o.trace, "replay this trace: a file (Azure CSV, Mooncake JSONL, JSONL with arrival_time, arrival_s CSV) or a bundled one: azure-2023-conv, azure-2023-code");
     cmd->add_option("--trace-format", o.trace_format, "auto|azure|mooncake|jsonl|csv")->check(CLI::IsMember({"auto", "azure", "mooncake", "jsonl", "csv"}));
     cmd->add_option("--time-scale", o.time_scale, "replay the trace this many times faster")->check(finite_range(1e-6, 1e6));
@@ -62,7 +66,8 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
         "  kvplan simulate --model llama-3.1-8b --gpu h100-sxm --trace azure-2023-conv --limit 2000 \\\n"
         "      --slo ttft=2s,tpot=50ms\n"
         "  kvplan simulate --model llama-3.1-8b --gpu l40s --rate 5 --requests 1000 --input-len lognormal:1000,0.8 \\\n"
-        "      --output-len uniform:50-400 --seed 1");
+        "      --output-len uniform:50-400 --seed 1\n"
+        "  kvplan simulate --engine sglang --model llama-3.1-8b --gpu h100-sxm --trace azure-2023-conv --limit 2000");
     return cmd;
 }
 
@@ -177,12 +182,51 @@ SchedulerConfig engine_config(const SimulateOptions& o, const ModelSpec& model, 
     return c;
 }
 
-void refuse_long_requests(const Workload& w, std::int64_t max_model_len, const std::string& source) {
+// SGLang's pool in tokens and its scheduler's defaults (concurrency --engine
+// sglang computes the pool and chunked_prefill_size); r.config gets the same
+// figures for the report (blocks are token slots there).
+SglangConfig sglang_config(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu, SimulateResult& r) {
+    if (o.block_size > 1)
+        usage_error("--block-size " + std::to_string(o.block_size) + ": with --engine sglang it is SGLang's --page-size, and only page size 1 (SGLang's default) is simulated");
+    if (o.long_prefill_threshold > 0) usage_error("--long-prefill-token-threshold is vLLM's; with --engine sglang prompts are chunked by --max-num-batched-tokens (SGLang's --chunked-prefill-size)");
+    CapacityInputs in;
+    in.gpu = gpu;
+    in.engine = Engine::Sglang;
+    in.tp = o.tp;
+    if (o.mem_util > 0) in.mem_util = o.mem_util;
+    in.kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
+    if (o.max_model_len > 0) in.max_model_len = o.max_model_len;
+    if (o.max_num_batched_tokens > 0) in.max_batched_tokens = o.max_num_batched_tokens;
+    in.longest_lengths = false;
+    const CapacityPlan p = plan_capacity(model, in);
+    SglangConfig c;
+    c.max_total_tokens = o.num_gpu_blocks > 0 ? o.num_gpu_blocks : p.kv_cache_tokens.value_or(0);
+    if (c.max_total_tokens <= 0) usage_error("the model leaves no KV cache memory on " + gpu.name + " (see kvplan concurrency --engine sglang)");
+    c.context_len = p.max_model_len;
+    c.chunked_prefill_size = p.max_batched_tokens;
+    c.max_running_requests = o.max_num_seqs > 0 ? o.max_num_seqs : sglang_default_max_running_requests(c.max_total_tokens, c.context_len);
+    c.radix_cache = !o.no_prefix_caching;
+    c.policy = o.schedule_policy == "lpm" ? SglangPolicy::Lpm : SglangPolicy::Fcfs;
+    r.engine = "sglang";
+    r.schedule_policy = o.schedule_policy;
+    r.config.num_gpu_blocks = c.max_total_tokens;
+    r.config.block_size = 1;
+    r.config.max_num_seqs = c.max_running_requests;
+    r.config.max_num_batched_tokens = c.chunked_prefill_size;
+    r.config.prefix_caching = c.radix_cache;
+    r.pool_source = o.num_gpu_blocks > 0 ? "--num-gpu-blocks" : "SGLang's max_total_num_tokens on this device";
+    r.max_model_len = p.max_model_len;
+    return c;
+}
+
+// vLLM refuses such a request; SGLang cuts its max_new_tokens to fit the
+// context, which would change the workload: both are refused here.
+void refuse_long_requests(const Workload& w, std::int64_t max_model_len, const std::string& source, bool sglang) {
     for (std::size_t i = 0; i < w.requests.size(); ++i)
         if (w.requests[i].input_tokens + w.requests[i].output_tokens > max_model_len)
             data_error(source + ": request " + std::to_string(i + 1) + ": " + std::to_string(w.requests[i].input_tokens) + " + " +
                        std::to_string(w.requests[i].output_tokens) + " tokens exceed max_model_len " + std::to_string(max_model_len) +
-                       " (vLLM refuses it; raise --max-model-len or --limit the trace)");
+                       (sglang ? " (SGLang would cut its output to fit; " : " (vLLM refuses it; ") + "raise --max-model-len or --limit the trace)");
 }
 
 }  // namespace
@@ -208,14 +252,23 @@ std::string run_simulate(const SimulateOptions& o) {
         share_system_prompt(w, o.prefix_tokens);
         r.workload += fmt::format(", a {}-token system prompt shared", group_digits(o.prefix_tokens));
     }
-    r.config = engine_config(o, model, gpu, r.max_model_len, r.pool_source);
-    refuse_long_requests(w, r.max_model_len, o.trace.empty() ? "the synthetic workload" : o.trace);
+    SglangConfig sglang;
+    if (o.engine == "sglang") {
+        if (!o.vllm_version.empty()) usage_error("--vllm-version applies to --engine vllm only");
+        sglang = sglang_config(o, model, gpu, r);
+    } else if (o.schedule_policy != "fcfs") {
+        usage_error("--schedule-policy " + o.schedule_policy + " is SGLang's: pass --engine sglang (vLLM's scheduler here is first come first served)");
+    } else {
+        r.config = engine_config(o, model, gpu, r.max_model_len, r.pool_source);
+    }
+    refuse_long_requests(w, r.max_model_len, o.trace.empty() ? "the synthetic workload" : o.trace, o.engine == "sglang");
     if (!o.slo.empty()) r.slo = parse_slo(o.slo);
 
     const CostModel cost = make_cost_model(CostModelInputs{&model, gpu, parse_weight_format("--weights-dtype", o.weights_dtype),
                                                            parse_dtype_flag("--kv-dtype", o.kv_dtype), o.tp, efficiency,
                                                            std::nullopt});
-    r.run = simulate(w, r.config, [&](const std::vector<SeqWork>& seqs) { return mixed_step(cost, seqs).total_s; });
+    const StepPricer price = [&](const std::vector<SeqWork>& seqs) { return mixed_step(cost, seqs).total_s; };
+    r.run = o.engine == "sglang" ? simulate_sglang(w, sglang, price) : simulate(w, r.config, price);
     r.summary = summarise(r.run, r.slo);
 
     if (!o.requests_csv.empty()) write_file_atomically(o.requests_csv, render_requests_csv(r));

@@ -1,6 +1,8 @@
-// `kvplan simulate`: replay a trace or synthetic traffic through a vLLM V1
-// continuous-batching simulator (src/core/sim) over the KV pool `concurrency
-// --engine vllm` computes, each step priced by the roofline.
+// `kvplan simulate`: replay a trace or synthetic traffic through a
+// continuous-batching simulator (src/core/sim) with vLLM V1's scheduler over
+// the KV pool `concurrency --engine vllm` computes, or SGLang's over the
+// token pool `concurrency --engine sglang` computes, each pass priced by the
+// roofline.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +17,8 @@
 namespace kvplan {
 
 struct SimulateOptions {
+    std::string engine = "vllm";  // vllm|sglang
+    std::string schedule_policy = "fcfs";  // sglang: fcfs|lpm
     ModelOptions model;
     GpuOptions gpu;
     EfficiencyOptions efficiency;

@@ -26,7 +26,8 @@ std::string sentence(const SimulateResult& r) {
     std::string out = fmt::format("At {:.2f} requests/s, one {} serves {} of {} requests with p99 TTFT {:.2f} s and p99 TPOT {:.1f} ms",
                                   s.requests_per_s, r.gpu_name, group_digits(s.completed), group_digits(s.requests), s.ttft_s.p99,
                                   s.tpot_s.p99 * 1000);
-    out += s.preemptions > 0 ? fmt::format("; {} preemptions recomputed {} tokens", group_digits(s.preemptions), group_digits(s.recomputed_tokens))
+    out += s.preemptions > 0 ? fmt::format("; {} {} recomputed {} tokens", group_digits(s.preemptions), r.engine == "sglang" ? "retractions" : "preemptions",
+                                           group_digits(s.recomputed_tokens))
                              : "; nothing was preempted";
     if (s.rejected > 0) out += fmt::format("; {} requests never fit the KV pool", group_digits(s.rejected));
     if (s.slo_attainment) out += fmt::format("; {:.1f}% met every SLO (goodput {:.2f} requests/s)", *s.slo_attainment * 100, *s.goodput_requests_per_s);
@@ -38,11 +39,19 @@ std::string sentence(const SimulateResult& r) {
 std::string render_simulate_table(const SimulateResult& r) {
     const SimSummary& s = r.summary;
     std::string out = fmt::format("kvplan simulate: {} on {}\n", r.model_label, r.gpu_name);
-    out += fit_line(fmt::format("workload {}; KV pool {} blocks of {} tokens ({}); max_num_seqs {}, max_num_batched_tokens {}, "
-                                "prefix caching {}",
-                                r.workload, group_digits(r.config.num_gpu_blocks), r.config.block_size, r.pool_source,
-                                r.config.max_num_seqs, group_digits(r.config.max_num_batched_tokens), r.config.prefix_caching ? "on" : "off"),
-                    Width::Fit);
+    if (r.engine == "sglang")
+        out += fit_line(fmt::format("SGLang's scheduler ({}); workload {}; KV pool {} tokens ({}); max_running_requests {}, "
+                                    "chunked_prefill_size {}, radix cache {}",
+                                    r.schedule_policy, r.workload, group_digits(r.config.num_gpu_blocks), r.pool_source,
+                                    r.config.max_num_seqs, group_digits(r.config.max_num_batched_tokens),
+                                    r.config.prefix_caching ? "on" : "off"),
+                        Width::Fit);
+    else
+        out += fit_line(fmt::format("workload {}; KV pool {} blocks of {} tokens ({}); max_num_seqs {}, max_num_batched_tokens {}, "
+                                    "prefix caching {}",
+                                    r.workload, group_digits(r.config.num_gpu_blocks), r.config.block_size, r.pool_source,
+                                    r.config.max_num_seqs, group_digits(r.config.max_num_batched_tokens), r.config.prefix_caching ? "on" : "off"),
+                        Width::Fit);
     out += "\n";
     Table t({"latency (ms)", "mean", "p50", "p90", "p99", "max"});
     add_row(t, "TTFT", s.ttft_s);
@@ -57,9 +66,10 @@ std::string render_simulate_table(const SimulateResult& r) {
     k.add({"simulated duration", fmt::format("{:.1f} s ({} engine steps)", s.duration_s, group_digits(s.steps))});
     k.add({"throughput", fmt::format("{:.2f} req/s, {:.0f} input + {:.0f} output tokens/s", s.requests_per_s, s.input_tokens_per_s,
                                      s.output_tokens_per_s)});
-    k.add({"preemptions", fmt::format("{} ({} tokens recomputed)", group_digits(s.preemptions), group_digits(s.recomputed_tokens))});
+    k.add({r.engine == "sglang" ? "retractions" : "preemptions", fmt::format("{} ({} tokens recomputed)", group_digits(s.preemptions), group_digits(s.recomputed_tokens))});
     k.add({"prefix cache hit rate", fmt::format("{:.1f}% of prompt tokens", s.prefix_cache_hit_rate * 100)});
-    k.add({"peak KV cache usage", fmt::format("{:.1f}% of {} blocks", s.kv_peak_usage * 100, group_digits(s.kv_blocks_total))});
+    k.add({"peak KV cache usage", fmt::format("{:.1f}% of {} {}", s.kv_peak_usage * 100, group_digits(s.kv_blocks_total),
+                                              r.engine == "sglang" ? "tokens" : "blocks")});
     if (s.goodput_requests_per_s)
         k.add({"goodput", fmt::format("{:.2f} req/s ({:.1f}% of requests met every SLO)", *s.goodput_requests_per_s, *s.slo_attainment * 100)});
     out += k.render_text();
@@ -70,6 +80,8 @@ std::string render_simulate_table(const SimulateResult& r) {
 std::string render_simulate_json(const SimulateResult& r) {
     const SimSummary& s = r.summary;
     nlohmann::ordered_json j;
+    j["engine"] = r.engine;
+    j["schedule_policy"] = r.schedule_policy;
     j["requests"] = s.requests;
     j["completed"] = s.completed;
     j["rejected"] = s.rejected;

@@ -10,6 +10,8 @@
 namespace kvplan {
 
 struct SimulateResult {
+    std::string engine = "vllm";  // whose scheduler: vllm|sglang (config then holds SGLang's figures)
+    std::string schedule_policy = "fcfs";
     std::string model_label;
     std::string gpu_name;
     std::string workload;        // "trace.csv (19,366 requests)" or "Poisson 5 req/s, 1,000 requests"

@@ -88,6 +88,11 @@ TEST_CASE("prefix tokens: a shared system prompt hits the prefix cache in whole 
                          "--input-len", "fixed:2000", "--output-len", "fixed:8", "--prefix-tokens", "1000", "--json"});
     REQUIRE(r.code == 0);
     CHECK(nlohmann::json::parse(r.out)["prefix_cache_hit_rate"].get<double>() == Approx(0.4464));
+    // SGLang's radix cache matches to the token: 9 x 1,000 / 20,000 = 0.45.
+    auto g = kvplan_run({"simulate", "--engine", "sglang", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--concurrency", "1", "--requests",
+                         "10", "--input-len", "fixed:2000", "--output-len", "fixed:8", "--prefix-tokens", "1000", "--json"});
+    REQUIRE(g.code == 0);
+    CHECK(nlohmann::json::parse(g.out)["prefix_cache_hit_rate"].get<double>() == Approx(0.45));
     auto m = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", kTraces + "mooncake_conversation.jsonl",
                          "--limit", "10", "--prefix-tokens", "1000"});
     CHECK(m.code == 2);
@@ -166,4 +171,53 @@ TEST_CASE("replaying a measured vLLM 0.19 run on an RTX 4090: every request comp
     CHECK(j["completed"] == 300);
     CHECK(j["tpot_s"]["mean"].get<double>() == Approx(0.0324).epsilon(0.10));
     CHECK(j["e2e_s"]["mean"].get<double>() == Approx(86.58).epsilon(0.20));
+}
+
+TEST_CASE("simulate --engine sglang runs SGLang's scheduler over the token pool concurrency --engine sglang computes") {
+    auto pool = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "sglang", "--json"});
+    REQUIRE(pool.code == 0);
+    const std::int64_t tokens = nlohmann::json::parse(pool.out)["kv_cache_tokens"].get<std::int64_t>();
+    const std::vector<std::string> args{"simulate", "--engine", "sglang", "--model", "llama-3.1-8b", "--gpu", "h100-sxm",
+                                        "--trace", kTraces + "azure_2023_code.csv", "--limit", "300", "--json"};
+    auto a = kvplan_run(args), b = kvplan_run(args);
+    REQUIRE(a.code == 0);
+    CHECK(a.out == b.out);
+    const auto j = nlohmann::json::parse(a.out);
+    CHECK(j["engine"] == "sglang");
+    CHECK(j["completed"] == 300);
+    CHECK(j["kv_blocks_total"] == tokens);  // token slots: pages of one token
+    CHECK(j["block_size_tokens"] == 1);
+    auto vllm = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", kTraces + "azure_2023_code.csv",
+                            "--limit", "300", "--json"});
+    REQUIRE(vllm.code == 0);
+    CHECK(nlohmann::json::parse(vllm.out)["engine"] == "vllm");
+    // The table says whose scheduler ran, within 100 columns.
+    auto t = kvplan_run({"simulate", "--engine", "sglang", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace",
+                         kTraces + "azure_2023_code.csv", "--limit", "300", "--num-gpu-blocks", "50000"});
+    REQUIRE(t.code == 0);
+    std::string flat = t.out;  // the header wraps at spaces, where the path's length puts it
+    std::replace(flat.begin(), flat.end(), '\n', ' ');
+    CHECK(flat.find("SGLang's scheduler (fcfs)") != std::string::npos);
+    CHECK(flat.find("KV pool 50,000 tokens (--num-gpu-blocks)") != std::string::npos);
+    std::istringstream lines(t.out);
+    for (std::string line; std::getline(lines, line);) CHECK(line.size() <= 100);
+    // --schedule-policy is SGLang's: lpm runs with it and is refused without it.
+    auto lpm = kvplan_run({"simulate", "--engine", "sglang", "--schedule-policy", "lpm", "--model", "llama-3.1-8b", "--gpu",
+                           "h100-sxm", "--trace", kTraces + "mooncake_conversation.jsonl", "--limit", "100", "--max-model-len",
+                           "131072", "--json"});
+    REQUIRE(lpm.code == 0);
+    CHECK(nlohmann::json::parse(lpm.out)["schedule_policy"] == "lpm");
+    CHECK(nlohmann::json::parse(lpm.out)["completed"] == 100);
+    auto vllm_lpm = kvplan_run({"simulate", "--schedule-policy", "lpm", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace",
+                                kTraces + "azure_2023_code.csv", "--limit", "10"});
+    CHECK(vllm_lpm.code == 2);
+    CHECK(vllm_lpm.out.empty());
+    CHECK(vllm_lpm.err.find("--schedule-policy lpm") != std::string::npos);
+    // SGLang's --page-size other than 1 is refused, with one line naming the flag.
+    auto bad = kvplan_run({"simulate", "--engine", "sglang", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace",
+                           kTraces + "azure_2023_code.csv", "--block-size", "16"});
+    CHECK(bad.code == 2);
+    CHECK(bad.out.empty());
+    CHECK(bad.err.find("--block-size 16") != std::string::npos);
+    CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
 }
