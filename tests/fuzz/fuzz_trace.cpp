@@ -1,6 +1,6 @@
 // libFuzzer target: the trace path `kvplan simulate --trace FILE` takes.
 // Bytes -> trace (io/trace_reader, every format, auto-detected) -> Workload
-// -> the vLLM scheduler over a small pool with a constant step, invariants
+// -> the vLLM or SGLang scheduler over a small pool with a constant step, invariants
 // checked after every step -> metrics. The reader must refuse every bad
 // line with a kvplan::Error; the scheduler must complete or reject every
 // request it is given. Anything else (a crash, a sanitizer report, a
@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/sim/metrics.hpp"
 #include "core/sim/scheduler.hpp"
+#include "core/sim/sglang_scheduler.hpp"
 #include "io/trace_reader.hpp"
 
 using namespace kvplan;
@@ -33,13 +34,25 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::int64_t tokens = 0;
     for (const SimRequest& r : w.requests) tokens += r.input_tokens / 64 + r.output_tokens;
     if (tokens > 200'000) return -1;
-    SchedulerConfig c;
-    c.num_gpu_blocks = 64 + static_cast<std::int64_t>(size % 512);  // small pools preempt and reject
-    c.block_size = 16;
-    c.max_num_seqs = 1 + static_cast<std::int64_t>(size % 64);
-    c.max_num_batched_tokens = 256 + static_cast<std::int64_t>(size % 4096);
-    c.prefix_caching = size % 3 != 0;
-    const SimRun run = simulate(w, c, [](const std::vector<SeqWork>& s) { return 0.01 + 1e-6 * static_cast<double>(s.size()); }, true);
+    const StepPricer price = [](const std::vector<SeqWork>& s) { return 0.01 + 1e-6 * static_cast<double>(s.size()); };
+    SimRun run;
+    if (size % 2 == 0) {
+        SchedulerConfig c;  // vLLM's scheduler
+        c.num_gpu_blocks = 64 + static_cast<std::int64_t>(size % 512);  // small pools preempt and reject
+        c.block_size = 16;
+        c.max_num_seqs = 1 + static_cast<std::int64_t>(size % 64);
+        c.max_num_batched_tokens = 256 + static_cast<std::int64_t>(size % 4096);
+        c.prefix_caching = size % 3 != 0;
+        run = simulate(w, c, price, true);
+    } else {
+        SglangConfig c;  // SGLang's, over a token pool
+        c.max_total_tokens = 1024 + static_cast<std::int64_t>(size % 8192);
+        c.max_running_requests = 1 + static_cast<std::int64_t>(size % 64);
+        c.chunked_prefill_size = size % 5 == 0 ? 0 : 256 + static_cast<std::int64_t>(size % 4096);
+        c.radix_cache = size % 3 != 0;
+        c.policy = size % 7 == 0 ? SglangPolicy::Lpm : SglangPolicy::Fcfs;
+        run = simulate_sglang(w, c, price, true);
+    }
     (void)summarise(run, Slo{2.0, 0.05, 30.0});
     return 0;
 }
