@@ -2,9 +2,55 @@
 
 namespace kvplan {
 
+BlockPool::HashIndex::HashIndex(std::int64_t entries) {
+    std::size_t capacity = 16;
+    int bits = 4;
+    while (capacity < 2 * static_cast<std::size_t>(entries)) {
+        capacity *= 2;
+        ++bits;
+    }
+    slots_.assign(capacity, Slot{});
+    mask_ = capacity - 1;
+    shift_ = 64 - bits;
+}
+
+std::optional<std::int64_t> BlockPool::HashIndex::find(std::uint64_t key) const {
+    for (std::size_t i = slot(key);; i = (i + 1) & mask_) {
+        if (slots_[i].block < 0) return std::nullopt;
+        if (slots_[i].key == key) return slots_[i].block;
+    }
+}
+
+bool BlockPool::HashIndex::insert(std::uint64_t key, std::int64_t block) {
+    std::size_t i = slot(key);
+    for (; slots_[i].block >= 0; i = (i + 1) & mask_)
+        if (slots_[i].key == key) return false;
+    slots_[i] = Slot{key, block};
+    ++size_;
+    return true;
+}
+
+// Backward-shift deletion (Knuth, TAOCP vol. 3, 6.4, algorithm R): entries
+// after the hole that probed past it move back, so no tombstones pile up.
+void BlockPool::HashIndex::erase(std::uint64_t key) {
+    std::size_t hole = slot(key);
+    while (slots_[hole].key != key || slots_[hole].block < 0) hole = (hole + 1) & mask_;
+    for (std::size_t j = (hole + 1) & mask_; slots_[j].block >= 0; j = (j + 1) & mask_) {
+        // The entry at j may fill the hole unless its home slot lies in (hole, j], cyclically.
+        const std::size_t home = slot(slots_[j].key);
+        const bool home_between = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+        if (!home_between) {
+            slots_[hole] = slots_[j];
+            hole = j;
+        }
+    }
+    slots_[hole].block = -1;
+    --size_;
+}
+
 BlockPool::BlockPool(std::int64_t blocks)
     : ref_(static_cast<std::size_t>(blocks), 0), prev_(static_cast<std::size_t>(blocks), -1),
-      next_(static_cast<std::size_t>(blocks), -1), hash_(static_cast<std::size_t>(blocks)) {
+      next_(static_cast<std::size_t>(blocks), -1), hash_(static_cast<std::size_t>(blocks)), by_hash_(blocks) {
     for (std::int64_t b = 0; b < blocks; ++b) push_tail(b);
 }
 
@@ -46,7 +92,7 @@ std::int64_t BlockPool::allocate() {
 
 void BlockPool::set_hash(std::int64_t block, std::uint64_t hash) {
     // A second block with content already cached stays uncached (vLLM keeps the first).
-    if (by_hash_.emplace(hash, block).second) hash_[static_cast<std::size_t>(block)] = hash;
+    if (by_hash_.insert(hash, block)) hash_[static_cast<std::size_t>(block)] = hash;
 }
 
 void BlockPool::release(std::int64_t block) {

@@ -7,7 +7,6 @@
 
 #include <cstdint>
 #include <optional>
-#include <unordered_map>
 #include <vector>
 
 namespace kvplan {
@@ -19,13 +18,10 @@ public:
     std::int64_t total() const { return static_cast<std::int64_t>(ref_.size()); }
     std::int64_t free_count() const { return free_count_; }
     std::int64_t used() const { return total() - free_count_; }
-    std::int64_t cached() const { return static_cast<std::int64_t>(by_hash_.size()); }
+    std::int64_t cached() const { return by_hash_.size(); }
 
     // The cached block holding this content, if any, without touching it.
-    std::optional<std::int64_t> find(std::uint64_t hash) const {
-        auto it = by_hash_.find(hash);
-        return it == by_hash_.end() ? std::nullopt : std::optional<std::int64_t>(it->second);
-    }
+    std::optional<std::int64_t> find(std::uint64_t hash) const { return by_hash_.find(hash); }
     bool is_free(std::int64_t block) const { return ref_[static_cast<std::size_t>(block)] == 0; }
     // One more reference to a cached block found with find() (taken out of
     // the free queue if it was free).
@@ -42,13 +38,38 @@ public:
     bool consistent() const;
 
 private:
+    // Content hash -> block, open addressing with linear probing: at most
+    // one entry per block, so a table of twice the blocks (a power of two)
+    // never fills or grows, and each lookup touches a cache line or two
+    // (a node-based map costs a cache miss and an allocation per block
+    // cached, which dominated a simulation's time).
+    class HashIndex {
+    public:
+        explicit HashIndex(std::int64_t entries);
+        std::optional<std::int64_t> find(std::uint64_t key) const;
+        bool insert(std::uint64_t key, std::int64_t block);  // false: the key is already there (nothing changes)
+        void erase(std::uint64_t key);                        // the key must be there
+        std::int64_t size() const { return size_; }
+
+    private:
+        std::size_t slot(std::uint64_t key) const { return static_cast<std::size_t>((key * 0x9e3779b97f4a7c15ULL) >> shift_); }
+        struct Slot {
+            std::uint64_t key = 0;
+            std::int64_t block = -1;  // -1: empty
+        };
+        std::vector<Slot> slots_;  // key and block side by side: one cache line per probe
+        std::size_t mask_ = 0;
+        int shift_ = 0;
+        std::int64_t size_ = 0;
+    };
+
     void unlink(std::int64_t b);
     void push_tail(std::int64_t b);
 
     std::vector<std::int64_t> ref_;
     std::vector<std::int64_t> prev_, next_;  // the free queue, -1 terminated
     std::vector<std::optional<std::uint64_t>> hash_;
-    std::unordered_map<std::uint64_t, std::int64_t> by_hash_;
+    HashIndex by_hash_;
     std::int64_t head_ = -1, tail_ = -1, free_count_ = 0;
 };
 
