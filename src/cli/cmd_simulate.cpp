@@ -12,6 +12,7 @@
 #include "core/digits.hpp"
 #include "core/model/config_parts.hpp"
 #include "core/model/weight_format.hpp"
+#include "core/sim/cluster.hpp"
 #include "core/sim/synthetic.hpp"
 #include "io/file_writer.hpp"
 #include "io/simulate_report.hpp"
@@ -50,6 +51,10 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
     cmd->add_option("--output-len", o.output_len, "synthetic output lengths, the same forms");
     cmd->add_option("--burstiness", o.burstiness, "synthetic: gamma shape of the gaps (1: Poisson)")->check(finite_range(1e-3, 1e3));
     cmd->add_option("--seed", o.seed, "synthetic: random seed (same seed, same output)");
+    cmd->add_option("--replicas", o.replicas, "engine instances behind a router, each with the whole KV pool (default 1)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}));
+    cmd->add_option("--router", o.router, "round-robin, or least-loaded (fewest outstanding requests)")
+        ->check(CLI::IsMember({"round-robin", "least-loaded"}));
     cmd->add_option("--slo", o.slo, "targets for goodput, e.g. ttft=2s,tpot=50ms,e2e=30s");
     cmd->add_flag("--json", o.json, "print JSON (schema: docs/simulate.md)");
     cmd->add_option("--requests-csv", o.requests_csv, "write one row per request to this file");
@@ -59,7 +64,8 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
         "  kvplan simulate --model llama-3.1-8b --gpu h100-sxm --trace azure-2023-conv --limit 2000 \\\n"
         "      --slo ttft=2s,tpot=50ms\n"
         "  kvplan simulate --model llama-3.1-8b --gpu l40s --rate 5 --requests 1000 --input-len lognormal:1000,0.8 \\\n"
-        "      --output-len uniform:50-400 --seed 1");
+        "      --output-len uniform:50-400 --seed 1\n"
+        "  kvplan simulate --model llama-3.1-8b --gpu h100-sxm --trace azure-2023-code --replicas 4 --router least-loaded");
     return cmd;
 }
 
@@ -202,7 +208,14 @@ std::string run_simulate(const SimulateOptions& o) {
     const CostModel cost = make_cost_model(CostModelInputs{&model, gpu, parse_weight_format("--weights-dtype", o.weights_dtype),
                                                            parse_dtype_flag("--kv-dtype", o.kv_dtype), o.tp, resolve_efficiency(o.efficiency),
                                                            std::nullopt});
-    r.run = simulate(w, r.config, [&](const std::vector<SeqWork>& seqs) { return mixed_step(cost, seqs).total_s; });
+    const StepPricer price = [&](const std::vector<SeqWork>& seqs) { return mixed_step(cost, seqs).total_s; };
+    const DecodePricer decode = [&](std::int64_t batch, std::int64_t context_sum) -> std::optional<double> {
+        const std::optional<StepCost> c = decode_batch_step(cost, batch, context_sum);
+        return c ? std::optional<double>(c->total_s) : std::nullopt;
+    };
+    r.run = simulate_cluster(w, r.config, ClusterConfig{o.replicas, o.router == "least-loaded" ? Router::LeastLoaded : Router::RoundRobin},
+                             price, decode);
+    r.router = o.router;
     r.summary = summarise(r.run, r.slo);
 
     if (!o.requests_csv.empty()) write_file_atomically(o.requests_csv, render_requests_csv(r));
