@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include <time.h>
 #include <unistd.h>
 
 #include "core/memory/capacity.hpp"
@@ -103,8 +104,16 @@ std::string big_baseline(int n) {
     return text + "  ]\n}\n";
 }
 
+// CPU time of this thread: on a shared machine, what the simulation itself
+// costs on one core, without the time other processes held the core.
+double thread_cpu_s() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 struct SimTiming {
-    std::vector<double> seconds, stepped_seconds;
+    std::vector<double> seconds, stepped_seconds, cpu_seconds, stepped_cpu_seconds;
     std::int64_t requests = 0, steps = 0, decode_run_steps = 0;
 };
 
@@ -144,8 +153,10 @@ SimTiming time_simulation(const std::vector<ModelSpec>& models, const std::vecto
         for (const bool jump : {true, false}) {
             c.jump_decode_runs = jump;
             const auto start = Clock::now();
+            const double cpu_start = thread_cpu_s();
             const SimRun run = simulate(w, c, price, decode);
             const SimSummary s = summarise(run, {});
+            (jump ? t.cpu_seconds : t.stepped_cpu_seconds).push_back(thread_cpu_s() - cpu_start);
             (jump ? t.seconds : t.stepped_seconds).push_back(std::chrono::duration<double>(Clock::now() - start).count());
             t.steps = run.steps;
             if (jump) t.decode_run_steps = run.decode_run_steps;
@@ -224,6 +235,10 @@ int main(int argc, char** argv) {
     std::printf("    baseline, every step walked: %.3f s: %.3g requests/s, %.3g steps/s\n", stepped_s, static_cast<double>(sim.requests) / stepped_s,
                 static_cast<double>(sim.steps) / stepped_s);
     std::printf("    ratio to baseline:    %.1fx\n", stepped_s / sim_s);
+    const double cpu_s = kernels::median(sim.cpu_seconds), stepped_cpu_s = kernels::median(sim.stepped_cpu_seconds);
+    std::printf("    CPU time of the thread (median): jumped %.3f s, %.3g requests/s, %.3g steps/s; stepped %.3f s, %.3g requests/s; ratio %.1fx\n",
+                cpu_s, static_cast<double>(sim.requests) / cpu_s, static_cast<double>(sim.steps) / cpu_s, stepped_cpu_s,
+                static_cast<double>(sim.requests) / stepped_cpu_s, stepped_cpu_s / cpu_s);
     std::printf("  (checksum %.6g)\n", checksum);
     return 0;
 }

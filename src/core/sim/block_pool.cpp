@@ -1,44 +1,52 @@
 #include "core/sim/block_pool.hpp"
 
+#include <limits>
+#include <stdexcept>
+
 namespace kvplan {
 
-BlockPool::HashIndex::HashIndex(std::int64_t entries) {
+BlockPool::HashIndex::HashIndex(std::int64_t blocks) : key_of_(static_cast<std::size_t>(blocks), 0) {
+    if (blocks > std::numeric_limits<std::int32_t>::max() / 2) throw std::length_error("block pool: too many blocks for its index");
     std::size_t capacity = 16;
     int bits = 4;
-    while (capacity < 2 * static_cast<std::size_t>(entries)) {
+    while (capacity < 2 * static_cast<std::size_t>(blocks)) {
         capacity *= 2;
         ++bits;
     }
     slots_.assign(capacity, Slot{});
     mask_ = capacity - 1;
-    shift_ = 64 - bits;
+    shift_ = 32 - bits;
 }
 
 std::optional<std::int64_t> BlockPool::HashIndex::find(std::uint64_t key) const {
-    for (std::size_t i = slot(key);; i = (i + 1) & mask_) {
-        if (slots_[i].block < 0) return std::nullopt;
-        if (slots_[i].key == key) return slots_[i].block;
+    const std::uint32_t t = tag(key);
+    for (std::size_t i = home(t);; i = (i + 1) & mask_) {
+        const Slot& s = slots_[i];
+        if (s.block < 0) return std::nullopt;
+        if (s.tag == t && key_of_[static_cast<std::size_t>(s.block)] == key) return s.block;
     }
 }
 
 bool BlockPool::HashIndex::insert(std::uint64_t key, std::int64_t block) {
-    std::size_t i = slot(key);
+    const std::uint32_t t = tag(key);
+    std::size_t i = home(t);
     for (; slots_[i].block >= 0; i = (i + 1) & mask_)
-        if (slots_[i].key == key) return false;
-    slots_[i] = Slot{key, block};
+        if (slots_[i].tag == t && key_of_[static_cast<std::size_t>(slots_[i].block)] == key) return false;
+    slots_[i] = Slot{t, static_cast<std::int32_t>(block)};
+    key_of_[static_cast<std::size_t>(block)] = key;
     ++size_;
     return true;
 }
 
 // Backward-shift deletion (Knuth, TAOCP vol. 3, 6.4, algorithm R): entries
 // after the hole that probed past it move back, so no tombstones pile up.
-void BlockPool::HashIndex::erase(std::uint64_t key) {
-    std::size_t hole = slot(key);
-    while (slots_[hole].key != key || slots_[hole].block < 0) hole = (hole + 1) & mask_;
+void BlockPool::HashIndex::erase(std::int64_t block, std::uint64_t key) {
+    std::size_t hole = home(tag(key));
+    while (slots_[hole].block != block) hole = (hole + 1) & mask_;
     for (std::size_t j = (hole + 1) & mask_; slots_[j].block >= 0; j = (j + 1) & mask_) {
         // The entry at j may fill the hole unless its home slot lies in (hole, j], cyclically.
-        const std::size_t home = slot(slots_[j].key);
-        const bool home_between = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+        const std::size_t h = home(slots_[j].tag);
+        const bool home_between = hole <= j ? (h > hole && h <= j) : (h > hole || h <= j);
         if (!home_between) {
             slots_[hole] = slots_[j];
             hole = j;
@@ -83,7 +91,7 @@ std::int64_t BlockPool::allocate() {
     unlink(b);
     auto& h = hash_[static_cast<std::size_t>(b)];
     if (h) {
-        by_hash_.erase(*h);
+        by_hash_.erase(b, *h);
         h.reset();
     }
     ref_[static_cast<std::size_t>(b)] = 1;

@@ -40,24 +40,28 @@ public:
 private:
     // Content hash -> block, open addressing with linear probing: at most
     // one entry per block, so a table of twice the blocks (a power of two)
-    // never fills or grows, and each lookup touches a cache line or two
-    // (a node-based map costs a cache miss and an allocation per block
-    // cached, which dominated a simulation's time).
+    // never fills or grows. A slot is 8 bytes: the block and the top 32 bits
+    // of the scrambled hash, whose leading bits are the home slot; the full
+    // hash, kept per block, is read only when those 32 bits match. A
+    // node-based map cost a cache miss and an allocation per block cached,
+    // which dominated a simulation's time.
     class HashIndex {
     public:
-        explicit HashIndex(std::int64_t entries);
+        explicit HashIndex(std::int64_t blocks);
         std::optional<std::int64_t> find(std::uint64_t key) const;
         bool insert(std::uint64_t key, std::int64_t block);  // false: the key is already there (nothing changes)
-        void erase(std::uint64_t key);                        // the key must be there
+        void erase(std::int64_t block, std::uint64_t key);    // the entry must be there
         std::int64_t size() const { return size_; }
 
     private:
-        std::size_t slot(std::uint64_t key) const { return static_cast<std::size_t>((key * 0x9e3779b97f4a7c15ULL) >> shift_); }
+        static std::uint32_t tag(std::uint64_t key) { return static_cast<std::uint32_t>((key * 0x9e3779b97f4a7c15ULL) >> 32); }
+        std::size_t home(std::uint32_t t) const { return static_cast<std::size_t>(t >> shift_); }
         struct Slot {
-            std::uint64_t key = 0;
-            std::int64_t block = -1;  // -1: empty
+            std::uint32_t tag = 0;
+            std::int32_t block = -1;  // -1: empty
         };
-        std::vector<Slot> slots_;  // key and block side by side: one cache line per probe
+        std::vector<Slot> slots_;
+        std::vector<std::uint64_t> key_of_;  // per block: the hash it is indexed under
         std::size_t mask_ = 0;
         int shift_ = 0;
         std::int64_t size_ = 0;
