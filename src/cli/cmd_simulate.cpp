@@ -13,6 +13,7 @@
 #include "core/model/config_parts.hpp"
 #include "core/model/weight_format.hpp"
 #include "core/sim/sglang_scheduler.hpp"
+#include "core/sim/cluster.hpp"
 #include "core/sim/synthetic.hpp"
 #include "io/file_writer.hpp"
 #include "io/simulate_report.hpp"
@@ -57,6 +58,10 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
     cmd->add_option("--output-len", o.output_len, "synthetic output lengths, the same forms");
     cmd->add_option("--burstiness", o.burstiness, "synthetic: gamma shape of the gaps (1: Poisson)")->check(finite_range(1e-3, 1e3));
     cmd->add_option("--seed", o.seed, "synthetic: random seed (same seed, same output)");
+    cmd->add_option("--replicas", o.replicas, "engine instances behind a router, each with the whole KV pool (default 1)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}));
+    cmd->add_option("--router", o.router, "round-robin, or least-loaded (fewest outstanding requests)")
+        ->check(CLI::IsMember({"round-robin", "least-loaded"}));
     cmd->add_option("--slo", o.slo, "targets for goodput, e.g. ttft=2s,tpot=50ms,e2e=30s");
     cmd->add_flag("--json", o.json, "print JSON (schema: docs/simulate.md)");
     cmd->add_option("--requests-csv", o.requests_csv, "write one row per request to this file");
@@ -67,7 +72,10 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
         "      --slo ttft=2s,tpot=50ms\n"
         "  kvplan simulate --model llama-3.1-8b --gpu l40s --rate 5 --requests 1000 --input-len lognormal:1000,0.8 \\\n"
         "      --output-len uniform:50-400 --seed 1\n"
-        "  kvplan simulate --engine sglang --model llama-3.1-8b --gpu h100-sxm --trace azure-2023-conv --limit 2000");
+        "  kvplan simulate --engine sglang --model llama-3.1-8b --gpu h100-sxm --trace azure-2023-conv \\\n"
+        "      --limit 2000\n"
+        "  kvplan simulate --model llama-3.1-8b --gpu h100-sxm --trace azure-2023-code --replicas 4 \\\n"
+        "      --router least-loaded");
     return cmd;
 }
 
@@ -255,6 +263,7 @@ std::string run_simulate(const SimulateOptions& o) {
     SglangConfig sglang;
     if (o.engine == "sglang") {
         if (!o.vllm_version.empty()) usage_error("--vllm-version applies to --engine vllm only");
+        if (o.replicas > 1) usage_error("--replicas: the router runs vLLM engines; SGLang's engine is simulated one replica at a time (--replicas 1)");
         sglang = sglang_config(o, model, gpu, r);
     } else if (o.schedule_policy != "fcfs") {
         usage_error("--schedule-policy " + o.schedule_policy + " is SGLang's: pass --engine sglang (vLLM's scheduler here is first come first served)");
@@ -268,7 +277,17 @@ std::string run_simulate(const SimulateOptions& o) {
                                                            parse_dtype_flag("--kv-dtype", o.kv_dtype), o.tp, efficiency,
                                                            std::nullopt});
     const StepPricer price = [&](const std::vector<SeqWork>& seqs) { return mixed_step(cost, seqs).total_s; };
-    r.run = o.engine == "sglang" ? simulate_sglang(w, sglang, price) : simulate(w, r.config, price);
+    if (o.engine == "sglang") {
+        r.run = simulate_sglang(w, sglang, price);
+    } else {
+        const DecodePricer decode = [&](std::int64_t batch, std::int64_t context_sum) -> std::optional<double> {
+            const std::optional<StepCost> c = decode_batch_step(cost, batch, context_sum);
+            return c ? std::optional<double>(c->total_s) : std::nullopt;
+        };
+        r.run = simulate_cluster(w, r.config, ClusterConfig{o.replicas, o.router == "least-loaded" ? Router::LeastLoaded : Router::RoundRobin},
+                                 price, decode);
+        r.router = o.router;
+    }
     r.summary = summarise(r.run, r.slo);
 
     if (!o.requests_csv.empty()) write_file_atomically(o.requests_csv, render_requests_csv(r));

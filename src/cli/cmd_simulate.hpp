@@ -39,6 +39,8 @@ struct SimulateOptions {
     std::uint64_t seed = 0;
     std::string input_len, output_len;
     std::string slo;
+    std::int64_t replicas = 1;
+    std::string router = "round-robin";
     bool json = false;
     std::string requests_csv, timeseries_csv;
 };

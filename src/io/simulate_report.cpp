@@ -23,8 +23,9 @@ nlohmann::ordered_json dist_json(const Distribution& d) {
 // The answer in words: the rate, the tail that matters, and what went wrong.
 std::string sentence(const SimulateResult& r) {
     const SimSummary& s = r.summary;
-    std::string out = fmt::format("At {:.2f} requests/s, one {} serves {} of {} requests with p99 TTFT {:.2f} s and p99 TPOT {:.1f} ms",
-                                  s.requests_per_s, r.gpu_name, group_digits(s.completed), group_digits(s.requests), s.ttft_s.p99,
+    const std::string servers = s.replicas > 1 ? fmt::format("{} replicas on {} ({})", s.replicas, r.gpu_name, r.router) : "one " + r.gpu_name;
+    std::string out = fmt::format("At {:.2f} requests/s, {} serve{} {} of {} requests with p99 TTFT {:.2f} s and p99 TPOT {:.1f} ms",
+                                  s.requests_per_s, servers, s.replicas > 1 ? "" : "s", group_digits(s.completed), group_digits(s.requests), s.ttft_s.p99,
                                   s.tpot_s.p99 * 1000);
     out += s.preemptions > 0 ? fmt::format("; {} {} recomputed {} tokens", group_digits(s.preemptions), r.engine == "sglang" ? "retractions" : "preemptions",
                                            group_digits(s.recomputed_tokens))
@@ -68,11 +69,25 @@ std::string render_simulate_table(const SimulateResult& r) {
                                      s.output_tokens_per_s)});
     k.add({r.engine == "sglang" ? "retractions" : "preemptions", fmt::format("{} ({} tokens recomputed)", group_digits(s.preemptions), group_digits(s.recomputed_tokens))});
     k.add({"prefix cache hit rate", fmt::format("{:.1f}% of prompt tokens", s.prefix_cache_hit_rate * 100)});
-    k.add({"peak KV cache usage", fmt::format("{:.1f}% of {} {}", s.kv_peak_usage * 100, group_digits(s.kv_blocks_total),
-                                              r.engine == "sglang" ? "tokens" : "blocks")});
+    const char* unit = r.engine == "sglang" ? "tokens" : "blocks";
+    if (s.replicas > 1)
+        k.add({"peak KV cache usage", fmt::format("{:.1f}% of {} {}, the fullest of {} replicas ({} in all)", s.kv_peak_usage * 100,
+                                                  group_digits(r.config.num_gpu_blocks), unit, s.replicas, group_digits(s.kv_blocks_total))});
+    else
+        k.add({"peak KV cache usage", fmt::format("{:.1f}% of {} {}", s.kv_peak_usage * 100, group_digits(s.kv_blocks_total), unit)});
     if (s.goodput_requests_per_s)
         k.add({"goodput", fmt::format("{:.2f} req/s ({:.1f}% of requests met every SLO)", *s.goodput_requests_per_s, *s.slo_attainment * 100)});
     out += k.render_text();
+    if (r.run.replicas.size() > 1) {
+        out += "\n";
+        Table p({"replica", "requests", "steps", "preemptions", "peak KV usage"}, 1);
+        for (std::size_t i = 0; i < r.run.replicas.size(); ++i) {
+            const ReplicaStats& q = r.run.replicas[i];
+            p.add({std::to_string(i), group_digits(q.requests), group_digits(q.steps), group_digits(q.preemptions),
+                   fmt::format("{:.1f}%", q.total_blocks > 0 ? 100.0 * static_cast<double>(q.peak_blocks_used) / static_cast<double>(q.total_blocks) : 0)});
+        }
+        out += p.render_text();
+    }
     out += "\n" + fit_line(sentence(r), Width::Fit);
     return out;
 }
@@ -101,6 +116,11 @@ std::string render_simulate_json(const SimulateResult& r) {
     j["kv_blocks_total"] = s.kv_blocks_total;
     j["block_size_tokens"] = r.config.block_size;
     j["kv_peak_usage"] = s.kv_peak_usage;
+    j["router"] = r.router;
+    j["replicas"] = nlohmann::ordered_json::array();
+    for (const ReplicaStats& q : r.run.replicas)
+        j["replicas"].push_back({{"requests", q.requests}, {"steps", q.steps}, {"preemptions", q.preemptions},
+                                 {"kv_blocks_total", q.total_blocks}, {"kv_peak_usage", q.total_blocks > 0 ? static_cast<double>(q.peak_blocks_used) / static_cast<double>(q.total_blocks) : 0.0}});
     j["goodput_requests_per_s"] = s.goodput_requests_per_s ? nlohmann::ordered_json(*s.goodput_requests_per_s) : nlohmann::ordered_json(nullptr);
     j["slo_attainment"] = s.slo_attainment ? nlohmann::ordered_json(*s.slo_attainment) : nlohmann::ordered_json(nullptr);
     j["timeseries"] = nlohmann::ordered_json::array();

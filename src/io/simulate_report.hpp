@@ -18,6 +18,7 @@ struct SimulateResult {
     SchedulerConfig config;
     std::int64_t max_model_len = 0;
     std::string pool_source;     // where num_gpu_blocks came from
+    std::string router = "round-robin";  // with more than one replica
     SimRun run;
     SimSummary summary;
     Slo slo;

@@ -1,6 +1,9 @@
 // Speed benchmark (not a test): how many plan evaluations per second the
 // step-cost model sustains, how long `recommend` over every GPU takes, and
-// how long reading a 10,000-scenario baseline takes (`kvplan check` at scale).
+// how long reading a 10,000-scenario baseline takes (`kvplan check` at scale),
+// and how fast `simulate` replays the whole Azure conversation trace
+// (Llama-3.1-8B on one H100, vLLM's pool), against the same simulation with
+// every decode step walked one by one (jump_decode_runs off).
 //
 //   build/tests/kvplan_bench [repeats]      (or: make bench)
 //
@@ -20,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include <time.h>
 #include <unistd.h>
 
 #include "core/memory/capacity.hpp"
@@ -27,12 +31,15 @@
 #include "core/error.hpp"
 #include "core/memory/kv_size.hpp"
 #include "core/speed/recommend.hpp"
+#include "core/sim/metrics.hpp"
+#include "core/sim/scheduler.hpp"
 #include "core/speed/step_cost.hpp"
 #include "cpu/timing.hpp"
 #include "io/baseline_file.hpp"
 #include "io/gpu_db.hpp"
 #include "io/model_loader.hpp"
 #include "io/presets.hpp"
+#include "io/trace_reader.hpp"
 
 using namespace kvplan;
 
@@ -97,6 +104,67 @@ std::string big_baseline(int n) {
     return text + "  ]\n}\n";
 }
 
+// CPU time of this thread: on a shared machine, what the simulation itself
+// costs on one core, without the time other processes held the core.
+double thread_cpu_s() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+struct SimTiming {
+    std::vector<double> seconds, stepped_seconds, cpu_seconds, stepped_cpu_seconds;
+    std::int64_t requests = 0, steps = 0, decode_run_steps = 0;
+};
+
+// The Azure conversation trace through `simulate` as the CLI runs it:
+// vLLM's pool for Llama-3.1-8B on an H100, every step priced by the roofline.
+SimTiming time_simulation(const std::vector<ModelSpec>& models, const std::vector<Gpu>& gpus, int repeats, double& checksum) {
+    const ModelSpec* model = nullptr;
+    for (std::size_t i = 0; i < presets().size(); ++i)
+        if (presets()[i].name == std::string("llama-3.1-8b")) model = &models[i];
+    const Gpu* h100 = nullptr;
+    for (const Gpu& g : gpus)
+        if (g.id == "h100-sxm") h100 = &g;
+    if (!model || !h100) {
+        std::fprintf(stderr, "kvplan_bench: llama-3.1-8b or h100-sxm missing\n");
+        std::exit(1);
+    }
+    CapacityInputs cap;
+    cap.gpu = *h100;
+    cap.engine = Engine::Vllm;
+    cap.longest_lengths = false;
+    const CapacityPlan plan = plan_capacity(*model, cap);
+    SchedulerConfig c;
+    c.block_size = plan.block_size;
+    c.max_num_seqs = plan.max_num_seqs;
+    c.max_num_batched_tokens = plan.max_batched_tokens;
+    c.num_gpu_blocks = plan.num_blocks.value_or(0);
+    const CostModel cost = make_cost_model(CostModelInputs{model, *h100, WeightFormat{}, std::nullopt, 1, Efficiency{}, std::nullopt});
+    const StepPricer price = [&](const std::vector<SeqWork>& seqs) { return mixed_step(cost, seqs).total_s; };
+    const DecodePricer decode = [&](std::int64_t batch, std::int64_t context_sum) -> std::optional<double> {
+        const std::optional<StepCost> s = decode_batch_step(cost, batch, context_sum);
+        return s ? std::optional<double>(s->total_s) : std::nullopt;
+    };
+    const Workload w = read_trace("azure-2023-conv", TraceOptions{});
+    SimTiming t;
+    t.requests = static_cast<std::int64_t>(w.requests.size());
+    for (int r = 0; r < repeats; ++r)
+        for (const bool jump : {true, false}) {
+            c.jump_decode_runs = jump;
+            const auto start = Clock::now();
+            const double cpu_start = thread_cpu_s();
+            const SimRun run = simulate(w, c, price, decode);
+            const SimSummary s = summarise(run, {});
+            (jump ? t.cpu_seconds : t.stepped_cpu_seconds).push_back(thread_cpu_s() - cpu_start);
+            (jump ? t.seconds : t.stepped_seconds).push_back(std::chrono::duration<double>(Clock::now() - start).count());
+            t.steps = run.steps;
+            if (jump) t.decode_run_steps = run.decode_run_steps;
+            checksum += s.e2e_s.p99 + s.itl_s.mean;
+        }
+    return t;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -145,6 +213,7 @@ int main(int argc, char** argv) {
         checksum += static_cast<double>(doc["scenarios"].size());
     }
     std::filesystem::remove(path);
+    const SimTiming sim = time_simulation(models, gpus, repeats, checksum);
 
     const double rate = kernels::median(rates), base = kernels::median(naive_rates);
     std::printf("kvplan_bench: %d repeats (median reported)\n", repeats);
@@ -157,6 +226,19 @@ int main(int argc, char** argv) {
     std::printf("  read a %d-scenario baseline (%.1f MB): %.1f ms (median); JSON parse alone: %.1f ms; ratio %.1fx\n", kScenarios,
                 static_cast<double>(text.size()) / 1e6, kernels::median(read_s) * 1e3, kernels::median(parse_s) * 1e3,
                 kernels::median(read_s) / kernels::median(parse_s));
+    const double sim_s = kernels::median(sim.seconds), stepped_s = kernels::median(sim.stepped_seconds);
+    std::printf("  simulate the Azure conversation trace (%lld requests, %lld steps; llama-3.1-8b, h100-sxm, vLLM's pool):\n",
+                static_cast<long long>(sim.requests), static_cast<long long>(sim.steps));
+    std::printf("    decode runs jumped:   %.3f s (median): %.3g simulated requests/s, %.3g steps/s (%.0f%% of steps in runs)\n", sim_s,
+                static_cast<double>(sim.requests) / sim_s, static_cast<double>(sim.steps) / sim_s,
+                100.0 * static_cast<double>(sim.decode_run_steps) / static_cast<double>(sim.steps));
+    std::printf("    baseline, every step walked: %.3f s: %.3g requests/s, %.3g steps/s\n", stepped_s, static_cast<double>(sim.requests) / stepped_s,
+                static_cast<double>(sim.steps) / stepped_s);
+    std::printf("    ratio to baseline:    %.1fx\n", stepped_s / sim_s);
+    const double cpu_s = kernels::median(sim.cpu_seconds), stepped_cpu_s = kernels::median(sim.stepped_cpu_seconds);
+    std::printf("    CPU time of the thread (median): jumped %.3f s, %.3g requests/s, %.3g steps/s; stepped %.3f s, %.3g requests/s; ratio %.1fx\n",
+                cpu_s, static_cast<double>(sim.requests) / cpu_s, static_cast<double>(sim.steps) / cpu_s, stepped_cpu_s,
+                static_cast<double>(sim.requests) / stepped_cpu_s, stepped_cpu_s / cpu_s);
     std::printf("  (checksum %.6g)\n", checksum);
     return 0;
 }

@@ -1,10 +1,64 @@
 #include "core/sim/block_pool.hpp"
 
+#include <limits>
+#include <stdexcept>
+
 namespace kvplan {
+
+BlockPool::HashIndex::HashIndex(std::int64_t blocks) : key_of_(static_cast<std::size_t>(blocks), 0) {
+    if (blocks > std::numeric_limits<std::int32_t>::max() / 2) throw std::length_error("block pool: too many blocks for its index");
+    std::size_t capacity = 16;
+    int bits = 4;
+    while (capacity < 2 * static_cast<std::size_t>(blocks)) {
+        capacity *= 2;
+        ++bits;
+    }
+    slots_.assign(capacity, Slot{});
+    mask_ = capacity - 1;
+    shift_ = 32 - bits;
+}
+
+std::optional<std::int64_t> BlockPool::HashIndex::find(std::uint64_t key) const {
+    const std::uint32_t t = tag(key);
+    for (std::size_t i = home(t);; i = (i + 1) & mask_) {
+        const Slot& s = slots_[i];
+        if (s.block < 0) return std::nullopt;
+        if (s.tag == t && key_of_[static_cast<std::size_t>(s.block)] == key) return s.block;
+    }
+}
+
+bool BlockPool::HashIndex::insert(std::uint64_t key, std::int64_t block) {
+    const std::uint32_t t = tag(key);
+    std::size_t i = home(t);
+    for (; slots_[i].block >= 0; i = (i + 1) & mask_)
+        if (slots_[i].tag == t && key_of_[static_cast<std::size_t>(slots_[i].block)] == key) return false;
+    slots_[i] = Slot{t, static_cast<std::int32_t>(block)};
+    key_of_[static_cast<std::size_t>(block)] = key;
+    ++size_;
+    return true;
+}
+
+// Backward-shift deletion (Knuth, TAOCP vol. 3, 6.4, algorithm R): entries
+// after the hole that probed past it move back, so no tombstones pile up.
+void BlockPool::HashIndex::erase(std::int64_t block, std::uint64_t key) {
+    std::size_t hole = home(tag(key));
+    while (slots_[hole].block != block) hole = (hole + 1) & mask_;
+    for (std::size_t j = (hole + 1) & mask_; slots_[j].block >= 0; j = (j + 1) & mask_) {
+        // The entry at j may fill the hole unless its home slot lies in (hole, j], cyclically.
+        const std::size_t h = home(slots_[j].tag);
+        const bool home_between = hole <= j ? (h > hole && h <= j) : (h > hole || h <= j);
+        if (!home_between) {
+            slots_[hole] = slots_[j];
+            hole = j;
+        }
+    }
+    slots_[hole].block = -1;
+    --size_;
+}
 
 BlockPool::BlockPool(std::int64_t blocks)
     : ref_(static_cast<std::size_t>(blocks), 0), prev_(static_cast<std::size_t>(blocks), -1),
-      next_(static_cast<std::size_t>(blocks), -1), hash_(static_cast<std::size_t>(blocks)) {
+      next_(static_cast<std::size_t>(blocks), -1), hash_(static_cast<std::size_t>(blocks)), by_hash_(blocks) {
     for (std::int64_t b = 0; b < blocks; ++b) push_tail(b);
 }
 
@@ -37,7 +91,7 @@ std::int64_t BlockPool::allocate() {
     unlink(b);
     auto& h = hash_[static_cast<std::size_t>(b)];
     if (h) {
-        by_hash_.erase(*h);
+        by_hash_.erase(b, *h);
         h.reset();
     }
     ref_[static_cast<std::size_t>(b)] = 1;
@@ -46,7 +100,7 @@ std::int64_t BlockPool::allocate() {
 
 void BlockPool::set_hash(std::int64_t block, std::uint64_t hash) {
     // A second block with content already cached stays uncached (vLLM keeps the first).
-    if (by_hash_.emplace(hash, block).second) hash_[static_cast<std::size_t>(block)] = hash;
+    if (by_hash_.insert(hash, block)) hash_[static_cast<std::size_t>(block)] = hash;
 }
 
 void BlockPool::release(std::int64_t block) {

@@ -7,7 +7,6 @@
 
 #include <cstdint>
 #include <optional>
-#include <unordered_map>
 #include <vector>
 
 namespace kvplan {
@@ -19,13 +18,10 @@ public:
     std::int64_t total() const { return static_cast<std::int64_t>(ref_.size()); }
     std::int64_t free_count() const { return free_count_; }
     std::int64_t used() const { return total() - free_count_; }
-    std::int64_t cached() const { return static_cast<std::int64_t>(by_hash_.size()); }
+    std::int64_t cached() const { return by_hash_.size(); }
 
     // The cached block holding this content, if any, without touching it.
-    std::optional<std::int64_t> find(std::uint64_t hash) const {
-        auto it = by_hash_.find(hash);
-        return it == by_hash_.end() ? std::nullopt : std::optional<std::int64_t>(it->second);
-    }
+    std::optional<std::int64_t> find(std::uint64_t hash) const { return by_hash_.find(hash); }
     bool is_free(std::int64_t block) const { return ref_[static_cast<std::size_t>(block)] == 0; }
     // One more reference to a cached block found with find() (taken out of
     // the free queue if it was free).
@@ -42,13 +38,42 @@ public:
     bool consistent() const;
 
 private:
+    // Content hash -> block, open addressing with linear probing: at most
+    // one entry per block, so a table of twice the blocks (a power of two)
+    // never fills or grows. A slot is 8 bytes: the block and the top 32 bits
+    // of the scrambled hash, whose leading bits are the home slot; the full
+    // hash, kept per block, is read only when those 32 bits match. A
+    // node-based map cost a cache miss and an allocation per block cached,
+    // which dominated a simulation's time.
+    class HashIndex {
+    public:
+        explicit HashIndex(std::int64_t blocks);
+        std::optional<std::int64_t> find(std::uint64_t key) const;
+        bool insert(std::uint64_t key, std::int64_t block);  // false: the key is already there (nothing changes)
+        void erase(std::int64_t block, std::uint64_t key);    // the entry must be there
+        std::int64_t size() const { return size_; }
+
+    private:
+        static std::uint32_t tag(std::uint64_t key) { return static_cast<std::uint32_t>((key * 0x9e3779b97f4a7c15ULL) >> 32); }
+        std::size_t home(std::uint32_t t) const { return static_cast<std::size_t>(t >> shift_); }
+        struct Slot {
+            std::uint32_t tag = 0;
+            std::int32_t block = -1;  // -1: empty
+        };
+        std::vector<Slot> slots_;
+        std::vector<std::uint64_t> key_of_;  // per block: the hash it is indexed under
+        std::size_t mask_ = 0;
+        int shift_ = 0;
+        std::int64_t size_ = 0;
+    };
+
     void unlink(std::int64_t b);
     void push_tail(std::int64_t b);
 
     std::vector<std::int64_t> ref_;
     std::vector<std::int64_t> prev_, next_;  // the free queue, -1 terminated
     std::vector<std::optional<std::uint64_t>> hash_;
-    std::unordered_map<std::uint64_t, std::int64_t> by_hash_;
+    HashIndex by_hash_;
     std::int64_t head_ = -1, tail_ = -1, free_count_ = 0;
 };
 

@@ -27,6 +27,45 @@ Distribution distribution(std::vector<double> v) {
     return d;
 }
 
+Distribution distribution(const GapCounts& gaps) {
+    Distribution d;
+    d.count = gaps.size();
+    if (gaps.empty()) return d;
+    std::vector<std::pair<double, std::int64_t>> runs = gaps.runs();
+    std::sort(runs.begin(), runs.end());
+    // Merge equal gaps, then cumulative counts: ends[i] = rank one past run i's last element.
+    std::vector<double> value;
+    std::vector<std::int64_t> ends;
+    std::int64_t total = 0;
+    for (const auto& [g, n] : runs) {
+        total += n;
+        if (!value.empty() && value.back() == g) ends.back() = total;
+        else {
+            value.push_back(g);
+            ends.push_back(total);
+        }
+    }
+    double sum = 0;
+    for (std::size_t i = 0; i < value.size(); ++i) sum += value[i] * static_cast<double>(ends[i] - (i > 0 ? ends[i - 1] : 0));
+    d.mean = sum / static_cast<double>(total);
+    // The element at rank i of the expanded sorted list.
+    const auto at = [&](std::int64_t i) {
+        return value[static_cast<std::size_t>(std::upper_bound(ends.begin(), ends.end(), i) - ends.begin())];
+    };
+    // As percentile() above, with v[i] read through at(i).
+    const auto pct = [&](double p) {
+        const double rank = p / 100.0 * static_cast<double>(total - 1);
+        const auto lo = static_cast<std::int64_t>(std::floor(rank));
+        const std::int64_t hi = std::min(lo + 1, total - 1);
+        return at(lo) + (at(hi) - at(lo)) * (rank - static_cast<double>(lo));
+    };
+    d.p50 = pct(50);
+    d.p90 = pct(90);
+    d.p99 = pct(99);
+    d.max = value.back();
+    return d;
+}
+
 namespace {
 
 bool meets(const RequestRecord& r, const Slo& slo) {
@@ -77,6 +116,14 @@ SimSummary summarise(const SimRun& run, const Slo& slo) {
     s.prefix_cache_hit_rate = run.prompt_tokens > 0 ? static_cast<double>(run.prefix_hit_tokens) / static_cast<double>(run.prompt_tokens) : 0;
     s.kv_blocks_total = run.total_blocks;
     s.kv_peak_usage = run.total_blocks > 0 ? static_cast<double>(run.peak_blocks_used) / static_cast<double>(run.total_blocks) : 0;
+    if (!run.replicas.empty()) {
+        // Replicas: the fullest one's peak share (pools add up, peaks need not coincide).
+        s.replicas = static_cast<std::int64_t>(run.replicas.size());
+        s.kv_peak_usage = 0;
+        for (const ReplicaStats& r : run.replicas)
+            if (r.total_blocks > 0)
+                s.kv_peak_usage = std::max(s.kv_peak_usage, static_cast<double>(r.peak_blocks_used) / static_cast<double>(r.total_blocks));
+    }
     if (slo.any()) {
         s.goodput_requests_per_s = s.duration_s > 0 ? static_cast<double>(good) / s.duration_s : 0;
         s.slo_attainment = s.requests > 0 ? static_cast<double>(good) / static_cast<double>(s.requests) : 0;

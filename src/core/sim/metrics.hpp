@@ -24,6 +24,11 @@ struct Distribution {
 // Linear-interpolation percentile (numpy's default) of `v`, sorted in place.
 double percentile(std::vector<double>& v, double p);
 Distribution distribution(std::vector<double> v);
+// The same figures over the expanded list of gaps, without expanding it:
+// sorted (gap, count) runs, order statistics found by cumulative count.
+// The mean sums gap x count over the sorted runs, so equal multisets give
+// equal means bit for bit, whatever order the gaps were recorded in.
+Distribution distribution(const GapCounts& gaps);
 
 struct Slo {
     std::optional<double> ttft_s, tpot_s, e2e_s;
@@ -38,7 +43,8 @@ struct SimSummary {
     std::int64_t preemptions = 0, recomputed_tokens = 0, steps = 0;
     double prefix_cache_hit_rate = 0;  // prompt tokens served from cache / prompt tokens admitted
     std::int64_t kv_blocks_total = 0;
-    double kv_peak_usage = 0;          // peak blocks in use / total
+    double kv_peak_usage = 0;          // peak blocks in use / total; with replicas the highest replica's
+    std::int64_t replicas = 1;
     std::optional<double> goodput_requests_per_s;  // requests meeting every SLO / duration
     std::optional<double> slo_attainment;          // share of requests meeting every SLO
 };

@@ -3,24 +3,16 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <stdexcept>
 
+#include "core/checked.hpp"
 #include "core/error.hpp"
 #include "core/sim/block_pool.hpp"
 
 namespace kvplan {
 
 namespace {
-
-// A request's state inside the engine.
-struct Live {
-    std::int64_t computed = 0;          // tokens whose KV is in the cache
-    std::int64_t generated = 0;         // output tokens sampled so far
-    std::vector<std::int64_t> blocks;   // block ids, in token order
-    std::int64_t hashed = 0;            // leading blocks registered in the prefix cache
-    double last_token_s = 0;
-    std::vector<std::uint64_t> hashes;  // the chained block hashes computed so far
-};
 
 // The content hash of block j of request r: its prompt's content key while
 // it has one (equal content, equal hash, across requests), then a key unique
@@ -34,62 +26,43 @@ std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
     return x ^ (x >> 29);
 }
 
-class Engine {
-public:
-    Engine(const Workload& w, const SchedulerConfig& c, const StepPricer& price, bool check)
-        : w_(w), c_(c), price_(price), check_(check), pool_(c.num_gpu_blocks), live_(w.requests.size()) {
-        run_.requests.resize(w.requests.size());
-        run_.total_blocks = c.num_gpu_blocks;
-        for (std::size_t i = 0; i < w.requests.size(); ++i) {
-            run_.requests[i].arrival_s = w.requests[i].arrival_s;
-            run_.requests[i].input_tokens = w.requests[i].input_tokens;
-            run_.requests[i].output_tokens = w.requests[i].output_tokens;
-        }
+}  // namespace
+
+RequestStates request_states(const Workload& w) {
+    RequestStates states;
+    states.records.resize(w.requests.size());
+    states.live.resize(w.requests.size());
+    for (std::size_t i = 0; i < w.requests.size(); ++i) {
+        states.records[i].arrival_s = w.requests[i].arrival_s;
+        states.records[i].input_tokens = w.requests[i].input_tokens;
+        states.records[i].output_tokens = w.requests[i].output_tokens;
     }
+    return states;
+}
 
-    SimRun run();
+void check_scheduler_config(const SchedulerConfig& c) {
+    if (c.num_gpu_blocks <= 0) usage_error("simulate: the KV pool has no blocks");
+    if (c.block_size <= 0 || c.max_num_seqs <= 0 || c.max_num_batched_tokens <= 0)
+        usage_error("simulate: block size, max_num_seqs and max_num_batched_tokens must be positive");
+}
 
-private:
-    std::int64_t total_tokens(std::size_t r) const { return w_.requests[r].input_tokens + live_[r].generated; }
-    std::uint64_t block_hash(std::size_t r, std::int64_t j);
-    std::uint64_t block_key(std::size_t r, std::int64_t j) const;
-    std::int64_t blocks_for(std::int64_t tokens) const { return (tokens + c_.block_size - 1) / c_.block_size; }
-    bool allocate(std::size_t r, std::int64_t new_tokens);
-    void free_blocks(std::size_t r);
-    void preempt(std::size_t r);
-    std::int64_t cap(std::int64_t n, std::int64_t budget) const {
-        if (c_.long_prefill_token_threshold > 0) n = std::min(n, c_.long_prefill_token_threshold);
-        return std::min(n, budget);
-    }
-    void arrive();
-    bool schedule_running(std::int64_t& budget);
-    void schedule_waiting(std::int64_t& budget);
-    bool admit(std::size_t r, std::int64_t& budget);
-    void apply_step();
-    void register_full_blocks(std::size_t r);
-    void sample(double until);
+VllmEngine::VllmEngine(const Workload& w, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode, bool check,
+                       RequestStates& states)
+    : w_(w), c_(c), price_(price), decode_(decode), check_(check), pool_(std::make_unique<BlockPool>(c.num_gpu_blocks)),
+      records_(states.records), live_(states.live) {
+    run_.total_blocks = c.num_gpu_blocks;
+}
 
-    const Workload& w_;
-    SchedulerConfig c_;
-    const StepPricer& price_;
-    bool check_;
-    BlockPool pool_;
-    std::vector<Live> live_;
-    SimRun run_;
-    std::deque<std::size_t> waiting_;
-    std::vector<std::size_t> running_;
-    std::vector<std::pair<std::size_t, std::int64_t>> step_;  // (request, new tokens) this step
-    std::vector<SeqWork> work_;
-    std::size_t next_arrival_ = 0;  // open loop: the next request to arrive
-    std::size_t released_ = 0;      // closed loop: requests handed to clients so far
-    std::size_t done_ = 0;
-    double t_ = 0;
-    double next_sample_ = 1;
-    double interval_prompt_ = 0, interval_generation_ = 0;
-};
+VllmEngine::~VllmEngine() = default;
+VllmEngine::VllmEngine(VllmEngine&&) noexcept = default;
+
+std::int64_t VllmEngine::cap(std::int64_t n, std::int64_t budget) const {
+    if (c_.long_prefill_token_threshold > 0) n = std::min(n, c_.long_prefill_token_threshold);
+    return std::min(n, budget);
+}
 
 // Block j's own content key (see mix above).
-std::uint64_t Engine::block_key(std::size_t r, std::int64_t j) const {
+std::uint64_t VllmEngine::block_key(std::size_t r, std::int64_t j) const {
     const SimRequest& q = w_.requests[r];
     const std::int64_t first_token = j * c_.block_size;
     // A block is shared content only when it lies wholly inside the prompt
@@ -103,7 +76,7 @@ std::uint64_t Engine::block_key(std::size_t r, std::int64_t j) const {
 }
 
 // The chained hash of blocks 0..j, extended once per block and kept.
-std::uint64_t Engine::block_hash(std::size_t r, std::int64_t j) {
+std::uint64_t VllmEngine::block_hash(std::size_t r, std::int64_t j) {
     std::vector<std::uint64_t>& h = live_[r].hashes;
     while (static_cast<std::int64_t>(h.size()) <= j) {
         const std::uint64_t parent = h.empty() ? 0x84222325cbf29ce4ULL : h.back();
@@ -114,47 +87,55 @@ std::uint64_t Engine::block_hash(std::size_t r, std::int64_t j) {
 
 // allocate_slots: the blocks for `new_tokens` more tokens, or false when the
 // pool has too few free blocks (nothing is taken then).
-bool Engine::allocate(std::size_t r, std::int64_t new_tokens) {
-    Live& l = live_[r];
+bool VllmEngine::allocate(std::size_t r, std::int64_t new_tokens) {
+    LiveRequest& l = live_[r];
     const std::int64_t need = blocks_for(l.computed + new_tokens) - static_cast<std::int64_t>(l.blocks.size());
-    if (need > pool_.free_count()) return false;
-    for (std::int64_t i = 0; i < need; ++i) l.blocks.push_back(pool_.allocate());
-    run_.peak_blocks_used = std::max(run_.peak_blocks_used, pool_.used());
+    if (need > pool_->free_count()) return false;
+    for (std::int64_t i = 0; i < need; ++i) l.blocks.push_back(pool_->allocate());
+    run_.peak_blocks_used = std::max(run_.peak_blocks_used, pool_->used());
     return true;
 }
 
 // Blocks go back in reverse order, so a request's tail is evicted before
 // its prefix (vLLM's free order, which keeps shared prefixes longest).
-void Engine::free_blocks(std::size_t r) {
-    Live& l = live_[r];
-    for (auto it = l.blocks.rbegin(); it != l.blocks.rend(); ++it) pool_.release(*it);
+void VllmEngine::free_blocks(std::size_t r) {
+    LiveRequest& l = live_[r];
+    for (auto it = l.blocks.rbegin(); it != l.blocks.rend(); ++it) pool_->release(*it);
     l.blocks.clear();
     l.hashed = 0;
 }
 
-void Engine::preempt(std::size_t r) {
+void VllmEngine::preempt(std::size_t r) {
     run_.preemptions += 1;
-    run_.requests[r].preemptions += 1;
+    records_[r].preemptions += 1;
     run_.recomputed_tokens += live_[r].computed;
     free_blocks(r);
     live_[r].computed = 0;
     waiting_.push_front(r);
 }
 
-void Engine::arrive() {
-    if (w_.concurrency > 0) {
-        // Closed loop: keep `concurrency` requests in the system.
-        while (released_ < w_.requests.size() && released_ - done_ < static_cast<std::size_t>(w_.concurrency)) {
-            run_.requests[released_].arrival_s = t_;
-            waiting_.push_back(released_++);
-        }
-        return;
+void VllmEngine::add(std::size_t r) {
+    inbox_.push_back(r);
+    ++added_;
+}
+
+void VllmEngine::arrive() {
+    while (!inbox_.empty() && records_[inbox_.front()].arrival_s <= t_) {
+        waiting_.push_back(inbox_.front());
+        inbox_.pop_front();
     }
-    while (next_arrival_ < w_.requests.size() && w_.requests[next_arrival_].arrival_s <= t_) waiting_.push_back(next_arrival_++);
+}
+
+// Whether schedule_waiting would admit nobody whatever the pool holds: the
+// queue is empty, max_num_seqs run, or the running requests take the
+// whole token budget (one token each in a decode run).
+bool VllmEngine::admission_blocked() const {
+    const auto n = static_cast<std::int64_t>(running_.size());
+    return waiting_.empty() || n >= c_.max_num_seqs || n >= c_.max_num_batched_tokens;
 }
 
 // Returns false when a request was preempted this step.
-bool Engine::schedule_running(std::int64_t& budget) {
+bool VllmEngine::schedule_running(std::int64_t& budget) {
     bool preempted = false;
     for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
         const std::size_t r = running_[i];
@@ -180,38 +161,38 @@ bool Engine::schedule_running(std::int64_t& budget) {
 
 // A waiting request: its cached prefix, then its first chunk. False when its
 // blocks cannot be had (the admission stops there).
-bool Engine::admit(std::size_t r, std::int64_t& budget) {
-    Live& l = live_[r];
+bool VllmEngine::admit(std::size_t r, std::int64_t& budget) {
+    LiveRequest& l = live_[r];
     // Its prompt and every output token but the last (whose KV is never
     // written) must fit the whole pool, or it would preempt itself forever.
     // vLLM refuses such a pool at start-up (max_model_len must fit,
     // kv_cache_utils.py _check_enough_kv_cache_memory); a pool set with
     // --num-gpu-blocks can be smaller, and then the request is rejected.
-    if (blocks_for(w_.requests[r].input_tokens + w_.requests[r].output_tokens - 1) > pool_.total()) {
-        run_.requests[r].rejected = true;
+    if (blocks_for(w_.requests[r].input_tokens + w_.requests[r].output_tokens - 1) > pool_->total()) {
+        records_[r].rejected = true;
         waiting_.pop_front();
         ++done_;
         return true;
     }
-    const bool first = run_.requests[r].scheduled_s < 0;  // not a preempted request coming back
+    const bool first = records_[r].scheduled_s < 0;  // not a preempted request coming back
     std::vector<std::int64_t> hits;
     std::int64_t free_hits = 0;
     if (c_.prefix_caching) {
         // At most all but the last token: its logits must be computed (get_computed_blocks).
         const std::int64_t max_blocks = (total_tokens(r) - 1) / c_.block_size;
         for (std::int64_t j = 0; j < max_blocks; ++j) {
-            auto b = pool_.find(block_hash(r, j));
+            auto b = pool_->find(block_hash(r, j));
             if (!b) break;
             hits.push_back(*b);
-            if (pool_.is_free(*b)) ++free_hits;
+            if (pool_->is_free(*b)) ++free_hits;
         }
     }
     const std::int64_t cached = static_cast<std::int64_t>(hits.size()) * c_.block_size;
     const std::int64_t n = cap(total_tokens(r) - cached, budget);
     if (n <= 0) return false;
     const std::int64_t need = blocks_for(cached + n) - static_cast<std::int64_t>(hits.size());
-    if (need + free_hits > pool_.free_count()) return false;
-    for (std::int64_t b : hits) pool_.touch(b);
+    if (need + free_hits > pool_->free_count()) return false;
+    for (std::int64_t b : hits) pool_->touch(b);
     l.blocks = std::move(hits);
     l.hashed = static_cast<std::int64_t>(l.blocks.size());
     l.computed = cached;
@@ -219,8 +200,8 @@ bool Engine::admit(std::size_t r, std::int64_t& budget) {
     if (first) {
         run_.prompt_tokens += w_.requests[r].input_tokens;
         run_.prefix_hit_tokens += cached;
-        run_.requests[r].cached_tokens = cached;
-        run_.requests[r].scheduled_s = t_;
+        records_[r].cached_tokens = cached;
+        records_[r].scheduled_s = t_;
     }
     waiting_.pop_front();
     running_.push_back(r);
@@ -229,26 +210,26 @@ bool Engine::admit(std::size_t r, std::int64_t& budget) {
     return true;
 }
 
-void Engine::schedule_waiting(std::int64_t& budget) {
+void VllmEngine::schedule_waiting(std::int64_t& budget) {
     while (!waiting_.empty() && budget > 0 && static_cast<std::int64_t>(running_.size()) < c_.max_num_seqs)
         if (!admit(waiting_.front(), budget)) break;
 }
 
 // Full blocks of a request enter the prefix cache once their KV is computed.
-void Engine::register_full_blocks(std::size_t r) {
-    Live& l = live_[r];
+void VllmEngine::register_full_blocks(std::size_t r) {
+    LiveRequest& l = live_[r];
     const std::int64_t full = l.computed / c_.block_size;
-    for (; l.hashed < full; ++l.hashed) pool_.set_hash(l.blocks[static_cast<std::size_t>(l.hashed)], block_hash(r, l.hashed));
+    for (; l.hashed < full; ++l.hashed) pool_->set_hash(l.blocks[static_cast<std::size_t>(l.hashed)], block_hash(r, l.hashed));
 }
 
 // vLLM's log line for every whole second the step crossed.
-void Engine::sample(double until) {
+void VllmEngine::sample(double until) {
     while (next_sample_ <= until) {
         TimePoint p;
         p.t_s = next_sample_;
         p.running = static_cast<std::int64_t>(running_.size());
         p.waiting = static_cast<std::int64_t>(waiting_.size());
-        p.kv_cache_usage = pool_.total() > 0 ? static_cast<double>(pool_.used()) / static_cast<double>(pool_.total()) : 0;
+        p.kv_cache_usage = pool_->total() > 0 ? static_cast<double>(pool_->used()) / static_cast<double>(pool_->total()) : 0;
         p.prompt_tokens_per_s = interval_prompt_;
         p.generation_tokens_per_s = interval_generation_;
         run_.timeseries.push_back(p);
@@ -257,79 +238,218 @@ void Engine::sample(double until) {
     }
 }
 
-void Engine::apply_step() {
+void VllmEngine::apply_step() {
     work_.clear();
     for (const auto& [r, n] : step_) work_.push_back(SeqWork{live_[r].computed, n});
     const double dt = price_(work_);
     if (!(dt > 0) || !std::isfinite(dt)) throw std::logic_error("a step priced at a non-positive time");
+    last_step_start_ = t_;
     t_ += dt;
     run_.steps += 1;
-    std::vector<std::size_t> finished;
+    finished_.clear();
     for (const auto& [r, n] : step_) {
-        Live& l = live_[r];
+        LiveRequest& l = live_[r];
         const bool decode = n == 1 && l.generated > 0 && l.computed + 1 == total_tokens(r);
         if (!decode) interval_prompt_ += static_cast<double>(n);
         l.computed += n;
         if (c_.prefix_caching) register_full_blocks(r);
         if (l.computed < total_tokens(r)) continue;  // a prefill chunk: no token yet
         // The step that reaches the last token samples the next one.
-        RequestRecord& rec = run_.requests[r];
+        RequestRecord& rec = records_[r];
         l.generated += 1;
         interval_generation_ += 1;
         if (rec.first_token_s < 0) rec.first_token_s = t_;
         else if (l.generated > 1) run_.itl_s.push_back(t_ - l.last_token_s);
         l.last_token_s = t_;
-        if (l.generated >= w_.requests[r].output_tokens) finished.push_back(r);
+        if (l.generated >= w_.requests[r].output_tokens) finished_.push_back(r);
     }
-    for (std::size_t r : finished) {
-        run_.requests[r].finish_s = t_;
+    for (std::size_t r : finished_) {
+        records_[r].finish_s = t_;
         free_blocks(r);
         live_[r].hashes = {};
-        running_.erase(std::find(running_.begin(), running_.end(), r));
         ++done_;
     }
+    if (!finished_.empty())
+        std::erase_if(running_, [&](std::size_t r) { return records_[r].finish_s >= 0; });
     sample(t_);
 }
 
-SimRun Engine::run() {
-    const std::size_t n = w_.requests.size();
-    while (done_ < n) {
+// How many decode steps can run as one: every running request is decoding
+// (one token to compute, a token sampled before), and the run ends before
+// the step that gives any of them its last token (stepped, so that it
+// finishes and frees as usual). 0 when no run can start. Also gives the sum
+// of the contexts. O(batch), once per run.
+std::int64_t VllmEngine::decode_run_length(std::int64_t& context_sum) const {
+    if (running_.empty() || !admission_blocked()) return 0;
+    // The newest request is the likeliest to be prefilling: look at it first.
+    const auto decoding = [&](std::size_t r) { return live_[r].generated > 0 && live_[r].computed + 1 == total_tokens(r); };
+    if (!decoding(running_.back())) return 0;
+    std::int64_t left = std::numeric_limits<std::int64_t>::max();
+    context_sum = 0;
+    for (std::size_t r : running_) {
+        if (!decoding(r)) return 0;
+        left = std::min(left, w_.requests[r].output_tokens - live_[r].generated);
+        context_sum = checked_add(context_sum, live_[r].computed);
+    }
+    return left - 1;
+}
+
+// A run of decode steps (docs/simulate.md, "Speed"), each exactly the step
+// the scheduler would make: every running request computes one token and
+// samples one. What stepping does per request is done per step in O(1)
+// instead, except where a request crosses into a new block: the running
+// requests are bucketed by context mod block size, so the bucket whose
+// context reaches a block boundary at step k is found in O(1), and its
+// blocks are allocated (and the ones filled registered in the prefix cache)
+// in running order, as stepping would. The run stops before a step that
+// starts at or after `horizon`, one that would admit an arrival, one whose
+// new blocks the pool cannot supply (stepping then preempts), and one the
+// decode pricer cannot price exactly. The clock advances step by step, t +=
+// dt, so every time is the same double stepping computes. Returns whether a
+// step ran.
+bool VllmEngine::decode_run(double horizon) {
+    std::int64_t context_sum = 0;
+    const std::int64_t max_steps = decode_run_length(context_sum);
+    if (max_steps <= 0) return false;
+    const auto batch = static_cast<std::int64_t>(running_.size());
+    const auto bs = static_cast<std::size_t>(c_.block_size);
+    if (by_phase_.size() != bs) by_phase_.assign(bs, {});
+    for (std::size_t r : running_) by_phase_[static_cast<std::size_t>(live_[r].computed % c_.block_size)].push_back(r);
+    // The requests whose context is at a block boundary k steps into the run.
+    const auto at_boundary = [&](std::int64_t k) -> std::vector<std::size_t>& {
+        return by_phase_[(bs - static_cast<std::size_t>(k % c_.block_size)) % bs];
+    };
+    std::int64_t k = 0;
+    for (; k < max_steps; ++k) {
+        if (k > 0) {
+            arrive();
+            if (t_ >= horizon || !admission_blocked()) break;
+        }
+        std::vector<std::size_t>& crossing = at_boundary(k);
+        if (static_cast<std::int64_t>(crossing.size()) > pool_->free_count()) break;
+        const std::optional<double> dt = decode_(batch, checked_add(context_sum, checked_mul(k, batch)));
+        if (!dt) break;
+        if (!(*dt > 0) || !std::isfinite(*dt)) throw std::logic_error("a step priced at a non-positive time");
+        for (std::size_t r : crossing) live_[r].blocks.push_back(pool_->allocate());
+        run_.peak_blocks_used = std::max(run_.peak_blocks_used, pool_->used());
+        const double start = t_;
+        last_step_start_ = t_;
+        t_ += *dt;
+        run_.steps += 1;
+        run_.decode_run_steps += 1;
+        if (c_.prefix_caching)
+            for (std::size_t r : at_boundary(k + 1)) {  // their last block is now full
+                LiveRequest& l = live_[r];
+                pool_->set_hash(l.blocks[static_cast<std::size_t>(l.hashed)], block_hash(r, l.hashed));
+                ++l.hashed;
+            }
+        // Every request's last token came with the previous step, except on
+        // the run's first step (their own times).
+        if (k == 0)
+            for (std::size_t r : running_) run_.itl_s.push_back(t_ - live_[r].last_token_s);
+        else
+            run_.itl_s.add(t_ - start, batch);
+        interval_generation_ += static_cast<double>(batch);
+        last_step_done_ = 0;
+        sample(t_);
+        if (check_ && !pool_->consistent()) throw std::logic_error("block pool inconsistent after a step");
+    }
+    for (std::size_t r : running_) {
+        LiveRequest& l = live_[r];
+        l.computed += k;
+        l.generated += k;
+        if (k > 0) l.last_token_s = t_;
+    }
+    for (auto& bucket : by_phase_) bucket.clear();
+    return k > 0;
+}
+
+void VllmEngine::advance(double horizon, bool stop_on_done) {
+    for (;;) {
         arrive();
         if (running_.empty() && waiting_.empty()) {
-            if (w_.concurrency > 0 || next_arrival_ >= n) break;  // nothing left to arrive
+            if (inbox_.empty()) return;
             // Idle: jump to the next arrival.
-            t_ = std::max(t_, w_.requests[next_arrival_].arrival_s);
+            const double next = records_[inbox_.front()].arrival_s;
+            if (next >= horizon) return;
+            t_ = std::max(t_, next);
             sample(t_);
             continue;
         }
+        if (t_ >= horizon) return;
+        const std::int64_t done_before = done_;
+        if (c_.jump_decode_runs && decode_ && decode_run(horizon)) continue;  // a run finishes nothing
         step_.clear();
         std::int64_t budget = c_.max_num_batched_tokens;
         if (schedule_running(budget)) schedule_waiting(budget);
         if (step_.empty()) {
             // A request preempted itself or was rejected: the queue's head
             // now meets an empty pool, which admits or rejects it next pass.
-            if (running_.empty()) continue;
-            throw std::logic_error("the scheduler found nothing to run");
+            if (!running_.empty()) throw std::logic_error("the scheduler found nothing to run");
+        } else {
+            apply_step();
+            if (check_ && !pool_->consistent()) throw std::logic_error("block pool inconsistent after a step");
         }
-        apply_step();
-        if (check_ && !pool_.consistent()) throw std::logic_error("block pool inconsistent after a step");
+        last_step_done_ = done_ - done_before;  // finished, or rejected, in this pass
+        if (stop_on_done && done_ != done_before) return;
     }
+}
+
+std::optional<double> VllmEngine::next_step_s() const {
+    if (!running_.empty() || !waiting_.empty()) return t_;
+    if (!inbox_.empty()) return std::max(t_, records_[inbox_.front()].arrival_s);
+    return std::nullopt;
+}
+
+std::int64_t VllmEngine::outstanding_at(double t) const {
+    // Arrived: every added request but those still in the inbox after t.
+    std::int64_t arrived = added_;
+    for (auto it = inbox_.rbegin(); it != inbox_.rend() && records_[*it].arrival_s > t; ++it) --arrived;
+    // Finished by t: all but those of a last step that ends after t.
+    const std::int64_t finished = done_ - (t_ > t ? last_step_done_ : 0);
+    return arrived - finished;
+}
+
+SimRun VllmEngine::take_totals() {
     run_.end_s = t_;
     return std::move(run_);
 }
 
-}  // namespace
-
 SimRun simulate(const Workload& w, const SchedulerConfig& c, const StepPricer& price, bool check_invariants) {
-    if (c.num_gpu_blocks <= 0) usage_error("simulate: the KV pool has no blocks");
-    if (c.block_size <= 0 || c.max_num_seqs <= 0 || c.max_num_batched_tokens <= 0)
-        usage_error("simulate: block size, max_num_seqs and max_num_batched_tokens must be positive");
+    return simulate(w, c, price, DecodePricer{}, check_invariants);
+}
+
+SimRun simulate(const Workload& w, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode, bool check_invariants) {
+    check_scheduler_config(c);
     for (std::size_t i = 1; i < w.requests.size(); ++i)
         if (w.requests[i].arrival_s < w.requests[i - 1].arrival_s) usage_error("simulate: arrivals must be sorted");
     if (!w.requests.empty() && !(w.requests.front().arrival_s >= 0 && w.requests.back().arrival_s <= kMaxReplaySeconds))
         usage_error("simulate: arrivals must lie within 0 to 10^7 s (116 days)");
-    Engine e(w, c, price, check_invariants);
-    return e.run();
+    RequestStates states = request_states(w);
+    VllmEngine e(w, c, price, decode, check_invariants, states);
+    const double forever = std::numeric_limits<double>::infinity();
+    if (w.concurrency <= 0) {
+        for (std::size_t i = 0; i < w.requests.size(); ++i) e.add(i);
+        e.advance(forever, false);
+    } else {
+        // Closed loop: `concurrency` clients, each sending its next request
+        // the moment its last one finishes (or is rejected).
+        std::size_t released = 0;
+        const auto release = [&] {
+            while (released < w.requests.size() && static_cast<std::int64_t>(released) - e.done() < w.concurrency) {
+                states.records[released].arrival_s = e.now();
+                e.add(released++);
+            }
+        };
+        release();
+        while (e.next_step_s()) {
+            e.advance(forever, true);
+            release();
+        }
+    }
+    SimRun run = e.take_totals();
+    run.requests = std::move(states.records);
+    return run;
 }
 
 }  // namespace kvplan

@@ -19,7 +19,11 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <memory>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/sim/workload.hpp"
@@ -34,6 +38,9 @@ struct SchedulerConfig {
     std::int64_t max_num_batched_tokens = 8192;
     std::int64_t long_prefill_token_threshold = 0;  // 0: no cap
     bool prefix_caching = true;
+    // Runs of identical decode steps advance without walking the batch each
+    // step (docs/simulate.md, "Speed"); the same run, bit for bit, as stepping.
+    bool jump_decode_runs = true;
 };
 
 // What happened to one request; times in seconds from the trace's start.
@@ -59,11 +66,46 @@ struct TimePoint {
     double generation_tokens_per_s = 0;
 };
 
+// Every gap between two tokens of one request, as (gap, how many times)
+// runs: a decode step gives its whole batch the same gap, so the list holds
+// about one entry per step instead of one per token. The distribution is
+// that of the expanded list (metrics.cpp).
+class GapCounts {
+public:
+    void push_back(double gap_s) { add(gap_s, 1); }
+    void add(double gap_s, std::int64_t count) {
+        if (count <= 0) return;
+        if (!runs_.empty() && runs_.back().first == gap_s) runs_.back().second += count;
+        else runs_.emplace_back(gap_s, count);
+        size_ += count;
+    }
+    void append(const GapCounts& o) {
+        for (const auto& [g, n] : o.runs_) add(g, n);
+    }
+    std::int64_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    const std::vector<std::pair<double, std::int64_t>>& runs() const { return runs_; }
+
+private:
+    std::vector<std::pair<double, std::int64_t>> runs_;
+    std::int64_t size_ = 0;
+};
+
+// One engine's share of a run with several replicas.
+struct ReplicaStats {
+    std::int64_t requests = 0;        // routed to it
+    std::int64_t steps = 0;
+    std::int64_t preemptions = 0;
+    std::int64_t peak_blocks_used = 0;
+    std::int64_t total_blocks = 0;
+};
+
 struct SimRun {
     std::vector<RequestRecord> requests;  // in workload order
-    std::vector<double> itl_s;            // every gap between two tokens of one request
+    GapCounts itl_s;                      // every gap between two tokens of one request
     std::vector<TimePoint> timeseries;
     std::int64_t steps = 0;
+    std::int64_t decode_run_steps = 0;    // of which advanced as part of a decode run (jump_decode_runs)
     std::int64_t preemptions = 0;
     std::int64_t recomputed_tokens = 0;   // tokens computed again after preemption
     std::int64_t prompt_tokens = 0;       // prompt tokens of admitted requests (first admission)
@@ -71,13 +113,120 @@ struct SimRun {
     std::int64_t peak_blocks_used = 0;
     std::int64_t total_blocks = 0;
     double end_s = 0;
+    std::vector<ReplicaStats> replicas;   // one per engine (simulate_cluster); empty from simulate()
 };
 
 using StepPricer = std::function<double(const std::vector<SeqWork>&)>;
+// The price of a decode step of `batch` sequences whose contexts sum to
+// `context_sum`: exactly what the StepPricer gives for that batch, or
+// nullopt when it cannot say (the engine then steps one by one).
+using DecodePricer = std::function<std::optional<double>(std::int64_t batch, std::int64_t context_sum)>;
 
 // Replays `w` (arrivals sorted). Throws Error(Usage) for a config that
 // cannot run (no blocks, a zero budget). `check_invariants` verifies the
-// block pool after every step (tests; costs a pass over the pool).
+// block pool after every step (tests; costs a pass over the pool). Without
+// a DecodePricer every step is priced by `price` (no decode-run jumps).
 SimRun simulate(const Workload& w, const SchedulerConfig& c, const StepPricer& price, bool check_invariants = false);
+SimRun simulate(const Workload& w, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode,
+                bool check_invariants = false);
+
+// A request's state inside the engine that serves it.
+struct LiveRequest {
+    std::int64_t computed = 0;          // tokens whose KV is in the cache
+    std::int64_t generated = 0;         // output tokens sampled so far
+    std::vector<std::int64_t> blocks;   // block ids, in token order
+    std::int64_t hashed = 0;            // leading blocks registered in the prefix cache
+    double last_token_s = 0;
+    std::vector<std::uint64_t> hashes;  // the chained block hashes computed so far
+};
+
+// The state of every request of a workload, shared by the engines that
+// serve them (each request lives in exactly one).
+struct RequestStates {
+    std::vector<RequestRecord> records;
+    std::vector<LiveRequest> live;
+};
+
+// Every request as it stands before it arrives.
+RequestStates request_states(const Workload& w);
+void check_scheduler_config(const SchedulerConfig& c);
+
+class BlockPool;
+
+// One vLLM V1 engine (the rules above). It is handed its requests one by one
+// (add), and advanced up to a time: simulate() drives one, simulate_cluster
+// (cluster.hpp) several behind a router.
+class VllmEngine {
+public:
+    VllmEngine(const Workload& w, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode, bool check,
+               RequestStates& states);
+    ~VllmEngine();
+    VllmEngine(VllmEngine&&) noexcept;
+    VllmEngine(const VllmEngine&) = delete;
+    VllmEngine& operator=(const VllmEngine&) = delete;
+    VllmEngine& operator=(VllmEngine&&) = delete;
+
+    // Request r arrives at states.records[r].arrival_s (not before the last one added).
+    void add(std::size_t r);
+    // When its next step starts; nullopt when it has nothing to do.
+    std::optional<double> next_step_s() const;
+    // Runs the steps that start before `horizon`, taking arrivals as they
+    // come. With `stop_on_done`, returns after the first step (or pass) in
+    // which a request finished or was rejected: a closed loop's clients
+    // send their next request then.
+    void advance(double horizon, bool stop_on_done);
+    // Requests routed here, arrived by time t and not finished by then (t at
+    // or after the start of its last step).
+    std::int64_t outstanding_at(double t) const;
+    std::int64_t done() const { return done_; }
+    double now() const { return t_; }
+    // Its steps, preemptions, ITL, series and pool figures (requests empty).
+    const SimRun& totals() const { return run_; }
+    SimRun take_totals();
+
+private:
+    std::int64_t total_tokens(std::size_t r) const { return w_.requests[r].input_tokens + live_[r].generated; }
+    std::uint64_t block_hash(std::size_t r, std::int64_t j);
+    std::uint64_t block_key(std::size_t r, std::int64_t j) const;
+    std::int64_t blocks_for(std::int64_t tokens) const { return (tokens + c_.block_size - 1) / c_.block_size; }
+    bool allocate(std::size_t r, std::int64_t new_tokens);
+    void free_blocks(std::size_t r);
+    void preempt(std::size_t r);
+    std::int64_t cap(std::int64_t n, std::int64_t budget) const;
+    void arrive();
+    bool admission_blocked() const;
+    bool schedule_running(std::int64_t& budget);
+    void schedule_waiting(std::int64_t& budget);
+    bool admit(std::size_t r, std::int64_t& budget);
+    void apply_step();
+    void register_full_blocks(std::size_t r);
+    void sample(double until);
+    bool decode_run(double horizon);
+    std::int64_t decode_run_length(std::int64_t& context_sum) const;
+
+    const Workload& w_;
+    SchedulerConfig c_;
+    const StepPricer& price_;
+    const DecodePricer& decode_;
+    bool check_;
+    std::unique_ptr<BlockPool> pool_;
+    std::vector<RequestRecord>& records_;
+    std::vector<LiveRequest>& live_;
+    SimRun run_;
+    std::deque<std::size_t> inbox_;    // added, not yet arrived
+    std::deque<std::size_t> waiting_;
+    std::vector<std::size_t> running_;
+    std::vector<std::pair<std::size_t, std::int64_t>> step_;  // (request, new tokens) this step
+    std::vector<SeqWork> work_;
+    std::vector<std::size_t> finished_;
+    std::vector<std::vector<std::size_t>> by_phase_;  // decode run: running requests by context mod block size
+    std::int64_t added_ = 0;
+    std::int64_t done_ = 0;
+    std::int64_t last_step_done_ = 0;  // requests its last step finished
+    double last_step_start_ = 0;
+    double t_ = 0;
+    double next_sample_ = 1;
+    double interval_prompt_ = 0, interval_generation_ = 0;
+};
 
 }  // namespace kvplan

@@ -233,4 +233,36 @@ StepCost mixed_step(const CostModel& m, const std::vector<SeqWork>& seqs) {
     return finish(m, c, tokens);
 }
 
+namespace {
+
+// Below 2^53 every whole number is a double and sums of them are exact.
+constexpr double kExactLimit = 9007199254740992.0;
+
+bool whole(double x) { return x >= 0 && x < kExactLimit && std::floor(x) == x; }
+
+}  // namespace
+
+std::optional<StepCost> decode_batch_step(const CostModel& m, std::int64_t batch, std::int64_t context_sum) {
+    if (batch <= 0 || context_sum < 0) return std::nullopt;
+    const double B = static_cast<double>(batch);
+    const double S = static_cast<double>(context_sum);
+    StepCost c;
+    for (const CostGroup& g : m.groups) {
+        if (g.window_tokens > 0) return std::nullopt;
+        if (!whole(g.kv_bytes_per_token) || !whole(g.state_bytes) || !whole(g.attention_flops_per_token_pair) || !whole(g.state_flops_per_token))
+            return std::nullopt;
+        // mixed_step's terms per sequence i: kv x c_i + state read, kv + state
+        // written, pair x (c_i + 1) + state FLOPs (a new token attends to its
+        // context and itself); summed over the batch.
+        c.kv_read_bytes += g.kv_bytes_per_token * S + B * g.state_bytes;
+        c.kv_write_bytes += B * (g.kv_bytes_per_token + g.state_bytes);
+        c.attention_flops += g.attention_flops_per_token_pair * (S + B) + B * g.state_flops_per_token;
+    }
+    // Monotone rounding: a true total at or past 2^53 cannot compute below it.
+    if (!(c.kv_read_bytes < kExactLimit) || !(c.kv_write_bytes < kExactLimit) || !(c.attention_flops < kExactLimit)) return std::nullopt;
+    c.weight_bytes = m.dense_weight_bytes + routed_weight_bytes(m, batch);
+    c.matmul_flops = B * m.matmul_flops_per_token;
+    return finish(m, c, batch);
+}
+
 }  // namespace kvplan

@@ -136,6 +136,18 @@ struct SeqWork {
 // its cached prefix plus causal pairs among its new tokens.
 StepCost mixed_step(const CostModel& m, const std::vector<SeqWork>& seqs);
 
+// mixed_step of a pure decode batch, {c_1, 1} .. {c_batch, 1}, from the batch
+// size and the sum of the contexts alone, in O(layer groups) instead of
+// O(batch): what the simulator prices a run of decode steps with. It is the
+// same number bit for bit, because every per-sequence term mixed_step adds is
+// then an integer and every partial sum stays below 2^53, where doubles add
+// exactly in any order. nullopt where that cannot be promised, and the caller
+// prices the step sequence by sequence: a sliding or chunked window (each
+// sequence's min(context, window) is not a function of the sum), a
+// coefficient that is not a whole number (e.g. a recurrent state's FLOPs
+// split over TP ranks), or a sum past 2^53.
+std::optional<StepCost> decode_batch_step(const CostModel& m, std::int64_t batch, std::int64_t context_sum);
+
 // Expected routed experts a batch of `tokens` touches in one MoE layer under
 // uniform routing: E x (1 - (1 - k/E)^tokens).
 double experts_touched(std::int64_t experts, std::int64_t per_token, std::int64_t tokens);

@@ -3,6 +3,7 @@
 // determinism) on every run.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <tuple>
@@ -275,4 +276,128 @@ TEST_CASE("goodput counts the requests that meet every SLO, as vllm bench serve 
     CHECK(*s.slo_attainment == Approx(0.5));
     CHECK(*s.goodput_requests_per_s == Approx(1.0 / 6.0));
     CHECK(s.tpot_s.mean == Approx(1.0));
+}
+
+TEST_CASE("a decode batch priced from its size and context sum is mixed_step's price bit for bit, or none") {
+    // mixed_step adds, per sequence, whole numbers (bytes per token x context,
+    // FLOPs per token pair x (context + 1)) below 2^53, which doubles add
+    // exactly in any order: the aggregate must give the same double, not a
+    // near one. A sliding window (gemma-2's 4,096 tokens on half its layers)
+    // makes each sequence's min(context, window) count: no aggregate then.
+    std::mt19937_64 rng(3);
+    for (const char* name : {"llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "deepseek-v3", "qwen3-8b"}) {
+        const ModelSpec m = preset(name);
+        CostModelInputs in;
+        in.model = &m;
+        in.gpu = gpu("h100-sxm");
+        in.tp = std::string(name) == "deepseek-v3" || std::string(name) == "llama-3.1-70b" ? 8 : 1;
+        const CostModel cm = make_cost_model(in);
+        for (int trial = 0; trial < 200; ++trial) {
+            std::vector<SeqWork> batch(static_cast<std::size_t>(1 + rng() % 512));
+            std::int64_t sum = 0;
+            for (SeqWork& s : batch) {
+                s = SeqWork{static_cast<std::int64_t>(1 + rng() % 40'000), 1};
+                sum += s.cached;
+            }
+            const std::optional<StepCost> agg = decode_batch_step(cm, static_cast<std::int64_t>(batch.size()), sum);
+            INFO(name << ", batch " << batch.size() << ", context sum " << sum);
+            REQUIRE(agg);
+            CHECK(agg->total_s == mixed_step(cm, batch).total_s);
+        }
+    }
+    const ModelSpec g = preset("gemma-2-9b");
+    CostModelInputs in;
+    in.model = &g;
+    in.gpu = gpu("h100-sxm");
+    CHECK_FALSE(decode_batch_step(make_cost_model(in), 8, 8 * 1000));
+}
+
+namespace {
+
+// Two runs of one workload, every figure the report shows compared exactly.
+void expect_same_run(const SimRun& a, const SimRun& b) {
+    REQUIRE(a.requests.size() == b.requests.size());
+    std::size_t differing = 0;
+    for (std::size_t i = 0; i < a.requests.size(); ++i) {
+        const RequestRecord &x = a.requests[i], &y = b.requests[i];
+        if (x.arrival_s != y.arrival_s || x.scheduled_s != y.scheduled_s || x.first_token_s != y.first_token_s || x.finish_s != y.finish_s ||
+            x.cached_tokens != y.cached_tokens || x.preemptions != y.preemptions || x.rejected != y.rejected)
+            ++differing;
+    }
+    CHECK(differing == 0);
+    // The ITL multiset: the sorted, merged (gap, count) runs.
+    const auto sorted_runs = [](const GapCounts& g) {
+        std::vector<std::pair<double, std::int64_t>> v = g.runs(), merged;
+        std::sort(v.begin(), v.end());
+        for (const auto& p : v)
+            if (!merged.empty() && merged.back().first == p.first) merged.back().second += p.second;
+            else merged.push_back(p);
+        return merged;
+    };
+    CHECK(a.itl_s.size() == b.itl_s.size());
+    CHECK(sorted_runs(a.itl_s) == sorted_runs(b.itl_s));
+    REQUIRE(a.timeseries.size() == b.timeseries.size());
+    std::size_t differing_points = 0;
+    for (std::size_t i = 0; i < a.timeseries.size(); ++i) {
+        const TimePoint &p = a.timeseries[i], &q = b.timeseries[i];
+        if (p.t_s != q.t_s || p.running != q.running || p.waiting != q.waiting || p.kv_cache_usage != q.kv_cache_usage ||
+            p.prompt_tokens_per_s != q.prompt_tokens_per_s || p.generation_tokens_per_s != q.generation_tokens_per_s)
+            ++differing_points;
+    }
+    CHECK(differing_points == 0);
+    CHECK(a.steps == b.steps);
+    CHECK(a.preemptions == b.preemptions);
+    CHECK(a.recomputed_tokens == b.recomputed_tokens);
+    CHECK(a.prefix_hit_tokens == b.prefix_hit_tokens);
+    CHECK(a.peak_blocks_used == b.peak_blocks_used);
+    CHECK(a.end_s == b.end_s);
+    const SimSummary s = summarise(a, {}), t = summarise(b, {});
+    CHECK(s.itl_s.mean == t.itl_s.mean);
+    CHECK(s.itl_s.p99 == t.itl_s.p99);
+    CHECK(s.tpot_s.p99 == t.tpot_s.p99);
+}
+
+}  // namespace
+
+TEST_CASE("jumping over runs of decode steps gives the run stepping gives, on the bundled traces") {
+    // The Azure traces, and Mooncake's with its shared prefixes, on Llama-3.1-8B
+    // / H100 with prefix caching on, max_num_seqs low enough to bind (the
+    // runs happen while the queue waits for a free seat) and pools small
+    // enough to preempt (2,000-8,000 blocks of 16 for prompts of ~1,000 to
+    // ~10,000 tokens). Stepping and jumping must agree on every time to the
+    // last bit: the jump allocates, caches and advances the clock in
+    // stepping's order.
+    const ModelSpec m = preset("llama-3.1-8b");
+    CostModelInputs in;
+    in.model = &m;
+    in.gpu = gpu("h100-sxm");
+    const CostModel cm = make_cost_model(in);
+    const StepPricer price = [&](const std::vector<SeqWork>& w) { return mixed_step(cm, w).total_s; };
+    const DecodePricer decode = [&](std::int64_t b, std::int64_t s) -> std::optional<double> {
+        auto c = decode_batch_step(cm, b, s);
+        return c ? std::optional<double>(c->total_s) : std::nullopt;
+    };
+    const std::string traces = std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/reference/traces/";
+    struct Case { const char* file; std::int64_t limit, blocks, max_seqs; double time_scale; };
+    for (const Case k : {Case{"azure_2023_conv.csv", 3000, 2000, 32, 1.0}, Case{"azure_2023_code.csv", 2000, 2500, 16, 1.0},
+                         Case{"mooncake_conversation.jsonl", 600, 8000, 8, 1.0}}) {
+        const Workload w = read_trace(traces + k.file, TraceOptions{"auto", k.time_scale, k.limit});
+        SchedulerConfig c;
+        c.num_gpu_blocks = k.blocks;
+        c.max_num_seqs = k.max_seqs;
+        c.max_num_batched_tokens = 2048;
+        c.jump_decode_runs = false;
+        const SimRun stepped = simulate(w, c, price, decode, true);
+        c.jump_decode_runs = true;
+        const SimRun jumped = simulate(w, c, price, decode, true);
+        INFO(k.file << ": " << stepped.steps << " steps, " << stepped.preemptions << " preemptions");
+        CHECK(stepped.preemptions > 0);
+        CHECK(stepped.decode_run_steps == 0);
+        CHECK(jumped.decode_run_steps > jumped.steps / 3);  // the jump did happen, for many steps
+        const SimSummary s = summarise(stepped, {});
+        CHECK(s.completed + s.rejected == k.limit);
+        if (std::string(k.file).starts_with("mooncake")) CHECK(stepped.prefix_hit_tokens > 0);
+        expect_same_run(stepped, jumped);
+        expect_causal(jumped);
+    }
 }

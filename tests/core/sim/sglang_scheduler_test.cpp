@@ -89,7 +89,7 @@ TEST_CASE("an SGLang prefill pass runs alone: the running request's decode waits
     CHECK(run.requests[1].finish_s == Approx(2.1));
     CHECK(run.requests[0].finish_s == Approx(2.9));
     CHECK(run.steps == 11);
-    CHECK(run.itl_s.front() == Approx(1.1));  // A's gap across B's prefill
+    CHECK(run.itl_s.runs().front().first == Approx(1.1));  // A's gap across B's prefill
     // vLLM runs B's prefill in A's decode step instead: A's gap is one step.
     SchedulerConfig v;
     v.num_gpu_blocks = 1000;

@@ -1,0 +1,168 @@
+#include "core/sim/cluster.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace kvplan {
+
+namespace {
+
+constexpr double kForever = std::numeric_limits<double>::infinity();
+
+class Cluster {
+public:
+    Cluster(const Workload& w, const SchedulerConfig& c, const ClusterConfig& k, const StepPricer& price, const DecodePricer& decode,
+            bool check)
+        : w_(w), k_(k), states_(request_states(w)), routed_(static_cast<std::size_t>(k.replicas), 0) {
+        engines_.reserve(static_cast<std::size_t>(k.replicas));
+        for (std::int64_t i = 0; i < k.replicas; ++i) engines_.emplace_back(w, c, price, decode, check, states_);
+    }
+
+    SimRun run() {
+        if (w_.concurrency > 0) closed_loop();
+        else open_loop();
+        return merge();
+    }
+
+private:
+    // Sends request r, arriving at t, to a replica.
+    void route(std::size_t r, double t) {
+        std::size_t best = r % engines_.size();
+        if (k_.router == Router::LeastLoaded) {
+            std::int64_t least = std::numeric_limits<std::int64_t>::max();
+            for (std::size_t e = 0; e < engines_.size(); ++e) {
+                const std::int64_t n = engines_[e].outstanding_at(t);
+                if (n < least) {
+                    least = n;
+                    best = e;
+                }
+            }
+        }
+        ++routed_[best];
+        engines_[best].add(r);
+    }
+
+    void open_loop() {
+        if (k_.router == Router::RoundRobin) {
+            // The routing does not depend on the engines: each runs alone.
+            for (std::size_t i = 0; i < w_.requests.size(); ++i) route(i, w_.requests[i].arrival_s);
+        } else {
+            for (std::size_t i = 0; i < w_.requests.size(); ++i) {
+                const double t = w_.requests[i].arrival_s;
+                for (VllmEngine& e : engines_) e.advance(t, false);  // every step that starts before t
+                route(i, t);
+            }
+        }
+        for (VllmEngine& e : engines_) e.advance(kForever, false);
+    }
+
+    std::int64_t done() const {
+        std::int64_t n = 0;
+        for (const VllmEngine& e : engines_) n += e.done();
+        return n;
+    }
+
+    // Closed loop: `concurrency` clients, each sending its next request the
+    // moment its last one finishes (or is rejected), through the router.
+    void closed_loop() {
+        std::size_t released = 0;
+        const auto release = [&](double t) {
+            while (released < w_.requests.size() && static_cast<std::int64_t>(released) - done() < w_.concurrency) {
+                states_.records[released].arrival_s = t;
+                route(released++, t);
+            }
+        };
+        release(0);
+        for (;;) {
+            // The replica whose next step starts first; it may run up to the
+            // next replica's time, before which no other can finish anything
+            // (a finish ends a step that starts at or after that time).
+            std::size_t first = engines_.size();
+            double first_t = kForever, second_t = kForever;
+            for (std::size_t e = 0; e < engines_.size(); ++e) {
+                const std::optional<double> t = engines_[e].next_step_s();
+                if (!t) continue;
+                if (*t < first_t) {
+                    second_t = first_t;
+                    first_t = *t;
+                    first = e;
+                } else if (*t < second_t) {
+                    second_t = *t;
+                }
+            }
+            if (first == engines_.size()) break;
+            // At least its next step, even when another replica is at the same time.
+            const double horizon = std::max(second_t, std::nextafter(first_t, kForever));
+            engines_[first].advance(horizon, true);
+            release(engines_[first].now());
+        }
+    }
+
+    SimRun merge() {
+        SimRun run;
+        for (std::size_t i = 0; i < engines_.size(); ++i) {
+            SimRun e = engines_[i].take_totals();
+            run.replicas.push_back(ReplicaStats{routed_[i], e.steps, e.preemptions, e.peak_blocks_used, e.total_blocks});
+            if (engines_.size() == 1) {
+                e.requests = std::move(states_.records);
+                e.replicas = std::move(run.replicas);
+                return e;
+            }
+            run.itl_s.append(e.itl_s);
+            run.steps += e.steps;
+            run.decode_run_steps += e.decode_run_steps;
+            run.preemptions += e.preemptions;
+            run.recomputed_tokens += e.recomputed_tokens;
+            run.prompt_tokens += e.prompt_tokens;
+            run.prefix_hit_tokens += e.prefix_hit_tokens;
+            run.peak_blocks_used = std::max(run.peak_blocks_used, e.peak_blocks_used);
+            run.total_blocks += e.total_blocks;
+            run.end_s = std::max(run.end_s, e.end_s);
+            // Second s of every replica's series into second s of the sum (a
+            // replica that ended earlier has nothing running, its blocks free).
+            if (run.timeseries.size() < e.timeseries.size()) {
+                for (std::size_t s = run.timeseries.size(); s < e.timeseries.size(); ++s) {
+                    TimePoint p;
+                    p.t_s = e.timeseries[s].t_s;
+                    run.timeseries.push_back(p);
+                }
+            }
+            for (std::size_t s = 0; s < e.timeseries.size(); ++s) {
+                TimePoint& p = run.timeseries[s];
+                const TimePoint& q = e.timeseries[s];
+                p.running += q.running;
+                p.waiting += q.waiting;
+                p.kv_cache_usage += q.kv_cache_usage * static_cast<double>(e.total_blocks);  // blocks in use, divided below
+                p.prompt_tokens_per_s += q.prompt_tokens_per_s;
+                p.generation_tokens_per_s += q.generation_tokens_per_s;
+            }
+        }
+        for (TimePoint& p : run.timeseries) p.kv_cache_usage /= static_cast<double>(run.total_blocks);
+        run.requests = std::move(states_.records);
+        return run;
+    }
+
+    const Workload& w_;
+    ClusterConfig k_;
+    RequestStates states_;
+    std::vector<VllmEngine> engines_;
+    std::vector<std::int64_t> routed_;
+};
+
+}  // namespace
+
+SimRun simulate_cluster(const Workload& w, const SchedulerConfig& c, const ClusterConfig& k, const StepPricer& price,
+                        const DecodePricer& decode, bool check_invariants) {
+    check_scheduler_config(c);
+    if (k.replicas < 1 || k.replicas > 1024) usage_error("--replicas " + std::to_string(k.replicas) + ": expected 1 to 1024");
+    for (std::size_t i = 1; i < w.requests.size(); ++i)
+        if (w.requests[i].arrival_s < w.requests[i - 1].arrival_s) usage_error("simulate: arrivals must be sorted");
+    Cluster cluster(w, c, k, price, decode, check_invariants);
+    return cluster.run();
+}
+
+}  // namespace kvplan

@@ -1,0 +1,36 @@
+// Several vLLM engines behind a router (kvplan simulate --replicas N
+// --router ...): each replica an independent VllmEngine with its own KV
+// pool, every request sent to one of them when it arrives.
+//   round-robin   request i to replica i mod N (a closed loop's clients'
+//                 requests in the order they are sent);
+//   least-loaded  the replica with the fewest outstanding requests (routed
+//                 there, arrived and not finished) at the request's arrival,
+//                 ties to the lowest index: join-the-shortest-queue, as the
+//                 SGLang router's shortest_queue policy routes.
+// The engines are advanced in time order, so that a router's decision at
+// time t sees every step that started before t, and a closed loop's client
+// sends its next request when its last one finishes, on any replica.
+#pragma once
+
+#include <cstdint>
+
+#include "core/sim/scheduler.hpp"
+
+namespace kvplan {
+
+enum class Router { RoundRobin, LeastLoaded };
+
+struct ClusterConfig {
+    std::int64_t replicas = 1;  // 1 .. 1024
+    Router router = Router::RoundRobin;
+};
+
+// The run of every replica merged: requests in workload order, ITL gaps,
+// steps, preemptions and recomputed tokens summed, total_blocks the sum of
+// the pools, peak_blocks_used the largest replica peak, end_s the last end;
+// the per-second series summed (KV usage: blocks in use over all pools);
+// `replicas` one line each. With one replica it is simulate()'s run.
+SimRun simulate_cluster(const Workload& w, const SchedulerConfig& c, const ClusterConfig& k, const StepPricer& price,
+                        const DecodePricer& decode, bool check_invariants = false);
+
+}  // namespace kvplan
