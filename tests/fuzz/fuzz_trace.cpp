@@ -1,7 +1,8 @@
 // libFuzzer target: the trace path `kvplan simulate --trace FILE` takes.
 // Bytes -> trace (io/trace_reader, every format, auto-detected) -> Workload
 // -> the vLLM or SGLang scheduler over a small pool with a constant step, invariants
-// checked after every step -> metrics. The reader must refuse every bad
+// checked after every step, and vLLM's decode-run jump against stepping
+// -> metrics. The reader must refuse every bad
 // line with a kvplan::Error; the scheduler must complete or reject every
 // request it is given. Anything else (a crash, a sanitizer report, a
 // logic_error from the invariants, a hang past -timeout) is a bug.
@@ -43,7 +44,27 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         c.max_num_seqs = 1 + static_cast<std::int64_t>(size % 64);
         c.max_num_batched_tokens = 256 + static_cast<std::int64_t>(size % 4096);
         c.prefix_caching = size % 3 != 0;
-        run = simulate(w, c, price, true);
+        // Priced so that a decode step's price depends on its context, as
+        // the roofline's does; the decode-run jump must match stepping.
+        // Integer sums first, one formula: the jump's aggregate is then exact.
+        const StepPricer by_context = [](const std::vector<SeqWork>& s) {
+            std::int64_t tokens = 0, cached = 0;
+            for (const SeqWork& q : s) tokens += q.new_tokens, cached += q.cached;
+            return 0.01 + 1e-6 * static_cast<double>(tokens) + 1e-9 * static_cast<double>(cached);
+        };
+        const DecodePricer decode = [](std::int64_t batch, std::int64_t context_sum) -> std::optional<double> {
+            return 0.01 + 1e-6 * static_cast<double>(batch) + 1e-9 * static_cast<double>(context_sum);
+        };
+        run = simulate(w, c, by_context, decode, true);
+        c.jump_decode_runs = false;
+        const SimRun stepped = simulate(w, c, by_context, true);
+        // Differential check: the jump may only skip work, never change the run.
+        for (std::size_t i = 0; i < run.requests.size(); ++i) {
+            const RequestRecord &a = run.requests[i], &b = stepped.requests[i];
+            if (a.first_token_s != b.first_token_s || a.finish_s != b.finish_s || a.preemptions != b.preemptions || a.rejected != b.rejected)
+                __builtin_trap();
+        }
+        if (run.preemptions != stepped.preemptions || run.end_s != stepped.end_s) __builtin_trap();
     } else {
         SglangConfig c;  // SGLang's, over a token pool
         c.max_total_tokens = 1024 + static_cast<std::int64_t>(size % 8192);

@@ -58,7 +58,8 @@ void BlockPool::HashIndex::erase(std::int64_t block, std::uint64_t key) {
 
 BlockPool::BlockPool(std::int64_t blocks)
     : ref_(static_cast<std::size_t>(blocks), 0), prev_(static_cast<std::size_t>(blocks), -1),
-      next_(static_cast<std::size_t>(blocks), -1), hash_(static_cast<std::size_t>(blocks)), by_hash_(blocks) {
+      next_(static_cast<std::size_t>(blocks), -1), hash_(static_cast<std::size_t>(blocks)), indexed_(static_cast<std::size_t>(blocks), false),
+      by_hash_(blocks) {
     for (std::int64_t b = 0; b < blocks; ++b) push_tail(b);
 }
 
@@ -91,7 +92,8 @@ std::int64_t BlockPool::allocate() {
     unlink(b);
     auto& h = hash_[static_cast<std::size_t>(b)];
     if (h) {
-        by_hash_.erase(b, *h);
+        if (indexed_[static_cast<std::size_t>(b)]) by_hash_.erase(b, *h);
+        indexed_[static_cast<std::size_t>(b)] = false;
         h.reset();
     }
     ref_[static_cast<std::size_t>(b)] = 1;
@@ -100,7 +102,10 @@ std::int64_t BlockPool::allocate() {
 
 void BlockPool::set_hash(std::int64_t block, std::uint64_t hash) {
     // A second block with content already cached stays uncached (vLLM keeps the first).
-    if (by_hash_.insert(hash, block)) hash_[static_cast<std::size_t>(block)] = hash;
+    if (by_hash_.insert(hash, block)) {
+        hash_[static_cast<std::size_t>(block)] = hash;
+        indexed_[static_cast<std::size_t>(block)] = true;
+    }
 }
 
 void BlockPool::release(std::int64_t block) {

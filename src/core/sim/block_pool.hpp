@@ -31,6 +31,13 @@ public:
     std::int64_t allocate();
     // Records that `block` now holds the content `hash` (a full block).
     void set_hash(std::int64_t block, std::uint64_t hash);
+    // The same for content no other request can hold (a request's own
+    // tokens, chained on them): only its own request, recomputing after a
+    // preemption, can look for it again, through the block id it kept, so
+    // it is not put in the hash index. Allocation evicts it alike.
+    void set_private(std::int64_t block, std::uint64_t hash) { hash_[static_cast<std::size_t>(block)] = hash; }
+    // Whether `block` still holds the content `hash` (indexed or private).
+    bool holds(std::int64_t block, std::uint64_t hash) const { return hash_[static_cast<std::size_t>(block)] == hash; }
     // Drops one reference; at zero the block joins the tail of the free queue.
     void release(std::int64_t block);
 
@@ -72,7 +79,8 @@ private:
 
     std::vector<std::int64_t> ref_;
     std::vector<std::int64_t> prev_, next_;  // the free queue, -1 terminated
-    std::vector<std::optional<std::uint64_t>> hash_;
+    std::vector<std::optional<std::uint64_t>> hash_;  // the content each block holds
+    std::vector<bool> indexed_;                        // and whether it is in by_hash_
     HashIndex by_hash_;
     std::int64_t head_ = -1, tail_ = -1, free_count_ = 0;
 };

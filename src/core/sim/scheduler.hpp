@@ -138,6 +138,8 @@ struct LiveRequest {
     std::int64_t hashed = 0;            // leading blocks registered in the prefix cache
     double last_token_s = 0;
     std::vector<std::uint64_t> hashes;  // the chained block hashes computed so far
+    std::int64_t shared_blocks = -1;    // leading blocks others may share (-1: not counted yet)
+    std::vector<std::int64_t> own;      // per block past those: the block caching its content (-1: none)
 };
 
 // The state of every request of a workload, shared by the engines that
@@ -188,6 +190,10 @@ private:
     std::int64_t total_tokens(std::size_t r) const { return w_.requests[r].input_tokens + live_[r].generated; }
     std::uint64_t block_hash(std::size_t r, std::int64_t j);
     std::uint64_t block_key(std::size_t r, std::int64_t j) const;
+    bool keyed(std::size_t r, std::int64_t j) const;
+    std::int64_t shared_blocks(std::size_t r);
+    void cache_block(std::size_t r, std::int64_t j);
+    std::optional<std::int64_t> cached_block(std::size_t r, std::int64_t j);
     std::int64_t blocks_for(std::int64_t tokens) const { return (tokens + c_.block_size - 1) / c_.block_size; }
     bool allocate(std::size_t r, std::int64_t new_tokens);
     void free_blocks(std::size_t r);
