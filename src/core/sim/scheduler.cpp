@@ -107,11 +107,11 @@ std::int64_t VllmEngine::shared_blocks(std::size_t r) {
 void VllmEngine::cache_block(std::size_t r, std::int64_t j) {
     LiveRequest& l = live_[r];
     const std::int64_t block = l.blocks[static_cast<std::size_t>(j)];
-    const std::uint64_t h = block_hash(r, j);
     if (j < shared_blocks(r)) {
-        pool_->set_hash(block, h);
+        pool_->set_hash(block, block_hash(r, j));
         return;
     }
+    const std::uint64_t h = private_tag(r, j);
     if (static_cast<std::int64_t>(l.own.size()) <= j) l.own.resize(static_cast<std::size_t>(j) + 1, -1);
     std::int64_t& kept = l.own[static_cast<std::size_t>(j)];
     if (kept >= 0 && kept != block && pool_->holds(kept, h)) return;
@@ -119,10 +119,17 @@ void VllmEngine::cache_block(std::size_t r, std::int64_t j) {
     pool_->set_private(block, h);
 }
 
+// What a block past the shared ones holds: request r's own tokens at
+// position j, equal only to itself, so (r, j) names it; no chain of hashes
+// is needed (its chain would pass through the request's own blocks anyway).
+std::uint64_t VllmEngine::private_tag(std::size_t r, std::int64_t j) const {
+    return splitmix(splitmix(0x7a3c9e11ULL + r) ^ static_cast<std::uint64_t>(j));
+}
+
 // The cached block holding block j's content, if any.
 std::optional<std::int64_t> VllmEngine::cached_block(std::size_t r, std::int64_t j) {
-    const std::uint64_t h = block_hash(r, j);
-    if (j < shared_blocks(r)) return pool_->find(h);
+    if (j < shared_blocks(r)) return pool_->find(block_hash(r, j));
+    const std::uint64_t h = private_tag(r, j);
     const LiveRequest& l = live_[r];
     if (j < static_cast<std::int64_t>(l.own.size()) && l.own[static_cast<std::size_t>(j)] >= 0 && pool_->holds(l.own[static_cast<std::size_t>(j)], h))
         return l.own[static_cast<std::size_t>(j)];

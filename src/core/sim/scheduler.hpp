@@ -194,6 +194,7 @@ private:
     std::int64_t shared_blocks(std::size_t r);
     void cache_block(std::size_t r, std::int64_t j);
     std::optional<std::int64_t> cached_block(std::size_t r, std::int64_t j);
+    std::uint64_t private_tag(std::size_t r, std::int64_t j) const;
     std::int64_t blocks_for(std::int64_t tokens) const { return (tokens + c_.block_size - 1) / c_.block_size; }
     bool allocate(std::size_t r, std::int64_t new_tokens);
     void free_blocks(std::size_t r);
