@@ -14,11 +14,6 @@ namespace kvplan {
 
 namespace {
 
-// The content hash of block j of request r: its prompt's content key while
-// it has one (equal content, equal hash, across requests), then a key unique
-// to the request (its own output and the rest of its prompt, which a
-// recompute after preemption finds again). Chained like vLLM's block hashes:
-// equal only if every block before is equal too.
 // SplitMix64's finalizer (Steele, Lea and Flood, OOPSLA 2014), a bijection
 // that scatters structured inputs (small ids, offsets).
 std::uint64_t splitmix(std::uint64_t x) {
@@ -79,13 +74,12 @@ bool VllmEngine::keyed(std::size_t r, std::int64_t j) const {
            first_token + c_.block_size <= std::min(q.input_tokens, (span + 1) * q.key_block_tokens);
 }
 
-// Block j's own content key (see mix above).
+// A shared block's content: its span's key and its offset in the span
+// (equal content, equal key, across requests). Precondition: keyed(r, j).
 std::uint64_t VllmEngine::block_key(std::size_t r, std::int64_t j) const {
     const SimRequest& q = w_.requests[r];
     const std::int64_t first_token = j * c_.block_size;
-    if (keyed(r, j))
-        return mix(q.content_keys[static_cast<std::size_t>(first_token / q.key_block_tokens)], static_cast<std::uint64_t>(first_token % q.key_block_tokens));
-    return mix(0x5bd1e995ULL + r, static_cast<std::uint64_t>(j));
+    return mix(q.content_keys[static_cast<std::size_t>(first_token / q.key_block_tokens)], static_cast<std::uint64_t>(first_token % q.key_block_tokens));
 }
 
 // How many leading blocks other requests may share: the chain of hashes
@@ -129,14 +123,15 @@ std::uint64_t VllmEngine::private_tag(std::size_t r, std::int64_t j) const {
 // The cached block holding block j's content, if any.
 std::optional<std::int64_t> VllmEngine::cached_block(std::size_t r, std::int64_t j) {
     if (j < shared_blocks(r)) return pool_->find(block_hash(r, j));
-    const std::uint64_t h = private_tag(r, j);
-    const LiveRequest& l = live_[r];
-    if (j < static_cast<std::int64_t>(l.own.size()) && l.own[static_cast<std::size_t>(j)] >= 0 && pool_->holds(l.own[static_cast<std::size_t>(j)], h))
-        return l.own[static_cast<std::size_t>(j)];
+    const std::vector<std::int64_t>& own = live_[r].own;
+    const std::int64_t kept = j < static_cast<std::int64_t>(own.size()) ? own[static_cast<std::size_t>(j)] : -1;
+    if (kept >= 0 && pool_->holds(kept, private_tag(r, j))) return kept;
     return std::nullopt;
 }
 
-// The chained hash of blocks 0..j, extended once per block and kept.
+// The chained hash of shared blocks 0..j (vLLM's block hashes: equal only
+// if every block before is equal too), extended once per block and kept.
+// Precondition: j < shared_blocks(r).
 std::uint64_t VllmEngine::block_hash(std::size_t r, std::int64_t j) {
     std::vector<std::uint64_t>& h = live_[r].hashes;
     while (static_cast<std::int64_t>(h.size()) <= j) {

@@ -137,7 +137,7 @@ struct LiveRequest {
     std::vector<std::int64_t> blocks;   // block ids, in token order
     std::int64_t hashed = 0;            // leading blocks registered in the prefix cache
     double last_token_s = 0;
-    std::vector<std::uint64_t> hashes;  // the chained block hashes computed so far
+    std::vector<std::uint64_t> hashes;  // the chained hashes of its shared blocks computed so far
     std::int64_t shared_blocks = -1;    // leading blocks others may share (-1: not counted yet)
     std::vector<std::int64_t> own;      // per block past those: the block caching its content (-1: none)
 };
