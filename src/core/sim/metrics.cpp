@@ -1,18 +1,53 @@
 #include "core/sim/metrics.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <iterator>
 #include <cmath>
 #include <numeric>
 
 namespace kvplan {
 
-double percentile(std::vector<double>& v, double p) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
+namespace {
+
+// The p-th percentile of sorted `v`, interpolated between ranks as numpy's
+// default (and vLLM's benchmark) does.
+double sorted_percentile(const std::vector<double>& v, double p) {
     const double rank = p / 100.0 * static_cast<double>(v.size() - 1);
     const auto lo = static_cast<std::size_t>(std::floor(rank));
     const std::size_t hi = std::min(lo + 1, v.size() - 1);
     return v[lo] + (v[hi] - v[lo]) * (rank - static_cast<double>(lo));
+}
+
+// Sorts (gap, count) runs by gap. A run's gaps are positive doubles, whose
+// bit patterns order as their values, so an LSD radix sort on those bits
+// (8 passes of one byte, a pass skipped when every key shares its byte, as
+// the exponent bytes mostly do) gives the order std::sort gives, up to
+// the order of equal gaps, which are merged anyway. It is most of
+// summarise's time otherwise (a run per step: 300,000 on a day's trace).
+void sort_by_gap(std::vector<std::pair<double, std::int64_t>>& runs) {
+    for (const auto& [g, n] : runs)
+        if (!(g > 0) || !std::isfinite(g)) {
+            std::sort(runs.begin(), runs.end());
+            return;
+        }
+    std::vector<std::pair<double, std::int64_t>> other(runs.size());
+    for (int shift = 0; shift < 64; shift += 8) {
+        std::size_t count[257] = {};
+        for (const auto& run : runs) ++count[((std::bit_cast<std::uint64_t>(run.first) >> shift) & 0xff) + 1];
+        if (std::find(std::begin(count) + 1, std::end(count), runs.size()) != std::end(count)) continue;  // one byte value: order kept
+        for (int b = 0; b < 256; ++b) count[b + 1] += count[b];
+        for (const auto& run : runs) other[count[(std::bit_cast<std::uint64_t>(run.first) >> shift) & 0xff]++] = run;
+        runs.swap(other);
+    }
+}
+
+}  // namespace
+
+double percentile(std::vector<double>& v, double p) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return sorted_percentile(v, p);
 }
 
 Distribution distribution(std::vector<double> v) {
@@ -20,9 +55,10 @@ Distribution distribution(std::vector<double> v) {
     d.count = static_cast<std::int64_t>(v.size());
     if (v.empty()) return d;
     d.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-    d.p50 = percentile(v, 50);
-    d.p90 = percentile(v, 90);
-    d.p99 = percentile(v, 99);
+    std::sort(v.begin(), v.end());
+    d.p50 = sorted_percentile(v, 50);
+    d.p90 = sorted_percentile(v, 90);
+    d.p99 = sorted_percentile(v, 99);
     d.max = v.back();
     return d;
 }
@@ -32,7 +68,7 @@ Distribution distribution(const GapCounts& gaps) {
     d.count = gaps.size();
     if (gaps.empty()) return d;
     std::vector<std::pair<double, std::int64_t>> runs = gaps.runs();
-    std::sort(runs.begin(), runs.end());
+    sort_by_gap(runs);
     // Merge equal gaps, then cumulative counts: ends[i] = rank one past run i's last element.
     std::vector<double> value;
     std::vector<std::int64_t> ends;

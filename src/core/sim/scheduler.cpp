@@ -105,6 +105,11 @@ void VllmEngine::cache_block(std::size_t r, std::int64_t j) {
         pool_->set_hash(block, block_hash(r, j));
         return;
     }
+    // Until its first preemption only the request itself holds its own
+    // blocks, and its own map would equal its block table: both the map and
+    // the blocks' tags are written when it is first preempted
+    // (keep_own_blocks), the only time they can be looked for.
+    if (!l.own_kept) return;
     const std::uint64_t h = private_tag(r, j);
     if (static_cast<std::int64_t>(l.own.size()) <= j) l.own.resize(static_cast<std::size_t>(j) + 1, -1);
     std::int64_t& kept = l.own[static_cast<std::size_t>(j)];
@@ -161,7 +166,23 @@ void VllmEngine::free_blocks(std::size_t r) {
     l.hashed = 0;
 }
 
+// Before a request's blocks are freed for its first preemption: which
+// block caches each of its own full positions (its block table so far),
+// each tagged with its content, for its recompute to find them again.
+void VllmEngine::keep_own_blocks(std::size_t r) {
+    LiveRequest& l = live_[r];
+    if (l.own_kept) return;
+    l.own_kept = true;
+    l.own.assign(static_cast<std::size_t>(l.hashed), -1);
+    for (std::int64_t j = shared_blocks(r); j < l.hashed; ++j) {
+        const std::int64_t block = l.blocks[static_cast<std::size_t>(j)];
+        l.own[static_cast<std::size_t>(j)] = block;
+        pool_->set_private(block, private_tag(r, j));
+    }
+}
+
 void VllmEngine::preempt(std::size_t r) {
+    if (c_.prefix_caching) keep_own_blocks(r);
     run_.preemptions += 1;
     records_[r].preemptions += 1;
     run_.recomputed_tokens += live_[r].computed;
@@ -275,7 +296,10 @@ void VllmEngine::schedule_waiting(std::int64_t& budget) {
 void VllmEngine::register_full_blocks(std::size_t r) {
     LiveRequest& l = live_[r];
     const std::int64_t full = l.computed / c_.block_size;
-    for (; l.hashed < full; ++l.hashed) cache_block(r, l.hashed);
+    // Its own blocks wait for a first preemption to be tagged (cache_block).
+    const std::int64_t end = l.own_kept ? full : std::min(full, shared_blocks(r));
+    for (; l.hashed < end; ++l.hashed) cache_block(r, l.hashed);
+    l.hashed = std::max(l.hashed, full);
 }
 
 // vLLM's log line for every whole second the step crossed.
@@ -397,7 +421,7 @@ bool VllmEngine::decode_run(double horizon) {
         if (c_.prefix_caching)
             for (std::size_t r : at_boundary(k + 1)) {  // their last block is now full
                 LiveRequest& l = live_[r];
-                cache_block(r, l.hashed);
+                if (l.own_kept || l.hashed < shared_blocks(r)) cache_block(r, l.hashed);
                 ++l.hashed;
             }
         // Every request's last token came with the previous step, except on

@@ -140,6 +140,7 @@ struct LiveRequest {
     std::vector<std::uint64_t> hashes;  // the chained hashes of its shared blocks computed so far
     std::int64_t shared_blocks = -1;    // leading blocks others may share (-1: not counted yet)
     std::vector<std::int64_t> own;      // per block past those: the block caching its content (-1: none)
+    bool own_kept = false;              // `own` is written (from its first preemption on; before, it is `blocks`)
 };
 
 // The state of every request of a workload, shared by the engines that
@@ -199,6 +200,7 @@ private:
     bool allocate(std::size_t r, std::int64_t new_tokens);
     void free_blocks(std::size_t r);
     void preempt(std::size_t r);
+    void keep_own_blocks(std::size_t r);
     std::int64_t cap(std::int64_t n, std::int64_t budget) const;
     void arrive();
     bool admission_blocked() const;
