@@ -271,6 +271,7 @@ bool VllmEngine::admit(std::size_t r, std::int64_t& budget) {
     if (need + free_hits > pool_->free_count()) return false;
     for (std::int64_t b : hits) pool_->touch(b);
     l.blocks = std::move(hits);
+    l.blocks.reserve(static_cast<std::size_t>(blocks_for(w_.requests[r].input_tokens + w_.requests[r].output_tokens)));  // one allocation
     l.hashed = static_cast<std::int64_t>(l.blocks.size());
     l.computed = cached;
     allocate(r, n);  // cannot fail: the free blocks were counted above
