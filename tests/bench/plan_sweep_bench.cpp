@@ -61,13 +61,13 @@ Sweep sweep(const std::vector<ModelSpec>& models, const std::vector<Gpu>& gpus, 
     Sweep s;
     const auto start = Clock::now();
     for (const ModelSpec& m : models)
-        for (std::size_t gi = 0; gi < gpus.size() && gi < gpu_limit; ++gi)
-            for (std::int64_t tp : kTps) {
-                try {
-                    check_tp(m, tp);
-                } catch (const Error&) {
-                    continue;
-                }
+        for (std::int64_t tp : kTps) {
+            try {
+                check_tp(m, tp);  // once per model and TP: whether TP splits its heads does not depend on the GPU
+            } catch (const Error&) {
+                continue;
+            }
+            for (std::size_t gi = 0; gi < gpus.size() && gi < gpu_limit; ++gi) {
                 const CostModelInputs in{&m, gpus[gi], WeightFormat{}, std::nullopt, tp, Efficiency{}, std::nullopt};
                 const CostModel cm = make_cost_model(in);
                 CapacityInputs cap;
@@ -76,15 +76,20 @@ Sweep sweep(const std::vector<ModelSpec>& models, const std::vector<Gpu>& gpus, 
                 cap.contexts.assign(std::begin(kContexts), std::end(kContexts));
                 cap.overhead_bytes = 0;
                 cap.longest_lengths = false;  // the sweep reads the rows only
+                cap.tp_search = false;        // and tries every TP itself
                 const CapacityPlan plan = plan_capacity(m, cap);
-                for (std::size_t ci = 0; ci < std::size(kContexts); ++ci)
+                for (std::size_t ci = 0; ci < std::size(kContexts); ++ci) {
+                    // The context-only terms once per context, not per batch size.
+                    const DecodeSeqTerms seq = decode_seq_terms(cm, kContexts[ci]);
                     for (std::int64_t b = 1; b <= 1024; b *= 2) {
-                        const StepCost c = naive ? decode_step(make_cost_model(in), b, kContexts[ci]) : decode_step(cm, b, kContexts[ci]);
+                        const StepCost c = naive ? decode_step(make_cost_model(in), b, kContexts[ci]) : decode_step(cm, b, seq);
                         const bool fits = b <= plan.rows[ci].max_requests;
                         s.checksum += c.total_s + (fits ? 1 : 0);
                         ++s.evaluations;
                     }
+                }
             }
+        }
     s.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return s;
 }

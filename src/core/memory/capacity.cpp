@@ -22,9 +22,20 @@ bool engine_saves_windows(Engine e) { return e == Engine::Generic; }
 
 // Everything one pipeline stage needs: its layers, its budget, and how its
 // engine packs requests.
+// What each caching layer of a stage holds per token and per request, with
+// consecutive equal layers merged: the per-context sums walk this list, not
+// every layer (most models repeat one layer kind).
+struct LayerRun {
+    std::int64_t window_tokens = 0;
+    std::int64_t per_token = 0;  // KV bytes per token, one GPU
+    std::int64_t state = 0;      // recurrent state bytes per request, one GPU
+    std::int64_t count = 0;      // consecutive layers alike
+};
+
 struct Stage {
     PipelineStage where;
     ModelSpec spec;
+    std::vector<LayerRun> runs;
     MemoryBudget budget;
     std::int64_t bytes_per_token = 0;  // every caching layer at full length, one GPU
     std::optional<VllmLayout> layout;
@@ -36,17 +47,28 @@ struct Dtypes {
     Dtype kv, conv, ssm;
 };
 
+std::vector<LayerRun> layer_runs(const std::vector<LayerSpec>& layers, std::int64_t tp, const Dtypes& d) {
+    std::vector<LayerRun> runs;
+    for (const LayerSpec& l : layers) {
+        const LayerRun r{l.window_tokens, layer_bytes_per_token_per_gpu(l, tp, d.kv), layer_state_bytes_per_gpu(l, tp, d.conv, d.ssm), 1};
+        if (!runs.empty() && runs.back().window_tokens == r.window_tokens && runs.back().per_token == r.per_token && runs.back().state == r.state)
+            runs.back().count += 1;
+        else
+            runs.push_back(r);
+    }
+    return runs;
+}
+
 // Bytes one request of `context` tokens holds on one GPU of a stage, with
 // each caching layer's tokens rounded up to whole blocks.
-std::int64_t request_bytes(const std::vector<LayerSpec>& layers, std::int64_t tp, const Dtypes& d, std::int64_t context,
-                           std::int64_t block, bool windows) {
+std::int64_t request_bytes(const std::vector<LayerRun>& runs, std::int64_t context, std::int64_t block, bool windows) {
     std::int64_t bytes = 0;
-    for (const LayerSpec& l : layers) {
+    for (const LayerRun& l : runs) {
         std::int64_t held = context;
         if (windows && l.window_tokens > 0) held = std::min(context, l.window_tokens);
-        const std::int64_t per_token = layer_bytes_per_token_per_gpu(l, tp, d.kv);
-        if (per_token > 0) bytes = checked_add(bytes, checked_mul(checked_mul(ceil_div(held, block), block, "tokens"), per_token, "KV bytes per request"));
-        bytes = checked_add(bytes, layer_state_bytes_per_gpu(l, tp, d.conv, d.ssm), "KV bytes per request");
+        std::int64_t layer = l.state;
+        if (l.per_token > 0) layer = checked_add(layer, checked_mul(checked_mul(ceil_div(held, block), block, "tokens"), l.per_token, "KV bytes per request"));
+        bytes = checked_add(bytes, checked_mul(layer, l.count, "KV bytes per request"), "KV bytes per request");
     }
     return bytes;
 }
@@ -54,13 +76,12 @@ std::int64_t request_bytes(const std::vector<LayerSpec>& layers, std::int64_t tp
 // Bytes of a shared prefix that requests of `context` tokens can share: whole
 // blocks of full-attention and MLA layers, windowed layers only while the
 // context fits in the window.
-std::int64_t shared_prefix_bytes(const std::vector<LayerSpec>& layers, std::int64_t tp, const Dtypes& d, std::int64_t prefix,
-                                 std::int64_t context, std::int64_t block, bool windows) {
+std::int64_t shared_prefix_bytes(const std::vector<LayerRun>& runs, std::int64_t prefix, std::int64_t context, std::int64_t block, bool windows) {
     const std::int64_t tokens = std::min(prefix, context) / block * block;
     std::int64_t bytes = 0;
-    for (const LayerSpec& l : layers) {
+    for (const LayerRun& l : runs) {
         if (windows && l.window_tokens > 0 && context > l.window_tokens) continue;
-        bytes = checked_add(bytes, checked_mul(tokens, layer_bytes_per_token_per_gpu(l, tp, d.kv), "prefix bytes"));
+        bytes = checked_add(bytes, checked_mul(checked_mul(tokens, l.per_token, "prefix bytes"), l.count, "prefix bytes"));
     }
     return bytes;
 }
@@ -160,7 +181,7 @@ std::vector<OverheadTerm> overhead_terms(const ModelSpec& spec, const CapacityIn
 // One pipeline stage: its budget, then the pages its engine cuts the pool into.
 Stage size_stage(const ModelSpec& spec, const CapacityInputs& in, const CapacityPlan& p, const Settings& s,
                  const PipelineStage& where, const std::vector<OverheadTerm>& overhead) {
-    Stage st{where, stage_model(spec, where), {}, 0, std::nullopt, 0, std::nullopt};
+    Stage st{where, stage_model(spec, where), {}, {}, 0, std::nullopt, 0, std::nullopt};
     BudgetInputs b;
     b.engine = in.engine;
     b.total_bytes = in.gpu.engine_total_bytes();
@@ -169,8 +190,9 @@ Stage size_stage(const ModelSpec& spec, const CapacityInputs& in, const Capacity
     b.overhead = overhead;
     b.kv_pool_bytes = in.kv_pool_bytes;
     st.budget = make_budget(b);
-    for (const LayerSpec& l : st.spec.layers)
-        st.bytes_per_token = checked_add(st.bytes_per_token, layer_bytes_per_token_per_gpu(l, in.tp, s.dt.kv), "KV bytes per token");
+    st.runs = layer_runs(st.spec.layers, in.tp, s.dt);
+    for (const LayerRun& l : st.runs)
+        st.bytes_per_token = checked_add(st.bytes_per_token, checked_mul(l.per_token, l.count, "KV bytes per token"), "KV bytes per token");
     const std::int64_t pool = std::max<std::int64_t>(0, st.budget.kv_pool_bytes);
     if (in.engine == Engine::Vllm) {
         VllmLayoutInputs li{in.tp, s.dt.kv, s.dt.conv, s.dt.ssm, p.block_size, p.max_model_len, p.max_batched_tokens};
@@ -205,15 +227,15 @@ StageFit fit_requests(const Stage& st, const CapacityInputs& in, const CapacityP
             f.with_prefix = shared < blocks && shared <= min_blocks ? (min_blocks - shared) / (blocks - shared) : f.requests;
         }
     } else if (in.allocation == Allocation::Contiguous) {
-        f.reserved = request_bytes(st.spec.layers, in.tp, s.dt, p.max_tokens, 1, true);
-        f.used = request_bytes(st.spec.layers, in.tp, s.dt, std::min(context, p.max_tokens), 1, true);
+        f.reserved = request_bytes(st.runs, p.max_tokens, 1, true);
+        f.used = request_bytes(st.runs, std::min(context, p.max_tokens), 1, true);
         f.need = f.reserved;
         f.requests = f.need > 0 ? pool / f.need : 0;
     } else {
-        f.need = request_bytes(st.spec.layers, in.tp, s.dt, context, p.block_size, s.windows);
+        f.need = request_bytes(st.runs, context, p.block_size, s.windows);
         f.requests = f.need > 0 ? pool / f.need : 0;
         if (in.prefix_tokens > 0) {
-            const std::int64_t shared = shared_prefix_bytes(st.spec.layers, in.tp, s.dt, in.prefix_tokens, context, p.block_size, s.windows);
+            const std::int64_t shared = shared_prefix_bytes(st.runs, in.prefix_tokens, context, p.block_size, s.windows);
             f.with_prefix = shared < f.need && shared <= pool ? (pool - shared) / (f.need - shared) : f.requests;
         }
     }
@@ -306,7 +328,7 @@ bool requests_fit(const std::vector<Stage>& stages, const CapacityInputs& in, co
             if (blocks > 0 && blocks > min_blocks / requests) return false;
         } else {
             const std::int64_t pool = std::max<std::int64_t>(0, st.budget.kv_pool_bytes);
-            const std::int64_t need = request_bytes(st.spec.layers, in.tp, s.dt, len, p.block_size, s.windows);
+            const std::int64_t need = request_bytes(st.runs, len, p.block_size, s.windows);
             if (need > 0 && need > pool / requests) return false;
             if (need == 0 && pool <= 0) return false;
         }
@@ -401,7 +423,7 @@ CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool sea
     // The TP search's trial plans are discarded but for `fits`: spare them the two searches.
     if (search_tp && in.longest_lengths) set_longest_lengths(p, spec, in, s, stages, min_blocks);
 
-    if (!p.fits && search_tp && !in.weights_bytes && !in.kv_pool_bytes) {
+    if (!p.fits && search_tp && in.tp_search && !in.weights_bytes && !in.kv_pool_bytes) {
         p.tp_searched = true;
         p.smallest_tp = smallest_fitting_tp(spec, in);
     }

@@ -51,6 +51,9 @@ struct CapacityInputs {
     // Whether to search for the longest --max-model-len that fits (two binary
     // searches); sweeps that read only the rows turn it off.
     bool longest_lengths = true;
+    // Whether, when nothing fits, to look for the smallest TP that would
+    // (smallest_tp); sweeps that try every TP themselves turn it off.
+    bool tp_search = true;
 };
 
 struct ContextRow {

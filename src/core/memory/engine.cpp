@@ -13,9 +13,10 @@ constexpr std::int64_t kGiB = std::int64_t{1} << 30;
 // vllm/engine/arg_utils.py EngineArgs.get_batch_defaults: "device_memory >=
 // 70 * GiB_bytes and 'a100' not in device_name" picks the larger defaults.
 bool vllm_large_device(const Gpu& gpu) {
+    if (gpu.engine_total_bytes() < 70 * kGiB) return false;
     std::string lower;
     for (char c : gpu.name + " " + gpu.id) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return gpu.engine_total_bytes() >= 70 * kGiB && lower.find("a100") == std::string::npos;
+    return lower.find("a100") == std::string::npos;
 }
 
 }  // namespace

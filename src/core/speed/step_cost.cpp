@@ -182,18 +182,34 @@ double routed_weight_bytes(const CostModel& m, std::int64_t tokens) {
 
 }  // namespace
 
-StepCost decode_step(const CostModel& m, std::int64_t batch, std::int64_t context) {
+DecodeSeqTerms decode_seq_terms(const CostModel& m, std::int64_t context) {
+    DecodeSeqTerms t;
+    for (const CostGroup& g : m.groups) {
+        const std::int64_t held = g.window_tokens > 0 ? std::min(context, g.window_tokens) : context;
+        t.kv_read_bytes += g.kv_bytes_per_token * static_cast<double>(held) + g.state_bytes;
+        t.kv_write_bytes += g.kv_bytes_per_token + g.state_bytes;
+        // A new token attends to its context and to itself.
+        t.attention_flops += g.attention_flops_per_token_pair * static_cast<double>(held + 1) + g.state_flops_per_token;
+    }
+    return t;
+}
+
+// Every sequence of the batch costs the same: the batch's terms are B times
+// one sequence's, plus the weights read once (the experts the batch's
+// tokens touch, for MoE layers).
+StepCost decode_step(const CostModel& m, std::int64_t batch, const DecodeSeqTerms& seq) {
     StepCost c;
     const double B = static_cast<double>(batch);
     c.weight_bytes = m.dense_weight_bytes + routed_weight_bytes(m, batch);
-    for (const CostGroup& g : m.groups) {
-        const std::int64_t held = g.window_tokens > 0 ? std::min(context, g.window_tokens) : context;
-        c.kv_read_bytes += B * (g.kv_bytes_per_token * static_cast<double>(held) + g.state_bytes);
-        c.kv_write_bytes += B * (g.kv_bytes_per_token + g.state_bytes);
-        c.attention_flops += B * (g.attention_flops_per_token_pair * static_cast<double>(held + 1) + g.state_flops_per_token);
-    }
+    c.kv_read_bytes = B * seq.kv_read_bytes;
+    c.kv_write_bytes = B * seq.kv_write_bytes;
+    c.attention_flops = B * seq.attention_flops;
     c.matmul_flops = B * m.matmul_flops_per_token;
     return finish(m, c, batch);
+}
+
+StepCost decode_step(const CostModel& m, std::int64_t batch, std::int64_t context) {
+    return decode_step(m, batch, decode_seq_terms(m, context));
 }
 
 StepCost prefill_step(const CostModel& m, std::int64_t batch, std::int64_t prompt) {

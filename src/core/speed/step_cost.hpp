@@ -119,6 +119,18 @@ struct StepCost {
 // A decode step: `batch` sequences, each with `context` tokens already cached, each adding one token.
 StepCost decode_step(const CostModel& m, std::int64_t batch, std::int64_t context);
 
+// What one decoding sequence of `context` cached tokens costs a step, summed
+// over the model's layer groups: the context-only part of decode_step,
+// computed once per context by a sweep over batch sizes.
+struct DecodeSeqTerms {
+    double kv_read_bytes = 0;
+    double kv_write_bytes = 0;
+    double attention_flops = 0;
+};
+DecodeSeqTerms decode_seq_terms(const CostModel& m, std::int64_t context);
+// decode_step from those terms: what decode_step(m, batch, context) gives.
+StepCost decode_step(const CostModel& m, std::int64_t batch, const DecodeSeqTerms& seq);
+
 // A prefill: `batch` prompts of `prompt` tokens each, from an empty cache, in one step.
 StepCost prefill_step(const CostModel& m, std::int64_t batch, std::int64_t prompt);
 

@@ -332,6 +332,13 @@ TEST_CASE("when weights alone exceed memory, the plan says so and names the smal
     CHECK_FALSE(p.fits);
     CHECK(p.budget.kv_pool_bytes < 0);
     CHECK(p.smallest_tp == 2);
+    // A sweep that tries every TP itself turns the search off: the same rows, no search.
+    in.tp_search = false;
+    const CapacityPlan q = plan_capacity(seven_b(), in);
+    CHECK_FALSE(q.fits);
+    CHECK_FALSE(q.tp_searched);
+    CHECK_FALSE(q.smallest_tp.has_value());
+    CHECK(q.rows.at(0).max_requests == p.rows.at(0).max_requests);
 }
 
 TEST_CASE("engine budgets: vLLM takes its fraction of total memory, TensorRT-LLM of free memory, SGLang keeps activations out") {
