@@ -226,8 +226,9 @@ void VllmEngine::remove_skipped(std::size_t r, std::size_t g, std::int64_t compu
     const std::int64_t n = std::min<std::int64_t>(skipped_tokens(g, computed) / groups_[g].block_tokens,
                                                   static_cast<std::int64_t>(k.blocks.size()));
     for (std::int64_t i = n - 1; i >= k.skipped; --i) {
-        pool_->release(k.blocks[static_cast<std::size_t>(i)]);
-        k.blocks[static_cast<std::size_t>(i)] = -1;
+        std::int64_t& b = k.blocks[static_cast<std::size_t>(i)];
+        if (b >= 0) pool_->release(b);
+        b = -1;
     }
     k.skipped = std::max(k.skipped, n);
 }
@@ -491,7 +492,10 @@ bool VllmEngine::admit(std::size_t r, std::int64_t& budget) {
             if (static_cast<std::int64_t>(j) < skip[g]) b = -1;  // skipped: a null block
             else if (b >= 0) pool_->touch(b);
         }
-        k.skipped = skip[g];
+        // Leading null blocks: the skipped ones, and with a chunk that is not
+        // a whole number of blocks also the chunk's first block or so.
+        k.skipped = 0;
+        while (k.skipped < static_cast<std::int64_t>(k.blocks.size()) && k.blocks[static_cast<std::size_t>(k.skipped)] < 0) ++k.skipped;
         k.hashed = static_cast<std::int64_t>(k.blocks.size());
     }
     l.computed = cached;
