@@ -183,6 +183,13 @@ SchedulerConfig engine_config(const SimulateOptions& o, const ModelSpec& model, 
     c.max_num_batched_tokens = p.max_batched_tokens;
     c.long_prefill_token_threshold = o.long_prefill_threshold;
     c.prefix_caching = !o.no_prefix_caching;
+    // The KV-cache groups the pool was sized for, each taking its own blocks.
+    if (p.vllm) c.groups = kv_groups_for(*p.vllm, p.max_model_len);
+    if (!c.groups.empty()) c.block_size = p.vllm->block_tokens;
+    // vLLM leaves prefix caching off by default for hybrid Mamba models
+    // (vllm/engine/arg_utils.py, default_prefix_caching).
+    for (const KvGroup& g : c.groups)
+        if (g.kind == KvGroupKind::Mamba) c.prefix_caching = false;
     c.num_gpu_blocks = o.num_gpu_blocks > 0 ? o.num_gpu_blocks : p.num_blocks.value_or(0);
     source = o.num_gpu_blocks > 0 ? "--num-gpu-blocks" : "vLLM's budget on this device";
     max_model_len = p.max_model_len;

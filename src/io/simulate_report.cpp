@@ -35,6 +35,30 @@ std::string sentence(const SimulateResult& r) {
     return out + ".";
 }
 
+const char* group_kind_name(KvGroupKind k) {
+    switch (k) {
+        case KvGroupKind::Sliding: return "sliding";
+        case KvGroupKind::Chunked: return "chunked";
+        case KvGroupKind::Mamba: return "mamba";
+        case KvGroupKind::Full: break;
+    }
+    return "full";
+}
+
+// "7 KV-cache groups: 6 sliding(512), 1 full" (runs of equal groups, in order).
+std::string groups_line(const std::vector<KvGroup>& groups) {
+    std::string out = fmt::format("{} KV-cache groups:", groups.size());
+    for (std::size_t i = 0; i < groups.size();) {
+        std::size_t j = i;
+        while (j < groups.size() && groups[j] == groups[i]) ++j;
+        const KvGroup& g = groups[i];
+        out += fmt::format("{} {} {}", i == 0 ? "" : ",", j - i, group_kind_name(g.kind));
+        if (g.kind == KvGroupKind::Sliding || g.kind == KvGroupKind::Chunked) out += fmt::format("({})", g.window_tokens);
+        i = j;
+    }
+    return out;
+}
+
 }  // namespace
 
 std::string render_simulate_table(const SimulateResult& r) {
@@ -51,7 +75,8 @@ std::string render_simulate_table(const SimulateResult& r) {
         out += fit_line(fmt::format("workload {}; KV pool {} blocks of {} tokens ({}); max_num_seqs {}, max_num_batched_tokens {}, "
                                     "prefix caching {}",
                                     r.workload, group_digits(r.config.num_gpu_blocks), r.config.block_size, r.pool_source,
-                                    r.config.max_num_seqs, group_digits(r.config.max_num_batched_tokens), r.config.prefix_caching ? "on" : "off"),
+                                    r.config.max_num_seqs, group_digits(r.config.max_num_batched_tokens), r.config.prefix_caching ? "on" : "off") +
+                            (r.config.groups.empty() ? "" : "; " + groups_line(r.config.groups)),
                         Width::Fit);
     out += "\n";
     Table t({"latency (ms)", "mean", "p50", "p90", "p99", "max"});
@@ -115,6 +140,13 @@ std::string render_simulate_json(const SimulateResult& r) {
     j["prefix_cache_hit_rate"] = s.prefix_cache_hit_rate;
     j["kv_blocks_total"] = s.kv_blocks_total;
     j["block_size_tokens"] = r.config.block_size;
+    if (!r.config.groups.empty()) {  // hybrid models: each group takes its own blocks
+        j["kv_cache_groups"] = nlohmann::ordered_json::array();
+        for (const KvGroup& g : r.config.groups)
+            j["kv_cache_groups"].push_back({{"kind", group_kind_name(g.kind)},
+                                            {"window_tokens", g.window_tokens > 0 ? nlohmann::ordered_json(g.window_tokens) : nlohmann::ordered_json(nullptr)},
+                                            {"block_size_tokens", g.block_tokens}});
+    }
     j["kv_peak_usage"] = s.kv_peak_usage;
     j["router"] = r.router;
     j["replicas"] = nlohmann::ordered_json::array();

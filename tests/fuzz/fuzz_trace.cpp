@@ -44,6 +44,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         c.max_num_seqs = 1 + static_cast<std::int64_t>(size % 64);
         c.max_num_batched_tokens = 256 + static_cast<std::int64_t>(size % 4096);
         c.prefix_caching = size % 3 != 0;
+        // Half the vLLM runs on two KV-cache groups (full + a sliding window):
+        // windows free blocks and the hybrid prefix-hit rule applies.
+        if (size % 4 == 2) c.groups = {KvGroup{KvGroupKind::Full, 0, 16}, KvGroup{KvGroupKind::Sliding, 2 + static_cast<std::int64_t>(size % 300), 16}};
         // Priced so that a decode step's price depends on its context, as
         // the roofline's does; the decode-run jump must match stepping.
         // Integer sums first, one formula: the jump's aggregate is then exact.

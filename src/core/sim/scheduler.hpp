@@ -31,6 +31,32 @@
 
 namespace kvplan {
 
+struct VllmLayout;
+
+// One KV-cache group of vLLM's hybrid allocator: layers of one KV spec whose
+// manager (vllm/v1/core/single_type_kv_cache_manager.py) takes its own
+// blocks from the shared pool for every request (docs/simulate.md, "KV-cache
+// groups").
+enum class KvGroupKind {
+    Full,     // FullAttentionManager: every block, until the request ends (MLA too)
+    Sliding,  // SlidingWindowManager: blocks that fell out of the window are freed
+    Chunked,  // ChunkedLocalAttentionManager: blocks of finished chunks are freed
+    Mamba,    // MambaManager: one block holds the state (prefix caching off)
+};
+
+struct KvGroup {
+    KvGroupKind kind = KvGroupKind::Full;
+    std::int64_t window_tokens = 0;  // Sliding: sliding_window; Chunked: attention_chunk_size
+    std::int64_t block_tokens = 16;  // this group's block size (a Mamba group's: max_model_len)
+    bool operator==(const KvGroup&) const = default;
+};
+
+// The groups vLLM builds from `layout` (vllm_kv_cache.hpp), or none when it
+// has one full-attention, MLA or Mamba group (the engine then charges
+// ceil(tokens / block_size) blocks of one group). A Mamba group's block is
+// max_model_len tokens, vLLM's mamba_block_size without prefix caching.
+std::vector<KvGroup> kv_groups_for(const VllmLayout& layout, std::int64_t max_model_len);
+
 struct SchedulerConfig {
     std::int64_t num_gpu_blocks = 0;
     std::int64_t block_size = 16;
@@ -41,6 +67,9 @@ struct SchedulerConfig {
     // Runs of identical decode steps advance without walking the batch each
     // step (docs/simulate.md, "Speed"); the same run, bit for bit, as stepping.
     bool jump_decode_runs = true;
+    // vLLM's KV-cache groups, in its order (kv_groups_for); empty: one
+    // full-attention group of block_size tokens.
+    std::vector<KvGroup> groups;
 };
 
 // What happened to one request; times in seconds from the trace's start.
@@ -130,17 +159,26 @@ SimRun simulate(const Workload& w, const SchedulerConfig& c, const StepPricer& p
 SimRun simulate(const Workload& w, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode,
                 bool check_invariants = false);
 
+// A request's blocks in one KV-cache group.
+struct GroupBlocks {
+    std::vector<std::int64_t> blocks;   // block ids, in token order; -1: a null block (outside the window, freed)
+    std::int64_t skipped = 0;           // leading null blocks
+    std::int64_t hashed = 0;            // leading blocks registered in the prefix cache
+    std::vector<std::uint64_t> hashes;  // the chained hashes of its shared blocks computed so far (at this block size)
+    std::int64_t shared_blocks = -1;    // leading blocks others may share (-1: not counted yet)
+    std::vector<std::int64_t> own;      // per block past those: the block caching its content (-1: none)
+    // Whether `own` is kept (and its blocks tagged): always for windowed
+    // groups, which free blocks mid-run; for a full-attention group from the
+    // request's first preemption on (before, its block table is the map).
+    bool own_kept = false;
+};
+
 // A request's state inside the engine that serves it.
 struct LiveRequest {
     std::int64_t computed = 0;          // tokens whose KV is in the cache
     std::int64_t generated = 0;         // output tokens sampled so far
-    std::vector<std::int64_t> blocks;   // block ids, in token order
-    std::int64_t hashed = 0;            // leading blocks registered in the prefix cache
     double last_token_s = 0;
-    std::vector<std::uint64_t> hashes;  // the chained hashes of its shared blocks computed so far
-    std::int64_t shared_blocks = -1;    // leading blocks others may share (-1: not counted yet)
-    std::vector<std::int64_t> own;      // per block past those: the block caching its content (-1: none)
-    bool own_kept = false;              // `own` is written (from its first preemption on; before, it is `blocks`)
+    std::vector<GroupBlocks> kv;        // one per KV-cache group (filled when first needed)
 };
 
 // The state of every request of a workload, shared by the engines that
@@ -189,18 +227,32 @@ public:
 
 private:
     std::int64_t total_tokens(std::size_t r) const { return w_.requests[r].input_tokens + live_[r].generated; }
-    std::uint64_t block_hash(std::size_t r, std::int64_t j);
-    std::uint64_t block_key(std::size_t r, std::int64_t j) const;
-    bool keyed(std::size_t r, std::int64_t j) const;
-    std::int64_t shared_blocks(std::size_t r);
-    void cache_block(std::size_t r, std::int64_t j);
-    std::optional<std::int64_t> cached_block(std::size_t r, std::int64_t j);
-    std::uint64_t private_tag(std::size_t r, std::int64_t j) const;
-    std::int64_t blocks_for(std::int64_t tokens) const { return (tokens + c_.block_size - 1) / c_.block_size; }
+    GroupBlocks& kv(std::size_t r, std::size_t g);
+    std::uint64_t block_hash(std::size_t r, std::size_t g, std::int64_t j);
+    std::uint64_t block_key(std::size_t r, std::int64_t j, std::int64_t bs) const;
+    bool keyed(std::size_t r, std::int64_t j, std::int64_t bs) const;
+    std::int64_t shared_blocks(std::size_t r, std::size_t g);
+    void cache_block(std::size_t r, std::size_t g, std::int64_t j);
+    std::optional<std::int64_t> cached_block(std::size_t r, std::size_t g, std::int64_t j);
+    std::uint64_t private_tag(std::size_t r, std::size_t g, std::int64_t j) const;
+    std::int64_t blocks_for(std::size_t g, std::int64_t tokens) const {
+        return (tokens + groups_[g].block_tokens - 1) / groups_[g].block_tokens;
+    }
+    std::int64_t skipped_tokens(std::size_t g, std::int64_t computed) const;
+    std::int64_t worst_blocks(std::int64_t tokens) const;
+    void remove_skipped(std::size_t r, std::size_t g, std::int64_t computed);
+    struct Hits {
+        std::int64_t tokens = 0;
+        std::vector<std::vector<std::int64_t>> blocks;  // per group, -1 where a null block stands in
+    };
+    struct HitType;
+    std::int64_t type_hit(std::size_t r, const HitType& t, std::int64_t max_len, Hits& out);
+    Hits find_hits(std::size_t r, std::int64_t max_len);
     bool allocate(std::size_t r, std::int64_t new_tokens);
     void free_blocks(std::size_t r);
     void preempt(std::size_t r);
     void keep_own_blocks(std::size_t r);
+    bool own_lazy(std::size_t r, std::size_t g);
     std::int64_t cap(std::int64_t n, std::int64_t budget) const;
     void arrive();
     bool admission_blocked() const;
@@ -219,6 +271,14 @@ private:
     const DecodePricer& decode_;
     bool check_;
     std::unique_ptr<BlockPool> pool_;
+    std::vector<KvGroup> groups_;         // c_.groups, or the one full-attention group
+    std::vector<std::size_t> chain_of_;   // per group: the first group of its block size (whose hashes it shares)
+    struct HitType {                      // groups of one spec, looked up together (HybridKVCacheCoordinator)
+        KvGroup spec;
+        std::vector<std::size_t> groups;
+    };
+    std::vector<HitType> hit_types_;      // full attention first; Mamba groups take no part
+    std::int64_t hit_align_ = 1;          // the hit length is a multiple of this (lcm of the block sizes)
     std::vector<RequestRecord>& records_;
     std::vector<LiveRequest>& live_;
     SimRun run_;
