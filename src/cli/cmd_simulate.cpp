@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/memory/capacity.hpp"
 #include "core/memory/kv_size.hpp"
+#include "core/memory/parallel.hpp"
 #include "core/digits.hpp"
 #include "core/model/config_parts.hpp"
 #include "core/model/weight_format.hpp"
@@ -29,6 +30,8 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
     add_efficiency_options(*cmd, o.efficiency);
     const auto count = CLI::Range(std::int64_t{1}, std::int64_t{100'000'000});
     cmd->add_option("--tp", o.tp, "tensor-parallel ranks")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+    cmd->add_option("--pp", o.pp, "pipeline stages (vLLM's --pipeline-parallel-size), as many batches in flight")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("--max-num-seqs", o.max_num_seqs, "sequences per step (default: vLLM's for the device; sglang: --max-running-requests)")->check(count);
     cmd->add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "tokens per step (default: vLLM's; sglang: --chunked-prefill-size)")
         ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
@@ -75,7 +78,9 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
         "  kvplan simulate --engine sglang --model llama-3.1-8b --gpu h100-sxm --trace azure-2023-conv \\\n"
         "      --limit 2000\n"
         "  kvplan simulate --model llama-3.1-8b --gpu h100-sxm --trace azure-2023-code --replicas 4 \\\n"
-        "      --router least-loaded");
+        "      --router least-loaded\n"
+        "  kvplan simulate --model llama-3.1-70b --gpu h100-sxm --tp 2 --pp 2 --trace azure-2023-conv \\\n"
+        "      --limit 2000");
     return cmd;
 }
 
@@ -168,6 +173,7 @@ SchedulerConfig engine_config(const SimulateOptions& o, const ModelSpec& model, 
     in.gpu = gpu;
     in.engine = Engine::Vllm;
     in.tp = o.tp;
+    in.pp = o.pp;  // the pool of the binding stage (concurrency --pp)
     if (o.mem_util > 0) in.mem_util = o.mem_util;
     in.kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
     if (o.block_size > 0) in.block_size = o.block_size;
@@ -244,6 +250,23 @@ void refuse_long_requests(const Workload& w, std::int64_t max_model_len, const s
                        (sglang ? " (SGLang would cut its output to fit; " : " (vLLM refuses it; ") + "raise --max-model-len or --limit the trace)");
 }
 
+// --pp: what concurrency --pp accepts (no more stages than layers), on a
+// device whose interconnect times the stage sends, with vLLM's engine.
+void check_pp(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu) {
+    if (o.engine == "sglang") usage_error("--pp: SGLang's pipeline parallelism is not simulated; pass --engine vllm, or --pp 1");
+    if (!gpu.from_database || gpu.interconnect_bytes_per_s <= 0)
+        usage_error("--pp: " + gpu.name + " has no interconnect figure to time the sends between stages; pass --gpu ID (see `kvplan gpus`)");
+    pipeline_stages(static_cast<std::int64_t>(model.layers.size()), o.pp);  // refuses more stages than layers
+}
+
+// One pricer per pipeline stage: the roofline's mixed step over that stage's
+// layers (the memory wing's split), with the send to the next stage.
+StagePricers stage_pricers(const std::vector<CostModel>& stages) {
+    StagePricers out;
+    for (const CostModel& m : stages) out.push_back([&m](const std::vector<SeqWork>& seqs) { return mixed_step(m, seqs).total_s; });
+    return out;
+}
+
 }  // namespace
 
 std::string run_simulate(const SimulateOptions& o) {
@@ -256,6 +279,7 @@ std::string run_simulate(const SimulateOptions& o) {
                     "with --calibration FILE from `kvplan measure` holding both");
     if (!gpu.from_database && o.tp > 1) usage_error("--tp: a device given by --gpu-mem has no interconnect figure; pass --gpu ID");
     check_tp(model, o.tp);
+    if (o.pp > 1) check_pp(o, model, gpu);
     if (!o.requests_csv.empty()) check_writable(o.requests_csv);
     if (!o.timeseries_csv.empty()) check_writable(o.timeseries_csv);
 
@@ -270,7 +294,6 @@ std::string run_simulate(const SimulateOptions& o) {
     SglangConfig sglang;
     if (o.engine == "sglang") {
         if (!o.vllm_version.empty()) usage_error("--vllm-version applies to --engine vllm only");
-        if (o.replicas > 1) usage_error("--replicas: the router runs vLLM engines; SGLang's engine is simulated one replica at a time (--replicas 1)");
         sglang = sglang_config(o, model, gpu, r);
     } else if (o.schedule_policy != "fcfs") {
         usage_error("--schedule-policy " + o.schedule_policy + " is SGLang's: pass --engine sglang (vLLM's scheduler here is first come first served)");
@@ -285,15 +308,27 @@ std::string run_simulate(const SimulateOptions& o) {
                                                            std::nullopt});
     const StepPricer price = [&](const std::vector<SeqWork>& seqs) { return mixed_step(cost, seqs).total_s; };
     if (o.engine == "sglang") {
-        r.run = simulate_sglang(w, sglang, price);
+        const ClusterConfig k{o.replicas, o.router == "least-loaded" ? Router::LeastLoaded : Router::RoundRobin};
+        r.run = o.replicas > 1 ? simulate_sglang_cluster(w, sglang, k, price) : simulate_sglang(w, sglang, price);
+        r.router = o.router;
     } else {
         const DecodePricer decode = [&](std::int64_t batch, std::int64_t context_sum) -> std::optional<double> {
             const std::optional<StepCost> c = decode_batch_step(cost, batch, context_sum);
             return c ? std::optional<double>(c->total_s) : std::nullopt;
         };
+        std::vector<CostModel> stage_costs;
+        if (o.pp > 1)
+            for (const PipelineStage& st : pipeline_stages(static_cast<std::int64_t>(model.layers.size()), o.pp)) {
+                stage_costs.push_back(make_stage_cost_model(CostModelInputs{&model, gpu, parse_weight_format("--weights-dtype", o.weights_dtype),
+                                                                            parse_dtype_flag("--kv-dtype", o.kv_dtype), o.tp, efficiency,
+                                                                            std::nullopt},
+                                                            st, o.pp));
+            }
+        const StagePricers stages = stage_pricers(stage_costs);
         r.run = simulate_cluster(w, r.config, ClusterConfig{o.replicas, o.router == "least-loaded" ? Router::LeastLoaded : Router::RoundRobin},
-                                 price, decode);
+                                 price, decode, false, stages);
         r.router = o.router;
+        r.pp = o.pp;
     }
     r.summary = summarise(r.run, r.slo);
 

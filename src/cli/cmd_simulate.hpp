@@ -23,6 +23,7 @@ struct SimulateOptions {
     GpuOptions gpu;
     EfficiencyOptions efficiency;
     std::int64_t tp = 1;
+    std::int64_t pp = 1;  // pipeline stages (vLLM's --pipeline-parallel-size)
     std::int64_t max_num_seqs = 0, max_num_batched_tokens = 0, long_prefill_threshold = 0;
     std::int64_t block_size = 0, num_gpu_blocks = 0, max_model_len = 0;
     double mem_util = 0;

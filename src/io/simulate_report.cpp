@@ -23,7 +23,10 @@ nlohmann::ordered_json dist_json(const Distribution& d) {
 // The answer in words: the rate, the tail that matters, and what went wrong.
 std::string sentence(const SimulateResult& r) {
     const SimSummary& s = r.summary;
-    const std::string servers = s.replicas > 1 ? fmt::format("{} replicas on {} ({})", s.replicas, r.gpu_name, r.router) : "one " + r.gpu_name;
+    std::string servers = "one " + r.gpu_name;
+    if (s.replicas > 1 && r.pp > 1) servers = fmt::format("{} replicas, each a {}-stage pipeline on {} ({})", s.replicas, r.pp, r.gpu_name, r.router);
+    else if (s.replicas > 1) servers = fmt::format("{} replicas on {} ({})", s.replicas, r.gpu_name, r.router);
+    else if (r.pp > 1) servers = fmt::format("one {}-stage pipeline on {}", r.pp, r.gpu_name);
     std::string out = fmt::format("At {:.2f} requests/s, {} serve{} {} of {} requests with p99 TTFT {:.2f} s and p99 TPOT {:.1f} ms",
                                   s.requests_per_s, servers, s.replicas > 1 ? "" : "s", group_digits(s.completed), group_digits(s.requests), s.ttft_s.p99,
                                   s.tpot_s.p99 * 1000);
@@ -76,7 +79,8 @@ std::string render_simulate_table(const SimulateResult& r) {
                                     "prefix caching {}",
                                     r.workload, group_digits(r.config.num_gpu_blocks), r.config.block_size, r.pool_source,
                                     r.config.max_num_seqs, group_digits(r.config.max_num_batched_tokens), r.config.prefix_caching ? "on" : "off") +
-                            (r.config.groups.empty() ? "" : "; " + groups_line(r.config.groups)),
+                            (r.config.groups.empty() ? "" : "; " + groups_line(r.config.groups)) +
+                            (r.pp > 1 ? fmt::format("; {} pipeline stages, the pool of the stage that holds the fewest blocks", r.pp) : ""),
                         Width::Fit);
     out += "\n";
     Table t({"latency (ms)", "mean", "p50", "p90", "p99", "max"});
@@ -147,6 +151,7 @@ std::string render_simulate_json(const SimulateResult& r) {
                                             {"window_tokens", g.window_tokens > 0 ? nlohmann::ordered_json(g.window_tokens) : nlohmann::ordered_json(nullptr)},
                                             {"block_size_tokens", g.block_tokens}});
     }
+    if (r.pp > 1) j["pipeline_stages"] = r.pp;  // only with --pp, so that a run without it prints what it always did
     j["kv_peak_usage"] = s.kv_peak_usage;
     j["router"] = r.router;
     j["replicas"] = nlohmann::ordered_json::array();

@@ -19,6 +19,7 @@ struct SimulateResult {
     std::int64_t max_model_len = 0;
     std::string pool_source;     // where num_gpu_blocks came from
     std::string router = "round-robin";  // with more than one replica
+    std::int64_t pp = 1;         // pipeline stages per replica
     SimRun run;
     SimSummary summary;
     Slo slo;

@@ -1,8 +1,8 @@
 // libFuzzer target: the trace path `kvplan simulate --trace FILE` takes.
 // Bytes -> trace (io/trace_reader, every format, auto-detected) -> Workload
 // -> the vLLM or SGLang scheduler over a small pool with a constant step, invariants
-// checked after every step, and vLLM's decode-run jump against stepping
-// -> metrics. The reader must refuse every bad
+// checked after every step, and vLLM's decode-run jump against stepping,
+// vLLM's pipeline and SGLang's replicas -> metrics. The reader must refuse every bad
 // line with a kvplan::Error; the scheduler must complete or reject every
 // request it is given. Anything else (a crash, a sanitizer report, a
 // logic_error from the invariants, a hang past -timeout) is a bug.
@@ -13,6 +13,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/sim/cluster.hpp"
 #include "core/sim/metrics.hpp"
 #include "core/sim/scheduler.hpp"
 #include "core/sim/sglang_scheduler.hpp"
@@ -68,6 +69,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 __builtin_trap();
         }
         if (run.preemptions != stepped.preemptions || run.end_s != stepped.end_s) __builtin_trap();
+        // The same pool as a pipeline of 2 to 4 stages on 1 to 3 replicas:
+        // every request completed or rejected, the books balanced after
+        // every batch (check_invariants).
+        const StagePricers stages(static_cast<std::size_t>(2 + size % 3), by_context);
+        const SimRun piped = simulate_cluster(w, c, ClusterConfig{1 + static_cast<std::int64_t>(size % 3), Router::LeastLoaded}, by_context,
+                                              decode, true, stages);
+        for (const RequestRecord& r : piped.requests)
+            if (!r.rejected && r.finish_s < 0) __builtin_trap();
     } else {
         SglangConfig c;  // SGLang's, over a token pool
         c.max_total_tokens = 1024 + static_cast<std::int64_t>(size % 8192);
@@ -76,6 +85,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         c.radix_cache = size % 3 != 0;
         c.policy = size % 7 == 0 ? SglangPolicy::Lpm : SglangPolicy::Fcfs;
         run = simulate_sglang(w, c, price, true);
+        // Two replicas behind a router must serve the same requests.
+        const SimRun two = simulate_sglang_cluster(w, c, ClusterConfig{2, size % 4 == 1 ? Router::LeastLoaded : Router::RoundRobin}, price, true);
+        for (std::size_t i = 0; i < two.requests.size(); ++i)
+            if (two.requests[i].rejected != run.requests[i].rejected) __builtin_trap();
     }
     (void)summarise(run, Slo{2.0, 0.05, 30.0});
     return 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <string>
 
 #include "core/error.hpp"
@@ -13,13 +14,17 @@ namespace {
 
 constexpr double kForever = std::numeric_limits<double>::infinity();
 
+// Engine: VllmEngine or SglangEngine (the same interface); States: the
+// requests' state they share (RequestStates or SglangStates).
+template <class Engine, class States>
 class Cluster {
 public:
-    Cluster(const Workload& w, const SchedulerConfig& c, const ClusterConfig& k, const StepPricer& price, const DecodePricer& decode,
-            bool check)
-        : w_(w), k_(k), states_(request_states(w)), routed_(static_cast<std::size_t>(k.replicas), 0) {
+    // make(states) builds one replica.
+    template <class Make>
+    Cluster(const Workload& w, const ClusterConfig& k, States states, const Make& make)
+        : w_(w), k_(k), states_(std::move(states)), routed_(static_cast<std::size_t>(k.replicas), 0) {
         engines_.reserve(static_cast<std::size_t>(k.replicas));
-        for (std::int64_t i = 0; i < k.replicas; ++i) engines_.emplace_back(w, c, price, decode, check, states_);
+        for (std::int64_t i = 0; i < k.replicas; ++i) engines_.push_back(make(states_));
     }
 
     SimRun run() {
@@ -53,16 +58,16 @@ private:
         } else {
             for (std::size_t i = 0; i < w_.requests.size(); ++i) {
                 const double t = w_.requests[i].arrival_s;
-                for (VllmEngine& e : engines_) e.advance(t, false);  // every step that starts before t
+                for (Engine& e : engines_) e.advance(t, false);  // every step that starts before t
                 route(i, t);
             }
         }
-        for (VllmEngine& e : engines_) e.advance(kForever, false);
+        for (Engine& e : engines_) e.advance(kForever, false);
     }
 
     std::int64_t done() const {
         std::int64_t n = 0;
-        for (const VllmEngine& e : engines_) n += e.done();
+        for (const Engine& e : engines_) n += e.done();
         return n;
     }
 
@@ -148,21 +153,41 @@ private:
 
     const Workload& w_;
     ClusterConfig k_;
-    RequestStates states_;
-    std::vector<VllmEngine> engines_;
+    States states_;
+    std::vector<Engine> engines_;
     std::vector<std::int64_t> routed_;
 };
+
+void check_cluster(const Workload& w, const ClusterConfig& k) {
+    if (k.replicas < 1 || k.replicas > 1024) usage_error("--replicas " + std::to_string(k.replicas) + ": expected 1 to 1024");
+    for (std::size_t i = 1; i < w.requests.size(); ++i)
+        if (w.requests[i].arrival_s < w.requests[i - 1].arrival_s) usage_error("simulate: arrivals must be sorted");
+}
 
 }  // namespace
 
 SimRun simulate_cluster(const Workload& w, const SchedulerConfig& c, const ClusterConfig& k, const StepPricer& price,
-                        const DecodePricer& decode, bool check_invariants) {
+                        const DecodePricer& decode, bool check_invariants, const StagePricers& stages) {
     check_scheduler_config(c);
-    if (k.replicas < 1 || k.replicas > 1024) usage_error("--replicas " + std::to_string(k.replicas) + ": expected 1 to 1024");
-    for (std::size_t i = 1; i < w.requests.size(); ++i)
-        if (w.requests[i].arrival_s < w.requests[i - 1].arrival_s) usage_error("simulate: arrivals must be sorted");
-    Cluster cluster(w, c, k, price, decode, check_invariants);
+    check_cluster(w, k);
+    if (stages.size() == 1) usage_error("simulate: a pipeline needs two or more stages");
+    Cluster<VllmEngine, RequestStates> cluster(w, k, request_states(w), [&](RequestStates& states) {
+        return VllmEngine(w, c, price, decode, check_invariants, states, stages);
+    });
     return cluster.run();
+}
+
+SimRun simulate_sglang_cluster(const Workload& w, const SglangConfig& c, const ClusterConfig& k, const StepPricer& price,
+                               bool check_invariants) {
+    check_sglang_config(c);
+    check_cluster(w, k);
+    Cluster<SglangEngine, SglangStates> cluster(w, k, sglang_states(w), [&](SglangStates& states) {
+        return SglangEngine(w, c, price, check_invariants, states);
+    });
+    SimRun run = cluster.run();
+    for (const RequestRecord& r : run.requests)
+        if (!r.rejected && r.finish_s < 0) throw std::logic_error("sglang: requests left unserved");
+    return run;
 }
 
 }  // namespace kvplan

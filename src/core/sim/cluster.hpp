@@ -1,6 +1,6 @@
-// Several vLLM engines behind a router (kvplan simulate --replicas N
-// --router ...): each replica an independent VllmEngine with its own KV
-// pool, every request sent to one of them when it arrives.
+// Several engines behind a router (kvplan simulate --replicas N --router
+// ...): each replica an independent VllmEngine, or SglangEngine, with its
+// own KV pool, every request sent to one of them when it arrives.
 //   round-robin   request i to replica i mod N (a closed loop's clients'
 //                 requests in the order they are sent);
 //   least-loaded  the replica with the fewest outstanding requests (routed
@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "core/sim/scheduler.hpp"
+#include "core/sim/sglang_scheduler.hpp"
 
 namespace kvplan {
 
@@ -30,7 +31,13 @@ struct ClusterConfig {
 // the pools, peak_blocks_used the largest replica peak, end_s the last end;
 // the per-second series summed (KV usage: blocks in use over all pools);
 // `replicas` one line each. With one replica it is simulate()'s run.
+// With `stages` (two or more), every replica is a pipeline of that many
+// stages (VllmEngine), `price` and `decode` then unused.
 SimRun simulate_cluster(const Workload& w, const SchedulerConfig& c, const ClusterConfig& k, const StepPricer& price,
-                        const DecodePricer& decode, bool check_invariants = false);
+                        const DecodePricer& decode, bool check_invariants = false, const StagePricers& stages = {});
+
+// The same with SGLang engines; the "blocks" are token slots.
+SimRun simulate_sglang_cluster(const Workload& w, const SglangConfig& c, const ClusterConfig& k, const StepPricer& price,
+                               bool check_invariants = false);
 
 }  // namespace kvplan

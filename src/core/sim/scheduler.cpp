@@ -79,8 +79,8 @@ void check_scheduler_config(const SchedulerConfig& c) {
 }
 
 VllmEngine::VllmEngine(const Workload& w, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode, bool check,
-                       RequestStates& states)
-    : w_(w), c_(c), price_(price), decode_(decode), check_(check), pool_(std::make_unique<BlockPool>(c.num_gpu_blocks)),
+                       RequestStates& states, const StagePricers& stages)
+    : w_(w), c_(c), price_(price), decode_(decode), stages_(stages), check_(check), pool_(std::make_unique<BlockPool>(c.num_gpu_blocks)),
       records_(states.records), live_(states.live) {
     run_.total_blocks = c.num_gpu_blocks;
     groups_ = c.groups.empty() ? std::vector<KvGroup>{KvGroup{KvGroupKind::Full, 0, c.block_size}} : c.groups;
@@ -100,12 +100,19 @@ VllmEngine::VllmEngine(const Workload& w, const SchedulerConfig& c, const StepPr
     }
     std::stable_partition(hit_types_.begin(), hit_types_.end(), [](const HitType& t) { return t.spec.kind == KvGroupKind::Full; });
     for (const HitType& t : hit_types_) hit_align_ = std::lcm(hit_align_, t.spec.block_tokens);
+    if (stages.size() == 1) throw std::logic_error("a pipeline of one stage: pass no stage pricers");
+    stage_free_s_.assign(stages.size(), 0.0);
 }
 
 GroupBlocks& VllmEngine::kv(std::size_t r, std::size_t g) {
     std::vector<GroupBlocks>& k = live_[r].kv;
     if (k.size() < groups_.size()) k.resize(groups_.size());
     return k[g];
+}
+
+const StagePricers& VllmEngine::no_stages() {
+    static const StagePricers none;
+    return none;
 }
 
 VllmEngine::~VllmEngine() = default;
@@ -604,6 +611,12 @@ void VllmEngine::apply_step() {
         l.last_token_s = t_;
         if (l.generated >= w_.requests[r].output_tokens) finished_.push_back(r);
     }
+    finish_requests();
+    sample(t_);
+}
+
+// The requests in finished_ leave at t_, their blocks freed.
+void VllmEngine::finish_requests() {
     for (std::size_t r : finished_) {
         records_[r].finish_s = t_;
         free_blocks(r);
@@ -612,7 +625,101 @@ void VllmEngine::apply_step() {
     }
     if (!finished_.empty())
         std::erase_if(running_, [&](std::size_t r) { return records_[r].finish_s >= 0; });
+}
+
+// Pipeline: the batch just scheduled (step_) enters stage 0. Its tokens
+// count as computed now, as vLLM's scheduler advances num_computed_tokens
+// when it schedules (_update_after_schedule): a request whose output is in
+// flight then has no token left to compute and is skipped, and a chunked
+// prefill can send its next chunk in the next batch.
+void VllmEngine::submit_batch() {
+    work_.clear();
+    for (const auto& [r, n] : step_) work_.push_back(SeqWork{live_[r].computed, n});
+    InFlight b;
+    double ready = t_;  // stage 0 may start once scheduled
+    for (std::size_t j = 0; j < stages_.size(); ++j) {
+        const double dt = stages_[j](work_);
+        if (!(dt > 0) || !std::isfinite(dt)) throw std::logic_error("a pipeline stage priced at a non-positive time");
+        const double start = std::max(ready, stage_free_s_[j]);
+        ready = stage_free_s_[j] = start + dt;
+    }
+    b.end_s = ready;
+    for (const auto& [r, n] : step_) {
+        LiveRequest& l = live_[r];
+        const bool decode = n == 1 && l.generated > 0 && l.computed + 1 == total_tokens(r);
+        if (!decode) b.prompt_tokens += static_cast<double>(n);
+        l.computed += n;
+        if (c_.prefix_caching) register_full_blocks(r);
+        b.items.push_back(InFlight::Item{r, records_[r].preemptions, l.computed == total_tokens(r)});
+    }
+    last_step_start_ = t_;
+    run_.steps += 1;
+    in_flight_.push_back(std::move(b));
+}
+
+// Pipeline: the oldest batch leaves the last stage; its requests sample
+// their tokens (update_from_output), but for one preempted while it was in
+// flight, whose output is dropped (it is computed again from the start).
+void VllmEngine::complete_batch() {
+    InFlight b = std::move(in_flight_.front());
+    in_flight_.pop_front();
+    t_ = std::max(t_, b.end_s);
+    interval_prompt_ += b.prompt_tokens;
+    finished_.clear();
+    for (const InFlight::Item& it : b.items) {
+        if (!it.samples || records_[it.r].preemptions != it.preemptions) continue;
+        LiveRequest& l = live_[it.r];
+        RequestRecord& rec = records_[it.r];
+        l.generated += 1;
+        interval_generation_ += 1;
+        if (rec.first_token_s < 0) rec.first_token_s = t_;
+        else if (l.generated > 1) run_.itl_s.push_back(t_ - l.last_token_s);
+        l.last_token_s = t_;
+        if (l.generated >= w_.requests[it.r].output_tokens) finished_.push_back(it.r);
+    }
+    finish_requests();
     sample(t_);
+}
+
+// step_with_batch_queue as a loop of events: schedule a batch at t_ while
+// fewer than P are in flight and the last try found something; otherwise
+// block until the oldest comes back. Batches are scheduled before
+// `horizon`, and come back at or before it.
+void VllmEngine::advance_pipeline(double horizon, bool stop_on_done) {
+    const std::size_t depth = stages_.size();
+    for (;;) {
+        arrive();
+        const bool work = !running_.empty() || !waiting_.empty();
+        if (work && !stalled_ && in_flight_.size() < depth) {
+            if (t_ >= horizon) return;
+            const std::int64_t done_before = done_;
+            step_.clear();
+            std::int64_t budget = c_.max_num_batched_tokens;
+            if (schedule_running(budget)) schedule_waiting(budget);
+            if (!step_.empty()) submit_batch();
+            else if (!in_flight_.empty()) stalled_ = true;  // all in flight, or no blocks: wait for a batch
+            else if (!running_.empty()) throw std::logic_error("the scheduler found nothing to run");
+            if (check_ && !pool_->consistent()) throw std::logic_error("block pool inconsistent after a step");
+            if (stop_on_done && done_ != done_before) return;  // rejected
+            continue;
+        }
+        if (!in_flight_.empty()) {
+            if (in_flight_.front().end_s > horizon) return;
+            const std::int64_t done_before = done_;
+            complete_batch();
+            stalled_ = false;
+            if (check_ && !pool_->consistent()) throw std::logic_error("block pool inconsistent after a batch");
+            if (stop_on_done && done_ != done_before) return;
+            continue;
+        }
+        if (work) throw std::logic_error("the pipeline stalled with no batch in flight");
+        if (inbox_.empty()) return;
+        // Idle: jump to the next arrival.
+        const double next = records_[inbox_.front()].arrival_s;
+        if (next >= horizon) return;
+        t_ = std::max(t_, next);
+        sample(t_);
+    }
 }
 
 // How many decode steps can run as one: every running request is decoding
@@ -709,6 +816,7 @@ bool VllmEngine::decode_run(double horizon) {
 }
 
 void VllmEngine::advance(double horizon, bool stop_on_done) {
+    if (!stages_.empty()) return advance_pipeline(horizon, stop_on_done);
     for (;;) {
         arrive();
         if (running_.empty() && waiting_.empty()) {
@@ -740,6 +848,11 @@ void VllmEngine::advance(double horizon, bool stop_on_done) {
 }
 
 std::optional<double> VllmEngine::next_step_s() const {
+    if (!stages_.empty() && !in_flight_.empty()) {
+        // Its next event: a batch scheduled now, or the oldest coming back.
+        if (!stalled_ && in_flight_.size() < stages_.size() && (!running_.empty() || !waiting_.empty())) return t_;
+        return in_flight_.front().end_s;
+    }
     if (!running_.empty() || !waiting_.empty()) return t_;
     if (!inbox_.empty()) return std::max(t_, records_[inbox_.front()].arrival_s);
     return std::nullopt;

@@ -194,13 +194,27 @@ void check_scheduler_config(const SchedulerConfig& c);
 
 class BlockPool;
 
+// Pipeline parallelism: one pricer per stage, each giving that stage's time
+// for a batch (its layers, the send to the next stage). Empty: no pipeline.
+using StagePricers = std::vector<StepPricer>;
+
 // One vLLM V1 engine (the rules above). It is handed its requests one by one
 // (add), and advanced up to a time: simulate() drives one, simulate_cluster
 // (cluster.hpp) several behind a router.
+//
+// With two or more `stages`, the engine runs vLLM's batch queue
+// (vllm/v1/engine/core.py, step_with_batch_queue, batch_queue_size =
+// max_concurrent_batches = pipeline_parallel_size): it schedules a new batch
+// whenever fewer than P are in flight, a request whose last batch has not
+// come back being skipped (it has no token to compute) while a prefill can
+// send its next chunk; it blocks on the oldest batch when the queue is full
+// or nothing could be scheduled. A batch's stage j starts when its stage
+// j - 1 ends and stage j is done with the batch before (a flow shop); its
+// tokens are sampled when it leaves the last stage. Decode-run jumps are off.
 class VllmEngine {
 public:
     VllmEngine(const Workload& w, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode, bool check,
-               RequestStates& states);
+               RequestStates& states, const StagePricers& stages = no_stages());
     ~VllmEngine();
     VllmEngine(VllmEngine&&) noexcept;
     VllmEngine(const VllmEngine&) = delete;
@@ -225,7 +239,23 @@ public:
     const SimRun& totals() const { return run_; }
     SimRun take_totals();
 
+    static const StagePricers& no_stages();
+
 private:
+    // A batch in the pipeline: its requests, each with the preemption count
+    // it was scheduled under (a request preempted since gets nothing back)
+    // and whether the batch samples its next token.
+    struct InFlight {
+        struct Item {
+            std::size_t r = 0;
+            std::int64_t preemptions = 0;
+            bool samples = false;
+        };
+        std::vector<Item> items;
+        double prompt_tokens = 0;
+        double end_s = 0;  // when it leaves the last stage
+    };
+
     std::int64_t total_tokens(std::size_t r) const { return w_.requests[r].input_tokens + live_[r].generated; }
     GroupBlocks& kv(std::size_t r, std::size_t g);
     std::uint64_t block_hash(std::size_t r, std::size_t g, std::int64_t j);
@@ -263,12 +293,17 @@ private:
     void register_full_blocks(std::size_t r);
     void sample(double until);
     bool decode_run(double horizon);
+    void advance_pipeline(double horizon, bool stop_on_done);
+    void submit_batch();
+    void complete_batch();
+    void finish_requests();
     std::int64_t decode_run_length(std::int64_t& context_sum) const;
 
     const Workload& w_;
     SchedulerConfig c_;
     const StepPricer& price_;
     const DecodePricer& decode_;
+    const StagePricers& stages_;
     bool check_;
     std::unique_ptr<BlockPool> pool_;
     std::vector<KvGroup> groups_;         // c_.groups, or the one full-attention group
@@ -289,6 +324,9 @@ private:
     std::vector<SeqWork> work_;
     std::vector<std::size_t> finished_;
     std::vector<std::vector<std::size_t>> by_phase_;  // decode run: running requests by context mod block size
+    std::deque<InFlight> in_flight_;   // pipeline: oldest first
+    std::vector<double> stage_free_s_; // pipeline: when each stage is done with the last batch sent
+    bool stalled_ = false;             // pipeline: nothing could be scheduled since the last batch came back
     std::int64_t added_ = 0;
     std::int64_t done_ = 0;
     std::int64_t last_step_done_ = 0;  // requests its last step finished

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <stdexcept>
 
 #include "core/error.hpp"
@@ -28,17 +29,7 @@ constexpr std::size_t kLpmMaxQueue = 128;
 constexpr std::int64_t kInBatchCheckTokens = 32;
 constexpr std::int64_t kInBatchDeprioritizeTokens = 32;
 
-// A request inside the engine.
-struct Req {
-    std::int64_t max_new = 0;     // max_new_tokens after SGLang's clamp to the pool
-    std::int64_t generated = 0;   // output tokens sampled
-    std::int64_t computed = 0;    // tokens whose KV is held (cached prefix included)
-    RadixCache::NodeId node = RadixCache::kRoot;  // end of its locked path in the radix cache
-    std::int64_t path = 0;        // tokens on that path (held by the cache, not by the request)
-    double last_token_s = 0;
-    bool retracted = false;       // waiting again after a retraction
-    std::vector<Segment> segments;  // its tokens' content, for the radix cache
-};
+using Req = SglangLive;
 
 // One request's share of a prefill pass.
 struct Extend {
@@ -49,10 +40,24 @@ struct Extend {
 
 enum class AddResult { Continue, NoToken, Other };
 
-class Engine {
+}  // namespace
+
+class SglangEngine::Impl {
 public:
-    Engine(const Workload& w, const SglangConfig& c, const StepPricer& price, bool check);
-    SimRun run();
+    Impl(const Workload& w, const SglangConfig& c, const StepPricer& price, bool check, SglangStates& states);
+    void add(std::size_t r) {
+        inbox_.push_back(r);
+        ++added_;
+    }
+    std::optional<double> next_step_s() const;
+    void advance(double horizon, bool stop_on_done);
+    std::int64_t outstanding_at(double t) const;
+    std::int64_t done() const { return static_cast<std::int64_t>(done_); }
+    double now() const { return t_; }
+    SimRun take_totals() {
+        run_.end_s = t_;
+        return std::move(run_);
+    }
 
 private:
     std::int64_t fill(std::size_t r) const { return w_.requests[r].input_tokens + q_[r].generated; }
@@ -82,7 +87,7 @@ private:
     void run_decode();
     void sample_token(std::size_t r, std::vector<std::size_t>& finished);
     void finish(std::size_t r);
-    void advance(double dt);
+    void elapse(double dt);
     void sample(double until);
     void check() const;
 
@@ -91,8 +96,10 @@ private:
     const StepPricer& price_;
     bool check_;
     RadixCache tree_;
-    std::vector<Req> q_;
+    std::vector<RequestRecord>& records_;
+    std::vector<Req>& q_;
     SimRun run_;
+    std::deque<std::size_t> inbox_;   // added, not yet arrived
     std::deque<std::size_t> waiting_;
     std::vector<std::size_t> running_;
     std::int64_t chunked_ = -1;       // the request being prefilled in chunks
@@ -106,13 +113,14 @@ private:
     std::int64_t cur_rem_offset_ = 0, rem_input_ = 0, rem_chunk_ = 0;
     std::int64_t new_chunked_ = -1;
     std::vector<SeqWork> work_;
-    std::size_t next_arrival_ = 0, released_ = 0, done_ = 0;
+    std::size_t done_ = 0;
+    std::int64_t added_ = 0;
+    std::size_t last_pass_done_ = 0;  // requests its last pass finished or rejected
     double t_ = 0, next_sample_ = 1, interval_prompt_ = 0, interval_generation_ = 0;
 };
 
-Engine::Engine(const Workload& w, const SglangConfig& c, const StepPricer& price, bool check)
-    : w_(w), c_(c), price_(price), check_(check), q_(w.requests.size()) {
-    run_.requests.resize(w.requests.size());
+SglangEngine::Impl::Impl(const Workload& w, const SglangConfig& c, const StepPricer& price, bool check, SglangStates& states)
+    : w_(w), c_(c), price_(price), check_(check), records_(states.records), q_(states.live) {
     run_.total_blocks = c.max_total_tokens;
     // scheduler.py __init__: the ratio starts at 0.7 x schedule_conservativeness
     // and decays to 0.14 of that over 600 decode passes.
@@ -120,16 +128,11 @@ Engine::Engine(const Workload& w, const SglangConfig& c, const StepPricer& price
     min_ratio_ = std::min(init_ratio_ * kMinNewTokenRatioFactor, 1.0);
     ratio_decay_ = (init_ratio_ - min_ratio_) / kNewTokenRatioDecaySteps;
     new_token_ratio_ = init_ratio_;
-    for (std::size_t i = 0; i < w.requests.size(); ++i) {
-        run_.requests[i].arrival_s = w.requests[i].arrival_s;
-        run_.requests[i].input_tokens = w.requests[i].input_tokens;
-        run_.requests[i].output_tokens = w.requests[i].output_tokens;
-    }
 }
 
 // A prompt's leading content blocks (equal keys and lengths, equal tokens),
 // then the request's own tokens: the rest of its prompt and its output.
-std::vector<Segment> Engine::segments_of(std::size_t r) const {
+std::vector<Segment> SglangEngine::Impl::segments_of(std::size_t r) const {
     const SimRequest& s = w_.requests[r];
     std::vector<Segment> segs;
     std::int64_t shared = 0;
@@ -146,12 +149,12 @@ std::vector<Segment> Engine::segments_of(std::size_t r) const {
 
 // evict_from_tree_cache: when fewer than `tokens` slots are free, the cache
 // evicts `tokens` of its unlocked tokens (not just the shortfall).
-void Engine::evict_if_needed(std::int64_t tokens) {
+void SglangEngine::Impl::evict_if_needed(std::int64_t tokens) {
     if (c_.radix_cache && free_tokens() < tokens) tree_.evict(tokens);
 }
 
 // alloc_token_slots: admission counted these slots as free or evictable.
-void Engine::allocate(std::int64_t tokens) {
+void SglangEngine::Impl::allocate(std::int64_t tokens) {
     evict_if_needed(tokens);
     if (free_tokens() < tokens) throw std::logic_error("sglang: a pass was admitted without the slots it needs");
     private_ += tokens;
@@ -161,7 +164,7 @@ void Engine::allocate(std::int64_t tokens) {
 // cache_unfinished_req / cache_finished_req: the request's computed tokens
 // enter the radix cache (the slots of tokens already there are freed), and
 // its lock moves to the new end of its path; a finished request unlocks.
-void Engine::cache_request(std::size_t r, bool finished) {
+void SglangEngine::Impl::cache_request(std::size_t r, bool finished) {
     Req& q = q_[r];
     if (!c_.radix_cache) {
         if (finished) private_ -= q.computed;
@@ -178,7 +181,7 @@ void Engine::cache_request(std::size_t r, bool finished) {
 // retract_decode: the request's own slots are freed, its cached prompt stays
 // in the tree (unlocked), and it is prefilled again from its prompt and the
 // tokens it generated.
-void Engine::release(std::size_t r) {
+void SglangEngine::Impl::release(std::size_t r) {
     Req& q = q_[r];
     private_ -= q.computed - q.path;
     if (c_.radix_cache) tree_.unlock(q.node);
@@ -190,34 +193,31 @@ void Engine::release(std::size_t r) {
 // handle_generate_request: a prompt longer than max_req_input_len is refused,
 // and max_new_tokens is cut to what the pool and the context hold
 // (max_req_len = min(context_len - 1, pool - 1), max_req_input_len = max_req_len - 5).
-void Engine::admit_arrival(std::size_t r) {
+void SglangEngine::Impl::admit_arrival(std::size_t r) {
     const std::int64_t context = c_.context_len > 0 ? c_.context_len : c_.max_total_tokens;
     const std::int64_t max_req_len = std::min(context - 1, c_.max_total_tokens - 1);
     const SimRequest& s = w_.requests[r];
     if (s.input_tokens > max_req_len - 5) {
-        run_.requests[r].rejected = true;
+        records_[r].rejected = true;
         ++done_;
         return;
     }
     q_[r].max_new = std::max<std::int64_t>(1, std::min(s.output_tokens, max_req_len - s.input_tokens - 1));
-    run_.requests[r].output_tokens = q_[r].max_new;
+    records_[r].output_tokens = q_[r].max_new;
     q_[r].segments = segments_of(r);
     waiting_.push_back(r);
 }
 
-void Engine::arrive() {
-    if (w_.concurrency > 0) {
-        // Closed loop: keep `concurrency` requests in the system.
-        while (released_ < w_.requests.size() && released_ - done_ < static_cast<std::size_t>(w_.concurrency)) {
-            run_.requests[released_].arrival_s = t_;
-            admit_arrival(released_++);
-        }
-        return;
+// The requests added whose arrival time has come (a closed loop's driver
+// sets that time when it sends one).
+void SglangEngine::Impl::arrive() {
+    while (!inbox_.empty() && records_[inbox_.front()].arrival_s <= t_) {
+        admit_arrival(inbox_.front());
+        inbox_.pop_front();
     }
-    while (next_arrival_ < w_.requests.size() && w_.requests[next_arrival_].arrival_s <= t_) admit_arrival(next_arrival_++);
 }
 
-AddResult Engine::budget_state() const {
+AddResult SglangEngine::Impl::budget_state() const {
     if (rem_total() <= 0 || cur_rem() <= 0) return AddResult::NoToken;
     if (rem_input_ <= 0 || (c_.chunked_prefill_size > 0 && rem_chunk_ <= 0)) return AddResult::Other;
     return AddResult::Continue;
@@ -225,7 +225,7 @@ AddResult Engine::budget_state() const {
 
 // _update_prefill_budget: the pass's tokens and the request's future decode
 // tokens (`reserve`) come off the budgets.
-void Engine::take(std::size_t r, std::int64_t prefix, std::int64_t tokens, std::int64_t reserve) {
+void SglangEngine::Impl::take(std::size_t r, std::int64_t prefix, std::int64_t tokens, std::int64_t reserve) {
     batch_.push_back(Extend{r, prefix, tokens});
     rem_total_offset_ += static_cast<double>(tokens + reserve);
     cur_rem_offset_ += tokens;
@@ -234,7 +234,7 @@ void Engine::take(std::size_t r, std::int64_t prefix, std::int64_t tokens, std::
 }
 
 // PrefillAdder.add_chunked_req: the next chunk of the request being chunked.
-void Engine::add_chunked_req() {
+void SglangEngine::Impl::add_chunked_req() {
     const std::size_t r = static_cast<std::size_t>(chunked_);
     const std::int64_t rest = fill(r) - q_[r].computed;
     const std::int64_t room = std::min<std::int64_t>(rem_chunk_, static_cast<std::int64_t>(rem_total()));
@@ -245,7 +245,7 @@ void Engine::add_chunked_req() {
 }
 
 // PrefillAdder.add_one_req for a request whose prefix was just matched.
-AddResult Engine::add_one_req(std::size_t r) {
+AddResult SglangEngine::Impl::add_one_req(std::size_t r) {
     Req& q = q_[r];
     const std::int64_t extend = fill(r) - q.computed;
     const std::int64_t total = extend + std::min(std::max<std::int64_t>(q.max_new - q.generated, 0), kClipMaxNewTokens);
@@ -274,7 +274,7 @@ AddResult Engine::add_one_req(std::size_t r) {
 
 // SchedulePolicy.calc_priority with lpm: _compute_prefix_matches, then
 // _sort_by_longest_prefix (a stable sort, as Python's).
-void Engine::sort_longest_prefix() {
+void SglangEngine::Impl::sort_longest_prefix() {
     RadixCache queued;  // waiting_queue_radix_tree, rebuilt every pass
     std::vector<std::pair<std::int64_t, std::size_t>> keyed;
     for (std::size_t r : waiting_) {
@@ -290,7 +290,7 @@ void Engine::sort_longest_prefix() {
     for (std::size_t i = 0; i < keyed.size(); ++i) waiting_[i] = keyed[i].second;
 }
 
-void Engine::schedule_prefill() {
+void SglangEngine::Impl::schedule_prefill() {
     batch_.clear();
     if ((batch_is_full_ || waiting_.empty()) && chunked_ < 0) return;
     const std::int64_t running = static_cast<std::int64_t>(running_.size());
@@ -339,13 +339,13 @@ void Engine::schedule_prefill() {
     if (new_chunked_ >= 0) chunked_ = new_chunked_;
 }
 
-void Engine::run_prefill() {
+void SglangEngine::Impl::run_prefill() {
     std::int64_t tokens = 0;
     work_.clear();
     for (const Extend& e : batch_) {
         tokens += e.tokens;
         work_.push_back(SeqWork{e.prefix, e.tokens});
-        RequestRecord& rec = run_.requests[e.r];
+        RequestRecord& rec = records_[e.r];
         Req& q = q_[e.r];
         if (rec.scheduled_s < 0) {
             rec.scheduled_s = t_;
@@ -358,7 +358,7 @@ void Engine::run_prefill() {
         }
     }
     allocate(tokens);
-    advance(price_(work_));
+    elapse(price_(work_));
     interval_prompt_ += static_cast<double>(tokens);
     std::vector<std::size_t> finished, joined;
     for (const Extend& e : batch_) {
@@ -382,7 +382,7 @@ void Engine::run_prefill() {
 // prompt among equals; Python's stable sort keeps the batch order of full
 // ties, and pop() takes the last), until 20 slots per remaining request are
 // free or one request is left.
-void Engine::retract_decode() {
+void SglangEngine::Impl::retract_decode() {
     std::vector<std::size_t> order = running_;
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
         if (q_[a].generated != q_[b].generated) return q_[a].generated > q_[b].generated;
@@ -397,7 +397,7 @@ void Engine::retract_decode() {
         order.pop_back();
         release(r);
         q_[r].retracted = true;
-        run_.requests[r].preemptions += 1;
+        records_[r].preemptions += 1;
         run_.preemptions += 1;
         retracted.push_back(r);
         evict_if_needed(kRetractDecodeSteps * static_cast<std::int64_t>(order.size()));
@@ -417,7 +417,7 @@ void Engine::retract_decode() {
     waiting_.insert(waiting_.end(), retracted.begin(), retracted.end());  // _extend_requests_to_queue
 }
 
-bool Engine::prepare_decode() {
+bool SglangEngine::Impl::prepare_decode() {
     if (running_.empty()) {
         batch_is_full_ = false;
         return false;
@@ -437,11 +437,11 @@ bool Engine::prepare_decode() {
     return true;
 }
 
-void Engine::run_decode() {
+void SglangEngine::Impl::run_decode() {
     work_.clear();
     for (std::size_t r : running_) work_.push_back(SeqWork{q_[r].computed, 1});
     allocate(static_cast<std::int64_t>(running_.size()));
-    advance(price_(work_));
+    elapse(price_(work_));
     std::vector<std::size_t> finished;
     for (std::size_t r : running_) {
         q_[r].computed += 1;
@@ -454,9 +454,9 @@ void Engine::run_decode() {
     }
 }
 
-void Engine::sample_token(std::size_t r, std::vector<std::size_t>& finished) {
+void SglangEngine::Impl::sample_token(std::size_t r, std::vector<std::size_t>& finished) {
     Req& q = q_[r];
-    RequestRecord& rec = run_.requests[r];
+    RequestRecord& rec = records_[r];
     q.generated += 1;
     interval_generation_ += 1;
     if (rec.first_token_s < 0) rec.first_token_s = t_;
@@ -465,14 +465,14 @@ void Engine::sample_token(std::size_t r, std::vector<std::size_t>& finished) {
     if (q.generated >= q.max_new) finished.push_back(r);
 }
 
-void Engine::finish(std::size_t r) {
+void SglangEngine::Impl::finish(std::size_t r) {
     cache_request(r, true);
     q_[r].segments = {};
-    run_.requests[r].finish_s = t_;
+    records_[r].finish_s = t_;
     ++done_;
 }
 
-void Engine::advance(double dt) {
+void SglangEngine::Impl::elapse(double dt) {
     if (!(dt > 0) || !std::isfinite(dt)) throw std::logic_error("a pass priced at a non-positive time");
     t_ += dt;
     run_.steps += 1;
@@ -480,7 +480,7 @@ void Engine::advance(double dt) {
 
 // The periodic log line for every whole second a pass crossed (SGLang's
 // token usage counts evictable cache as free).
-void Engine::sample(double until) {
+void SglangEngine::Impl::sample(double until) {
     while (next_sample_ <= until) {
         TimePoint p;
         p.t_s = next_sample_;
@@ -497,7 +497,7 @@ void Engine::sample(double until) {
 
 // The pool: free + cached + held by requests = its size; every running
 // request holds a lock on the cache; the tree's own bookkeeping.
-void Engine::check() const {
+void SglangEngine::Impl::check() const {
     if (free_tokens() < 0 || private_ < 0) throw std::logic_error("sglang: token pool overcommitted");
     std::int64_t priv = 0;
     for (std::size_t r : running_) priv += q_[r].computed - q_[r].path;
@@ -507,11 +507,20 @@ void Engine::check() const {
     if (!c_.radix_cache && tree_.total_tokens() != 0) throw std::logic_error("sglang: tokens cached with the cache off");
 }
 
-SimRun Engine::run() {
-    const std::size_t n = w_.requests.size();
+// Scheduler.event_loop_normal, pass by pass: the passes that start before
+// `horizon`, taking arrivals as they come. With `stop_on_done`, returns
+// after the first pass (or arrival) in which a request finished or was
+// rejected: a closed loop's clients send their next request then.
+void SglangEngine::Impl::advance(double horizon, bool stop_on_done) {
     int passes_without_work = 0;
-    while (done_ < n) {
+    for (;;) {
+        const std::size_t done_before = done_;
         arrive();
+        if (stop_on_done && done_ != done_before) {
+            last_pass_done_ = done_ - done_before;
+            return;
+        }
+        if (t_ >= horizon) return;
         schedule_prefill();
         if (!batch_.empty()) {
             run_prefill();  // prefill first whenever a batch can be formed
@@ -525,19 +534,34 @@ SimRun Engine::run() {
                 if (++passes_without_work > 2) throw std::logic_error("sglang: the scheduler found nothing to run");
                 continue;
             }
-            if (w_.concurrency > 0 || next_arrival_ >= n) break;
-            t_ = std::max(t_, w_.requests[next_arrival_].arrival_s);  // idle: jump to the next arrival
+            if (inbox_.empty()) return;
+            const double next = records_[inbox_.front()].arrival_s;
+            if (next >= horizon) return;
+            t_ = std::max(t_, next);  // idle: jump to the next arrival
         }
         passes_without_work = 0;
+        last_pass_done_ = done_ - done_before;
         sample(t_);
         if (check_) check();
+        if (stop_on_done && done_ != done_before) return;
     }
-    if (done_ < n) throw std::logic_error("sglang: requests left unserved");
-    run_.end_s = t_;
-    return std::move(run_);
 }
 
-}  // namespace
+std::optional<double> SglangEngine::Impl::next_step_s() const {
+    if (!running_.empty() || !waiting_.empty() || chunked_ >= 0) return t_;
+    if (!inbox_.empty()) return std::max(t_, records_[inbox_.front()].arrival_s);
+    return std::nullopt;
+}
+
+// As VllmEngine::outstanding_at: arrived by t, less finished by t (t at or
+// after the start of its last pass).
+std::int64_t SglangEngine::Impl::outstanding_at(double t) const {
+    std::int64_t arrived = added_;
+    for (auto it = inbox_.rbegin(); it != inbox_.rend() && records_[*it].arrival_s > t; ++it) --arrived;
+    const std::size_t finished = done_ - (t_ > t ? last_pass_done_ : 0);
+    return arrived - static_cast<std::int64_t>(finished);
+}
+
 
 std::int64_t sglang_default_max_running_requests(std::int64_t max_total_tokens, std::int64_t context_len) {
     const std::int64_t context = std::max<std::int64_t>(1, context_len);
@@ -546,15 +570,71 @@ std::int64_t sglang_default_max_running_requests(std::int64_t max_total_tokens, 
 }
 
 SimRun simulate_sglang(const Workload& w, const SglangConfig& c, const StepPricer& price, bool check_invariants) {
+    check_sglang_config(c);
+    for (std::size_t i = 1; i < w.requests.size(); ++i)
+        if (w.requests[i].arrival_s < w.requests[i - 1].arrival_s) usage_error("simulate: arrivals must be sorted");
+    SglangStates states = sglang_states(w);
+    SglangEngine e(w, c, price, check_invariants, states);
+    const double forever = std::numeric_limits<double>::infinity();
+    if (w.concurrency <= 0) {
+        for (std::size_t i = 0; i < w.requests.size(); ++i) e.add(i);
+        e.advance(forever, false);
+    } else {
+        // Closed loop: `concurrency` clients, each sending its next request
+        // the moment its last one finishes (or is rejected).
+        std::size_t released = 0;
+        const auto release = [&] {
+            while (released < w.requests.size() && static_cast<std::int64_t>(released) - e.done() < w.concurrency) {
+                states.records[released].arrival_s = e.now();
+                e.add(released++);
+            }
+        };
+        release();
+        while (e.next_step_s()) {
+            e.advance(forever, true);
+            release();
+        }
+    }
+    if (e.done() < static_cast<std::int64_t>(w.requests.size())) throw std::logic_error("sglang: requests left unserved");
+    SimRun run = e.take_totals();
+    run.requests = std::move(states.records);
+    return run;
+}
+
+void check_sglang_config(const SglangConfig& c) {
     if (c.max_total_tokens <= 0) usage_error("simulate: the SGLang token pool is empty");
     if (c.max_prefill_tokens <= 0 || c.chunked_prefill_size < 0 || c.schedule_conservativeness < 0)
         usage_error("simulate: max_prefill_tokens must be positive, chunked_prefill_size and schedule_conservativeness not negative");
-    for (std::size_t i = 1; i < w.requests.size(); ++i)
-        if (w.requests[i].arrival_s < w.requests[i - 1].arrival_s) usage_error("simulate: arrivals must be sorted");
-    SglangConfig cfg = c;
-    if (cfg.max_running_requests <= 0) cfg.max_running_requests = sglang_default_max_running_requests(c.max_total_tokens, c.context_len > 0 ? c.context_len : c.max_total_tokens);
-    Engine e(w, cfg, price, check_invariants);
-    return e.run();
 }
+
+SglangStates sglang_states(const Workload& w) {
+    SglangStates states;
+    states.records.resize(w.requests.size());
+    states.live.resize(w.requests.size());
+    for (std::size_t i = 0; i < w.requests.size(); ++i) {
+        states.records[i].arrival_s = w.requests[i].arrival_s;
+        states.records[i].input_tokens = w.requests[i].input_tokens;
+        states.records[i].output_tokens = w.requests[i].output_tokens;
+    }
+    return states;
+}
+
+// The engine with SGLang's max_running_requests default when none is given.
+SglangEngine::SglangEngine(const Workload& w, const SglangConfig& c, const StepPricer& price, bool check, SglangStates& states) {
+    SglangConfig cfg = c;
+    if (cfg.max_running_requests <= 0)
+        cfg.max_running_requests = sglang_default_max_running_requests(c.max_total_tokens, c.context_len > 0 ? c.context_len : c.max_total_tokens);
+    impl_ = std::make_unique<Impl>(w, cfg, price, check, states);
+}
+
+SglangEngine::~SglangEngine() = default;
+SglangEngine::SglangEngine(SglangEngine&&) noexcept = default;
+void SglangEngine::add(std::size_t r) { impl_->add(r); }
+std::optional<double> SglangEngine::next_step_s() const { return impl_->next_step_s(); }
+void SglangEngine::advance(double horizon, bool stop_on_done) { impl_->advance(horizon, stop_on_done); }
+std::int64_t SglangEngine::outstanding_at(double t) const { return impl_->outstanding_at(t); }
+std::int64_t SglangEngine::done() const { return impl_->done(); }
+double SglangEngine::now() const { return impl_->now(); }
+SimRun SglangEngine::take_totals() { return impl_->take_totals(); }
 
 }  // namespace kvplan

@@ -29,7 +29,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
 
+#include "core/sim/radix_cache.hpp"
 #include "core/sim/scheduler.hpp"
 #include "core/sim/workload.hpp"
 
@@ -57,6 +61,60 @@ struct SglangConfig {
 // _resolve_max_num_reqs): min(clamp(pool / context_len x 512, 2048, 4096),
 // pool / 2).
 std::int64_t sglang_default_max_running_requests(std::int64_t max_total_tokens, std::int64_t context_len);
+
+// A request's state inside the SGLang engine that serves it.
+struct SglangLive {
+    std::int64_t max_new = 0;     // max_new_tokens after SGLang's clamp to the pool
+    std::int64_t generated = 0;   // output tokens sampled
+    std::int64_t computed = 0;    // tokens whose KV is held (cached prefix included)
+    RadixCache::NodeId node = RadixCache::kRoot;  // end of its locked path in the radix cache
+    std::int64_t path = 0;        // tokens on that path (held by the cache, not by the request)
+    double last_token_s = 0;
+    bool retracted = false;       // waiting again after a retraction
+    std::vector<Segment> segments;  // its tokens' content, for the radix cache
+};
+
+// Every request of a workload, shared by the engines that serve them (each
+// request lives in exactly one).
+struct SglangStates {
+    std::vector<RequestRecord> records;
+    std::vector<SglangLive> live;
+};
+
+SglangStates sglang_states(const Workload& w);
+void check_sglang_config(const SglangConfig& c);
+
+// One SGLang engine (the rules above), handed its requests one by one and
+// advanced up to a time, as VllmEngine is: simulate_sglang() drives one,
+// simulate_sglang_cluster (cluster.hpp) several behind a router.
+class SglangEngine {
+public:
+    SglangEngine(const Workload& w, const SglangConfig& c, const StepPricer& price, bool check, SglangStates& states);
+    ~SglangEngine();
+    SglangEngine(SglangEngine&&) noexcept;
+    SglangEngine(const SglangEngine&) = delete;
+    SglangEngine& operator=(const SglangEngine&) = delete;
+    SglangEngine& operator=(SglangEngine&&) = delete;
+
+    // Request r arrives at states.records[r].arrival_s (not before the last one added).
+    void add(std::size_t r);
+    // When its next pass starts; nullopt when it has nothing to do.
+    std::optional<double> next_step_s() const;
+    // Runs the passes that start before `horizon`; with `stop_on_done`,
+    // returns after the first in which a request finished or was rejected.
+    void advance(double horizon, bool stop_on_done);
+    // Requests routed here, arrived by time t and not finished by then (t at
+    // or after the start of its last pass).
+    std::int64_t outstanding_at(double t) const;
+    std::int64_t done() const;
+    double now() const;
+    // Its passes, retractions, ITL, series and pool figures (requests empty).
+    SimRun take_totals();
+
+private:
+    class Impl;
+    std::unique_ptr<Impl> impl_;
+};
 
 // Replays `w` (arrivals sorted). Throws Error(Usage) for a config that
 // cannot run. `check_invariants` verifies the pool and the radix cache after

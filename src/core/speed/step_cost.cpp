@@ -42,7 +42,10 @@ double experts_touched(std::int64_t experts, std::int64_t per_token, std::int64_
     return E * (1.0 - std::pow(miss, static_cast<double>(tokens)));
 }
 
-CostModel make_cost_model(const CostModelInputs& in) {
+namespace {
+
+// make_cost_model, of one pipeline stage when `stage` is given.
+CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage, std::int64_t pp) {
     const ModelSpec& spec = *in.model;
     CostModel m;
     m.gpu_id = in.gpu.id;
@@ -77,7 +80,11 @@ CostModel make_cost_model(const CostModelInputs& in) {
     const WeightSizing w = size_weights_in(spec, in.weights);
     const std::int64_t all_layers = std::max<std::int64_t>(1, static_cast<std::int64_t>(spec.layers.size()));
     const bool sample = in.sample_layers.has_value();
-    const double layer_share = sample ? static_cast<double>(*in.sample_layers) / static_cast<double>(all_layers) : 1.0;
+    const bool staged = stage != nullptr && !sample;
+    const std::int64_t part_layers = sample ? *in.sample_layers : staged ? stage->layers : all_layers;
+    const double layer_share = sample || staged ? static_cast<double>(part_layers) / static_cast<double>(all_layers) : 1.0;
+    // The LM head runs on the last stage only (vLLM's PPMissingLayer elsewhere).
+    const bool with_head = !sample && (!staged || stage->index == pp - 1);
     m.weight_bytes_total = static_cast<double>(w.bytes);
     const double tp = static_cast<double>(in.tp);
     double dense = 0, expert_part = 0, embedding = 0;
@@ -93,20 +100,20 @@ CostModel make_cost_model(const CostModelInputs& in) {
         } else if (p.part == ParamPart::Head) {
             has_head = true;
             head_params = p.params;
-            if (!sample) dense += static_cast<double>(p.bytes);
+            if (with_head) dense += static_cast<double>(p.bytes);
         } else {
             dense += static_cast<double>(p.bytes) * layer_share;
         }
     }
     if (w.parts.empty()) dense = static_cast<double>(w.bytes) * layer_share;  // hand-built: --params only
-    if (!has_head && spec.tied_embeddings && !sample) dense += embedding;
+    if (!has_head && spec.tied_embeddings && with_head) dense += embedding;
     m.experts = spec.experts;
     m.experts_per_token = spec.experts_per_token;
     for (const ParamTensor& t : spec.params)
         if (t.part == ParamPart::Experts && ends_with(t.name, "up_proj") && spec.experts > 0) m.moe_layers = t.copies / spec.experts;
     if (m.moe_layers > 0) {
         m.expert_bytes = expert_part / layer_share / static_cast<double>(m.moe_layers * m.experts) / tp;
-        if (sample) m.moe_layers = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(static_cast<double>(m.moe_layers) * layer_share)));
+        if (sample || staged) m.moe_layers = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(static_cast<double>(m.moe_layers) * layer_share)));
     }
     else dense += expert_part;
     m.dense_weight_bytes = dense / tp;
@@ -115,6 +122,10 @@ CostModel make_cost_model(const CostModelInputs& in) {
     std::int64_t active = w.active_params - (w.parts.empty() ? 0 : embedding_params);
     if (!has_head && spec.tied_embeddings) active += embedding_params;
     if (sample) active = static_cast<std::int64_t>(static_cast<double>(active - head_params - (!has_head && spec.tied_embeddings ? embedding_params : 0)) * layer_share);
+    if (staged) {
+        const std::int64_t head = head_params + (!has_head && spec.tied_embeddings ? embedding_params : 0);
+        active = static_cast<std::int64_t>(static_cast<double>(active - head) * layer_share) + (with_head ? head : 0);
+    }
     m.active_params = active;
     m.matmul_flops_per_token = 2.0 * static_cast<double>(active) / tp;
 
@@ -128,7 +139,8 @@ CostModel make_cost_model(const CostModelInputs& in) {
         sampled = spec;
         sampled.layers.resize(static_cast<std::size_t>(std::min<std::int64_t>(*in.sample_layers, all_layers)));
     }
-    const KvSizing s = size_kv(sample ? sampled : spec, kvo);
+    if (staged) sampled = stage_model(spec, *stage);
+    const KvSizing s = size_kv(sample || staged ? sampled : spec, kvo);
     m.kv_dtype = s.kv_dtype;
     const double query_heads = spec.heads > 0 ? static_cast<double>(spec.heads) / tp : 0;
     for (const LayerGroup& g : s.groups) {
@@ -153,9 +165,26 @@ CostModel make_cost_model(const CostModelInputs& in) {
 
     // Tensor parallelism: two all-reduces of the hidden state per layer (after attention and after the MLP).
     m.activation_bytes_per_token = 2.0 * static_cast<double>(spec.hidden);
-    m.allreduces_per_step = in.tp > 1 ? 2 * (sample ? *in.sample_layers : static_cast<std::int64_t>(spec.layers.size())) : 0;
+    m.allreduces_per_step = in.tp > 1 ? 2 * (sample || staged ? part_layers : static_cast<std::int64_t>(spec.layers.size())) : 0;
     if (in.tp > 1 && m.link_bytes_per_s <= 0) m.notes.push_back("no interconnect figure for " + in.gpu.id + ": all-reduces not timed");
+    if (staged) {
+        // A stage that is not the last returns IntermediateTensors holding
+        // the hidden state and the residual (vllm/model_executor/models/
+        // llama.py, LlamaModel.forward), sent point to point to the next
+        // stage: two 16-bit vectors of `hidden` per token.
+        if (stage->index < pp - 1) m.send_bytes_per_token = 2.0 * m.activation_bytes_per_token;
+        if (stage->index > 0) m.step_overhead_s = 0;
+        if (pp > 1 && m.link_bytes_per_s <= 0) m.notes.push_back("no interconnect figure for " + in.gpu.id + ": stage sends not timed");
+    }
     return m;
+}
+
+}  // namespace
+
+CostModel make_cost_model(const CostModelInputs& in) { return build_cost_model(in, nullptr, 1); }
+
+CostModel make_stage_cost_model(const CostModelInputs& in, const PipelineStage& stage, std::int64_t pp) {
+    return build_cost_model(in, &stage, pp);
 }
 
 namespace {
@@ -171,7 +200,10 @@ StepCost finish(const CostModel& m, StepCost c, std::int64_t tokens) {
         const double message = m.activation_bytes_per_token * static_cast<double>(tokens);
         c.allreduce_s = static_cast<double>(m.allreduces_per_step) * (m.allreduce_latency_s + 2.0 * (tp - 1) / tp * message / m.link_bytes_per_s);
     }
+    if (m.send_bytes_per_token > 0 && m.link_bytes_per_s > 0)
+        c.send_s = m.send_bytes_per_token * static_cast<double>(tokens) / m.link_bytes_per_s;
     c.total_s = std::max(c.memory_s, c.compute_s) + c.overhead_s + c.allreduce_s;
+    if (c.send_s > 0) c.total_s += c.send_s;
     return c;
 }
 

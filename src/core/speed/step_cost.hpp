@@ -18,6 +18,7 @@
 #include "core/hardware.hpp"
 #include "core/model/model_spec.hpp"
 #include "core/model/weight_format.hpp"
+#include "core/memory/parallel.hpp"
 
 namespace kvplan {
 
@@ -88,6 +89,7 @@ struct CostModel {
     double matmul_flops_per_token = 0; // 2 x active matmul parameters, one GPU
     double activation_bytes_per_token = 0;  // one all-reduce message per token (hidden x 2 B)
     std::int64_t allreduces_per_step = 0;
+    double send_bytes_per_token = 0;   // a pipeline stage's hidden state and residual to the next (2 x hidden x 2 B; 0: none)
     double weight_bytes_total = 0;     // the whole model as stored in the format
     std::int64_t active_params = 0;
     Dtype math_dtype = Dtype::Bf16;
@@ -97,6 +99,13 @@ struct CostModel {
 };
 
 CostModel make_cost_model(const CostModelInputs& in);
+
+// The cost model of one pipeline stage of `pp` (pipeline_stages): its
+// layers, the LM head on the last stage, the send of its activations to the
+// next stage on every other, and the per-step overhead on the first only
+// (the step is scheduled and its inputs prepared once, before stage 0 runs;
+// docs/simulate.md, "Pipeline parallelism"). Not with sample_layers.
+CostModel make_stage_cost_model(const CostModelInputs& in, const PipelineStage& stage, std::int64_t pp);
 
 // One step's terms, one GPU.
 struct StepCost {
@@ -109,6 +118,7 @@ struct StepCost {
     double compute_s = 0;
     double overhead_s = 0;
     double allreduce_s = 0;
+    double send_s = 0;                 // a pipeline stage's activations to the next stage
     double total_s = 0;
     bool compute_bound = false;
 
