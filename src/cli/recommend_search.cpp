@@ -27,9 +27,9 @@ namespace {
 // the attainment by 0.05 points, and few enough that a run of Llama-3.1-8B
 // on one device takes milliseconds (docs/recommend.md).
 constexpr std::int64_t kDefaultRequests = 2000;
-// A trace's runs replay its first 4,000 requests (the Azure conversation
-// trace's first 12 minutes): twice the synthetic runs, for a trace's
-// lengths vary more than a fixed synthetic length; --requests sets it.
+// A trace's runs replay at most 4,000 of its requests, evenly spaced in
+// it: twice the synthetic runs, for a trace's lengths vary more than a fixed
+// synthetic length; --requests sets it.
 constexpr std::int64_t kDefaultTraceRequests = 4000;
 // vllm bench serve's random dataset defaults (vllm/benchmarks/datasets.py,
 // RandomDataset: input_len 1024, output_len 128).
@@ -233,8 +233,14 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
     if (!o.trace.empty()) {
         const auto cap = static_cast<std::size_t>(o.requests > 0 ? o.requests : kDefaultTraceRequests);
         if (w.requests.size() > cap) {
-            w.requests.resize(cap);
-            r.workload += fmt::format(", the first {} replayed per run", group_digits(static_cast<std::int64_t>(cap)));
+            // Every k-th request: the runs keep the whole trace's mix of
+            // lengths and the shape of its rate over time (the first 4,000 of
+            // the Azure conversation trace are shorter than the rest).
+            const std::size_t k = (w.requests.size() + cap - 1) / cap;
+            std::vector<SimRequest> kept;
+            for (std::size_t i = 0; i < w.requests.size(); i += k) kept.push_back(std::move(w.requests[i]));
+            w.requests = std::move(kept);
+            r.workload += fmt::format(", every {}th replayed per run", k);
         }
     }
     r.requests_per_run = static_cast<std::int64_t>(w.requests.size());
@@ -288,6 +294,9 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
         r.rejected.push_back(std::move(c));
     }
     if (r.candidates.size() > r.top) r.candidates.resize(r.top);
+    // The rejections that say most first: missed targets, then memory, then the rest; cost last.
+    auto rank = [](const SloCandidate& c) { return c.reason.starts_with("slo") ? 0 : c.reason.starts_with("memory") ? 1 : c.reason.starts_with("cost") ? 3 : 2; };
+    std::stable_sort(r.rejected.begin(), r.rejected.end(), [&](const SloCandidate& a, const SloCandidate& b) { return rank(a) < rank(b); });
     if (r.candidates.empty()) r.nearest = nearest(r.rejected);
     r.search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const int code = r.candidates.empty() ? 1 : 0;
