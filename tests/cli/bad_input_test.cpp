@@ -608,7 +608,7 @@ TEST_CASE("bad input: recommend without its targets, or with a bad price, exits 
                        kExitUsage, {"--prompt", "--context"});
 }
 
-TEST_CASE("bad input: the SLO search with a bad --slo, a --goodput outside (0, 1] or a workload without --slo exits 2",
+TEST_CASE("bad input: the SLO search with a bad --slo or a --goodput outside 0 to 1 or a workload without --slo exits 2",
           "[bad-input][recommend]") {
     const std::initializer_list<std::string> base{"recommend", "--model", "llama-3.1-8b", "--gpus", "h100-sxm", "--rate", "5"};
     auto with = [&](std::initializer_list<std::string> more) {
