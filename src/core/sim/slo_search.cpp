@@ -198,7 +198,8 @@ double rate_upper_bound(const RateWorkload& w, const SearchEngine& e) {
         pool = e.vllm.num_gpu_blocks * e.vllm.block_size;
         seqs = e.vllm.max_num_seqs;
     }
-    const auto fit = static_cast<std::int64_t>(static_cast<double>(pool) / (in + outs));
+    // Clamped before the cast: a double past 2^63 does not convert.
+    const auto fit = static_cast<std::int64_t>(std::min(static_cast<double>(pool) / std::max(1.0, in + outs), 1e15));
     const std::int64_t batch = std::max<std::int64_t>(1, std::min(seqs, fit));
     const auto context = static_cast<std::int64_t>(std::llround(in + outs / 2));
     std::optional<double> step = e.decode ? e.decode(batch, batch * context) : std::nullopt;
@@ -208,7 +209,9 @@ double rate_upper_bound(const RateWorkload& w, const SearchEngine& e) {
     // the weight reads and the step overhead left out, since decodes share them).
     const std::int64_t chunk = std::max<std::int64_t>(2, e.sglang ? e.sglang_config.chunked_prefill_size : e.vllm.max_num_batched_tokens);
     const double per_prompt_token = std::max(0.0, (e.price({SeqWork{0, chunk}}) - e.price({SeqWork{0, 1}})) / static_cast<double>(chunk - 1));
-    return 1.0 / (in * per_prompt_token + outs * *step / static_cast<double>(batch));
+    const double bound = 1.0 / (in * per_prompt_token + outs * *step / static_cast<double>(batch));
+    // A step that costs nothing bounds nothing: a million requests a second stands for no bound.
+    return std::isfinite(bound) && bound > 0 ? std::min(bound, 1e6) : 1e6;
 }
 
 SearchOutcome search_max_rate(const RateWorkload& w, const SearchEngine& e, const SearchTargets& t, const SearchSettings& s) {
