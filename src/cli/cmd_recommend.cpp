@@ -9,6 +9,7 @@
 #include "io/gpu_db.hpp"
 #include "io/model_loader.hpp"
 #include "io/recommend_report.hpp"
+#include "cli/recommend_search.hpp"
 
 namespace kvplan {
 
@@ -33,13 +34,13 @@ std::vector<std::string> split_list(const std::string& text, const char* flag) {
 CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
     CLI::App* cmd = app.add_subcommand("recommend", "the GPU, TP x DP and batch that meet TTFT and TPOT targets, best first, with engine commands");
     add_model_options(*cmd, o.model);
-    cmd->add_option("-c,--context", o.context, "the longest request in tokens (max_model_len)")->required()->transform(token_count())->check(CLI::Range(std::int64_t{2}, kMaxTokens));
+    cmd->add_option("-c,--context", o.context, "analytic: the longest request in tokens (max_model_len)")->transform(token_count())->check(CLI::Range(std::int64_t{2}, kMaxTokens));
     cmd->add_option("--prompt", o.prompt, "prompt tokens for TTFT (default: context - output)")->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--output-tokens", o.output, "output tokens per request (default 256)")->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     // The old spelling, kept for one release: --output will name an output file, as it does elsewhere.
     cmd->add_option("--output", o.output, "deprecated: use --output-tokens")->group("")->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
-    cmd->add_option("--ttft", o.ttft, "time-to-first-token target, seconds")->required()->check(finite_range(1e-6, 3600.0));
-    cmd->add_option("--tpot", o.tpot, "time-per-output-token target, seconds")->required()->check(finite_range(1e-6, 60.0));
+    cmd->add_option("--ttft", o.ttft, "analytic: time-to-first-token target, seconds")->check(finite_range(1e-6, 3600.0));
+    cmd->add_option("--tpot", o.tpot, "analytic: time-per-output-token target, seconds")->check(finite_range(1e-6, 60.0));
     cmd->add_option("--gpus", o.gpus, "devices to consider: comma-separated ids, or all (default)");
     cmd->add_option("--max-gpus", o.max_gpus, "largest TP degree to try (1, 2, 4, 8)")->check(CLI::Range(std::int64_t{1}, std::int64_t{8}));
     cmd->add_option("--num-gpus", o.num_gpus, "GPUs to fill: TP x DP = N, data-parallel replicas of the smallest TP that meets the targets")
@@ -52,25 +53,45 @@ CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
     CLI::Option* json_flag = cmd->add_flag("--json", o.json, "print JSON (schema: docs/roofline.md)");
     cmd->add_option("--format", o.format, "table|json|markdown|csv")->check(CLI::IsMember({"table", "json", "markdown", "csv"}))->excludes(json_flag);  // one way to say it
     cmd->add_flag("--wide", o.wide, "table: every column, every rejected configuration, commands on one line (wider than 100 columns)");
+    // The SLO search (docs/recommend.md).
+    cmd->add_flag("--analytic", o.analytic, "the steady-batch search (--context --ttft --tpot), also the mode when no workload is given");
+    cmd->add_option("--slo", o.slo, "search: targets every request must meet, e.g. ttft=2s,tpot=50ms[,e2e=30s]");
+    cmd->add_option("--goodput", o.goodput, "search: the share of requests that must meet every --slo target, in (0, 1] (default 0.99)");
+    cmd->add_option("--engine", o.engine, "search: vllm|sglang, whose scheduler the simulator runs (default vllm)")->check(CLI::IsMember({"vllm", "sglang"}));
+    cmd->add_option("--rate", o.rate, "search: the traffic to serve, requests per second (Poisson arrivals)")->check(finite_range(1e-9, 1e9));
+    cmd->add_option("--input-len", o.input_len, "search: prompt lengths, fixed:N, uniform:A-B, lognormal:MEAN,SIGMA or from:TRACE (default fixed:1024)");
+    cmd->add_option("--output-len", o.output_len, "search: output lengths, the same forms (default fixed:128)");
+    cmd->add_option("--requests", o.requests, "search: requests per simulated run (default 2000; a trace: at most 4000 of it, every k-th)")->check(CLI::Range(std::int64_t{10}, std::int64_t{1'000'000}));
+    cmd->add_option("--seed", o.seed, "search: random seed of the synthetic traffic");
+    cmd->add_option("--trace", o.trace, "search: the traffic to serve, a trace file or a bundled one (azure-2023-conv, azure-2023-code)");
+    cmd->add_option("--trace-format", o.trace_format, "auto|azure|mooncake|jsonl|csv")->check(CLI::IsMember({"auto", "azure", "mooncake", "jsonl", "csv"}));
+    cmd->add_option("--time-scale", o.time_scale, "search: the trace's traffic this many times faster (its peak minute is the target)")->check(finite_range(1e-6, 1e6));
+    cmd->add_option("--limit", o.limit, "search: only the first N requests of the trace")->check(CLI::Range(std::int64_t{2}, std::int64_t{100'000'000}));
     cmd->footer(
         "Examples:\n"
         "  kvplan recommend --model llama-3.1-8b --context 8192 --ttft 0.5 --tpot 0.05\n"
         "  kvplan recommend --model llama-3.1-8b --context 8192 --ttft 0.5 --tpot 0.05 --gpus h100-sxm --num-gpus 8\n"
-        "  kvplan recommend --model llama-3.1-70b --context 32768 --ttft 2 --tpot 0.04 --price-per-hour h100-sxm=2.5,h200=3.5,a100-80gb=1.6");
+        "  kvplan recommend --model llama-3.1-70b --context 32768 --ttft 2 --tpot 0.04 --price-per-hour h100-sxm=2.5,h200=3.5,a100-80gb=1.6\n"
+        "SLO search on the simulator (docs/recommend.md):\n"
+        "  kvplan recommend --model llama-3.1-8b --slo ttft=2s,tpot=50ms --rate 20 --gpus h100-sxm,l40s \\\n"
+        "      --price-per-hour h100-sxm=2.5,l40s=0.9\n"
+        "  kvplan recommend --model llama-3.1-8b --slo ttft=2s,tpot=50ms --trace azure-2023-conv --gpus h100-sxm,l40s");
     return cmd;
 }
 
-CommandOutput run_recommend(const RecommendOptions& o) {
-    ModelSpec model = resolve_model(o.model);
-    RecommendResult r;
-    r.model = model.name;
-    if (!o.model.model.empty()) r.served = served_model(o.model.model);
-    RecommendInputs& in = r.inputs;
-    in.model = &model;
-    if (o.gpus == "all") in.gpus = known_gpus();
+namespace {
+
+std::vector<Gpu> chosen_gpus(const RecommendOptions& o) {
+    std::vector<Gpu> out;
+    if (o.gpus == "all") out = known_gpus();
     else
-        for (const std::string& id : split_list(o.gpus, "--gpus")) in.gpus.push_back(find_gpu(known_gpus(), id));
-    if (in.gpus.empty()) usage_error("--gpus: expected comma-separated device ids or all");
+        for (const std::string& id : split_list(o.gpus, "--gpus")) out.push_back(find_gpu(known_gpus(), id));
+    if (out.empty()) usage_error("--gpus: expected comma-separated device ids or all");
+    return out;
+}
+
+std::map<std::string, double> prices(const RecommendOptions& o) {
+    std::map<std::string, double> out;
     for (const std::string& pair : split_list(o.prices, "--price-per-hour")) {
         const auto eq = pair.find('=');
         if (eq == std::string::npos) usage_error("--price-per-hour: expected GPU=USD pairs such as h100-sxm=2.5, found \"" + pair + "\"");
@@ -80,8 +101,27 @@ CommandOutput run_recommend(const RecommendOptions& o) {
         const double usd = std::strtod(value.c_str(), &end);
         if (value.empty() || *end != '\0' || !(usd > 0 && usd < 1e6))
             usage_error("--price-per-hour: expected a positive USD figure for " + g.id + ", found \"" + value + "\"");
-        in.prices[g.id] = usd;
+        out[g.id] = usd;
     }
+    return out;
+}
+
+bool wants_search(const RecommendOptions& o) {
+    return !o.slo.empty() || o.rate > 0 || !o.trace.empty() || !o.input_len.empty() || !o.output_len.empty() || o.requests > 0;
+}
+
+CommandOutput run_analytic(const RecommendOptions& o) {
+    if (o.context == 0) usage_error("--context is required (the analytic search; or give --slo with --rate or --trace for the SLO search)");
+    if (o.ttft == 0) usage_error("--ttft is required (the analytic search; or give --slo with --rate or --trace for the SLO search)");
+    if (o.tpot == 0) usage_error("--tpot is required (the analytic search; or give --slo with --rate or --trace for the SLO search)");
+    ModelSpec model = resolve_model(o.model);
+    RecommendResult r;
+    r.model = model.name;
+    if (!o.model.model.empty()) r.served = served_model(o.model.model);
+    RecommendInputs& in = r.inputs;
+    in.model = &model;
+    in.gpus = chosen_gpus(o);
+    in.prices = prices(o);
     in.context = o.context;
     in.prompt = o.prompt;
     in.output = o.output;
@@ -101,6 +141,18 @@ CommandOutput run_recommend(const RecommendOptions& o) {
     if (f == "markdown") return {render_recommend_markdown(r), code};
     if (f == "csv") return {render_recommend_csv(r), code};
     return {render_recommend_table(r), code};
+}
+
+}  // namespace
+
+CommandOutput run_recommend(const RecommendOptions& o) {
+    if (o.analytic || !wants_search(o)) {
+        if (o.analytic && wants_search(o))
+            usage_error("--analytic is the steady-batch search: it takes --context --ttft --tpot, not --slo, --rate, --trace, --input-len, "
+                        "--output-len or --requests");
+        return run_analytic(o);
+    }
+    return run_slo_search(o, chosen_gpus(o), prices(o));
 }
 
 }  // namespace kvplan

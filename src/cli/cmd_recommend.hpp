@@ -1,6 +1,7 @@
 // `kvplan recommend`: the GPU type, TP x DP split and batch that meet a TTFT
 // and a TPOT target, ranked by throughput per GPU or by cost, with the engine
-// commands that run them.
+// commands that run them; with a workload and --slo, the SLO capacity search
+// on the simulator instead (replicas, cost per million tokens).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,19 @@ struct RecommendOptions {
     bool json = false;
     bool wide = false;
     std::string format = "table";
+    // The SLO search on the simulator (docs/recommend.md); the analytic
+    // steady-batch search above runs when no workload is given, or with --analytic.
+    bool analytic = false;
+    std::string slo;           // "ttft=2s,tpot=50ms[,e2e=30s]"
+    double goodput = 0.99;
+    std::string engine = "vllm";
+    double rate = 0;
+    std::string input_len, output_len;
+    std::int64_t requests = 0;  // 0: the search's default
+    std::uint64_t seed = 0;
+    std::string trace, trace_format = "auto";
+    double time_scale = 1.0;
+    std::int64_t limit = 0;
 };
 
 CLI::App* setup_recommend(CLI::App& app, RecommendOptions& options);

@@ -1,5 +1,6 @@
 #include "cli/cmd_simulate.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/sim_setup.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -86,170 +87,6 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
 
 namespace {
 
-std::int64_t whole(const std::string& flag, const std::string& text) {
-    std::int64_t v = 0;
-    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || p != text.data() + text.size() || v < 1 || v > kMaxTokens)
-        usage_error(flag + ": \"" + text + "\": expected a whole number of tokens from 1 to " + std::to_string(kMaxTokens));
-    return v;
-}
-
-double number(const std::string& flag, const std::string& text) {
-    double v = 0;
-    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || p != text.data() + text.size() || !std::isfinite(v) || v < 0) usage_error(flag + ": \"" + text + "\": expected a number");
-    return v;
-}
-
-// fixed:N, uniform:A-B, lognormal:MEAN,SIGMA or from:TRACE.
-LengthDist parse_dist(const std::string& flag, const std::string& text, bool input) {
-    const auto colon = text.find(':');
-    const std::string kind = text.substr(0, colon), arg = colon == std::string::npos ? "" : text.substr(colon + 1);
-    LengthDist d;
-    if (kind == "fixed") d.a = static_cast<double>(whole(flag, arg));
-    else if (kind == "uniform" && arg.find('-') != std::string::npos) {
-        d.kind = LengthDist::Kind::Uniform;
-        d.a = static_cast<double>(whole(flag, arg.substr(0, arg.find('-'))));
-        d.b = static_cast<double>(whole(flag, arg.substr(arg.find('-') + 1)));
-    } else if (kind == "lognormal" && arg.find(',') != std::string::npos) {
-        d.kind = LengthDist::Kind::Lognormal;
-        d.a = number(flag, arg.substr(0, arg.find(',')));
-        d.b = number(flag, arg.substr(arg.find(',') + 1));
-    } else if (kind == "from" && !arg.empty()) {
-        d.kind = LengthDist::Kind::Empirical;
-        for (const SimRequest& r : read_trace(arg, TraceOptions{}).requests) d.values.push_back(input ? r.input_tokens : r.output_tokens);
-    } else {
-        usage_error(flag + " " + text + ": expected fixed:N, uniform:A-B, lognormal:MEAN,SIGMA or from:TRACE");
-    }
-    return d;
-}
-
-// "ttft=2s,tpot=50ms,e2e=30s".
-Slo parse_slo(const std::string& text) {
-    Slo slo;
-    std::size_t start = 0;
-    while (start <= text.size()) {
-        const std::size_t end = std::min(text.find(',', start), text.size());
-        const std::string item = text.substr(start, end - start);
-        const auto eq = item.find('=');
-        std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
-        double scale = 1;
-        if (value.ends_with("ms")) { scale = 1e-3; value.resize(value.size() - 2); }
-        else if (value.ends_with("s")) value.resize(value.size() - 1);
-        else usage_error("--slo " + item + ": expected NAME=TIME with a unit, e.g. ttft=2s or tpot=50ms");
-        const double s = number("--slo", value) * scale;
-        const std::string key = item.substr(0, eq);
-        if (key == "ttft") slo.ttft_s = s;
-        else if (key == "tpot") slo.tpot_s = s;
-        else if (key == "e2e") slo.e2e_s = s;
-        else usage_error("--slo " + item + ": expected ttft, tpot or e2e");
-        start = end + 1;
-    }
-    return slo;
-}
-
-Workload make_workload(const SimulateOptions& o, std::string& label) {
-    const bool synthetic = o.rate > 0 || o.concurrency > 0 || o.requests > 0 || !o.input_len.empty() || !o.output_len.empty();
-    if (!o.trace.empty() && synthetic) usage_error("give either --trace or synthetic traffic (--rate/--concurrency, --requests, --input-len, --output-len), not both");
-    if (!o.trace.empty()) {
-        Workload w = read_trace(o.trace, TraceOptions{o.trace_format, o.time_scale, o.limit});
-        label = fmt::format("{} ({} requests)", o.trace, group_digits(static_cast<std::int64_t>(w.requests.size())));
-        return w;
-    }
-    if (!synthetic) usage_error("no workload: pass --trace FILE, or --rate R (or --concurrency C) --requests N --input-len D --output-len D");
-    if (o.rate > 0 && o.concurrency > 0) usage_error("give --rate (open loop) or --concurrency (closed loop), not both");
-    if (o.requests == 0 || o.input_len.empty() || o.output_len.empty())
-        usage_error("synthetic traffic needs --requests, --input-len and --output-len");
-    SyntheticSpec s{o.rate, o.requests, o.concurrency, o.burstiness, o.seed, parse_dist("--input-len", o.input_len, true),
-                    parse_dist("--output-len", o.output_len, false)};
-    label = o.concurrency > 0 ? fmt::format("{} clients, {} requests", o.concurrency, group_digits(o.requests))
-                              : fmt::format("{} {} req/s, {} requests", o.burstiness == 1.0 ? "Poisson" : "gamma", o.rate, group_digits(o.requests));
-    return synthetic_workload(s);
-}
-
-// The KV pool and scheduler limits vLLM would start with (concurrency --engine vllm).
-SchedulerConfig engine_config(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu, std::int64_t& max_model_len, std::string& source) {
-    CapacityInputs in;
-    in.gpu = gpu;
-    in.engine = Engine::Vllm;
-    in.tp = o.tp;
-    in.pp = o.pp;  // the pool of the binding stage (concurrency --pp)
-    if (o.mem_util > 0) in.mem_util = o.mem_util;
-    in.kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
-    if (o.block_size > 0) in.block_size = o.block_size;
-    if (o.max_model_len > 0) in.max_model_len = o.max_model_len;
-    if (o.max_num_batched_tokens > 0) in.max_batched_tokens = o.max_num_batched_tokens;
-    if (o.max_num_seqs > 0) in.max_num_seqs = o.max_num_seqs;
-    if (!o.vllm_version.empty()) in.vllm_sampler = parse_vllm_version(o.vllm_version);
-    in.longest_lengths = false;
-    const CapacityPlan p = plan_capacity(model, in);
-    SchedulerConfig c;
-    c.block_size = p.block_size;
-    c.max_num_seqs = p.max_num_seqs;
-    c.max_num_batched_tokens = p.max_batched_tokens;
-    c.long_prefill_token_threshold = o.long_prefill_threshold;
-    c.prefix_caching = !o.no_prefix_caching;
-    // The KV-cache groups the pool was sized for, each taking its own blocks.
-    if (p.vllm) c.groups = kv_groups_for(*p.vllm, p.max_model_len);
-    if (!c.groups.empty()) c.block_size = p.vllm->block_tokens;
-    // vLLM leaves prefix caching off by default for hybrid Mamba models
-    // (vllm/engine/arg_utils.py, default_prefix_caching).
-    for (const KvGroup& g : c.groups)
-        if (g.kind == KvGroupKind::Mamba) c.prefix_caching = false;
-    c.num_gpu_blocks = o.num_gpu_blocks > 0 ? o.num_gpu_blocks : p.num_blocks.value_or(0);
-    source = o.num_gpu_blocks > 0 ? "--num-gpu-blocks" : "vLLM's budget on this device";
-    max_model_len = p.max_model_len;
-    if (c.num_gpu_blocks <= 0) usage_error("the model leaves no KV cache memory on " + gpu.name + " (see kvplan concurrency)");
-    return c;
-}
-
-// SGLang's pool in tokens and its scheduler's defaults (concurrency --engine
-// sglang computes the pool and chunked_prefill_size); r.config gets the same
-// figures for the report (blocks are token slots there).
-SglangConfig sglang_config(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu, SimulateResult& r) {
-    if (o.block_size > 1)
-        usage_error("--block-size " + std::to_string(o.block_size) + ": with --engine sglang it is SGLang's --page-size, and only page size 1 (SGLang's default) is simulated");
-    if (o.long_prefill_threshold > 0) usage_error("--long-prefill-token-threshold is vLLM's; with --engine sglang prompts are chunked by --max-num-batched-tokens (SGLang's --chunked-prefill-size)");
-    CapacityInputs in;
-    in.gpu = gpu;
-    in.engine = Engine::Sglang;
-    in.tp = o.tp;
-    if (o.mem_util > 0) in.mem_util = o.mem_util;
-    in.kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
-    if (o.max_model_len > 0) in.max_model_len = o.max_model_len;
-    if (o.max_num_batched_tokens > 0) in.max_batched_tokens = o.max_num_batched_tokens;
-    in.longest_lengths = false;
-    const CapacityPlan p = plan_capacity(model, in);
-    SglangConfig c;
-    c.max_total_tokens = o.num_gpu_blocks > 0 ? o.num_gpu_blocks : p.kv_cache_tokens.value_or(0);
-    if (c.max_total_tokens <= 0) usage_error("the model leaves no KV cache memory on " + gpu.name + " (see kvplan concurrency --engine sglang)");
-    c.context_len = p.max_model_len;
-    c.chunked_prefill_size = p.max_batched_tokens;
-    c.max_running_requests = o.max_num_seqs > 0 ? o.max_num_seqs : sglang_default_max_running_requests(c.max_total_tokens, c.context_len);
-    c.radix_cache = !o.no_prefix_caching;
-    c.policy = o.schedule_policy == "lpm" ? SglangPolicy::Lpm : SglangPolicy::Fcfs;
-    r.engine = "sglang";
-    r.schedule_policy = o.schedule_policy;
-    r.config.num_gpu_blocks = c.max_total_tokens;
-    r.config.block_size = 1;
-    r.config.max_num_seqs = c.max_running_requests;
-    r.config.max_num_batched_tokens = c.chunked_prefill_size;
-    r.config.prefix_caching = c.radix_cache;
-    r.pool_source = o.num_gpu_blocks > 0 ? "--num-gpu-blocks" : "SGLang's max_total_num_tokens on this device";
-    r.max_model_len = p.max_model_len;
-    return c;
-}
-
-// vLLM refuses such a request; SGLang cuts its max_new_tokens to fit the
-// context, which would change the workload: both are refused here.
-void refuse_long_requests(const Workload& w, std::int64_t max_model_len, const std::string& source, bool sglang) {
-    for (std::size_t i = 0; i < w.requests.size(); ++i)
-        if (w.requests[i].input_tokens + w.requests[i].output_tokens > max_model_len)
-            data_error(source + ": request " + std::to_string(i + 1) + ": " + std::to_string(w.requests[i].input_tokens) + " + " +
-                       std::to_string(w.requests[i].output_tokens) + " tokens exceed max_model_len " + std::to_string(max_model_len) +
-                       (sglang ? " (SGLang would cut its output to fit; " : " (vLLM refuses it; ") + "raise --max-model-len or --limit the trace)");
-}
-
 // --pp: what concurrency --pp accepts (no more stages than layers), on a
 // device whose interconnect times the stage sends, with vLLM's engine.
 void check_pp(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu) {
@@ -306,16 +143,13 @@ std::string run_simulate(const SimulateOptions& o) {
     const CostModel cost = make_cost_model(CostModelInputs{&model, gpu, parse_weight_format("--weights-dtype", o.weights_dtype),
                                                            parse_dtype_flag("--kv-dtype", o.kv_dtype), o.tp, efficiency,
                                                            std::nullopt});
-    const StepPricer price = [&](const std::vector<SeqWork>& seqs) { return mixed_step(cost, seqs).total_s; };
+    const StepPricer price = step_pricer(cost);
     if (o.engine == "sglang") {
         const ClusterConfig k{o.replicas, o.router == "least-loaded" ? Router::LeastLoaded : Router::RoundRobin};
         r.run = o.replicas > 1 ? simulate_sglang_cluster(w, sglang, k, price) : simulate_sglang(w, sglang, price);
         r.router = o.router;
     } else {
-        const DecodePricer decode = [&](std::int64_t batch, std::int64_t context_sum) -> std::optional<double> {
-            const std::optional<StepCost> c = decode_batch_step(cost, batch, context_sum);
-            return c ? std::optional<double>(c->total_s) : std::nullopt;
-        };
+        const DecodePricer decode = decode_pricer(cost);
         std::vector<CostModel> stage_costs;
         if (o.pp > 1)
             for (const PipelineStage& st : pipeline_stages(static_cast<std::int64_t>(model.layers.size()), o.pp)) {

@@ -235,6 +235,8 @@ std::string trtllm_flags(const Candidate& c) { return join(trtllm_args(c)); }
 std::string vllm_command(const Candidate& c, const ServeOptions& s) { return join(vllm_line(c, s)); }
 std::string sglang_command(const Candidate& c, const ServeOptions& s) { return join(sglang_line(c, s)); }
 std::string trtllm_command(const Candidate& c, const ServeOptions& s) { return join(trtllm_line(c, s)); }
+std::string vllm_command_lines(const Candidate& c, const ServeOptions& s, bool wide) { return command(vllm_line(c, s), wide); }
+std::string sglang_command_lines(const Candidate& c, const ServeOptions& s, bool wide) { return command(sglang_line(c, s), wide); }
 
 std::string render_recommend_table(const RecommendResult& r) {
     const ServeOptions s = serve_options(r);

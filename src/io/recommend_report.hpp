@@ -38,6 +38,10 @@ std::string trtllm_flags(const Candidate& c);
 std::string vllm_command(const Candidate& c, const ServeOptions& s);
 std::string sglang_command(const Candidate& c, const ServeOptions& s);
 std::string trtllm_command(const Candidate& c, const ServeOptions& s);
+// The same, indented and broken into lines of at most 100 columns that
+// still paste into a shell (one line each when `wide`).
+std::string vllm_command_lines(const Candidate& c, const ServeOptions& s, bool wide);
+std::string sglang_command_lines(const Candidate& c, const ServeOptions& s, bool wide);
 
 std::string render_recommend_table(const RecommendResult& r);
 std::string render_recommend_markdown(const RecommendResult& r);

@@ -23,9 +23,12 @@
 #include <string>
 #include <vector>
 
+#include <thread>
+
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/cmd_recommend.hpp"
 #include "core/memory/capacity.hpp"
 #include "core/model/config_parser.hpp"
 #include "core/error.hpp"
@@ -170,6 +173,34 @@ SimTiming time_simulation(const std::vector<ModelSpec>& models, const std::vecto
     return t;
 }
 
+struct SearchTiming {
+    std::vector<double> seconds;
+    std::int64_t candidates = 0, simulated_requests = 0, simulations = 0;
+};
+
+// `kvplan recommend --slo` as the CLI runs it (both cores): Llama-3.1-8B
+// over every GPU, TP 1, 2, 4, 8 and the three knob settings, at 20 req/s of
+// vllm bench serve's default 1024-in/128-out requests.
+SearchTiming time_slo_search(int repeats, double& checksum) {
+    RecommendOptions o;
+    o.model.model = "llama-3.1-8b";
+    o.slo = "ttft=2s,tpot=50ms";
+    o.rate = 20;
+    o.json = true;
+    SearchTiming t;
+    for (int r = 0; r < repeats; ++r) {
+        const auto start = Clock::now();
+        const CommandOutput out = run_recommend(o);
+        t.seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+        const nlohmann::json j = nlohmann::json::parse(out.text);
+        t.candidates = j["candidates_tried"].get<std::int64_t>();
+        t.simulated_requests = j["simulated_requests"].get<std::int64_t>();
+        t.simulations = j["simulations"].get<std::int64_t>();
+        checksum += static_cast<double>(j["candidates"].size());
+    }
+    return t;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -244,6 +275,13 @@ int main(int argc, char** argv) {
     std::printf("    CPU time of the thread (median): jumped %.3f s, %.3g requests/s, %.3g steps/s; stepped %.3f s, %.3g requests/s; ratio %.1fx\n",
                 cpu_s, static_cast<double>(sim.requests) / cpu_s, static_cast<double>(sim.steps) / cpu_s, stepped_cpu_s,
                 static_cast<double>(sim.requests) / stepped_cpu_s, stepped_cpu_s / cpu_s);
+    const SearchTiming search = time_slo_search(std::min(repeats, 3), checksum);
+    const double search_s = kernels::median(search.seconds);
+    std::printf("  recommend --slo (llama-3.1-8b, every GPU x TP 1,2,4,8 x 3 knob settings, 20 req/s, TTFT 2 s, TPOT 50 ms; %u threads):\n",
+                std::max(1u, std::thread::hardware_concurrency()));
+    std::printf("    %.2f s (median): %lld candidates, %.3g candidates/s; %lld simulations, %.3g simulated requests/s\n", search_s,
+                static_cast<long long>(search.candidates), static_cast<double>(search.candidates) / search_s,
+                static_cast<long long>(search.simulations), static_cast<double>(search.simulated_requests) / search_s);
     std::printf("  (checksum %.6g)\n", checksum);
     return 0;
 }

@@ -608,6 +608,25 @@ TEST_CASE("bad input: recommend without its targets, or with a bad price, exits 
                        kExitUsage, {"--prompt", "--context"});
 }
 
+TEST_CASE("bad input: the SLO search with a bad --slo or a --goodput outside 0 to 1 or a workload without --slo exits 2",
+          "[bad-input][recommend]") {
+    const std::initializer_list<std::string> base{"recommend", "--model", "llama-3.1-8b", "--gpus", "h100-sxm", "--rate", "5"};
+    auto with = [&](std::initializer_list<std::string> more) {
+        std::vector<std::string> args(base);
+        args.insert(args.end(), more);
+        return Run::kvplan(args);
+    };
+    expect_clean_error(with({"--slo", "ttft=2"}), kExitUsage, {"--slo", "ttft=2", "unit"});
+    expect_clean_error(with({"--slo", "latency=2s"}), kExitUsage, {"--slo", "latency=2s", "ttft, tpot or e2e"});
+    expect_clean_error(with({"--slo", "ttft=0s"}), kExitUsage, {"--slo", "positive"});
+    expect_clean_error(with({"--slo", "ttft=2s", "--goodput", "0"}), kExitUsage, {"--goodput", "(0, 1]"});
+    expect_clean_error(with({"--slo", "ttft=2s", "--goodput", "1.5"}), kExitUsage, {"--goodput", "(0, 1]"});
+    expect_clean_error(with({}), kExitUsage, {"--slo", "targets"});
+    expect_clean_error(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s"}), kExitUsage, {"--rate", "--trace"});
+    expect_clean_error(with({"--slo", "ttft=2s", "--ttft", "1"}), kExitUsage, {"--ttft", "--analytic"});
+    expect_clean_error(with({"--slo", "ttft=2s", "--analytic"}), kExitUsage, {"--analytic", "--slo"});
+}
+
 TEST_CASE("bad input: a shared prefix longer than the context exits 2", "[bad-input][concurrency]") {
     expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--prefix-tokens", "5000", "--context", "4096"}),
                        kExitUsage, {"--prefix-tokens 5000", "--context"});

@@ -6,6 +6,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "binary_run.hpp"
 
 using kvplan::test::Run;
@@ -77,4 +80,47 @@ TEST_CASE("recommend names the target each rejected configuration misses, in the
                                "h100-sxm,l4", "--json"});
     CHECK(j.exit_code == 1);
     CHECK_THAT(j.out, Catch::Contains("\"missed\": [\n        \"tpot\"\n      ]"));
+}
+
+TEST_CASE("recommend --slo: the fleet covers the target rate, and its cost per hour and per million tokens follow by hand") {
+    // One H100 at TP 1 and 2 GPU-hour USD: replicas x rate per replica covers
+    // the 30 req/s asked; the cost is gpus_total x 2 USD per hour; the traffic
+    // carries 30 x 3600 x 1024 input tokens an hour (vllm bench serve's
+    // default 1024-token prompts) and 30 x 3600 x 128 output tokens.
+    const Run r = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "30", "--gpus", "h100-sxm",
+                               "--max-gpus", "1", "--requests", "400", "--price-per-hour", "h100-sxm=2", "--json"});
+    INFO(r.command << "\n" << r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    REQUIRE(j["candidates"].size() == 3);  // TP 1 x three knob settings
+    for (const auto& c : j["candidates"]) {
+        const double rate = c["max_rate_per_replica_rps"].get<double>();
+        const auto replicas = c["replicas"].get<std::int64_t>();
+        CHECK(static_cast<double>(replicas) * rate >= 30.0);
+        CHECK(static_cast<double>(replicas - 1) * rate < 30.0);  // no replica more than needed
+        CHECK(c["gpus_total"].get<std::int64_t>() == replicas);
+        CHECK(c["usd_per_hour"].get<double>() == Approx(2.0 * static_cast<double>(replicas)));
+        CHECK(c["usd_per_million_input_tokens"].get<double>() == Approx(c["usd_per_hour"].get<double>() / (30 * 3600 * 1024 / 1e6)));
+        CHECK(c["usd_per_million_output_tokens"].get<double>() == Approx(c["usd_per_hour"].get<double>() / (30 * 3600 * 128 / 1e6)));
+        CHECK(c["slo_attainment"].get<double>() >= 0.99);  // at the rate found, in the simulator
+        if (replicas > 1) CHECK_THAT(c["vllm_command"].get<std::string>(), Catch::Contains(fmt::format("--data-parallel-size {}", replicas)));
+    }
+    CHECK(j["search_s"].get<double>() > 0);
+    // Deterministic: the same answer again (search_s aside).
+    const Run again = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "30", "--gpus", "h100-sxm",
+                                   "--max-gpus", "1", "--requests", "400", "--price-per-hour", "h100-sxm=2"});
+    const Run third = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "30", "--gpus", "h100-sxm",
+                                   "--max-gpus", "1", "--requests", "400", "--price-per-hour", "h100-sxm=2"});
+    CHECK(again.out == third.out);
+    CHECK(widest_line(again.out) <= 100);
+}
+
+TEST_CASE("recommend --slo: nothing qualifies when a request alone misses TTFT, and the message names the value that passes") {
+    // A 1024-token prompt takes more than 1 ms to prefill anywhere.
+    const Run r = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=1ms", "--rate", "1", "--gpus", "h100-sxm",
+                               "--max-gpus", "2", "--requests", "50"});
+    INFO(r.command << "\n" << r.out << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.out, Catch::Contains("Nothing qualifies. The ttft target binds"));
+    CHECK_THAT(r.out, Catch::Contains("would pass at a low rate"));
 }

@@ -1,0 +1,306 @@
+#include "cli/recommend_search.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cli/sim_setup.hpp"
+#include "core/digits.hpp"
+#include "core/error.hpp"
+#include "core/memory/engine.hpp"
+#include "core/memory/kv_size.hpp"
+#include "core/model/config_parts.hpp"
+#include "core/sim/slo_search.hpp"
+#include "io/model_loader.hpp"
+#include "io/slo_report.hpp"
+
+namespace kvplan {
+
+namespace {
+
+// Requests per simulated run of synthetic traffic: at goodput 0.99 the 1% a
+// run may miss is 20 requests, enough that one request more or less moves
+// the attainment by 0.05 points, and few enough that a run of Llama-3.1-8B
+// on one device takes milliseconds (docs/recommend.md).
+constexpr std::int64_t kDefaultRequests = 2000;
+// A trace's runs replay at most 4,000 of its requests, evenly spaced in
+// it: twice the synthetic runs, for a trace's lengths vary more than a fixed
+// synthetic length; --requests sets it.
+constexpr std::int64_t kDefaultTraceRequests = 4000;
+// vllm bench serve's random dataset defaults (vllm/benchmarks/datasets.py,
+// RandomDataset: input_len 1024, output_len 128).
+constexpr const char* kDefaultInput = "fixed:1024";
+constexpr const char* kDefaultOutput = "fixed:128";
+// The latency setting caps the batch here (vLLM's own sweep example in
+// docs/benchmarking/sweeps.md tries 32 to 256).
+constexpr std::int64_t kLatencySeqs = 64;
+
+void check_flags(const RecommendOptions& o) {
+    if (o.slo.empty()) usage_error("--slo: the SLO search needs targets, e.g. --slo ttft=2s,tpot=50ms (or --analytic with --context --ttft --tpot)");
+    if (!(o.goodput > 0 && o.goodput <= 1)) usage_error(fmt::format("--goodput {}: expected a share of requests in (0, 1], e.g. 0.99", o.goodput));
+    if (o.rate == 0 && o.trace.empty()) usage_error("--slo: the SLO search needs the traffic: --rate R (with --input-len, --output-len) or --trace FILE");
+    if (o.rate > 0 && !o.trace.empty()) usage_error("give --rate (synthetic traffic) or --trace, not both");
+    if (!o.trace.empty() && (!o.input_len.empty() || !o.output_len.empty()))
+        usage_error("--input-len and --output-len describe synthetic traffic: with --trace the trace's requests are replayed");
+    if (o.context > 0 || o.ttft > 0 || o.tpot > 0 || o.prompt > 0 || o.num_gpus > 0)
+        usage_error("--context, --prompt, --ttft, --tpot and --num-gpus are the analytic search's (--analytic); the SLO search takes --slo");
+    if (o.format == "markdown" || o.format == "csv") usage_error("--format " + o.format + ": the SLO search prints a table or --json");
+}
+
+Slo targets(const std::string& text) {
+    const Slo slo = parse_slo(text);
+    for (const std::optional<double>& v : {slo.ttft_s, slo.tpot_s, slo.e2e_s})
+        if (v && !(*v > 0)) usage_error("--slo " + text + ": every target must be a positive time");
+    return slo;
+}
+
+// The traffic as simulate reads it, with the search's defaults.
+SimulateOptions traffic_options(const RecommendOptions& o) {
+    SimulateOptions s;
+    s.engine = o.engine;
+    s.kv_dtype = o.kv_dtype;
+    s.weights_dtype = o.weights_dtype;
+    if (!o.trace.empty()) {
+        s.trace = o.trace;
+        s.trace_format = o.trace_format;
+        s.time_scale = o.time_scale;
+        s.limit = o.limit;
+        return s;
+    }
+    s.rate = o.rate;
+    s.requests = o.requests > 0 ? o.requests : kDefaultRequests;
+    s.input_len = o.input_len.empty() ? kDefaultInput : o.input_len;
+    s.output_len = o.output_len.empty() ? kDefaultOutput : o.output_len;
+    s.seed = o.seed;
+    return s;
+}
+
+// One GPU x TP x knob setting, ready to search.
+struct Setup {
+    SloCandidate row;
+    std::unique_ptr<CostModel> cost;  // the pricers point into it
+    SearchEngine engine;
+    bool ready = false;
+};
+
+// The engine configuration for `knobs` (default, latency, throughput), or a
+// rejection reason in row.reason.
+void configure(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& gpu, const Workload& w, const std::string& source) {
+    const bool sglang = so.engine == "sglang";
+    std::int64_t max_model_len = 0;
+    try {
+        SimulateResult scratch;
+        std::string pool;
+        // The defaults first: the other settings are stated against them.
+        SchedulerConfig v;
+        SglangConfig g;
+        if (sglang) g = sglang_config(so, model, gpu, scratch);
+        else v = engine_config(so, model, gpu, max_model_len, pool);
+        const std::int64_t seqs = sglang ? g.max_running_requests : v.max_num_seqs;
+        const std::int64_t tokens = sglang ? g.chunked_prefill_size : v.max_num_batched_tokens;
+        if (s.row.knobs == "latency") so.max_num_seqs = seqs > kLatencySeqs ? kLatencySeqs : std::max<std::int64_t>(1, seqs / 2);
+        if (s.row.knobs == "throughput") so.max_num_batched_tokens = 2 * tokens;
+        if (s.row.knobs != "default") {
+            if (sglang) g = sglang_config(so, model, gpu, scratch);
+            else v = engine_config(so, model, gpu, max_model_len, pool);
+        }
+        if (sglang) max_model_len = scratch.max_model_len;
+        refuse_long_requests(w, max_model_len, source, sglang);
+        s.engine.sglang = sglang;
+        s.engine.vllm = v;
+        s.engine.sglang_config = g;
+        s.row.serve.batch = sglang ? g.max_running_requests : v.max_num_seqs;
+        s.row.serve.max_num_batched_tokens = sglang ? g.chunked_prefill_size : v.max_num_batched_tokens;
+    } catch (const Error& e) {
+        s.row.reason = std::string("memory: ") + e.what();
+        return;
+    }
+    s.cost = std::make_unique<CostModel>(make_cost_model(CostModelInputs{&model, gpu, parse_weight_format("--weights-dtype", so.weights_dtype),
+                                                                         parse_dtype_flag("--kv-dtype", so.kv_dtype), so.tp, Efficiency{},
+                                                                         std::nullopt}));
+    if (s.cost->flops_per_s <= 0) {
+        s.row.reason = "no FLOP/s figure for this device: prefill cannot be priced";
+        return;
+    }
+    s.engine.price = step_pricer(*s.cost);
+    if (!sglang) s.engine.decode = decode_pricer(*s.cost);
+    s.row.serve.gpu = gpu.id;
+    s.row.serve.tp = so.tp;
+    s.row.serve.max_model_len = max_model_len;
+    s.row.serve.kv_dtype = s.cost->kv_dtype;
+    s.row.serve.vllm_mem_fraction = default_mem_fraction(Engine::Vllm, so.tp);
+    s.row.serve.sglang_mem_fraction = default_mem_fraction(Engine::Sglang, so.tp);
+    s.ready = true;
+}
+
+std::vector<Setup> candidates(const RecommendOptions& o, const SimulateOptions& base, const ModelSpec& model, const std::vector<Gpu>& gpus,
+                              const Workload& w, const std::string& source) {
+    std::vector<Setup> out;
+    for (const Gpu& gpu : gpus)
+        for (std::int64_t tp : {1, 2, 4, 8}) {
+            if (tp > o.max_gpus) continue;
+            try {
+                check_tp(model, tp);
+            } catch (const Error&) {
+                continue;  // the model's heads do not split this way
+            }
+            for (const char* knobs : {"default", "latency", "throughput"}) {
+                Setup s;
+                s.row.gpu = gpu.id;
+                s.row.tp = tp;
+                s.row.knobs = knobs;
+                SimulateOptions so = base;
+                so.tp = tp;
+                configure(s, so, model, gpu, w, source);
+                out.push_back(std::move(s));
+            }
+        }
+    return out;
+}
+
+std::string rejection(const SearchOutcome& x, const std::string& error, double target_rps, std::size_t top) {
+    if (!error.empty()) return "simulation: " + error;
+    if (x.status == SearchOutcome::Status::Pruned) {
+        const double replicas = std::ceil(target_rps / x.bound_rps);
+        return fmt::format("cost: even at its bound of {:.2f} req/s per replica ({} replica{}) it costs more than the {} cheapest found",
+                           x.bound_rps, replicas, replicas > 1 ? "s" : "", top);
+    }
+    if (x.status == SearchOutcome::Status::SloAlone)
+        return fmt::format("slo: {} is {:.1f} ms for a request alone (the goodput quantile), over the {:.1f} ms target", x.binding,
+                           x.alone_value_s * 1e3, x.target_s * 1e3);
+    return fmt::format("slo: misses {} at every rate down to {:.3g} req/s", x.binding.empty() ? "a target" : x.binding, x.fail_rate_rps);
+}
+
+// Best first: priced before unpriced, then cheaper per hour, fewer GPUs, a
+// higher rate per replica; candidate order breaks the remaining ties.
+bool better(const SloCandidate& a, const SloCandidate& b) {
+    if (a.fleet.usd_per_hour.has_value() != b.fleet.usd_per_hour.has_value()) return a.fleet.usd_per_hour.has_value();
+    if (a.fleet.usd_per_hour && *a.fleet.usd_per_hour != *b.fleet.usd_per_hour) return *a.fleet.usd_per_hour < *b.fleet.usd_per_hour;
+    if (a.fleet.gpus != b.fleet.gpus) return a.fleet.gpus < b.fleet.gpus;
+    return a.outcome.max_rate_rps > b.outcome.max_rate_rps;
+}
+
+// Nothing qualifies: the rejected candidate closest to its target alone, and what would pass.
+std::string nearest(const std::vector<SloCandidate>& rejected) {
+    const SloCandidate* best = nullptr;
+    for (const SloCandidate& c : rejected)
+        if (c.outcome.status == SearchOutcome::Status::SloAlone && c.reason.starts_with("slo") &&
+            (!best || c.outcome.alone_value_s / c.outcome.target_s < best->outcome.alone_value_s / best->outcome.target_s))
+            best = &c;
+    if (!best) return "No GPU x TP up to --max-gpus holds the model and a request of this traffic.";
+    const double need = std::ceil(best->outcome.alone_value_s * 1e4) / 1e4;  // rounded up to 0.1 ms
+    return fmt::format("The {} target binds: the closest is {} TP {} ({}), {:.1f} ms for a request alone; {}={:.1f}ms would pass at a low rate.",
+                       best->outcome.binding, best->gpu, best->tp, best->knobs, best->outcome.alone_value_s * 1e3, best->outcome.binding,
+                       need * 1e3);
+}
+
+}  // namespace
+
+CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& gpus, const std::map<std::string, double>& prices) {
+    check_flags(o);
+    parse_weight_format("--weights-dtype", o.weights_dtype);  // bad flags stop here, not as a candidate's rejection
+    parse_dtype_flag("--kv-dtype", o.kv_dtype);
+    const auto start = std::chrono::steady_clock::now();
+    ModelSpec model = resolve_model(o.model);
+    SloRecommendResult r;
+    r.base.model = model.name;
+    if (!o.model.model.empty()) r.base.served = served_model(o.model.model);
+    r.base.inputs.model = &model;
+    r.base.inputs.weights = parse_weight_format("--weights-dtype", o.weights_dtype);
+    r.engine = o.engine;
+    r.slo = targets(o.slo);
+    r.goodput = o.goodput;
+    r.top = static_cast<std::size_t>(o.top);
+    r.wide = o.wide;
+
+    const SimulateOptions base = traffic_options(o);
+    Workload w = make_workload(base, r.workload);
+    const std::string source = o.trace.empty() ? "the synthetic workload" : o.trace;
+    // The target: the synthetic rate, or the trace's busiest minute (a fleet
+    // sized for it also serves the quieter ones).
+    r.target_rps = o.trace.empty() ? o.rate : peak_rate_rps(w, 60);
+    r.target_source = o.trace.empty() ? "--rate" : "the trace's peak minute";
+    for (const SimRequest& q : w.requests) {
+        r.mean_input_tokens += static_cast<double>(q.input_tokens);
+        r.mean_output_tokens += static_cast<double>(q.output_tokens);
+    }
+    r.mean_input_tokens /= static_cast<double>(std::max<std::size_t>(1, w.requests.size()));
+    r.mean_output_tokens /= static_cast<double>(std::max<std::size_t>(1, w.requests.size()));
+    if (!o.trace.empty()) {
+        const auto cap = static_cast<std::size_t>(o.requests > 0 ? o.requests : kDefaultTraceRequests);
+        if (w.requests.size() > cap) {
+            // Every k-th request: the runs keep the whole trace's mix of
+            // lengths and the shape of its rate over time (the first 4,000 of
+            // the Azure conversation trace are shorter than the rest).
+            const std::size_t k = (w.requests.size() + cap - 1) / cap;
+            std::vector<SimRequest> kept;
+            for (std::size_t i = 0; i < w.requests.size(); i += k) kept.push_back(std::move(w.requests[i]));
+            w.requests = std::move(kept);
+            r.workload += fmt::format(", every {}th replayed per run", k);
+        }
+    }
+    r.requests_per_run = static_cast<std::int64_t>(w.requests.size());
+
+    std::vector<Setup> setups = candidates(o, base, model, gpus, w, source);
+    const RateWorkload rw = rate_workload(std::move(w));
+    std::vector<std::size_t> index;  // setups searched
+    std::vector<SearchEngine> engines;
+    for (std::size_t i = 0; i < setups.size(); ++i)
+        if (setups[i].ready) {
+            index.push_back(i);
+            engines.push_back(setups[i].engine);
+        }
+    // Ranked by cost, candidates that cannot reach the top need no search;
+    // only when every candidate's cost is in the same unit (all priced, or none).
+    PruneBy prune{r.target_rps, {}, r.top};
+    std::size_t priced = 0;
+    for (std::size_t i : index) {
+        const auto p = prices.find(setups[i].row.gpu);
+        priced += p != prices.end();
+        prune.replica_cost.push_back(static_cast<double>(setups[i].row.tp) * (p != prices.end() ? p->second : 1.0));
+    }
+    const bool prunable = priced == 0 || priced == index.size();
+    const SearchAll found = search_all(rw, engines, SearchTargets{r.slo, r.goodput}, SearchSettings{},
+                                       std::max(1u, std::thread::hardware_concurrency()), prunable ? &prune : nullptr);
+    for (std::size_t k = 0; k < index.size(); ++k) {
+        SloCandidate& c = setups[index[k]].row;
+        c.outcome = found.outcomes[k];
+        r.simulations += c.outcome.simulations;
+        r.simulated_requests += c.outcome.simulated_requests;
+        if (c.outcome.status != SearchOutcome::Status::Found || !found.errors[k].empty()) {
+            c.reason = rejection(c.outcome, found.errors[k], r.target_rps, r.top);
+            continue;
+        }
+        const auto price = prices.find(c.gpu);
+        c.fleet = fleet_cost(r.target_rps, c.outcome.max_rate_rps, c.tp,
+                             price == prices.end() ? std::nullopt : std::optional<double>(price->second), r.mean_input_tokens,
+                             r.mean_output_tokens);
+        c.serve.dp = c.fleet.replicas;
+    }
+    r.tried = static_cast<std::int64_t>(setups.size());
+    for (Setup& s : setups) (s.row.reason.empty() ? r.candidates : r.rejected).push_back(std::move(s.row));
+    std::stable_sort(r.candidates.begin(), r.candidates.end(), better);
+    // Those that qualify but rank below --top lose on cost.
+    for (std::size_t i = r.top; i < r.candidates.size(); ++i) {
+        SloCandidate c = r.candidates[i];
+        const SloCandidate& best = r.candidates.front();
+        c.reason = c.fleet.usd_per_hour && best.fleet.usd_per_hour
+                       ? fmt::format("cost: ranked {}, {:.2f} USD/hour against the best's {:.2f}", i + 1, *c.fleet.usd_per_hour, *best.fleet.usd_per_hour)
+                       : fmt::format("cost: ranked {}, {} GPUs against the best's {}", i + 1, c.fleet.gpus, best.fleet.gpus);
+        r.rejected.push_back(std::move(c));
+    }
+    if (r.candidates.size() > r.top) r.candidates.resize(r.top);
+    // The rejections that say most first: missed targets, then memory, then the rest; cost last.
+    auto rank = [](const SloCandidate& c) { return c.reason.starts_with("slo") ? 0 : c.reason.starts_with("memory") ? 1 : c.reason.starts_with("cost") ? 3 : 2; };
+    std::stable_sort(r.rejected.begin(), r.rejected.end(), [&](const SloCandidate& a, const SloCandidate& b) { return rank(a) < rank(b); });
+    if (r.candidates.empty()) r.nearest = nearest(r.rejected);
+    r.search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const int code = r.candidates.empty() ? 1 : 0;
+    return {o.json ? render_slo_json(r) : render_slo_table(r), code};
+}
+
+}  // namespace kvplan

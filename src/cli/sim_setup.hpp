@@ -1,0 +1,41 @@
+// The set-up a simulation needs, shared by `kvplan simulate` and `kvplan
+// recommend`'s SLO search: the workload the flags describe, the engine
+// configuration vLLM or SGLang would start with for a model on a device at a
+// TP degree, and the roofline's step pricers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "cli/cmd_simulate.hpp"
+#include "core/hardware.hpp"
+#include "core/model/model_spec.hpp"
+#include "core/sim/metrics.hpp"
+#include "core/sim/scheduler.hpp"
+#include "core/sim/sglang_scheduler.hpp"
+#include "core/sim/synthetic.hpp"
+#include "core/speed/step_cost.hpp"
+#include "io/simulate_report.hpp"
+
+namespace kvplan {
+
+// fixed:N, uniform:A-B, lognormal:MEAN,SIGMA or from:TRACE; Error(Usage) naming `flag` otherwise.
+LengthDist parse_dist(const std::string& flag, const std::string& text, bool input);
+// "ttft=2s,tpot=50ms,e2e=30s".
+Slo parse_slo(const std::string& text);
+// The trace or the synthetic traffic the options name; `label` says which.
+Workload make_workload(const SimulateOptions& o, std::string& label);
+// The KV pool and scheduler limits vLLM would start with (concurrency --engine vllm).
+SchedulerConfig engine_config(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu, std::int64_t& max_model_len, std::string& source);
+// SGLang's pool in tokens and its scheduler's defaults; r.config gets the same figures for the report.
+SglangConfig sglang_config(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu, SimulateResult& r);
+// Error(Data) for a request longer than max_model_len (vLLM refuses it, SGLang would cut it).
+void refuse_long_requests(const Workload& w, std::int64_t max_model_len, const std::string& source, bool sglang);
+
+// The roofline's price of a step (mixed_step) and of a pure decode step from
+// its batch and context sum (decode_batch_step). Both keep a reference to
+// `cost`, which must outlive them.
+StepPricer step_pricer(const CostModel& cost);
+DecodePricer decode_pricer(const CostModel& cost);
+
+}  // namespace kvplan

@@ -1,0 +1,384 @@
+#include "core/sim/slo_search.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <limits>
+#include <cmath>
+#include <numeric>
+#include <thread>
+
+#include "core/checked.hpp"
+#include "core/error.hpp"
+
+namespace kvplan {
+
+RateWorkload rate_workload(Workload base) {
+    if (base.concurrency > 0) usage_error("the SLO search replays open-loop traffic: arrivals, not a closed loop of clients");
+    if (base.requests.size() < 2) usage_error("the SLO search needs at least two requests to scale their arrival rate");
+    const double span = base.requests.back().arrival_s - base.requests.front().arrival_s;
+    if (!(span > 0)) usage_error("the SLO search needs requests that do not all arrive at once");
+    RateWorkload w;
+    w.base_rate_rps = static_cast<double>(base.requests.size() - 1) / span;
+    w.base = std::move(base);
+    return w;
+}
+
+Workload at_rate(const RateWorkload& w, double rate_rps) {
+    Workload out = w.base;
+    const double first = w.base.requests.front().arrival_s, stretch = w.base_rate_rps / rate_rps;
+    for (SimRequest& r : out.requests) r.arrival_s = first + (r.arrival_s - first) * stretch;
+    return out;
+}
+
+double peak_rate_rps(const Workload& w, double window_s) {
+    std::size_t best = 0, lo = 0;
+    for (std::size_t hi = 0; hi < w.requests.size(); ++hi) {
+        while (w.requests[hi].arrival_s - w.requests[lo].arrival_s >= window_s) ++lo;
+        best = std::max(best, hi - lo + 1);
+    }
+    return static_cast<double>(best) / window_s;
+}
+
+Attainment attainment(const SimRun& run, const Slo& slo) {
+    std::int64_t all = 0, ttft = 0, tpot = 0, e2e = 0;
+    for (const RequestRecord& r : run.requests) {
+        if (r.rejected || r.finish_s < 0) continue;
+        // The figures of vllm/benchmarks/serve.py (and metrics.cpp): TPOT over the tokens after the first.
+        const double first = r.first_token_s - r.arrival_s, total = r.finish_s - r.arrival_s;
+        const double per_token = r.output_tokens > 1 ? (total - first) / static_cast<double>(r.output_tokens - 1) : 0;
+        const bool a = !slo.ttft_s || first <= *slo.ttft_s, b = !slo.tpot_s || per_token <= *slo.tpot_s, c = !slo.e2e_s || total <= *slo.e2e_s;
+        ttft += a;
+        tpot += b;
+        e2e += c;
+        all += a && b && c;
+    }
+    const double n = static_cast<double>(std::max<std::size_t>(1, run.requests.size()));
+    Attainment out{static_cast<double>(all) / n, static_cast<double>(ttft) / n, static_cast<double>(tpot) / n, static_cast<double>(e2e) / n, ""};
+    // The target met by the fewest requests binds; ties in the order ttft, tpot, e2e.
+    double least = 1;
+    for (const auto& [name, share] : {std::pair<const char*, double>{"ttft", out.ttft}, {"tpot", out.tpot}, {"e2e", out.e2e}})
+        if (share < least) {
+            least = share;
+            out.binding = name;
+        }
+    return out;
+}
+
+namespace {
+
+SimRun run_engine(const Workload& w, const SearchEngine& e) {
+    if (e.sglang) return simulate_sglang(w, e.sglang_config, e.price);
+    return e.decode ? simulate(w, e.vllm, e.price, e.decode) : simulate(w, e.vllm, e.price);
+}
+
+// Which targets request r has already missed at time `now` (bits: 1 TTFT,
+// 2 TPOT, 4 E2E). Finished: by its figures; unfinished: when it has waited
+// past the TTFT target for its first token or past the E2E target for its
+// last (an unfinished request's TPOT is not known yet).
+int missed_by(const RequestRecord& r, const Slo& slo, double now) {
+    if (r.rejected) return 7;
+    if (r.finish_s >= 0) {
+        const double first = r.first_token_s - r.arrival_s, total = r.finish_s - r.arrival_s;
+        const double per_token = r.output_tokens > 1 ? (total - first) / static_cast<double>(r.output_tokens - 1) : 0;
+        return (slo.ttft_s && first > *slo.ttft_s ? 1 : 0) | (slo.tpot_s && per_token > *slo.tpot_s ? 2 : 0) |
+               (slo.e2e_s && total > *slo.e2e_s ? 4 : 0);
+    }
+    if (r.arrival_s > now) return 0;
+    return (slo.ttft_s && r.first_token_s < 0 && now - r.arrival_s > *slo.ttft_s ? 1 : 0) | (slo.e2e_s && now - r.arrival_s > *slo.e2e_s ? 4 : 0);
+}
+
+// One vLLM engine over `w`, as simulate() drives it (every request added,
+// then advanced), but looked at every 1/32 of the arrival span: once more
+// requests have missed than the goodput allows, the rate fails whatever the
+// rest does, and the run stops there. Advancing to a horizon and on runs
+// the same steps as advancing in one go, so a run that completes is
+// simulate()'s. Returns nullopt when it completed (the run in `out`), else
+// the target missed by the most requests so far; `arrived` counts the
+// requests that had arrived when it stopped.
+std::optional<std::string> vllm_stopped_early(const Workload& w, const SearchEngine& e, const SearchTargets& t, SimRun& out,
+                                              std::int64_t& arrived) {
+    check_scheduler_config(e.vllm);
+    RequestStates states = request_states(w);
+    VllmEngine engine(w, e.vllm, e.price, e.decode, false, states);
+    for (std::size_t i = 0; i < w.requests.size(); ++i) engine.add(i);
+    const double n = static_cast<double>(w.requests.size());
+    const auto allowed = static_cast<std::int64_t>(std::floor((1 - t.goodput) * n + 1e-9));
+    const double first = w.requests.front().arrival_s, span = w.requests.back().arrival_s - first;
+    for (int k = 1; k < 32 && engine.next_step_s(); ++k) {
+        engine.advance(first + span * k / 32, false);
+        std::int64_t missed = 0, by[3] = {0, 0, 0};
+        arrived = 0;
+        for (const RequestRecord& r : states.records) {
+            const int m = missed_by(r, t.slo, engine.now());
+            missed += m != 0;
+            for (int j = 0; j < 3; ++j) by[j] += (m >> j) & 1;
+            arrived += r.arrival_s <= engine.now();
+        }
+        if (missed > allowed) {
+            const int most = static_cast<int>(std::max_element(by, by + 3) - by);
+            return std::string(most == 0 ? "ttft" : most == 1 ? "tpot" : "e2e");
+        }
+    }
+    engine.advance(std::numeric_limits<double>::infinity(), false);
+    out = engine.take_totals();
+    out.requests = std::move(states.records);
+    arrived = static_cast<std::int64_t>(w.requests.size());
+    return std::nullopt;
+}
+
+// The request at the `q` quantile of `key` (the smallest one that at least q
+// of the requests are no larger than), replayed alone.
+template <class Key>
+SimRun alone_at_quantile(const Workload& w, const SearchEngine& e, double q, Key key) {
+    std::vector<std::size_t> order(w.requests.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key(w.requests[a]) < key(w.requests[b]); });
+    const double n = static_cast<double>(order.size());
+    const auto k = static_cast<std::size_t>(std::clamp(std::ceil(q * n) - 1, 0.0, n - 1));
+    Workload one;
+    one.requests.push_back(w.requests[order[k]]);
+    one.requests.back().arrival_s = 0;
+    return run_engine(one, e);
+}
+
+// Alone, a request is as fast as it will ever be (nothing shares its steps
+// or queues ahead of it), so if the request at the goodput quantile misses a
+// target alone, more than 1 - goodput of them miss it at any rate.
+bool misses_alone(const RateWorkload& w, const SearchEngine& e, const SearchTargets& t, SearchOutcome& out) {
+    struct Check {
+        const std::optional<double>& target;
+        const char* name;
+        std::int64_t (*key)(const SimRequest&);
+        double (*value)(const RequestRecord&);
+    };
+    static constexpr auto ttft = [](const RequestRecord& r) { return r.first_token_s - r.arrival_s; };
+    static constexpr auto e2e = [](const RequestRecord& r) { return r.finish_s - r.arrival_s; };
+    const Check checks[] = {
+        {t.slo.ttft_s, "ttft", [](const SimRequest& r) { return r.input_tokens; }, ttft},
+        {t.slo.tpot_s, "tpot", [](const SimRequest& r) { return r.input_tokens + r.output_tokens; },
+         [](const RequestRecord& r) { return r.output_tokens > 1 ? (e2e(r) - ttft(r)) / static_cast<double>(r.output_tokens - 1) : 0.0; }},
+        {t.slo.e2e_s, "e2e", [](const SimRequest& r) { return r.output_tokens; }, e2e},
+    };
+    for (const Check& c : checks) {
+        if (!c.target) continue;
+        const SimRun run = alone_at_quantile(w.base, e, t.goodput, c.key);
+        ++out.simulations;
+        ++out.simulated_requests;
+        const RequestRecord& r = run.requests.front();
+        const bool finished = !r.rejected && r.finish_s >= 0;
+        if (!finished || c.value(r) > *c.target) {
+            out.status = SearchOutcome::Status::SloAlone;
+            out.binding = c.name;
+            out.alone_value_s = finished ? c.value(r) : INFINITY;
+            out.target_s = *c.target;
+            return true;
+        }
+    }
+    return false;
+}
+
+}  // namespace
+
+double rate_upper_bound(const RateWorkload& w, const SearchEngine& e) {
+    double in = 0, outs = 0;
+    for (const SimRequest& r : w.base.requests) {
+        in += static_cast<double>(r.input_tokens);
+        outs += static_cast<double>(r.output_tokens);
+    }
+    const double n = static_cast<double>(w.base.requests.size());
+    in /= n;
+    outs /= n;
+    std::int64_t seqs = 0, pool = 0;
+    if (e.sglang) {
+        pool = e.sglang_config.max_total_tokens;
+        seqs = e.sglang_config.max_running_requests > 0
+                   ? e.sglang_config.max_running_requests
+                   : sglang_default_max_running_requests(pool, e.sglang_config.context_len > 0 ? e.sglang_config.context_len : pool);
+    } else {
+        pool = e.vllm.num_gpu_blocks * e.vllm.block_size;
+        seqs = e.vllm.max_num_seqs;
+    }
+    // Clamped before the cast: a double past 2^63 does not convert.
+    const auto fit = static_cast<std::int64_t>(std::min(static_cast<double>(pool) / std::max(1.0, in + outs), 1e15));
+    const std::int64_t batch = std::max<std::int64_t>(1, std::min(seqs, fit));
+    const auto context = static_cast<std::int64_t>(std::llround(in + outs / 2));
+    std::optional<double> step = e.decode ? e.decode(batch, batch * context) : std::nullopt;
+    if (!step) step = e.price(std::vector<SeqWork>(static_cast<std::size_t>(batch), SeqWork{context, 1}));
+    // Each prompt token costs at least the marginal price of a token in a
+    // full prefill chunk (what one more token adds to the step, its share of
+    // the weight reads and the step overhead left out, since decodes share them).
+    const std::int64_t chunk = std::max<std::int64_t>(2, e.sglang ? e.sglang_config.chunked_prefill_size : e.vllm.max_num_batched_tokens);
+    const double per_prompt_token = std::max(0.0, (e.price({SeqWork{0, chunk}}) - e.price({SeqWork{0, 1}})) / static_cast<double>(chunk - 1));
+    const double bound = 1.0 / (in * per_prompt_token + outs * *step / static_cast<double>(batch));
+    // A step that costs nothing bounds nothing: a million requests a second stands for no bound.
+    return std::isfinite(bound) && bound > 0 ? std::min(bound, 1e6) : 1e6;
+}
+
+SearchOutcome search_max_rate(const RateWorkload& w, const SearchEngine& e, const SearchTargets& t, const SearchSettings& s) {
+    SearchOutcome out;
+    if (!t.slo.any()) usage_error("the SLO search needs at least one target (ttft, tpot or e2e)");
+    if (!(t.goodput > 0 && t.goodput <= 1)) usage_error("goodput must be in (0, 1]");
+    if (misses_alone(w, e, t, out)) return out;
+    out.bound_rps = rate_upper_bound(w, e);
+
+    const auto n = static_cast<std::int64_t>(w.base.requests.size());
+    Attainment at_fail;
+    auto passes = [&](double rate, SimSummary* summary) {
+        const Workload at = at_rate(w, rate);
+        SimRun run;
+        ++out.simulations;
+        if (e.sglang) {
+            run = run_engine(at, e);
+            out.simulated_requests += n;
+        } else {
+            std::int64_t arrived = 0;
+            const std::optional<std::string> stopped = vllm_stopped_early(at, e, t, run, arrived);
+            out.simulated_requests += arrived;
+            if (stopped) {
+                at_fail.binding = *stopped;
+                return false;
+            }
+        }
+        const Attainment a = attainment(run, t.slo);
+        const bool ok = a.all >= t.goodput;
+        if (ok && summary) *summary = summarise(run, t.slo);
+        if (!ok) at_fail = a;
+        return ok;
+    };
+    // The bracket: the bound should fail (it leaves prefill out); if it does
+    // not, double it. Then halve down to a passing rate, no further than a
+    // replay of 200,000 simulated seconds (its per-second series stays small).
+    double hi = out.bound_rps, lo = 0;
+    while (out.simulations < s.max_simulations && passes(hi, &out.at_max)) {
+        lo = hi;
+        hi *= 2;
+    }
+    if (lo == 0) {
+        const double floor = std::max(out.bound_rps / 1024, static_cast<double>(n) / 2e5);
+        for (double r = hi / 2; lo == 0; r /= 2) {
+            if (r < floor || out.simulations >= s.max_simulations) {
+                out.status = SearchOutcome::Status::NoRate;
+                out.binding = at_fail.binding;
+                out.fail_rate_rps = hi;
+                return out;
+            }
+            if (passes(r, &out.at_max)) lo = r;
+            else hi = r;
+        }
+    }
+    // Geometric bisection: the rate is a scale, and its relative error is what the tolerance bounds.
+    while (hi > lo * (1 + s.rel_tolerance) && out.simulations < s.max_simulations) {
+        const double mid = std::sqrt(lo * hi);
+        if (passes(mid, &out.at_max)) lo = mid;
+        else hi = mid;
+    }
+    out.max_rate_rps = lo;
+    out.fail_rate_rps = hi;
+    out.binding = at_fail.binding;
+    return out;
+}
+
+namespace {
+
+// Runs `job(i)` for every i in `items` on up to `threads` threads; each job
+// writes only its own slots.
+template <class Job>
+void run_parallel(const std::vector<std::size_t>& items, unsigned threads, Job job) {
+    std::atomic<std::size_t> next{0};
+    auto work = [&] {
+        for (std::size_t k = next++; k < items.size(); k = next++) job(items[k]);
+    };
+    std::vector<std::thread> pool;
+    const unsigned n = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(items.size())));
+    for (unsigned i = 1; i < n; ++i) pool.emplace_back(work);
+    work();
+    for (std::thread& th : pool) th.join();
+}
+
+// The fleet cost of a found outcome, and the bar a candidate must clear to
+// rank among the `keep` cheapest: (cost, rate per replica) of the keep-th.
+struct Bar {
+    double cost = INFINITY, rate = 0;
+};
+Bar bar(const std::vector<SearchOutcome>& out, const std::vector<bool>& done, const PruneBy& p) {
+    std::vector<Bar> found;
+    for (std::size_t i = 0; i < out.size(); ++i)
+        if (done[i] && out[i].status == SearchOutcome::Status::Found && out[i].max_rate_rps > 0)
+            found.push_back({std::ceil(p.target_rps / out[i].max_rate_rps) * p.replica_cost[i], out[i].max_rate_rps});
+    if (found.size() < p.keep) return {};
+    std::sort(found.begin(), found.end(), [](const Bar& a, const Bar& b) { return a.cost != b.cost ? a.cost < b.cost : a.rate > b.rate; });
+    return found[p.keep - 1];
+}
+
+}  // namespace
+
+SearchAll search_all(const RateWorkload& w, const std::vector<SearchEngine>& engines, const SearchTargets& t, const SearchSettings& s,
+                     unsigned threads, const PruneBy* prune) {
+    SearchAll all;
+    all.outcomes.resize(engines.size());
+    all.errors.resize(engines.size());
+    auto job = [&](std::size_t i) {
+        try {
+            all.outcomes[i] = search_max_rate(w, engines[i], t, s);
+        } catch (const std::exception& ex) {
+            all.outcomes[i] = SearchOutcome{};
+            all.outcomes[i].status = SearchOutcome::Status::NoRate;
+            all.errors[i] = ex.what();
+        }
+    };
+    std::vector<std::size_t> order(engines.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    if (!prune || prune->keep == 0) {
+        run_parallel(order, threads, job);
+        return all;
+    }
+    // The cheapest fleet each engine could give: at its bound.
+    std::vector<double> bound(engines.size()), floor_cost(engines.size());
+    for (std::size_t i = 0; i < engines.size(); ++i) {
+        bound[i] = rate_upper_bound(w, engines[i]);
+        floor_cost[i] = std::ceil(prune->target_rps / bound[i]) * prune->replica_cost[i];
+    }
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return floor_cost[a] != floor_cost[b] ? floor_cost[a] < floor_cost[b] : bound[a] > bound[b];
+    });
+    std::vector<bool> done(engines.size(), false);
+    const std::size_t wave = std::max<std::size_t>(1, s.wave);
+    for (std::size_t k = 0; k < order.size(); k += wave) {
+        const Bar b = bar(all.outcomes, done, *prune);
+        std::vector<std::size_t> now;
+        for (std::size_t j = k; j < std::min(order.size(), k + wave); ++j) {
+            const std::size_t i = order[j];
+            if (floor_cost[i] > b.cost || (floor_cost[i] == b.cost && bound[i] < b.rate)) {
+                all.outcomes[i].status = SearchOutcome::Status::Pruned;
+                all.outcomes[i].bound_rps = bound[i];
+            } else now.push_back(i);
+        }
+        run_parallel(now, threads, job);
+        for (std::size_t i : now) done[i] = true;
+    }
+    return all;
+}
+
+FleetCost fleet_cost(double target_rps, double per_replica_rps, std::int64_t gpus_per_replica, std::optional<double> usd_per_gpu_hour,
+                     double mean_input_tokens, double mean_output_tokens) {
+    if (!(target_rps > 0) || !(per_replica_rps > 0) || !std::isfinite(target_rps / per_replica_rps))
+        usage_error("a fleet needs a positive target rate and a positive rate per replica");
+    FleetCost f;
+    const double replicas = std::ceil(target_rps / per_replica_rps);
+    if (replicas > 1e9) usage_error("the target rate needs more than 10^9 replicas");
+    f.replicas = static_cast<std::int64_t>(replicas);
+    f.gpus = checked_mul(f.replicas, gpus_per_replica, "GPUs in the fleet");
+    if (!usd_per_gpu_hour) return f;
+    f.usd_per_hour = static_cast<double>(f.gpus) * *usd_per_gpu_hour;
+    const double requests_per_hour = target_rps * 3600;
+    auto per_million = [&](double tokens_per_request) -> std::optional<double> {
+        if (!(tokens_per_request > 0)) return std::nullopt;
+        return *f.usd_per_hour / (requests_per_hour * tokens_per_request / 1e6);
+    };
+    f.usd_per_million_input_tokens = per_million(mean_input_tokens);
+    f.usd_per_million_output_tokens = per_million(mean_output_tokens);
+    f.usd_per_million_tokens = per_million(mean_input_tokens + mean_output_tokens);
+    return f;
+}
+
+}  // namespace kvplan

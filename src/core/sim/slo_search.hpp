@@ -1,0 +1,144 @@
+// The SLO capacity search behind `kvplan recommend --slo` (docs/recommend.md):
+// for one engine on one replica, the highest request rate at which at least
+// `goodput` of the requests meet every SLO given, found by bisection on the
+// rate with the simulator, as `vllm bench sweep serve_sla` searches a rate on
+// real servers (vllm/benchmarks/sweep/serve_sla.py, solve_sla).
+//
+// A request meets the SLOs as `vllm bench serve --goodput` counts it
+// (vllm/benchmarks/serve.py, calculate_metrics): its TTFT, its TPOT and its
+// E2E latency each at most the target, for the targets given. Requests the
+// engine rejects, or that never finish, count as missing.
+//
+// The traffic at rate r is one fixed workload with its arrival times scaled
+// by (its own mean rate / r): the same requests in the same order at every
+// rate (common random numbers), so that the pass/fail answer moves with the
+// rate alone and not with a new draw, and the search is deterministic.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/sim/metrics.hpp"
+#include "core/sim/scheduler.hpp"
+#include "core/sim/sglang_scheduler.hpp"
+#include "core/sim/workload.hpp"
+
+namespace kvplan {
+
+// A workload that can be replayed at any mean rate.
+struct RateWorkload {
+    Workload base;             // open loop, arrivals sorted
+    double base_rate_rps = 0;  // its own mean rate: (requests - 1) / (last arrival - first arrival)
+};
+
+// `base` with its own mean rate; Error(Usage) for fewer than two requests or
+// all arriving at once (no rate to scale).
+RateWorkload rate_workload(Workload base);
+// The workload replayed at mean rate `rate_rps` (arrivals from the first's).
+Workload at_rate(const RateWorkload& w, double rate_rps);
+// The most requests that arrive within any `window_s` seconds, per second:
+// the peak-minute rate with window_s = 60. Arrivals as given.
+double peak_rate_rps(const Workload& w, double window_s);
+
+// One engine on one replica, priced step by step.
+struct SearchEngine {
+    bool sglang = false;
+    SchedulerConfig vllm;   // when !sglang
+    SglangConfig sglang_config;  // when sglang
+    StepPricer price;
+    DecodePricer decode;    // vLLM's decode runs; may be empty
+};
+
+struct SearchTargets {
+    Slo slo;               // at least one target
+    double goodput = 0.99; // the share of requests that must meet every target, in (0, 1]
+};
+
+struct SearchSettings {
+    double rel_tolerance = 0.01;  // stop when the failing rate is within this of the passing one
+    int max_simulations = 40;     // per candidate, a guard against a search that does not close
+    // search_all with pruning: engines searched at once between two looks at
+    // the bar. Fixed, not the thread count, so that what is pruned is the
+    // same on every machine.
+    std::size_t wave = 4;
+};
+
+// Which SLO misses most often at a rate (shares of requests meeting each).
+struct Attainment {
+    double all = 0, ttft = 1, tpot = 1, e2e = 1;
+    std::string binding;  // "ttft", "tpot" or "e2e": the target met by the fewest; "" when all are met by all
+};
+Attainment attainment(const SimRun& run, const Slo& slo);
+
+struct SearchOutcome {
+    // Pruned: not searched, because even at its bound the fleet would cost
+    // more than the `keep` cheapest found (search_all with PruneBy).
+    enum class Status { Found, SloAlone, NoRate, Pruned } status = Status::Found;
+    double bound_rps = 0;       // the analytic upper bound the search starts from
+    double max_rate_rps = 0;    // Found: the highest rate that passed
+    double fail_rate_rps = 0;   // Found: the lowest rate that failed (within rel_tolerance above)
+    SimSummary at_max;          // Found: the run at max_rate_rps
+    std::string binding;        // the SLO that bound: at the failing rate (Found) or alone (SloAlone)
+    // SloAlone: the lone request's figure for the binding SLO (the nearest
+    // target that passes at a vanishing rate) and the target it missed.
+    double alone_value_s = 0;
+    double target_s = 0;
+    std::int64_t simulations = 0;
+    std::int64_t simulated_requests = 0;
+};
+
+// The search for one engine: the lone-request check (the request at the
+// goodput quantile of the input lengths for TTFT, of the output lengths for
+// E2E and of the total for TPOT, each replayed alone; a miss there is a miss
+// at any rate), the analytic bound, then geometric bisection on the rate.
+SearchOutcome search_max_rate(const RateWorkload& w, const SearchEngine& e, const SearchTargets& t, const SearchSettings& s = {});
+
+// The requests per second one engine cannot exceed: each request's output
+// tokens take their share of a decode step of `max_num_seqs` sequences (or
+// of as many requests of the mean length as the pool holds, if fewer) at the
+// mean context, and its prompt tokens at least the marginal price of a
+// prefill token (a full chunk's price less a one-token step's, per token).
+// Mixed steps share the weight reads, which are counted once, in the decode.
+double rate_upper_bound(const RateWorkload& w, const SearchEngine& e);
+
+// Ranking by cost lets most candidates go unsearched: a candidate's fleet
+// needs at least ceil(target / bound) replicas, so one whose cheapest
+// possible fleet costs more than the `keep` cheapest fleets found (or the
+// same, with a bound below their rate per replica) cannot rank among them.
+struct PruneBy {
+    double target_rps = 0;
+    std::vector<double> replica_cost;  // per engine: what one replica costs (USD per hour, or GPUs)
+    std::size_t keep = 0;              // 0: search every engine
+};
+
+// search_max_rate for every engine, on `threads` threads; results in engine
+// order whatever the threads' timing. With `prune`, engines are searched in
+// waves of `s.wave`, cheapest possible fleet first, and the pruning rule
+// looks only at waves already finished, so what is pruned does not depend
+// on timing either. An engine whose simulation throws has its message in
+// `errors` at its index (empty otherwise) and a NoRate outcome.
+struct SearchAll {
+    std::vector<SearchOutcome> outcomes;
+    std::vector<std::string> errors;
+};
+SearchAll search_all(const RateWorkload& w, const std::vector<SearchEngine>& engines, const SearchTargets& t, const SearchSettings& s,
+                     unsigned threads, const PruneBy* prune = nullptr);
+
+// What a fleet of replicas serving `target_rps` costs: replicas =
+// ceil(target / per-replica rate), GPUs = replicas x GPUs per replica, USD per
+// hour = GPUs x the GPU-hour price, and per million tokens the fleet's cost
+// per hour over the tokens per hour the target traffic carries (of each kind,
+// and of both: docs/recommend.md says why the whole bill goes on each kind).
+struct FleetCost {
+    std::int64_t replicas = 0;
+    std::int64_t gpus = 0;
+    std::optional<double> usd_per_hour;
+    std::optional<double> usd_per_million_input_tokens, usd_per_million_output_tokens, usd_per_million_tokens;
+};
+// Error(Usage) for a non-positive rate; checked arithmetic for the counts.
+FleetCost fleet_cost(double target_rps, double per_replica_rps, std::int64_t gpus_per_replica, std::optional<double> usd_per_gpu_hour,
+                     double mean_input_tokens, double mean_output_tokens);
+
+}  // namespace kvplan

@@ -1,0 +1,49 @@
+// Renders `kvplan recommend --slo` (the SLO capacity search on the
+// simulator, docs/recommend.md): a table of the cheapest candidates with
+// their latencies at the rate found and their engine commands, or JSON.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/sim/slo_search.hpp"
+#include "core/speed/recommend.hpp"
+#include "io/recommend_report.hpp"
+
+namespace kvplan {
+
+struct SloCandidate {
+    std::string gpu;
+    std::int64_t tp = 1;
+    std::string knobs;      // "default", "latency" or "throughput" (docs/recommend.md)
+    Candidate serve;        // the settings the engine commands carry (batch: max_num_seqs, dp: replicas)
+    SearchOutcome outcome;
+    FleetCost fleet;
+    std::string reason;     // rejected: "memory: ...", "slo: ...", "cost: ..."
+};
+
+struct SloRecommendResult {
+    RecommendResult base;   // model, served checkpoint and weights: what serve_options() reads
+    std::string engine = "vllm";
+    std::string workload;   // what was replayed
+    Slo slo;
+    double goodput = 0.99;
+    double target_rps = 0;
+    std::string target_source;   // "--rate" or "the trace's peak minute"
+    double mean_input_tokens = 0, mean_output_tokens = 0;
+    std::int64_t requests_per_run = 0;
+    std::vector<SloCandidate> candidates;  // best first
+    std::vector<SloCandidate> rejected;    // in candidate order
+    std::int64_t tried = 0, simulations = 0, simulated_requests = 0;
+    double search_s = 0;
+    std::string nearest;    // nothing qualifies: the SLO that binds and the value that would pass
+    std::size_t top = 5;
+    bool wide = false;
+};
+
+std::string render_slo_table(const SloRecommendResult& r);
+std::string render_slo_json(const SloRecommendResult& r);
+
+}  // namespace kvplan

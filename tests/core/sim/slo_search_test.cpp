@@ -1,0 +1,145 @@
+// The SLO search (src/core/sim/slo_search.cpp) against answers derived by
+// hand: an M/D/1 queue whose idle probability gives the rate, a lone request
+// that misses its target, the peak-minute rate, and the fleet's cost.
+#include <catch2/catch.hpp>
+
+#include "core/error.hpp"
+#include "core/sim/slo_search.hpp"
+#include "core/sim/synthetic.hpp"
+
+using namespace kvplan;
+
+namespace {
+
+// Every step costs 10 ms whatever it holds.
+const StepPricer flat = [](const std::vector<SeqWork>&) { return 0.01; };
+const DecodePricer flat_decode = [](std::int64_t, std::int64_t) -> std::optional<double> { return 0.01; };
+
+// One sequence at a time, prompts of 100 tokens prefilled in one step (the
+// budget is 8192) that also samples the first token, then 9 decode steps for
+// the other 9 output tokens: every request is served in exactly 10 steps,
+// S = 0.1 s, one after another, a single server with a constant service
+// time. With Poisson arrivals that is the M/D/1 queue.
+SearchEngine md1_engine() {
+    SearchEngine e;
+    e.vllm.num_gpu_blocks = 1000;
+    e.vllm.block_size = 16;
+    e.vllm.max_num_seqs = 1;
+    e.vllm.max_num_batched_tokens = 8192;
+    e.price = flat;
+    e.decode = flat_decode;
+    return e;
+}
+
+RateWorkload poisson(std::int64_t requests) {
+    SyntheticSpec s;
+    s.rate = 1;
+    s.requests = requests;
+    s.seed = 7;
+    s.input.a = 100;
+    s.output.a = 10;
+    return rate_workload(synthetic_workload(s));
+}
+
+}  // namespace
+
+TEST_CASE("slo search: an M/D/1 queue's rate at which half the requests never wait, within 2% of (1 - goodput) / S") {
+    // E2E target S + 1 us: a request meets it only if it does not wait at all.
+    // By PASTA a Poisson arrival finds the server busy with probability
+    // rho = rate x S, so the share that meets it is 1 - rho; at least goodput
+    // g = 0.5 of them meet it while rho <= 1 - g, i.e. rate <= (1 - g) / S
+    // = 0.5 / 0.1 s = 5 requests per second.
+    const RateWorkload w = poisson(20000);
+    const SearchEngine e = md1_engine();
+    SearchTargets t;
+    t.slo.e2e_s = 0.1 + 1e-6;
+    t.goodput = 0.5;
+    const SearchOutcome x = search_max_rate(w, e, t);
+    REQUIRE(x.status == SearchOutcome::Status::Found);
+    // The bound: one sequence, 10 output tokens of 10 ms each: 1 / (10 x 0.01 s) = 10 req/s.
+    CHECK(x.bound_rps == Approx(10.0));
+    CHECK(x.max_rate_rps == Approx(5.0).epsilon(0.02));
+    CHECK(x.fail_rate_rps <= x.max_rate_rps * 1.01 + 1e-12);
+    CHECK(x.binding == "e2e");
+
+    SECTION("the rate found passes in the simulator, 1.1 times it fails") {
+        const auto share = [&](double rate) { return attainment(simulate(at_rate(w, rate), e.vllm, e.price, e.decode), t.slo).all; };
+        CHECK(share(x.max_rate_rps) >= 0.5);
+        CHECK(share(1.1 * x.max_rate_rps) < 0.5);
+    }
+    SECTION("two threads give the same answers as one, in the same order") {
+        SearchTargets tighter = t;
+        tighter.goodput = 0.8;  // rate (1 - 0.8) / 0.1 s = 2 req/s
+        const std::vector<SearchEngine> engines{e, e, e};
+        const SearchAll one = search_all(w, engines, t, SearchSettings{}, 1), two = search_all(w, engines, t, SearchSettings{}, 2);
+        for (std::size_t i = 0; i < engines.size(); ++i) {
+            CHECK(one.outcomes[i].max_rate_rps == two.outcomes[i].max_rate_rps);
+            CHECK(one.outcomes[i].simulations == two.outcomes[i].simulations);
+        }
+        CHECK(search_max_rate(w, e, tighter).max_rate_rps == Approx(2.0).epsilon(0.02));
+    }
+    SECTION("ranked by cost, a candidate whose cheapest fleet costs more than the best found is not searched") {
+        // Target 4 req/s: at the 10 req/s bound each engine needs ceil(0.4) = 1
+        // replica, costing 1, 1 and 3. Searched one at a time, the first finds
+        // 5 req/s (1 replica, cost 1); the second could tie it and is searched;
+        // the third cannot cost less than 3 and is pruned, on any thread count.
+        const std::vector<SearchEngine> engines{e, e, e};
+        const PruneBy prune{4.0, {1.0, 1.0, 3.0}, 1};
+        SearchSettings one_by_one;
+        one_by_one.wave = 1;
+        for (unsigned threads : {1u, 2u}) {
+            const SearchAll all = search_all(w, engines, t, one_by_one, threads, &prune);
+            CHECK(all.outcomes[0].status == SearchOutcome::Status::Found);
+            CHECK(all.outcomes[1].status == SearchOutcome::Status::Found);
+            CHECK(all.outcomes[2].status == SearchOutcome::Status::Pruned);
+            CHECK(all.outcomes[2].simulations == 0);
+        }
+    }
+}
+
+TEST_CASE("slo search: a request that misses its target alone drops the candidate without a search") {
+    // Alone a request takes 10 steps of 10 ms: E2E 0.1 s > the 0.05 s target.
+    SearchTargets t;
+    t.slo.e2e_s = 0.05;
+    const SearchOutcome x = search_max_rate(poisson(100), md1_engine(), t);
+    CHECK(x.status == SearchOutcome::Status::SloAlone);
+    CHECK(x.binding == "e2e");
+    CHECK(x.alone_value_s == Approx(0.1));
+    CHECK(x.simulations == 1);  // the lone request only
+}
+
+TEST_CASE("slo search: rescaled arrivals keep the requests and their order, and the peak minute counts a sliding window") {
+    Workload w;
+    for (double a : {0.0, 10.0, 20.0, 30.0, 65.0, 70.0, 75.0}) w.requests.push_back(SimRequest{a, 10, 10, {}, 0});
+    const RateWorkload r = rate_workload(w);
+    CHECK(r.base_rate_rps == Approx(6.0 / 75.0));  // 6 gaps over 75 s
+    const Workload fast = at_rate(r, 0.8);          // ten times as fast
+    CHECK(fast.requests[4].arrival_s == Approx(6.5));
+    // [20 s, 80 s) holds 20, 30, 65, 70, 75: five requests in a minute.
+    CHECK(peak_rate_rps(w, 60) == Approx(5.0 / 60.0));
+    Workload one;
+    one.requests.push_back(SimRequest{});
+    CHECK_THROWS_AS(rate_workload(one), Error);
+}
+
+TEST_CASE("slo search: replicas, GPUs and the cost per million tokens of a fleet, by hand") {
+    // 10 req/s over 3.5 req/s per replica: ceil(2.86) = 3 replicas of TP 2 =
+    // 6 GPUs at 2.5 USD per GPU-hour = 15 USD/hour. The traffic carries
+    // 10 x 3600 x 1000 = 36e6 input tokens and 10 x 3600 x 200 = 7.2e6 output
+    // tokens an hour: 15 / 36 = 0.41667 USD per million input tokens,
+    // 15 / 7.2 = 2.08333 per million output tokens, 15 / 43.2 = 0.34722 per
+    // million tokens of both.
+    const FleetCost f = fleet_cost(10, 3.5, 2, 2.5, 1000, 200);
+    CHECK(f.replicas == 3);
+    CHECK(static_cast<double>(f.replicas) * 3.5 >= 10);
+    CHECK(f.gpus == 6);
+    CHECK(*f.usd_per_hour == Approx(15.0));
+    CHECK(*f.usd_per_million_input_tokens == Approx(15.0 / 36.0));
+    CHECK(*f.usd_per_million_output_tokens == Approx(15.0 / 7.2));
+    CHECK(*f.usd_per_million_tokens == Approx(15.0 / 43.2));
+    const FleetCost unpriced = fleet_cost(10, 5, 1, std::nullopt, 1000, 200);
+    CHECK(unpriced.replicas == 2);
+    CHECK_FALSE(unpriced.usd_per_hour);
+    CHECK_FALSE(unpriced.usd_per_million_output_tokens);
+    CHECK_THROWS_AS(fleet_cost(10, 0, 1, std::nullopt, 1000, 200), Error);
+}
