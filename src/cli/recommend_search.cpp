@@ -240,7 +240,7 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
             std::vector<SimRequest> kept;
             for (std::size_t i = 0; i < w.requests.size(); i += k) kept.push_back(std::move(w.requests[i]));
             w.requests = std::move(kept);
-            r.workload += fmt::format(", every {}th replayed per run", k);
+            r.workload += fmt::format(", 1 request in {} replayed per run", k);
         }
     }
     r.requests_per_run = static_cast<std::int64_t>(w.requests.size());

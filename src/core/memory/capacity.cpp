@@ -320,8 +320,8 @@ void add_notes(CapacityPlan& p, const ModelSpec& spec, const CapacityInputs& in,
 // Whether `requests` requests of `len` tokens fit every stage, each as its
 // engine allocates them (vLLM: worst-case blocks within the clamped block
 // count; otherwise whole blocks per layer within the stage's pool).
-bool requests_fit(const std::vector<Stage>& stages, const CapacityInputs& in, const CapacityPlan& p, const Settings& s,
-                  std::int64_t len, std::int64_t requests, std::int64_t min_blocks) {
+bool requests_fit(const std::vector<Stage>& stages, const CapacityPlan& p, const Settings& s, std::int64_t len, std::int64_t requests,
+                  std::int64_t min_blocks) {
     for (const Stage& st : stages) {
         if (st.layout) {
             const std::int64_t blocks = vllm_blocks_per_request(*st.layout, len, p.max_batched_tokens);
@@ -338,12 +338,12 @@ bool requests_fit(const std::vector<Stage>& stages, const CapacityInputs& in, co
 
 // vllm/v1/core/kv_cache_utils.py estimate_max_model_len: the largest length
 // in [1, limit] that fits, by binary search (fitting shrinks as length grows).
-std::int64_t longest_fitting_len(const std::vector<Stage>& stages, const CapacityInputs& in, const CapacityPlan& p, const Settings& s,
-                                 std::int64_t requests, std::int64_t min_blocks, std::int64_t limit) {
+std::int64_t longest_fitting_len(const std::vector<Stage>& stages, const CapacityPlan& p, const Settings& s, std::int64_t requests,
+                                 std::int64_t min_blocks, std::int64_t limit) {
     std::int64_t lo = 1, hi = limit, best = 0;
     while (lo <= hi) {
         const std::int64_t mid = lo + (hi - lo) / 2;
-        if (requests_fit(stages, in, p, s, mid, requests, min_blocks)) {
+        if (requests_fit(stages, p, s, mid, requests, min_blocks)) {
             best = mid;
             lo = mid + 1;
         } else {
@@ -357,8 +357,8 @@ void set_longest_lengths(CapacityPlan& p, const ModelSpec& spec, const CapacityI
                          const std::vector<Stage>& stages, std::int64_t min_blocks) {
     if (in.allocation != Allocation::Paged) return;
     p.length_limit = std::max(p.max_model_len, spec.max_position_tokens);
-    p.longest_len_one_request = longest_fitting_len(stages, in, p, s, 1, min_blocks, p.length_limit);
-    p.longest_len_max_num_seqs = longest_fitting_len(stages, in, p, s, std::max<std::int64_t>(1, p.max_num_seqs), min_blocks, p.length_limit);
+    p.longest_len_one_request = longest_fitting_len(stages, p, s, 1, min_blocks, p.length_limit);
+    p.longest_len_max_num_seqs = longest_fitting_len(stages, p, s, std::max<std::int64_t>(1, p.max_num_seqs), min_blocks, p.length_limit);
 }
 
 // The figures the engine's start-up log prints (worded in src/io/engine_log.cpp).
