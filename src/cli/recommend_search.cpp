@@ -36,8 +36,12 @@ constexpr std::int64_t kDefaultTraceRequests = 4000;
 constexpr const char* kDefaultInput = "fixed:1024";
 constexpr const char* kDefaultOutput = "fixed:128";
 // The latency setting caps the batch here (vLLM's own sweep example in
-// docs/benchmarking/sweeps.md tries 32 to 256).
+// docs/benchmarking/sweeps.md tries 32 to 256), and the step's tokens at
+// 2,048: "smaller values (e.g., 2048) achieve better inter-token latency
+// because there are fewer prefills slowing down decodes" (vLLM's
+// docs/configuration/optimization.md, chunked prefill).
 constexpr std::int64_t kLatencySeqs = 64;
+constexpr std::int64_t kLatencyTokens = 2048;
 
 void check_flags(const RecommendOptions& o) {
     if (o.slo.empty()) usage_error("--slo: the SLO search needs targets, e.g. --slo ttft=2s,tpot=50ms (or --analytic with --context --ttft --tpot)");
@@ -102,7 +106,10 @@ void configure(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& 
         else v = engine_config(so, model, gpu, max_model_len, pool);
         const std::int64_t seqs = sglang ? g.max_running_requests : v.max_num_seqs;
         const std::int64_t tokens = sglang ? g.chunked_prefill_size : v.max_num_batched_tokens;
-        if (s.row.knobs == "latency") so.max_num_seqs = seqs > kLatencySeqs ? kLatencySeqs : std::max<std::int64_t>(1, seqs / 2);
+        if (s.row.knobs == "latency") {
+            so.max_num_seqs = seqs > kLatencySeqs ? kLatencySeqs : std::max<std::int64_t>(1, seqs / 2);
+            so.max_num_batched_tokens = std::min(tokens, kLatencyTokens);
+        }
         if (s.row.knobs == "throughput") so.max_num_batched_tokens = 2 * tokens;
         if (s.row.knobs != "default") {
             if (sglang) g = sglang_config(so, model, gpu, scratch);
