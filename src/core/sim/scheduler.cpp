@@ -1,4 +1,5 @@
 #include "core/sim/scheduler.hpp"
+#include "core/sim/drive.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -884,26 +885,7 @@ SimRun simulate(const Workload& w, const SchedulerConfig& c, const StepPricer& p
         usage_error("simulate: arrivals must lie within 0 to 10^7 s (116 days)");
     RequestStates states = request_states(w);
     VllmEngine e(w, c, price, decode, check_invariants, states);
-    const double forever = std::numeric_limits<double>::infinity();
-    if (w.concurrency <= 0) {
-        for (std::size_t i = 0; i < w.requests.size(); ++i) e.add(i);
-        e.advance(forever, false);
-    } else {
-        // Closed loop: `concurrency` clients, each sending its next request
-        // the moment its last one finishes (or is rejected).
-        std::size_t released = 0;
-        const auto release = [&] {
-            while (released < w.requests.size() && static_cast<std::int64_t>(released) - e.done() < w.concurrency) {
-                states.records[released].arrival_s = e.now();
-                e.add(released++);
-            }
-        };
-        release();
-        while (e.next_step_s()) {
-            e.advance(forever, true);
-            release();
-        }
-    }
+    drive_alone(e, w, states.records);
     SimRun run = e.take_totals();
     run.requests = std::move(states.records);
     return run;

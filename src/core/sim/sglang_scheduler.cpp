@@ -1,4 +1,5 @@
 #include "core/sim/sglang_scheduler.hpp"
+#include "core/sim/drive.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -575,26 +576,7 @@ SimRun simulate_sglang(const Workload& w, const SglangConfig& c, const StepPrice
         if (w.requests[i].arrival_s < w.requests[i - 1].arrival_s) usage_error("simulate: arrivals must be sorted");
     SglangStates states = sglang_states(w);
     SglangEngine e(w, c, price, check_invariants, states);
-    const double forever = std::numeric_limits<double>::infinity();
-    if (w.concurrency <= 0) {
-        for (std::size_t i = 0; i < w.requests.size(); ++i) e.add(i);
-        e.advance(forever, false);
-    } else {
-        // Closed loop: `concurrency` clients, each sending its next request
-        // the moment its last one finishes (or is rejected).
-        std::size_t released = 0;
-        const auto release = [&] {
-            while (released < w.requests.size() && static_cast<std::int64_t>(released) - e.done() < w.concurrency) {
-                states.records[released].arrival_s = e.now();
-                e.add(released++);
-            }
-        };
-        release();
-        while (e.next_step_s()) {
-            e.advance(forever, true);
-            release();
-        }
-    }
+    drive_alone(e, w, states.records);
     if (e.done() < static_cast<std::int64_t>(w.requests.size())) throw std::logic_error("sglang: requests left unserved");
     SimRun run = e.take_totals();
     run.requests = std::move(states.records);
