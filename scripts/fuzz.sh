@@ -24,6 +24,11 @@ for t in tests/fixtures/reference/traces/*.csv tests/fixtures/reference/traces/*
          tests/fixtures/reference/serving/*/requests.jsonl; do
   head -n 12 "$t" > "$build/seeds/fuzz_trace/$(basename "$(dirname "$t")")-$(basename "$t")"
 done
+# Valid inputs a target once timed out on (tests/fixtures/fuzz/README.md).
+for t in tests/fixtures/fuzz/fuzz_*; do
+  target=${t##*/}; target=${target%%-*}
+  [ -d "$build/seeds/$target" ] && cp "$t" "$build/seeds/$target/"
+done
 status=0
 for target in $targets; do
   echo "== $target: ${seconds} s"

@@ -162,8 +162,10 @@ std::string render_simulate_json(const SimulateResult& r) {
     j["slo_attainment"] = s.slo_attainment ? nlohmann::ordered_json(*s.slo_attainment) : nlohmann::ordered_json(nullptr);
     j["timeseries"] = nlohmann::ordered_json::array();
     for (const TimePoint& p : r.run.timeseries)
-        j["timeseries"].push_back({{"t_s", p.t_s}, {"running", p.running}, {"waiting", p.waiting}, {"kv_cache_usage", p.kv_cache_usage},
-                                   {"prompt_tokens_per_s", p.prompt_tokens_per_s}, {"generation_tokens_per_s", p.generation_tokens_per_s}});
+        for (std::int64_t k = 0; k < p.seconds; ++k)  // one entry per second, as the engine logs
+            j["timeseries"].push_back({{"t_s", p.t_s + static_cast<double>(k)}, {"running", p.running}, {"waiting", p.waiting},
+                                       {"kv_cache_usage", p.kv_cache_usage}, {"prompt_tokens_per_s", p.prompt_tokens_per_s},
+                                       {"generation_tokens_per_s", p.generation_tokens_per_s}});
     return j.dump(2) + "\n";
 }
 
@@ -180,8 +182,9 @@ std::string render_requests_csv(const SimulateResult& r) {
 std::string render_timeseries_csv(const SimulateResult& r) {
     std::string out = "t_s,running,waiting,kv_cache_usage,prompt_tokens_per_s,generation_tokens_per_s\n";
     for (const TimePoint& p : r.run.timeseries)
-        out += fmt::format("{:.0f},{},{},{:.4f},{:.0f},{:.0f}\n", p.t_s, p.running, p.waiting, p.kv_cache_usage, p.prompt_tokens_per_s,
-                           p.generation_tokens_per_s);
+        for (std::int64_t k = 0; k < p.seconds; ++k)
+            out += fmt::format("{:.0f},{},{},{:.4f},{:.0f},{:.0f}\n", p.t_s + static_cast<double>(k), p.running, p.waiting, p.kv_cache_usage,
+                               p.prompt_tokens_per_s, p.generation_tokens_per_s);
     return out;
 }
 

@@ -14,6 +14,48 @@ namespace {
 
 constexpr double kForever = std::numeric_limits<double>::infinity();
 
+// Second s of every replica's series into second s of the sum (a replica
+// whose series ended earlier has nothing running, its blocks free). Walks the
+// points, not the seconds: each output point spans the seconds until the next
+// replica's point changes, so an idle stretch costs one point per replica.
+std::vector<TimePoint> sum_series(const std::vector<std::vector<TimePoint>>& series, const std::vector<std::int64_t>& blocks,
+                                  std::int64_t total_blocks) {
+    std::vector<TimePoint> out;
+    std::vector<std::size_t> at(series.size(), 0);       // the point each replica is in
+    std::vector<std::int64_t> into(series.size(), 0);    // seconds of it already summed
+    double t = 1;
+    for (const auto& s : series)
+        if (!s.empty()) t = s.front().t_s;
+    for (;;) {
+        std::int64_t span = std::numeric_limits<std::int64_t>::max();
+        for (std::size_t i = 0; i < series.size(); ++i)
+            if (at[i] < series[i].size()) span = std::min(span, series[i][at[i]].seconds - into[i]);
+        if (span == std::numeric_limits<std::int64_t>::max()) break;
+        TimePoint p;
+        p.t_s = t;
+        for (std::size_t i = 0; i < series.size(); ++i) {
+            if (at[i] >= series[i].size()) continue;
+            const TimePoint& q = series[i][at[i]];
+            p.running += q.running;
+            p.waiting += q.waiting;
+            p.kv_cache_usage += q.kv_cache_usage * static_cast<double>(blocks[i]);  // blocks in use, divided below
+            p.prompt_tokens_per_s += q.prompt_tokens_per_s;
+            p.generation_tokens_per_s += q.generation_tokens_per_s;
+            if ((into[i] += span) == q.seconds) ++at[i], into[i] = 0;
+        }
+        p.kv_cache_usage /= static_cast<double>(total_blocks);
+        p.seconds = span;  // every second of the span logs this same sum
+        const TimePoint* last = out.empty() ? nullptr : &out.back();
+        if (last && last->running == p.running && last->waiting == p.waiting && last->kv_cache_usage == p.kv_cache_usage &&
+            last->prompt_tokens_per_s == p.prompt_tokens_per_s && last->generation_tokens_per_s == p.generation_tokens_per_s)
+            out.back().seconds += span;
+        else
+            out.push_back(p);
+        t += static_cast<double>(span);
+    }
+    return out;
+}
+
 // Engine: VllmEngine or SglangEngine (the same interface); States: the
 // requests' state they share (RequestStates or SglangStates).
 template <class Engine, class States>
@@ -109,6 +151,8 @@ private:
 
     SimRun merge() {
         SimRun run;
+        std::vector<std::vector<TimePoint>> series;
+        std::vector<std::int64_t> blocks;
         for (std::size_t i = 0; i < engines_.size(); ++i) {
             SimRun e = engines_[i].take_totals();
             run.replicas.push_back(ReplicaStats{routed_[i], e.steps, e.preemptions, e.peak_blocks_used, e.total_blocks});
@@ -127,26 +171,10 @@ private:
             run.peak_blocks_used = std::max(run.peak_blocks_used, e.peak_blocks_used);
             run.total_blocks += e.total_blocks;
             run.end_s = std::max(run.end_s, e.end_s);
-            // Second s of every replica's series into second s of the sum (a
-            // replica that ended earlier has nothing running, its blocks free).
-            if (run.timeseries.size() < e.timeseries.size()) {
-                for (std::size_t s = run.timeseries.size(); s < e.timeseries.size(); ++s) {
-                    TimePoint p;
-                    p.t_s = e.timeseries[s].t_s;
-                    run.timeseries.push_back(p);
-                }
-            }
-            for (std::size_t s = 0; s < e.timeseries.size(); ++s) {
-                TimePoint& p = run.timeseries[s];
-                const TimePoint& q = e.timeseries[s];
-                p.running += q.running;
-                p.waiting += q.waiting;
-                p.kv_cache_usage += q.kv_cache_usage * static_cast<double>(e.total_blocks);  // blocks in use, divided below
-                p.prompt_tokens_per_s += q.prompt_tokens_per_s;
-                p.generation_tokens_per_s += q.generation_tokens_per_s;
-            }
+            series.push_back(std::move(e.timeseries));
+            blocks.push_back(e.total_blocks);
         }
-        for (TimePoint& p : run.timeseries) p.kv_cache_usage /= static_cast<double>(run.total_blocks);
+        run.timeseries = sum_series(series, blocks, run.total_blocks);
         run.requests = std::move(states_.records);
         return run;
     }
@@ -160,8 +188,7 @@ private:
 
 void check_cluster(const Workload& w, const ClusterConfig& k) {
     if (k.replicas < 1 || k.replicas > 1024) usage_error("--replicas " + std::to_string(k.replicas) + ": expected 1 to 1024");
-    for (std::size_t i = 1; i < w.requests.size(); ++i)
-        if (w.requests[i].arrival_s < w.requests[i - 1].arrival_s) usage_error("simulate: arrivals must be sorted");
+    check_arrivals(w);
 }
 
 }  // namespace

@@ -571,6 +571,46 @@ void VllmEngine::register_full_blocks(std::size_t r) {
     }
 }
 
+namespace {
+
+bool same_line(const TimePoint& a, const TimePoint& b) {
+    return a.running == b.running && a.waiting == b.waiting && a.kv_cache_usage == b.kv_cache_usage &&
+           a.prompt_tokens_per_s == b.prompt_tokens_per_s && a.generation_tokens_per_s == b.generation_tokens_per_s;
+}
+
+}  // namespace
+
+double append_samples(std::vector<TimePoint>& series, TimePoint p, double until) {
+    if (!(p.t_s <= until) || !std::isfinite(until)) throw std::logic_error("a sample past the time it was taken at");
+    p.seconds = 1;
+    if (p.prompt_tokens_per_s == 0 && p.generation_tokens_per_s == 0) {
+        // Whole seconds t_s, t_s + 1, ... up to `until`; integers below 2^53
+        // add exactly, so the two corrections settle any rounding of the cast.
+        std::int64_t k = static_cast<std::int64_t>(until - p.t_s);
+        while (k > 0 && p.t_s + static_cast<double>(k) > until) --k;
+        while (p.t_s + static_cast<double>(k + 1) <= until) ++k;
+        p.seconds = k + 1;
+    }
+    if (!series.empty() && same_line(series.back(), p) &&
+        series.back().t_s + static_cast<double>(series.back().seconds) == p.t_s)
+        series.back().seconds += p.seconds;
+    else
+        series.push_back(p);
+    return p.t_s + static_cast<double>(p.seconds);
+}
+
+std::vector<TimePoint> per_second(const std::vector<TimePoint>& series) {
+    std::vector<TimePoint> out;
+    for (const TimePoint& p : series)
+        for (std::int64_t k = 0; k < p.seconds; ++k) {
+            TimePoint q = p;
+            q.t_s = p.t_s + static_cast<double>(k);
+            q.seconds = 1;
+            out.push_back(q);
+        }
+    return out;
+}
+
 // vLLM's log line for every whole second the step crossed.
 void VllmEngine::sample(double until) {
     while (next_sample_ <= until) {
@@ -581,9 +621,8 @@ void VllmEngine::sample(double until) {
         p.kv_cache_usage = pool_->total() > 0 ? static_cast<double>(pool_->used()) / static_cast<double>(pool_->total()) : 0;
         p.prompt_tokens_per_s = interval_prompt_;
         p.generation_tokens_per_s = interval_generation_;
-        run_.timeseries.push_back(p);
         interval_prompt_ = interval_generation_ = 0;
-        next_sample_ += 1;
+        next_sample_ = append_samples(run_.timeseries, p, until);
     }
 }
 
@@ -879,10 +918,7 @@ SimRun simulate(const Workload& w, const SchedulerConfig& c, const StepPricer& p
 
 SimRun simulate(const Workload& w, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode, bool check_invariants) {
     check_scheduler_config(c);
-    for (std::size_t i = 1; i < w.requests.size(); ++i)
-        if (w.requests[i].arrival_s < w.requests[i - 1].arrival_s) usage_error("simulate: arrivals must be sorted");
-    if (!w.requests.empty() && !(w.requests.front().arrival_s >= 0 && w.requests.back().arrival_s <= kMaxReplaySeconds))
-        usage_error("simulate: arrivals must lie within 0 to 10^7 s (116 days)");
+    check_arrivals(w);
     RequestStates states = request_states(w);
     VllmEngine e(w, c, price, decode, check_invariants, states);
     drive_alone(e, w, states.records);

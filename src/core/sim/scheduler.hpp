@@ -85,15 +85,28 @@ struct RequestRecord {
     bool rejected = false;      // needs more blocks than the whole pool
 };
 
-// vLLM's periodic log line, once per simulated second.
+// vLLM's periodic log line, once per simulated second. Equal lines in a row
+// are held as one point standing for `seconds` seconds from t_s on, so an idle
+// stretch between arrivals is one point however long it is: the series grows
+// with the engine's activity, not with the trace's span. Printers expand it.
 struct TimePoint {
-    double t_s = 0;
+    double t_s = 0;                   // the first whole second this point stands for
+    std::int64_t seconds = 1;         // it and the seconds after it that logged the same line
     std::int64_t running = 0;
     std::int64_t waiting = 0;
     double kv_cache_usage = 0;        // blocks in use / total
     double prompt_tokens_per_s = 0;   // prefill (and recompute) tokens computed in that second
     double generation_tokens_per_s = 0;
 };
+
+// Appends the log line `p` for second p.t_s to `series`. A line that counted
+// no tokens also stands for every later whole second up to `until` (the
+// engine's state does not change between two of its events), and a line
+// equal to the last one extends it. Returns the next second to sample.
+double append_samples(std::vector<TimePoint>& series, TimePoint p, double until);
+
+// The series one line per second, as the engine logs it (tests, printers).
+std::vector<TimePoint> per_second(const std::vector<TimePoint>& series);
 
 // Every gap between two tokens of one request, as (gap, how many times)
 // runs: a decode step gives its whole batch the same gap, so the list holds

@@ -490,9 +490,8 @@ void SglangEngine::Impl::sample(double until) {
         p.kv_cache_usage = static_cast<double>(held()) / static_cast<double>(c_.max_total_tokens);
         p.prompt_tokens_per_s = interval_prompt_;
         p.generation_tokens_per_s = interval_generation_;
-        run_.timeseries.push_back(p);
         interval_prompt_ = interval_generation_ = 0;
-        next_sample_ += 1;
+        next_sample_ = append_samples(run_.timeseries, p, until);
     }
 }
 
@@ -572,8 +571,7 @@ std::int64_t sglang_default_max_running_requests(std::int64_t max_total_tokens, 
 
 SimRun simulate_sglang(const Workload& w, const SglangConfig& c, const StepPricer& price, bool check_invariants) {
     check_sglang_config(c);
-    for (std::size_t i = 1; i < w.requests.size(); ++i)
-        if (w.requests[i].arrival_s < w.requests[i - 1].arrival_s) usage_error("simulate: arrivals must be sorted");
+    check_arrivals(w);
     SglangStates states = sglang_states(w);
     SglangEngine e(w, c, price, check_invariants, states);
     drive_alone(e, w, states.records);

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/error.hpp"
+
 namespace kvplan {
 
 struct SimRequest {
@@ -21,8 +23,8 @@ struct SimRequest {
 };
 
 // The longest stretch of traffic a simulation replays, in seconds (about
-// 116 days: BurstGPT's 121-day trace needs --time-scale). The per-second
-// series holds one point per simulated second, so this bounds its memory.
+// 116 days: BurstGPT's 121-day trace needs --time-scale). It keeps every
+// simulated time and second count far inside a double's exact integers.
 inline constexpr double kMaxReplaySeconds = 1e7;
 
 struct Workload {
@@ -31,5 +33,14 @@ struct Workload {
     // last finishes (arrival_s then ignored). 0: open loop, arrivals as given.
     std::int64_t concurrency = 0;
 };
+
+// Every simulation entry point's check of its traffic: sorted arrivals
+// within 0 to kMaxReplaySeconds. Throws Error(Usage).
+inline void check_arrivals(const Workload& w) {
+    for (std::size_t i = 1; i < w.requests.size(); ++i)
+        if (w.requests[i].arrival_s < w.requests[i - 1].arrival_s) usage_error("simulate: arrivals must be sorted");
+    if (!w.requests.empty() && !(w.requests.front().arrival_s >= 0 && w.requests.back().arrival_s <= kMaxReplaySeconds))
+        usage_error("simulate: arrivals must lie within 0 to 10^7 s (116 days)");
+}
 
 }  // namespace kvplan

@@ -135,3 +135,76 @@ TEST_CASE("one replica is simulate(), and a closed loop through replicas complet
         }
     }
 }
+
+TEST_CASE("a cluster's series is, second by second, the sum of its replicas' series") {
+    // Round-robin over 2 replicas with unequal requests: replica 0 gets the
+    // even requests and replica 1 the odd ones, and each then runs exactly
+    // as a lone engine on its half. So second s of the cluster's series is
+    // the sum of second s of the two lone runs (KV usage weighted by their
+    // pools), however the points are run-length held. Replica 1's traffic
+    // ends sooner: its series is shorter, and its seconds past its end add 0.
+    SchedulerConfig c;
+    c.num_gpu_blocks = 60;  // small enough to preempt now and then
+    Workload w, even, odd;
+    for (int j = 0; j < 60; ++j) {
+        const SimRequest r{0.37 * j + (j > 40 ? 30.0 : 0.0), 80 + 37 * (j % 7), 5 + 11 * (j % 5), {}, 0};
+        if (j % 2 == 0 || j < 50) w.requests.push_back(r);
+    }
+    for (std::size_t i = 0; i < w.requests.size(); ++i) (i % 2 == 0 ? even : odd).requests.push_back(w.requests[i]);
+    const SimRun two = simulate_cluster(w, c, ClusterConfig{2, Router::RoundRobin}, linear, linear_decode, true);
+    const std::vector<TimePoint> a = per_second(simulate(even, c, linear, linear_decode, true).timeseries);
+    const std::vector<TimePoint> b = per_second(simulate(odd, c, linear, linear_decode, true).timeseries);
+    const std::vector<TimePoint> sum = per_second(two.timeseries);
+    REQUIRE(a.size() > b.size());
+    REQUIRE(sum.size() == a.size());
+    CHECK(two.timeseries.size() < sum.size());  // the idle stretch is held as one point
+    for (std::size_t s = 0; s < sum.size(); ++s) {
+        INFO("second " << s + 1);
+        const TimePoint zero{a[s].t_s, 1, 0, 0, 0, 0, 0};
+        const TimePoint& q = s < b.size() ? b[s] : zero;
+        CHECK(sum[s].t_s == static_cast<double>(s + 1));
+        CHECK(sum[s].running == a[s].running + q.running);
+        CHECK(sum[s].waiting == a[s].waiting + q.waiting);
+        CHECK(sum[s].kv_cache_usage == Approx((a[s].kv_cache_usage + q.kv_cache_usage) / 2).margin(1e-12));
+        CHECK(sum[s].generation_tokens_per_s == a[s].generation_tokens_per_s + q.generation_tokens_per_s);
+        CHECK(sum[s].prompt_tokens_per_s == a[s].prompt_tokens_per_s + q.prompt_tokens_per_s);
+    }
+}
+
+TEST_CASE("a trace spanning 53 days costs a few series points, not one per second") {
+    // Found by fuzzing: arrivals 4.59 x 10^6 s apart made every replica log
+    // 4.59 million idle seconds, and summing them took longer than the
+    // fuzzer's 10 s limit. Each request here is a 16-token prefill (5.16 ms)
+    // and 3 decodes (5.01 ms), done within its second. A second's line is
+    // written by the first step that ends past it, so the run's series is:
+    // second 1 (the first request's 16 prompt and 4 output tokens), then
+    // seconds 2 to 4,590,000 as one idle point, written by the second
+    // request's first step; the run ends before second 4,590,001. A cluster
+    // of 3 routes the requests to replicas 0 and 1: replica 0 takes no step
+    // after second 1, so it writes no line, and replica 1's first step
+    // writes seconds 1 to 4,590,000 idle. The sum is that one point.
+    SchedulerConfig c;
+    c.num_gpu_blocks = 100;
+    Workload w;
+    w.requests.push_back(SimRequest{0.0, 16, 4, {}, 0});
+    w.requests.push_back(SimRequest{4'590'000.5, 16, 4, {}, 0});
+    for (const std::int64_t n : {1, 3}) {
+        INFO(n << " replicas");
+        const SimRun run = simulate_cluster(w, c, ClusterConfig{n, Router::RoundRobin}, linear, linear_decode, true);
+        const std::vector<TimePoint>& ts = run.timeseries;
+        if (n == 1) {
+            REQUIRE(ts.size() == 2);
+            CHECK(ts[0].t_s == 1);
+            CHECK(ts[0].seconds == 1);
+            CHECK(ts[0].prompt_tokens_per_s == 16);
+            CHECK(ts[0].generation_tokens_per_s == 4);
+        } else {
+            REQUIRE(ts.size() == 1);
+        }
+        CHECK(ts.back().t_s == (n == 1 ? 2 : 1));
+        CHECK(ts.back().seconds == (n == 1 ? 4'589'999 : 4'590'000));
+        CHECK(ts.back().prompt_tokens_per_s == 0);
+        CHECK(ts.back().generation_tokens_per_s == 0);
+        CHECK(per_second(run.timeseries).size() == 4'590'000);
+    }
+}

@@ -32,7 +32,7 @@ SchedulerConfig full_and_sliding(std::int64_t blocks, std::int64_t batched) {
 // Blocks in use after each one-second step (the sample at t = k s).
 std::vector<std::int64_t> used_by_step(const SimRun& run) {
     std::vector<std::int64_t> used;
-    for (const TimePoint& p : run.timeseries) used.push_back(std::llround(p.kv_cache_usage * static_cast<double>(run.total_blocks)));
+    for (const TimePoint& p : per_second(run.timeseries)) used.push_back(std::llround(p.kv_cache_usage * static_cast<double>(run.total_blocks)));
     return used;
 }
 
@@ -85,8 +85,9 @@ TEST_CASE("two requests on a sliding model preempt where the groups' blocks run 
     w.requests.push_back(SimRequest{0.0, 8, 17, {}, 0});
     w.requests.push_back(SimRequest{0.0, 8, 17, {}, 0});
     const SimRun run = simulate(w, full_and_sliding(13, 64), one_second, true);
-    REQUIRE(run.timeseries.size() > 9);
-    const auto at = [&](std::size_t t) { return std::make_pair(run.timeseries[t - 1].running, run.timeseries[t - 1].waiting); };
+    const std::vector<TimePoint> seconds = per_second(run.timeseries);
+    REQUIRE(seconds.size() > 9);
+    const auto at = [&](std::size_t t) { return std::make_pair(seconds[t - 1].running, seconds[t - 1].waiting); };
     const std::vector<std::int64_t> used = used_by_step(run);
     CHECK(std::vector<std::int64_t>(used.begin(), used.begin() + 9) == std::vector<std::int64_t>{8, 12, 12, 12, 10, 7, 7, 7, 13});
     CHECK(at(5) == std::make_pair<std::int64_t, std::int64_t>(2, 0));
