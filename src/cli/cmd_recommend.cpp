@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "io/gpu_db.hpp"
 #include "io/model_loader.hpp"
+#include "io/price_file.hpp"
 #include "io/recommend_report.hpp"
 #include "cli/recommend_search.hpp"
 
@@ -46,6 +47,7 @@ CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
     cmd->add_option("--num-gpus", o.num_gpus, "GPUs to fill: TP x DP = N, data-parallel replicas of the smallest TP that meets the targets")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("--price-per-hour", o.prices, "USD per GPU-hour per device, e.g. h100-sxm=2.5,a100-80gb=1.6: rank by cost");
+    cmd->add_option("--price-file", o.price_file, "JSON file of USD per GPU-hour per device (docs/recommend.md); --price-per-hour overrides it");
     cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4|q8_0|q4_0|q4_k_m");
     cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
     add_efficiency_options(*cmd, o.efficiency);
@@ -90,8 +92,10 @@ std::vector<Gpu> chosen_gpus(const RecommendOptions& o) {
     return out;
 }
 
+// --price-file's prices, then --price-per-hour's over them.
 std::map<std::string, double> prices(const RecommendOptions& o) {
     std::map<std::string, double> out;
+    if (!o.price_file.empty()) out = read_price_file(o.price_file, known_gpus()).usd_per_gpu_hour;
     for (const std::string& pair : split_list(o.prices, "--price-per-hour")) {
         const auto eq = pair.find('=');
         if (eq == std::string::npos) usage_error("--price-per-hour: expected GPU=USD pairs such as h100-sxm=2.5, found \"" + pair + "\"");

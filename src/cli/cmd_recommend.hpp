@@ -27,6 +27,7 @@ struct RecommendOptions {
     std::int64_t max_gpus = 8;
     std::int64_t num_gpus = 0;  // 0: one replica per candidate
     std::string prices;        // "h100-sxm=2.5,a100-80gb=1.6"
+    std::string price_file;    // JSON: {"usd_per_gpu_hour": {...}} (io/price_file.hpp)
     std::string weights_dtype = "auto";
     std::string kv_dtype = "auto";
     EfficiencyOptions efficiency;

@@ -235,6 +235,8 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
         r.mean_input_tokens += static_cast<double>(q.input_tokens);
         r.mean_output_tokens += static_cast<double>(q.output_tokens);
     }
+    // Replicas over time: the whole trace's rate minute by minute.
+    const std::vector<double> minute_rates = o.trace.empty() ? std::vector<double>{} : window_rates_rps(w, 60);
     r.mean_input_tokens /= static_cast<double>(std::max<std::size_t>(1, w.requests.size()));
     r.mean_output_tokens /= static_cast<double>(std::max<std::size_t>(1, w.requests.size()));
     if (!o.trace.empty()) {
@@ -287,6 +289,9 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
                              price == prices.end() ? std::nullopt : std::optional<double>(price->second), r.mean_input_tokens,
                              r.mean_output_tokens);
         c.serve.dp = c.fleet.replicas;
+        if (!minute_rates.empty())
+            c.scaled = replicas_over_time(minute_rates, 60, c.outcome.max_rate_rps, c.fleet, c.tp,
+                                          price == prices.end() ? std::nullopt : std::optional<double>(price->second));
     }
     r.tried = static_cast<std::int64_t>(setups.size());
     for (Setup& s : setups) (s.row.reason.empty() ? r.candidates : r.rejected).push_back(std::move(s.row));

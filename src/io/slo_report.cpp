@@ -73,6 +73,31 @@ nlohmann::ordered_json slo_json(const Slo& slo) {
     return j;
 }
 
+nlohmann::ordered_json scaled_json(const ScaledFleet& f) {
+    nlohmann::ordered_json x;
+    x["window_s"] = f.window_s;
+    x["replicas"] = f.replicas;
+    x["min_replicas"] = f.min_replicas;
+    x["max_replicas"] = f.max_replicas;
+    x["gpu_hours"] = f.gpu_hours;
+    x["fixed_gpu_hours"] = f.fixed_gpu_hours;
+    x["usd"] = optional_json(f.usd);
+    x["fixed_usd"] = optional_json(f.fixed_usd);
+    return x;
+}
+
+// The best candidate scaled minute by minute, against its fixed fleet.
+std::string scaled_line(const SloCandidate& c) {
+    const ScaledFleet& f = *c.scaled;
+    const std::string range = f.min_replicas == f.max_replicas ? fmt::format("{}", f.min_replicas)
+                                                               : fmt::format("{} to {}", f.min_replicas, f.max_replicas);
+    std::string cost;
+    if (f.usd && f.fixed_usd) cost = fmt::format(", {:.2f} against {:.2f} USD", *f.usd, *f.fixed_usd);
+    return fmt::format("Scaled minute by minute to the trace's rate, the best needs {} replica{} over its {} minutes: "
+                       "{:.2f} GPU-hours against {:.2f} for the fixed fleet{}.",
+                       range, f.max_replicas > 1 ? "s" : "", f.replicas.size(), f.gpu_hours, f.fixed_gpu_hours, cost);
+}
+
 }  // namespace
 
 std::string render_slo_table(const SloRecommendResult& r) {
@@ -92,6 +117,7 @@ std::string render_slo_table(const SloRecommendResult& r) {
                                width);
         out += vllm_command_lines(best.serve, s, r.wide);
         out += sglang_command_lines(best.serve, s, r.wide);
+        if (best.scaled) out += "\n" + fit_line(scaled_line(best), width);
     }
     out += rejected_list(r);
     out += fit_line(fmt::format("Searched {} candidates: {} simulations, {} simulated requests ({} per run).", r.tried,
@@ -143,6 +169,7 @@ std::string render_slo_json(const SloRecommendResult& r) {
         x["usd_per_million_tokens"] = optional_json(c.fleet.usd_per_million_tokens);
         x["vllm_command"] = vllm_command(c.serve, s);
         x["sglang_command"] = sglang_command(c.serve, s);
+        x["replicas_over_time"] = c.scaled ? scaled_json(*c.scaled) : nlohmann::ordered_json(nullptr);
         j["candidates"].push_back(x);
     }
     j["rejected"] = nlohmann::ordered_json::array();

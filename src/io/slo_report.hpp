@@ -21,6 +21,7 @@ struct SloCandidate {
     Candidate serve;        // the settings the engine commands carry (batch: max_num_seqs, dp: replicas)
     SearchOutcome outcome;
     FleetCost fleet;
+    std::optional<ScaledFleet> scaled;  // a trace: the fleet scaled minute by minute to its rate
     std::string reason;     // rejected: "memory: ...", "slo: ...", "cost: ..."
 };
 

@@ -1,6 +1,7 @@
 // `kvplan recommend` end to end through the real binary: the printed engine
 // commands run as pasted (the preset's Hugging Face id, DP replicas, the
 // planned memory fraction) and the default output fits 100 columns.
+#include <algorithm>
 #include <sstream>
 #include <string>
 
@@ -12,6 +13,7 @@
 #include "binary_run.hpp"
 
 using kvplan::test::Run;
+using kvplan::test::ScratchDir;
 
 namespace {
 
@@ -123,4 +125,49 @@ TEST_CASE("recommend --slo: nothing qualifies when a request alone misses TTFT, 
     CHECK(r.exit_code == 1);
     CHECK_THAT(r.out, Catch::Contains("Nothing qualifies. The ttft target binds"));
     CHECK_THAT(r.out, Catch::Contains("would pass at a low rate"));
+}
+
+TEST_CASE("recommend --price-file: the same ranking and costs as --price-per-hour (which overrides it) and bad files exit 65 naming the field") {
+    const ScratchDir dir;
+    const std::string prices =
+        dir.write("prices.json", R"({"source": "a test", "usd_per_gpu_hour": {"h100-sxm": 2.5, "l4": 0.5}})").string();
+    const std::vector<std::string> base = {"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.05",
+                                           "--gpus", "h100-sxm,l4", "--json"};
+    auto with = [&](std::vector<std::string> extra) {
+        std::vector<std::string> args = base;
+        args.insert(args.end(), extra.begin(), extra.end());
+        return Run::kvplan(args);
+    };
+    const Run file = with({"--price-file", prices});
+    const Run flags = with({"--price-per-hour", "h100-sxm=2.5,l4=0.5"});
+    INFO(file.command << "\n" << file.err);
+    REQUIRE(file.exit_code == 0);
+    CHECK(file.out == flags.out);
+    // --price-per-hour h100-sxm=5 over the file: H100 rows cost twice as much per hour.
+    const Run both = with({"--price-file", prices, "--price-per-hour", "h100-sxm=5"});
+    CHECK(both.out == with({"--price-per-hour", "h100-sxm=5,l4=0.5"}).out);
+    CHECK(both.out != file.out);
+
+    const std::vector<std::pair<std::string, std::string>> bad = {
+        {R"({"usd_per_gpu_hour": {"h100-sxm": -1}})", "usd_per_gpu_hour.h100-sxm: expected USD per GPU-hour in (0, 10^6), found -1"},
+        {R"({"usd_per_gpu_hour": {"h100-sxm": "2.5"}})", "usd_per_gpu_hour.h100-sxm: expected USD per GPU-hour in (0, 10^6), found \"2.5\""},
+        {R"({"usd_per_gpu_hour": {"tpu-v9": 1}})", "usd_per_gpu_hour.tpu-v9: not a device kvplan knows (see kvplan gpus)"},
+        {R"({"usd_per_gpu_hour": {"h100-sxm": 1, "h100": 2}})", "is priced twice"},
+        {R"({"usd_per_gpu_hour": {}})", "usd_per_gpu_hour: no device priced"},
+        {R"({"usd_per_gpu_hour": null})", "usd_per_gpu_hour: expected an object of device id to USD per GPU-hour, found null"},
+        {R"({"prices": {}})", "prices: unknown key (expected usd_per_gpu_hour and optionally source)"},
+        {R"([1, 2])", "expected a JSON object with usd_per_gpu_hour, found an array"},
+        {R"({"usd_per_gpu_hour": {"l4": 1e400}})", "bad.json"},
+    };
+    for (const auto& [text, message] : bad) {
+        const Run r = with(std::vector<std::string>{"--price-file", dir.write("bad.json", text).string()});
+        INFO(text << "\n" << r.err);
+        CHECK(r.exit_code == 65);
+        CHECK(r.out.empty());
+        CHECK_THAT(r.err, Catch::Contains("bad.json") && Catch::Contains(message));
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    }
+    const Run missing = with(std::vector<std::string>{"--price-file", (dir.path() / "nope.json").string()});
+    CHECK(missing.exit_code == 2);
+    CHECK_THAT(missing.err, Catch::Contains("--price-file"));
 }

@@ -381,4 +381,46 @@ FleetCost fleet_cost(double target_rps, double per_replica_rps, std::int64_t gpu
     return f;
 }
 
+std::vector<double> window_rates_rps(const Workload& w, double window_s) {
+    if (!(window_s > 0)) usage_error("a rate window must be positive");
+    std::vector<double> out;
+    if (w.requests.empty()) return out;
+    const double first = w.requests.front().arrival_s;
+    std::vector<std::int64_t> counts;
+    for (const SimRequest& r : w.requests) {
+        // Arrivals are within kMaxReplaySeconds (check_arrivals), so the index fits.
+        const auto k = static_cast<std::size_t>(std::floor((r.arrival_s - first) / window_s));
+        if (k >= counts.size()) counts.resize(k + 1, 0);
+        counts[k] += 1;
+    }
+    for (const std::int64_t n : counts) out.push_back(static_cast<double>(n) / window_s);
+    return out;
+}
+
+ScaledFleet replicas_over_time(const std::vector<double>& rates_rps, double window_s, double per_replica_rps, const FleetCost& fixed,
+                               std::int64_t gpus_per_replica, std::optional<double> usd_per_gpu_hour) {
+    if (!(per_replica_rps > 0) || !(window_s > 0)) usage_error("replicas over time need a positive rate per replica and window");
+    ScaledFleet f;
+    f.window_s = window_s;
+    std::int64_t replica_windows = 0;
+    for (const double rate : rates_rps) {
+        const double need = std::max(1.0, std::ceil(rate / per_replica_rps));
+        if (!(need <= 1e9)) usage_error("a window of the trace needs more than 10^9 replicas");
+        const auto n = static_cast<std::int64_t>(need);
+        f.replicas.push_back(n);
+        replica_windows = checked_add(replica_windows, n, "replica windows");
+    }
+    if (f.replicas.empty()) return f;
+    f.min_replicas = *std::min_element(f.replicas.begin(), f.replicas.end());
+    f.max_replicas = *std::max_element(f.replicas.begin(), f.replicas.end());
+    const double hours_per_window = window_s / 3600;
+    f.gpu_hours = static_cast<double>(checked_mul(replica_windows, gpus_per_replica, "GPU windows")) * hours_per_window;
+    f.fixed_gpu_hours = static_cast<double>(fixed.gpus) * static_cast<double>(f.replicas.size()) * hours_per_window;
+    if (usd_per_gpu_hour) {
+        f.usd = f.gpu_hours * *usd_per_gpu_hour;
+        f.fixed_usd = f.fixed_gpu_hours * *usd_per_gpu_hour;
+    }
+    return f;
+}
+
 }  // namespace kvplan
