@@ -113,7 +113,7 @@ bool meets(const RequestRecord& r, const Slo& slo) {
 
 }  // namespace
 
-SimSummary summarise(const SimRun& run, const Slo& slo) {
+SimSummary summarise(const SimRun& run, const Slo& slo, bool with_itl) {
     SimSummary s;
     s.requests = static_cast<std::int64_t>(run.requests.size());
     std::vector<double> ttft, tpot, e2e, queue;
@@ -138,7 +138,7 @@ SimSummary summarise(const SimRun& run, const Slo& slo) {
     s.duration_s = std::max(0.0, last_finish - first_arrival);
     s.ttft_s = distribution(std::move(ttft));
     s.tpot_s = distribution(std::move(tpot));
-    s.itl_s = distribution(run.itl_s);
+    if (with_itl) s.itl_s = distribution(run.itl_s);
     s.e2e_s = distribution(std::move(e2e));
     s.queue_s = distribution(std::move(queue));
     if (s.duration_s > 0) {

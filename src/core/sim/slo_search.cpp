@@ -241,7 +241,7 @@ SearchOutcome search_max_rate(const RateWorkload& w, const SearchEngine& e, cons
         }
         const Attainment a = attainment(run, t.slo);
         const bool ok = a.all >= t.goodput;
-        if (ok && summary) *summary = summarise(run, t.slo);
+        if (ok && summary) *summary = summarise(run, t.slo, false);
         if (!ok) at_fail = a;
         return ok;
     };

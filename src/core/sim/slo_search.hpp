@@ -79,7 +79,7 @@ struct SearchOutcome {
     double bound_rps = 0;       // the analytic upper bound the search starts from
     double max_rate_rps = 0;    // Found: the highest rate that passed
     double fail_rate_rps = 0;   // Found: the lowest rate that failed (within rel_tolerance above)
-    SimSummary at_max;          // Found: the run at max_rate_rps
+    SimSummary at_max;          // Found: the run at max_rate_rps (itl_s left empty)
     std::string binding;        // the SLO that bound: at the failing rate (Found) or alone (SloAlone)
     // SloAlone: the lone request's figure for the binding SLO (the nearest
     // target that passes at a vanishing rate) and the target it missed.
