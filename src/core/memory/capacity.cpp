@@ -343,6 +343,11 @@ void add_notes(CapacityPlan& p, const ModelSpec& spec, const CapacityInputs& in,
     if (s.weights.from_files && spec.stored_weights)
         p.notes.push_back("weights as stored in " + spec.stored_weights->source + ": " + group_digits(s.weights.bytes) +
                           " B (the config's formula: " + group_digits(s.weights.formula_bytes) + " B)");
+    if (p.scale_out && p.scale_out->dp > 1)
+        p.notes.push_back("each of the " + std::to_string(p.scale_out->dp) +
+                          " attention DP ranks is an engine core with its own KV pool and its own requests: 'per DP rank' is what each logs");
+    if (p.scale_out && p.scale_out->ep > 1)
+        p.notes.push_back("not counted: the all-to-all buffers of expert parallelism (DeepEP / pplx NVSHMEM buffers); pass --overhead to include them");
     if (in.kv_dtype == Dtype::Fp8 && std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) { return l.kind == LayerKind::Mla; }))
         p.notes.push_back("MLA with an fp8 cache: kvplan counts 1 B per latent element; vLLM's fp8_ds_mla layout stores 656 B per token per layer");
 }
