@@ -756,3 +756,9 @@ TEST_CASE("bad input: concurrency --redundant-experts without expert parallelism
                                     "--redundant-experts", "32"}),
                        kExitUsage, {"--redundant-experts", "expert parallelism"});
 }
+
+TEST_CASE("bad input: concurrency --gpus not a multiple of vLLM's tp x dp x pp exits 2", "[bad-input][concurrency]") {
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--tp", "1", "--dp", "8",
+                                    "--enable-expert-parallel", "--gpus", "12"}),
+                       kExitUsage, {"--gpus 12", "--tp x --dp x --pp = 8"});
+}

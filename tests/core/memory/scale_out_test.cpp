@@ -151,6 +151,9 @@ TEST_CASE("gpt-oss-120b and Mixtral with EP 8 hold whole experts, attention stil
     // plain TP 8 splits the router and norms too: ceil(93,405,585,408 / 8) = 11,675,698,176
     CHECK(w.dense_bytes == 403'709'952);
     CHECK(w.total_bytes == 11'677'999'104);
+    // Against plain TP 8, which splits every part (router and norms too) by 8:
+    const PipelineStage whole = pipeline_stages(32, 1)[0];
+    CHECK(stage_weight_bytes(size_weights(x), x, whole, 1, 8) == 11'675'698'176);
 }
 
 TEST_CASE("DeepSeek-V3 on 8 H200 under vLLM holds several times more requests with DP 8 and EP 8 than with TP 8") {
