@@ -19,6 +19,16 @@ CLI::App* setup_concurrency(CLI::App& app, ConcurrencyOptions& o) {
     cmd->add_option("--gpus", o.gpus, "GPUs in all (default: tp x pp); the rest are data-parallel replicas")->check(count);
     cmd->add_option("--tp", o.tp, "tensor-parallel ranks per replica")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("--pp", o.pp, "pipeline-parallel stages per replica")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+    cmd->add_option("--dp", o.dp, "attention data-parallel ranks (vLLM --data-parallel-size; SGLang --dp with --enable-dp-attention)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+    cmd->add_option("--ep", o.ep, "expert-parallel GPUs (SGLang --ep; vLLM: always tp x dp)")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+    cmd->add_flag("--enable-expert-parallel", o.enable_expert_parallel, "vLLM: routed experts over EP = tp x dp GPUs");
+    cmd->add_option("--redundant-experts", o.redundant_experts, "extra physical experts per MoE layer, as EPLB adds them")
+        ->check(CLI::Range(std::int64_t{0}, std::int64_t{4096}));
+    cmd->add_option("--moe-dense-tp-size", o.moe_dense_tp, "SGLang: TP of the dense MLP layers (1 or --tp; default --tp)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+    cmd->add_option("--moe-a2a-backend", o.moe_a2a_backend, "SGLang: none|deepep (deepep: EP = tp, shared experts on every GPU)")
+        ->check(CLI::IsMember({"none", "deepep"}));
     cmd->add_option("-c,--context", o.contexts, "tokens per request, comma-separated (default: 4096,32768,131072 up to max_model_len)")
         ->delimiter(',')
         ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
@@ -58,9 +68,33 @@ CLI::App* setup_concurrency(CLI::App& app, ConcurrencyOptions& o) {
         "  kvplan concurrency --model qwen2.5-7b --gpu-mem 24GiB --kv-dtype fp8 --prefix-tokens 2000 --context 8192\n"
         "  kvplan concurrency --layers 32 --kv-heads 32 --head-dim 128 --gpu-mem 40GB --mem-util 1 --weights 14GB \\\n"
         "      --overhead 2GB --context 2000,8000,500 --block-size 1   # 22, 5 and 91 requests (docs/concurrency.md)\n"
-        "  kvplan concurrency --model llama-3.1-8b --gpu-mem 40GB --allocation contiguous --max-tokens 4000 --context 200");
+        "  kvplan concurrency --model llama-3.1-8b --gpu-mem 40GB --allocation contiguous --max-tokens 4000 --context 200\n"
+        "  kvplan concurrency --model deepseek-v3 --gpu h200 --engine vllm --tp 1 --dp 8 --enable-expert-parallel\n"
+        "  kvplan concurrency --model deepseek-v3 --gpu h200 --engine sglang --tp 8 --dp 8 --ep 8   # docs/scale-out.md");
     return cmd;
 }
+
+namespace {
+
+// --dp, --ep and the engines' MoE flags; nullopt when none is given, so the
+// plain TP x PP plan stays as it was.
+std::optional<ScaleOutInputs> scale_out_inputs(const ConcurrencyOptions& o, Engine engine) {
+    if (o.dp == 0 && o.ep == 0 && !o.enable_expert_parallel && o.redundant_experts == 0 && o.moe_dense_tp == 0 && o.moe_a2a_backend.empty())
+        return std::nullopt;
+    ScaleOutInputs s;
+    s.rules = engine == Engine::Sglang ? ScaleOutRules::Sglang : ScaleOutRules::Vllm;
+    s.tp = o.tp;
+    s.dp = o.dp > 0 ? o.dp : 1;
+    s.ep = o.ep;
+    s.enable_expert_parallel = o.enable_expert_parallel;
+    s.redundant_experts = o.redundant_experts;
+    s.moe_dense_tp = o.moe_dense_tp;
+    s.deepep = o.moe_a2a_backend == "deepep";
+    if (engine != Engine::Sglang && !o.moe_a2a_backend.empty()) usage_error("--moe-a2a-backend applies to --engine sglang only");
+    return s;
+}
+
+}  // namespace
 
 std::string run_concurrency(const ConcurrencyOptions& o) {
     ModelSpec model = resolve_model(o.model);
@@ -77,6 +111,7 @@ std::string run_concurrency(const ConcurrencyOptions& o) {
     in.gpus = o.gpus;
     in.tp = o.tp;
     in.pp = o.pp;
+    in.scale_out = scale_out_inputs(o, in.engine);
     in.contexts = o.contexts;
     if (o.mem_util != 0) in.mem_util = o.mem_util;
     if (!o.weights.empty()) in.weights_bytes = parse_byte_size("--weights", o.weights, true);

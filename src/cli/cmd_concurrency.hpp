@@ -19,6 +19,12 @@ struct ConcurrencyOptions {
     std::int64_t gpus = 0;
     std::int64_t tp = 1;
     std::int64_t pp = 1;
+    std::int64_t dp = 0;  // attention data parallelism; 0: not given
+    std::int64_t ep = 0;  // expert parallelism; 0: not given
+    bool enable_expert_parallel = false;
+    std::int64_t redundant_experts = 0;
+    std::int64_t moe_dense_tp = 0;
+    std::string moe_a2a_backend;  // SGLang: "none" or "deepep"
     std::vector<std::int64_t> contexts;
     double mem_util = 0;  // 0: the engine's default
     std::string weights, overhead, kv_pool;  // sizes with units; empty: computed

@@ -21,6 +21,11 @@ std::string percent(double share) { return fmt::format("{:.1f}%", share * 100.0)
 // "1 GPU", "8 GPUs (TP 2 x PP 1, 4 replicas)"
 std::string layout_text(const CapacityPlan& p) {
     std::string out = fmt::format("{} GPU{} (TP {}, PP {}", p.gpus, p.gpus == 1 ? "" : "s", p.tp, p.pp);
+    if (p.scale_out)
+        out = p.scale_out->rules == ScaleOutRules::Vllm
+                  ? fmt::format("{} GPU{} (DP {} x TP {}, EP {}, PP {}", p.gpus, p.gpus == 1 ? "" : "s", p.scale_out->dp, p.tp, p.scale_out->ep, p.pp)
+                  : fmt::format("{} GPU{} (TP {} = DP {} x attention TP {}, EP {}, PP {}", p.gpus, p.gpus == 1 ? "" : "s", p.tp, p.scale_out->dp,
+                                p.scale_out->attention_tp, p.scale_out->ep, p.pp);
     if (p.replicas > 1) out += fmt::format(", {} data-parallel replicas", p.replicas);
     return out + ")";
 }
@@ -57,6 +62,49 @@ Table budget_table(const CapacityPlan& p) {
     return t;
 }
 
+// How one part is split on a GPU: "32 of 256 experts (EP 8)", "/ 8", "whole".
+std::string split_text(const WeightShare& w, const ScaleOut& so) {
+    if (w.part == ParamPart::Experts && so.ep > 1) {
+        std::string out = fmt::format("{} of {} experts (EP {})", so.experts_per_gpu, so.routed_experts, so.ep);
+        if (so.physical_experts > so.routed_experts) out = fmt::format("{} of {}+{} experts (EP {})", so.experts_per_gpu, so.routed_experts,
+                                                                       so.physical_experts - so.routed_experts, so.ep);
+        return so.expert_tp > 1 ? out + fmt::format(", / {}", so.expert_tp) : out;
+    }
+    return w.divisor > 1 ? fmt::format("/ {}", w.divisor) : std::string("whole");
+}
+
+// Where each split comes from, in the engine's own code.
+std::vector<std::string> split_sources(const ScaleOut& so) {
+    if (so.rules == ScaleOutRules::Vllm)
+        return {"routed experts: vllm/model_executor/layers/fused_moe/config.py FusedMoEParallelConfig.make (EP = TP x DP, "
+                "or each expert over TP x DP without --enable-expert-parallel)",
+                "attention, mlp, shared_experts, embeddings, lm_head: the TP group of one DP rank (QKV/RowParallelLinear, "
+                "VocabParallelEmbedding, ParallelLMHead)",
+                "router, norms: ReplicatedLinear / RMSNorm, whole on every GPU"};
+    return {"attention: python/sglang/srt/layers/dp_attention.py compute_dp_attention_world_info (attn_tp_size = tp / dp)",
+            "routed experts: server_args.py (moe_tp_size = tp / ep; deepep sets ep = tp)",
+            "mlp: models/deepseek_v2.py DeepseekV2DecoderLayer (tp 1 when moe_dense_tp_size is 1, else the full TP)",
+            "shared_experts: DeepseekV2MoE (tp 1 under the deepep backend, else the full TP)",
+            "embeddings: VocabParallelEmbedding(enable_tp=not is_dp_attention_enabled()); lm_head: ParallelLMHead over the full TP",
+            "router, norms: whole on every GPU"};
+}
+
+Table weights_table(const CapacityPlan& p) {
+    Table t({"weights on one GPU", "split", "bytes", "GiB"}, 2);
+    for (const WeightShare& w : p.stage_weights->shares)
+        t.add({param_part_name(w.part), split_text(w, *p.scale_out), group_digits(w.bytes), gib2(w.bytes)});
+    t.add({"= routed experts", "", group_digits(p.stage_weights->expert_bytes), gib2(p.stage_weights->expert_bytes)});
+    t.add({"= dense (every other part)", "", group_digits(p.stage_weights->dense_bytes), gib2(p.stage_weights->dense_bytes)});
+    return t;
+}
+
+std::string weights_text(const CapacityPlan& p, Width width) {
+    if (!p.stage_weights || !p.scale_out) return "";
+    std::string out = "\n" + weights_table(p).render_text(width) + "  sources:\n";
+    for (const std::string& line : split_sources(*p.scale_out)) out += wrap_text(line, 100, "    ", "      ");
+    return out;
+}
+
 Table overhead_table(const CapacityPlan& p) {
     Table t({"overhead term", "basis", "bytes", "range (GiB)", "in pool"}, 2);
     for (const OverheadTerm& o : p.budget.overhead)
@@ -79,7 +127,8 @@ Table contexts_table(const CapacityPlan& p) {
     const bool contiguous = p.allocation == Allocation::Contiguous;
     const bool prefix = p.prefix_tokens > 0 && !contiguous;
     // The '\n's let the fitted text table stack its headers (io/table.hpp).
-    std::vector<std::string> headers{"context", "max\nrequests"};
+    std::vector<std::string> headers{"context", p.scale_out ? "per DP\nrank" : "max\nrequests"};
+    if (p.scale_out) headers.push_back(fmt::format("all {} DP\nranks", p.scale_out->dp));
     if (p.replicas > 1) headers.push_back("all\nreplicas");
     headers.push_back(contiguous ? "reserved/\nrequest" : "KV/request\n(one GPU)");
     if (contiguous) {
@@ -92,6 +141,7 @@ Table contexts_table(const CapacityPlan& p) {
     Table t(headers, 0);
     for (const ContextRow& row : p.rows) {
         std::vector<std::string> cells{group_digits(row.context_tokens), group_digits(row.max_requests)};
+        if (p.scale_out) cells.push_back(group_digits(row.max_requests_replica));
         if (p.replicas > 1) cells.push_back(group_digits(row.max_requests_total));
         cells.push_back(binary_size(row.kv_bytes_per_request));
         if (contiguous) {
@@ -117,6 +167,8 @@ std::string pool_line(const CapacityPlan& p) {
                           : std::string("KV per token per GPU: none (recurrent state only, a fixed size per request)");
     if (p.num_blocks && p.kv_cache_tokens)
         out += fmt::format("; KV cache: {} blocks, {} tokens", group_digits(*p.num_blocks), group_digits(*p.kv_cache_tokens));
+    if (p.scale_out && p.kv_cache_tokens_total)
+        out += fmt::format(" per DP rank,\n{} tokens over the {} DP ranks", group_digits(*p.kv_cache_tokens_total), p.scale_out->dp);
     return out + "\n";
 }
 
@@ -190,6 +242,7 @@ std::string render_concurrency_table(const ConcurrencyResult& r, Width width) {
     // A given pool replaces the budget, overhead included: its terms would explain nothing.
     if (!p.budget.overhead.empty() && !p.budget.kv_pool_given)
         out += "\n" + (width == Width::Wide ? overhead_table(p).render_text(Width::Wide) : overhead_text(p));
+    out += weights_text(p, width);
     out += "\n" + fit_lines(pool_line(p), width) + "\n" + contexts_table(p).render_text(width) + "\n" + fit_line(answer_sentence(r), width) +
            fit_lines(longest_len_text(p), width);
     out += fit_lines(not_fit_text(p), width);
@@ -210,6 +263,11 @@ std::string render_concurrency_markdown(const ConcurrencyResult& r) {
     std::string out = "### " + r.model_label + " on " + device_text(p.gpu) + "\n\n" + header(r).substr(header(r).find('\n') + 1) + "\n";
     out += budget_table(p).render_markdown() + "\n";
     if (!p.budget.overhead.empty() && !p.budget.kv_pool_given) out += overhead_table(p).render_markdown() + "\n";
+    if (p.stage_weights && p.scale_out) {
+        out += weights_table(p).render_markdown() + "\n";
+        for (const std::string& line : split_sources(*p.scale_out)) out += "- " + line + "\n";
+        out += "\n";
+    }
     out += pool_line(p) + "\n";
     out += contexts_table(p).render_markdown() + "\n" + answer_sentence(r) + "\n" + longest_len_text(p);
     std::string nf = not_fit_text(p);
@@ -252,8 +310,27 @@ std::string render_concurrency_json(const ConcurrencyResult& r) {
     j["tp"] = p.tp;
     j["pp"] = p.pp;
     j["replicas"] = p.replicas;
+    if (p.scale_out) {
+        j["dp"] = p.scale_out->dp;
+        j["ep"] = p.scale_out->ep;
+        j["attention_tp"] = p.scale_out->attention_tp;
+        j["experts_per_gpu"] = p.scale_out->experts_per_gpu;
+    }
     j["mem_util"] = p.budget.mem_fraction;
     j["weights_bytes_per_gpu"] = p.budget.weights_bytes;
+    if (p.scale_out && p.stage_weights) {
+        j["expert_weights_bytes_per_gpu"] = p.stage_weights->expert_bytes;
+        j["dense_weights_bytes_per_gpu"] = p.stage_weights->dense_bytes;
+        j["weight_parts_per_gpu"] = nlohmann::ordered_json::array();
+        for (const WeightShare& w : p.stage_weights->shares) {
+            nlohmann::ordered_json t;
+            t["part"] = param_part_name(w.part);
+            t["bytes"] = w.bytes;
+            t["stage_bytes"] = w.stage_bytes;
+            t["divisor"] = w.divisor;
+            j["weight_parts_per_gpu"].push_back(t);
+        }
+    }
     j["overhead_bytes"] = p.budget.overhead_bytes;
     j["overhead_terms"] = nlohmann::ordered_json::array();
     for (const OverheadTerm& o : p.budget.overhead) {
@@ -277,6 +354,7 @@ std::string render_concurrency_json(const ConcurrencyResult& r) {
     j["max_num_batched_tokens"] = p.max_batched_tokens;
     j["num_blocks"] = or_null(p.num_blocks);
     j["kv_cache_tokens"] = or_null(p.kv_cache_tokens);
+    if (p.scale_out) j["kv_cache_tokens_total"] = or_null(p.kv_cache_tokens_total);
     j["longest_max_model_len_one_request_tokens"] = or_null(p.longest_len_one_request);
     j["longest_max_model_len_max_num_seqs_tokens"] = or_null(p.longest_len_max_num_seqs);
     j["prefix_tokens"] = p.prefix_tokens;
@@ -286,6 +364,7 @@ std::string render_concurrency_json(const ConcurrencyResult& r) {
         c["context_tokens"] = row.context_tokens;
         c["max_requests"] = row.max_requests;
         c["kv_bytes_per_request"] = row.kv_bytes_per_request;
+        if (p.scale_out) c["max_requests_all_dp_ranks"] = row.max_requests_replica;
         c["max_requests_all_replicas"] = row.max_requests_total;
         c["kv_memory_fraction"] = row.kv_memory_share;
         if (row.max_requests_with_prefix) c["max_requests_with_prefix"] = *row.max_requests_with_prefix;

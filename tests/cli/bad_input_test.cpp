@@ -712,3 +712,53 @@ TEST_CASE("bad input: an hf_quant_config.json without its quantization object ex
     expect_clean_error(Run::kvplan({"size", "--model", (dir.path() / "m").string()}), kExitData,
                        {sidecar.string() + ": quantization: expected an object"});
 }
+
+// --- concurrency: data-parallel attention and expert parallelism ---
+
+TEST_CASE("bad input: concurrency --ep that does not divide the routed experts exits 2", "[bad-input][concurrency]") {
+    // DeepSeek-V3 has 256 routed experts; SGLang --tp 6 --ep 6: 256 % 6 != 0 (the heads, 128, do not split by 6 either,
+    // so attention TP 1 under --dp 6).
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang", "--tp", "6", "--dp", "6",
+                                    "--ep", "6"}),
+                       kExitUsage, {"EP 6", "256 routed experts"});
+}
+
+TEST_CASE("bad input: concurrency --ep on vLLM must equal tp x dp", "[bad-input][concurrency]") {
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--tp", "1", "--dp", "8",
+                                    "--ep", "4"}),
+                       kExitUsage, {"--ep 4", "--tp x --dp = 8"});
+}
+
+TEST_CASE("bad input: concurrency --dp that does not divide SGLang's --tp exits 2", "[bad-input][concurrency]") {
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang", "--tp", "8", "--dp", "3"}),
+                       kExitUsage, {"--dp 3", "--tp 8"});
+}
+
+TEST_CASE("bad input: concurrency --ep on a dense model exits 2", "[bad-input][concurrency]") {
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--engine", "vllm", "--tp", "2",
+                                    "--enable-expert-parallel"}),
+                       kExitUsage, {"mixture-of-experts", "routed experts"});
+}
+
+TEST_CASE("bad input: concurrency engine flags of the other engine exit 2", "[bad-input][concurrency]") {
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang", "--tp", "8",
+                                    "--enable-expert-parallel"}),
+                       kExitUsage, {"--enable-expert-parallel", "vLLM"});
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--dp", "8",
+                                    "--moe-a2a-backend", "deepep"}),
+                       kExitUsage, {"--moe-a2a-backend", "sglang"});
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "trtllm", "--tp", "8", "--dp", "8"}),
+                       kExitUsage, {"--dp", "TensorRT-LLM"});
+}
+
+TEST_CASE("bad input: concurrency --redundant-experts without expert parallelism exits 2", "[bad-input][concurrency]") {
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--tp", "8",
+                                    "--redundant-experts", "32"}),
+                       kExitUsage, {"--redundant-experts", "expert parallelism"});
+}
+
+TEST_CASE("bad input: concurrency --gpus not a multiple of vLLM's tp x dp x pp exits 2", "[bad-input][concurrency]") {
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--tp", "1", "--dp", "8",
+                                    "--enable-expert-parallel", "--gpus", "12"}),
+                       kExitUsage, {"--gpus 12", "--tp x --dp x --pp = 8"});
+}

@@ -244,3 +244,48 @@ TEST_CASE("concurrency --vllm-version picks vLLM's sampler path and is checked")
     CHECK(other.out.empty());
     CHECK(other.err.find("--vllm-version applies to --engine vllm only") != std::string::npos);
 }
+
+// DeepSeek-V3 on 8 H200, DP 8 + EP 8 (figures derived in tests/core/memory/scale_out_test.cpp
+// from the preset's parts: 32 of 256 experts = 81,758,552,064 B on each GPU).
+TEST_CASE("concurrency --dp --enable-expert-parallel --json adds the scale-out keys") {
+    auto r = kvplan_run({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--tp", "1", "--dp", "8",
+                         "--enable-expert-parallel", "--context", "4096,32768", "--json"});
+    REQUIRE(r.code == 0);
+    CHECK(r.err.empty());
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["gpus"] == 8);
+    CHECK(j["dp"] == 8);
+    CHECK(j["ep"] == 8);
+    CHECK(j["attention_tp"] == 1);
+    CHECK(j["experts_per_gpu"] == 32);
+    CHECK(j["expert_weights_bytes_per_gpu"] == 81'758'552'064LL);
+    // every other part whole at TP 1: 19,082,195,296
+    CHECK(j["dense_weights_bytes_per_gpu"] == 19'082'195'296LL);
+    CHECK(j["weights_bytes_per_gpu"] == 100'840'747'360LL);
+    // 25,029 blocks x 16 = 400,464 tokens per DP rank, x 8 = 3,203,712.
+    CHECK(j["kv_cache_tokens"] == 400'464);
+    CHECK(j["kv_cache_tokens_total"] == 3'203'712);
+    CHECK(j["contexts"][0]["max_requests"] == 97);
+    CHECK(j["contexts"][0]["max_requests_all_dp_ranks"] == 776);
+    CHECK(j["contexts"][1]["max_requests_all_dp_ranks"] == 96);
+    CHECK(j["answer"].get<std::string>().find("776 requests") != std::string::npos);
+}
+
+TEST_CASE("concurrency with SGLang DP attention names every weight part and its split") {
+    auto r = kvplan_run({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang", "--tp", "8", "--dp", "8", "--ep", "8",
+                         "--context", "4096,32768"});
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("8 GPUs (TP 8 = DP 8 x attention TP 1, EP 8, PP 1)"));
+    CHECK_THAT(r.out, Catch::Contains("32 of 256 experts (EP 8)"));
+    CHECK_THAT(r.out, Catch::Contains("dp_attention.py compute_dp_attention_world_info"));
+    // 352,192 tokens per DP rank: 85 requests of 4,096 tokens each, 680 on the 8 ranks.
+    CHECK_THAT(r.out, Catch::Contains("352,192 tokens per DP rank"));
+    CHECK_THAT(r.out, Catch::Contains("hold 680 requests of deepseek-v3; at 32,768, 80."));
+}
+
+TEST_CASE("concurrency without the scale-out flags prints no scale-out keys") {
+    auto j = nlohmann::json::parse(kvplan_run({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--json"}).out);
+    CHECK_FALSE(j.contains("dp"));
+    CHECK_FALSE(j.contains("kv_cache_tokens_total"));
+    CHECK_FALSE(j["contexts"][0].contains("max_requests_all_dp_ranks"));
+}

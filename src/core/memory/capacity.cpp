@@ -41,6 +41,7 @@ struct Stage {
     std::optional<VllmLayout> layout;
     std::int64_t num_blocks = 0;
     std::optional<std::int64_t> tokens;
+    std::optional<StageWeights> weights;  // with scale_out: by part
 };
 
 struct Dtypes {
@@ -111,11 +112,25 @@ void set_parallelism(CapacityPlan& p, const ModelSpec& spec, const CapacityInput
     p.engine = in.engine;
     p.tp = in.tp;
     p.pp = in.pp;
-    check_tp(spec, in.tp);
-    const std::int64_t per_replica = checked_mul(in.tp, in.pp, "GPUs per replica");
+    std::int64_t stage_gpus = in.tp;
+    if (in.scale_out) {
+        if (in.engine != Engine::Vllm && in.engine != Engine::Sglang && in.engine != Engine::Generic)
+            usage_error(std::string("--dp / --ep model vLLM V1 and SGLang (--engine vllm, sglang or generic); ") + engine_label(in.engine) +
+                        " is not modelled with data-parallel attention");
+        ScaleOutInputs so = *in.scale_out;
+        so.tp = in.tp;
+        p.scale_out = plan_scale_out(spec, so);
+        stage_gpus = p.scale_out->gpus;
+        check_tp(spec, p.scale_out->attention_tp);
+    } else {
+        check_tp(spec, in.tp);
+    }
+    const std::int64_t per_replica = checked_mul(stage_gpus, in.pp, "GPUs per replica");
     p.gpus = in.gpus > 0 ? in.gpus : per_replica;
     if (p.gpus % per_replica != 0)
-        usage_error("--gpus " + std::to_string(p.gpus) + " is not a multiple of --tp x --pp = " + std::to_string(per_replica));
+        usage_error("--gpus " + std::to_string(p.gpus) + " is not a multiple of " +
+                    (in.scale_out && in.scale_out->rules == ScaleOutRules::Vllm ? "--tp x --dp x --pp = " : "--tp x --pp = ") +
+                    std::to_string(per_replica));
     p.replicas = p.gpus / per_replica;
     if (in.kv_pool_bytes && *in.kv_pool_bytes > in.gpu.memory_bytes)
         usage_error("--kv-pool (" + group_digits(*in.kv_pool_bytes) + " B) exceeds the device's memory (" + group_digits(in.gpu.memory_bytes) +
@@ -167,10 +182,15 @@ Settings resolve_settings(CapacityPlan& p, const ModelSpec& spec, const Capacity
     return s;
 }
 
+// The TP that splits attention and its KV heads: --tp, or with DP attention
+// the scale-out's attention TP (SGLang: tp / dp).
+std::int64_t attention_tp(const CapacityPlan& p, const CapacityInputs& in) { return p.scale_out ? p.scale_out->attention_tp : in.tp; }
+
 // The runtime overhead: given by --overhead, or estimated term by term.
 std::vector<OverheadTerm> overhead_terms(const ModelSpec& spec, const CapacityInputs& in, const CapacityPlan& p) {
     if (!in.overhead_bytes)
-        return estimate_overhead(spec, OverheadInputs{in.engine, in.tp, p.max_batched_tokens, p.max_num_seqs, in.vllm_sampler, hopper_gpu(in.gpu)});
+        return estimate_overhead(spec, OverheadInputs{in.engine, attention_tp(p, in), p.max_batched_tokens, p.max_num_seqs, in.vllm_sampler,
+                                                      hopper_gpu(in.gpu), p.scale_out ? p.scale_out->gpus : 0});
     OverheadTerm t;
     t.name = "runtime overhead (given by --overhead)";
     t.bytes = t.low_bytes = t.high_bytes = *in.overhead_bytes;
@@ -181,21 +201,27 @@ std::vector<OverheadTerm> overhead_terms(const ModelSpec& spec, const CapacityIn
 // One pipeline stage: its budget, then the pages its engine cuts the pool into.
 Stage size_stage(const ModelSpec& spec, const CapacityInputs& in, const CapacityPlan& p, const Settings& s,
                  const PipelineStage& where, const std::vector<OverheadTerm>& overhead) {
-    Stage st{where, stage_model(spec, where), {}, {}, 0, std::nullopt, 0, std::nullopt};
+    Stage st{where, stage_model(spec, where), {}, {}, 0, std::nullopt, 0, std::nullopt, std::nullopt};
     BudgetInputs b;
     b.engine = in.engine;
     b.total_bytes = in.gpu.engine_total_bytes();
     b.mem_fraction = s.fraction;
-    b.weights_bytes = in.weights_bytes.value_or(stage_weight_bytes(s.weights, spec, where, in.pp, in.tp));
+    if (p.scale_out) {
+        st.weights = stage_weights_scaled(s.weights, spec, where, in.pp, *p.scale_out);
+        b.weights_bytes = in.weights_bytes.value_or(st.weights->total_bytes);
+    } else {
+        b.weights_bytes = in.weights_bytes.value_or(stage_weight_bytes(s.weights, spec, where, in.pp, in.tp));
+    }
     b.overhead = overhead;
     b.kv_pool_bytes = in.kv_pool_bytes;
     st.budget = make_budget(b);
-    st.runs = layer_runs(st.spec.layers, in.tp, s.dt);
+    const std::int64_t kv_tp = attention_tp(p, in);  // the MLA latent is whole on every attention-TP rank
+    st.runs = layer_runs(st.spec.layers, kv_tp, s.dt);
     for (const LayerRun& l : st.runs)
         st.bytes_per_token = checked_add(st.bytes_per_token, checked_mul(l.per_token, l.count, "KV bytes per token"), "KV bytes per token");
     const std::int64_t pool = std::max<std::int64_t>(0, st.budget.kv_pool_bytes);
     if (in.engine == Engine::Vllm) {
-        VllmLayoutInputs li{in.tp, s.dt.kv, s.dt.conv, s.dt.ssm, p.block_size, p.max_model_len, p.max_batched_tokens};
+        VllmLayoutInputs li{kv_tp, s.dt.kv, s.dt.conv, s.dt.ssm, p.block_size, p.max_model_len, p.max_batched_tokens};
         st.layout = vllm_layout(st.spec.layers, li);
         st.num_blocks = vllm_num_blocks(*st.layout, pool);
         st.tokens = vllm_reported_tokens(*st.layout, st.num_blocks);
@@ -266,7 +292,9 @@ std::pair<std::size_t, std::int64_t> fill_rows(CapacityPlan& p, const ModelSpec&
                 binding_requests = f.requests;
             }
         }
-        row.max_requests_total = checked_mul(row.max_requests, p.replicas, "requests");
+        // Each attention DP rank is an engine core with its own pool.
+        row.max_requests_replica = checked_mul(row.max_requests, p.scale_out ? p.scale_out->dp : 1, "requests");
+        row.max_requests_total = checked_mul(row.max_requests_replica, p.replicas, "requests");
         row.kv_memory_share = static_cast<double>(row.max_requests) * static_cast<double>(row.kv_bytes_per_request) /
                               static_cast<double>(in.gpu.memory_bytes);
         if (in.allocation == Allocation::Contiguous)
@@ -289,7 +317,9 @@ void take_binding_stage(CapacityPlan& p, const CapacityInputs& in, const Stage& 
     if (in.allocation == Allocation::Paged && (b.layout || b.bytes_per_token > 0)) {
         p.num_blocks = b.layout ? min_blocks : b.num_blocks;
         p.kv_cache_tokens = b.layout ? vllm_reported_tokens(*b.layout, min_blocks) : b.tokens;
+        if (p.scale_out && p.kv_cache_tokens) p.kv_cache_tokens_total = checked_mul(*p.kv_cache_tokens, p.scale_out->dp, "KV cache tokens");
     }
+    p.stage_weights = b.weights;
     p.fits = b.budget.kv_pool_bytes > 0 && binding_requests > 0;
 }
 
@@ -313,6 +343,11 @@ void add_notes(CapacityPlan& p, const ModelSpec& spec, const CapacityInputs& in,
     if (s.weights.from_files && spec.stored_weights)
         p.notes.push_back("weights as stored in " + spec.stored_weights->source + ": " + group_digits(s.weights.bytes) +
                           " B (the config's formula: " + group_digits(s.weights.formula_bytes) + " B)");
+    if (p.scale_out && p.scale_out->dp > 1)
+        p.notes.push_back("each of the " + std::to_string(p.scale_out->dp) +
+                          " attention DP ranks is an engine core with its own KV pool and its own requests: 'per DP rank' is what each logs");
+    if (p.scale_out && p.scale_out->ep > 1)
+        p.notes.push_back("not counted: the all-to-all buffers of expert parallelism (DeepEP / pplx NVSHMEM buffers); pass --overhead to include them");
     if (in.kv_dtype == Dtype::Fp8 && std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) { return l.kind == LayerKind::Mla; }))
         p.notes.push_back("MLA with an fp8 cache: kvplan counts 1 B per latent element; vLLM's fp8_ds_mla layout stores 656 B per token per layer");
 }
@@ -423,7 +458,7 @@ CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool sea
     // The TP search's trial plans are discarded but for `fits`: spare them the two searches.
     if (search_tp && in.longest_lengths) set_longest_lengths(p, spec, in, s, stages, min_blocks);
 
-    if (!p.fits && search_tp && in.tp_search && !in.weights_bytes && !in.kv_pool_bytes) {
+    if (!p.fits && search_tp && in.tp_search && !in.weights_bytes && !in.kv_pool_bytes && !in.scale_out) {
         p.tp_searched = true;
         p.smallest_tp = smallest_fitting_tp(spec, in);
     }

@@ -14,6 +14,7 @@
 #include "core/memory/engine.hpp"
 #include "core/hardware.hpp"
 #include "core/model/model_spec.hpp"
+#include "core/memory/parallel.hpp"
 #include "core/memory/vllm_kv_cache.hpp"
 
 namespace kvplan {
@@ -54,12 +55,16 @@ struct CapacityInputs {
     // Whether, when nothing fits, to look for the smallest TP that would
     // (smallest_tp); sweeps that try every TP themselves turn it off.
     bool tp_search = true;
+    // Data-parallel attention and expert parallelism (--dp, --ep,
+    // --enable-expert-parallel...); absent: the plain TP x PP split.
+    std::optional<ScaleOutInputs> scale_out;
 };
 
 struct ContextRow {
     std::int64_t context_tokens = 0;
     std::int64_t max_requests = 0;          // per replica (one engine instance)
-    std::int64_t max_requests_total = 0;    // x data-parallel replicas
+    std::int64_t max_requests_total = 0;    // x attention DP ranks x data-parallel replicas
+    std::int64_t max_requests_replica = 0;  // x attention DP ranks (one replica); = max_requests without --dp
     std::int64_t kv_bytes_per_request = 0;  // on one GPU, as the engine allocates it (blocks, windows, states)
     double kv_memory_share = 0;             // max_requests x kv_bytes_per_request / GPU memory
     std::optional<std::int64_t> max_requests_with_prefix;  // with --prefix-tokens
@@ -83,6 +88,10 @@ struct CapacityPlan {
     Gpu gpu;
     Engine engine = Engine::Generic;
     std::int64_t gpus = 1, tp = 1, pp = 1, replicas = 1;
+    // With scale_out: each DP rank is an engine core with its own KV pool;
+    // max_requests, num_blocks and kv_cache_tokens are per DP rank.
+    std::optional<ScaleOut> scale_out;
+    std::optional<StageWeights> stage_weights;  // the binding stage's weights per GPU, by part (with scale_out)
     Dtype kv_dtype = Dtype::Bf16;
     Dtype weights_dtype = Dtype::Bf16;     // of unquantized tensors
     QuantMethod weights_quantization = QuantMethod::None;
@@ -99,6 +108,7 @@ struct CapacityPlan {
     std::int64_t kv_bytes_per_token_per_gpu = 0;  // every caching layer at full length, binding stage
     std::optional<std::int64_t> num_blocks;
     std::optional<std::int64_t> kv_cache_tokens;  // as the engine reports it (nullopt: no per-token layers)
+    std::optional<std::int64_t> kv_cache_tokens_total;  // x DP ranks (with scale_out)
     std::optional<VllmLayout> vllm;
     std::vector<ContextRow> rows;
     std::optional<EngineLogFigures> engine_log;  // absent: nothing kvplan models the engine logging

@@ -85,10 +85,12 @@ OverheadTerm non_torch_term(const OverheadInputs& in) {
     // the 0.42 GiB TP 2 measured for NCCL.
     OverheadTerm t;
     t.name = "non-torch memory (cuBLAS/NCCL workspaces)";
-    t.bytes = gib(0.35) + (in.tp > 1 ? gib(0.42) : 0);
-    t.low_bytes = in.tp > 1 ? gib(0.54) : gib(0.03);
-    t.high_bytes = gib(1.79) + (in.tp > 1 ? gib(0.42) : 0);
-    t.basis = in.tp > 1 ? "0.35 GiB + 0.42 GiB for NCCL at TP > 1" : "0.35 GiB";
+    // With DP attention and EP the collectives span `world` GPUs even at attention TP 1.
+    const bool nccl = (in.world > 0 ? in.world : in.tp) > 1;
+    t.bytes = gib(0.35) + (nccl ? gib(0.42) : 0);
+    t.low_bytes = nccl ? gib(0.54) : gib(0.03);
+    t.high_bytes = gib(1.79) + (nccl ? gib(0.42) : 0);
+    t.basis = nccl ? (in.tp > 1 ? "0.35 GiB + 0.42 GiB for NCCL at TP > 1" : "0.35 GiB + 0.42 GiB for NCCL (DP/EP group)") : "0.35 GiB";
     t.source = "measured: llm-d empirical-vllm-memory-results (H100), vllm#10517, vllm#12330, vllm#13882, vllm PR #10511";
     return t;
 }

@@ -45,6 +45,7 @@ struct OverheadInputs {
     VllmSampler sampler = VllmSampler::PyTorchSort;
     // Hopper-class GPU: PyTorch gives cuBLAS a 32 MiB workspace there, 8.1 MiB elsewhere.
     bool hopper = false;
+    std::int64_t world = 0;  // GPUs in the step's collectives (DP attention + EP); 0: tp
 };
 
 // What vLLM V1's profile_run holds at its torch peak, from the code

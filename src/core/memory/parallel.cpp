@@ -3,6 +3,8 @@
 #include "core/checked.hpp"
 #include "core/error.hpp"
 
+#include <string>
+
 namespace kvplan {
 
 std::vector<PipelineStage> pipeline_stages(std::int64_t layers, std::int64_t pp) {
@@ -50,6 +52,159 @@ std::int64_t stage_weight_bytes(const WeightSizing& weights, const ModelSpec& sp
     if (spec.tied_embeddings && !has_head && last && !first) bytes = checked_add(bytes, embedding);
     if (weights.parts.empty()) bytes = ceil_div(checked_mul(weights.bytes, stage.layers, "stage weight bytes"), std::max<std::int64_t>(1, layers));
     return ceil_div(bytes, tp);
+}
+
+}  // namespace kvplan
+
+namespace kvplan {
+
+namespace {
+
+std::string num(std::int64_t v) { return std::to_string(v); }
+
+// vLLM: D ranks of T GPUs; EP = T x D or no expert parallelism at all.
+void vllm_rules(ScaleOut& so, const ScaleOutInputs& in) {
+    so.gpus = checked_mul(in.tp, in.dp, "GPUs per stage");
+    so.attention_tp = in.tp;
+    // vllm/model_executor/layers/fused_moe/config.py FusedMoEParallelConfig.make:
+    // use_ep = dp_size * tp_size > 1 and enable_expert_parallel; then
+    // ep_size = the flattened tp_size = dp_size * tp_size and tp_size = 1.
+    const bool use_ep = in.enable_expert_parallel || in.ep > 0;
+    if (in.ep > 0 && in.ep != so.gpus)
+        usage_error("--ep " + num(in.ep) + ": vLLM's expert-parallel size is always --tp x --dp = " + num(so.gpus) +
+                    " (FusedMoEParallelConfig.make); give --enable-expert-parallel or --ep " + num(so.gpus));
+    if (use_ep && so.gpus > 1) {
+        so.ep = so.gpus;
+        so.expert_tp = 1;
+    } else {
+        so.ep = 1;
+        so.expert_tp = so.gpus;  // not use_ep: flatten_tp_across_dp shards each expert over T x D
+    }
+    // Dense layers, shared experts (DeepseekV2MLP), VocabParallelEmbedding
+    // and ParallelLMHead use the TP group of one DP rank.
+    so.dense_mlp_tp = so.shared_experts_tp = so.embedding_tp = so.head_tp = in.tp;
+    if (in.moe_dense_tp > 0) usage_error("--moe-dense-tp-size is SGLang's flag (--engine sglang)");
+    if (in.deepep) usage_error("--moe-a2a-backend is SGLang's flag (--engine sglang); vLLM picks its all-to-all with VLLM_ALL2ALL_BACKEND");
+}
+
+// SGLang: T GPUs in all, attention TP = T / D, experts over EP, each / (T / EP).
+void sglang_rules(ScaleOut& so, const ScaleOutInputs& in) {
+    if (in.enable_expert_parallel) usage_error("--enable-expert-parallel is vLLM's flag; SGLang takes --ep N (--ep-size)");
+    so.gpus = in.tp;
+    // python/sglang/srt/layers/dp_attention.py compute_dp_attention_world_info:
+    // attn_tp_size = tp_size // dp_size.
+    if (in.tp % in.dp != 0)
+        usage_error("--dp " + num(in.dp) + " does not divide --tp " + num(in.tp) +
+                    ": with DP attention SGLang's --tp counts every GPU and each DP rank gets tp / dp of them (dp_attention.py)");
+    so.attention_tp = in.tp / in.dp;
+    std::int64_t ep = in.ep > 0 ? in.ep : 1;
+    // server_args.py: the deepep all-to-all backend sets ep_size = tp_size.
+    if (in.deepep) {
+        if (in.ep > 0 && in.ep != in.tp)
+            usage_error("--ep " + num(in.ep) + " with --moe-a2a-backend deepep: SGLang sets ep_size = tp_size (" + num(in.tp) + ")");
+        ep = in.tp;
+    }
+    // server_args.py: moe_tp_size = tp_size // ep_size.
+    if (in.tp % ep != 0) usage_error("--ep " + num(ep) + " does not divide --tp " + num(in.tp) + ": SGLang splits each expert over tp / ep GPUs");
+    so.ep = ep;
+    so.expert_tp = in.tp / ep;
+    // DeepseekV2DecoderLayer: a dense MLP takes tp_size 1 when
+    // enable_moe_dense_fully_dp() (moe_dense_tp_size == 1), else the full TP.
+    if (in.moe_dense_tp > 0 && in.moe_dense_tp != 1 && in.moe_dense_tp != in.tp)
+        usage_error("--moe-dense-tp-size " + num(in.moe_dense_tp) + ": SGLang supports 1 or the full --tp (" + num(in.tp) + ")");
+    so.dense_mlp_tp = in.moe_dense_tp > 0 ? in.moe_dense_tp : in.tp;
+    // DeepseekV2MoE: shared experts take tp_size 1 under the deepep backend.
+    so.shared_experts_tp = in.deepep ? 1 : in.tp;
+    // VocabParallelEmbedding(enable_tp=not is_dp_attention_enabled()).
+    so.embedding_tp = in.dp > 1 ? 1 : in.tp;
+    // ParallelLMHead over the full TP group (use_attn_tp_group only with --enable-dp-lm-head).
+    so.head_tp = in.tp;
+}
+
+}  // namespace
+
+ScaleOut plan_scale_out(const ModelSpec& spec, const ScaleOutInputs& in) {
+    if (in.tp < 1) usage_error("--tp must be at least 1, found " + num(in.tp));
+    if (in.dp < 1) usage_error("--dp must be at least 1, found " + num(in.dp));
+    if (in.ep < 0) usage_error("--ep must be at least 1, found " + num(in.ep));
+    if (in.redundant_experts < 0) usage_error("--redundant-experts must not be negative, found " + num(in.redundant_experts));
+    ScaleOut so;
+    so.rules = in.rules;
+    so.dp = in.dp;
+    if (in.rules == ScaleOutRules::Vllm)
+        vllm_rules(so, in);
+    else
+        sglang_rules(so, in);
+    so.routed_experts = spec.experts;
+    if ((so.ep > 1 || in.redundant_experts > 0) && spec.experts < 1)
+        usage_error("--ep / --redundant-experts need a mixture-of-experts model; " + spec.name + " has no routed experts (n_routed_experts / num_experts)");
+    if (in.redundant_experts > 0 && so.ep < 2)
+        usage_error("--redundant-experts needs expert parallelism (EPLB places extra experts over the EP group)");
+    so.physical_experts = checked_add(spec.experts, in.redundant_experts, "physical experts");
+    if (so.ep > 1 && so.physical_experts % so.ep != 0)
+        usage_error("EP " + num(so.ep) + " does not divide the " + num(spec.experts) + " routed experts" +
+                    (in.redundant_experts > 0 ? " + " + num(in.redundant_experts) + " redundant" : std::string()) +
+                    " (n_routed_experts / num_experts): every GPU must hold as many experts");
+    so.experts_per_gpu = so.ep > 0 ? so.physical_experts / so.ep : 0;
+    return so;
+}
+
+StageWeights stage_weights_scaled(const WeightSizing& weights, const ModelSpec& spec, const PipelineStage& stage,
+                                  std::int64_t pp, const ScaleOut& so) {
+    const std::int64_t layers = static_cast<std::int64_t>(spec.layers.size());
+    const bool first = stage.index == 0;
+    const bool last = stage.index == pp - 1;
+    StageWeights out;
+    std::int64_t embedding = 0;
+    bool has_head = false;
+    auto add = [&](ParamPart part, std::int64_t stage_bytes, std::int64_t divisor, std::int64_t bytes) {
+        WeightShare w{part, bytes, stage_bytes, divisor};
+        out.shares.push_back(w);
+        if (part == ParamPart::Experts)
+            out.expert_bytes = checked_add(out.expert_bytes, bytes);
+        else
+            out.dense_bytes = checked_add(out.dense_bytes, bytes);
+        out.total_bytes = checked_add(out.total_bytes, bytes);
+    };
+    for (const WeightPart& p : weights.parts) {
+        if (p.part == ParamPart::Embedding) embedding = p.bytes;
+        if (p.part == ParamPart::Head) has_head = true;
+        std::int64_t stage_bytes = 0;
+        if (p.part == ParamPart::Embedding) {
+            if (!first) continue;
+            stage_bytes = p.bytes;
+        } else if (p.part == ParamPart::Head) {
+            if (!last) continue;
+            stage_bytes = p.bytes;
+        } else if (layers > 0) {
+            stage_bytes = ceil_div(checked_mul(p.bytes, stage.layers, "stage weight bytes"), layers);
+        }
+        switch (p.part) {
+            case ParamPart::Experts: {
+                // physical_experts / ep whole experts of routed_experts, each / expert_tp.
+                const std::int64_t divisor = checked_mul(so.ep, so.expert_tp, "expert split");
+                const std::int64_t held = ceil_div(checked_mul(stage_bytes, so.physical_experts, "expert bytes"),
+                                                   checked_mul(std::max<std::int64_t>(1, so.routed_experts), divisor, "expert split"));
+                add(p.part, stage_bytes, divisor, held);
+                break;
+            }
+            case ParamPart::Attention:
+            case ParamPart::Mixer: add(p.part, stage_bytes, so.attention_tp, ceil_div(stage_bytes, so.attention_tp)); break;
+            case ParamPart::Mlp: add(p.part, stage_bytes, so.dense_mlp_tp, ceil_div(stage_bytes, so.dense_mlp_tp)); break;
+            case ParamPart::SharedExperts: add(p.part, stage_bytes, so.shared_experts_tp, ceil_div(stage_bytes, so.shared_experts_tp)); break;
+            case ParamPart::Embedding: add(p.part, stage_bytes, so.embedding_tp, ceil_div(stage_bytes, so.embedding_tp)); break;
+            case ParamPart::Head: add(p.part, stage_bytes, so.head_tp, ceil_div(stage_bytes, so.head_tp)); break;
+            case ParamPart::Router:
+            case ParamPart::Norm: add(p.part, stage_bytes, 1, stage_bytes); break;
+        }
+    }
+    // A tied head on a last stage that is not the first: a second copy of the embedding, split as the head.
+    if (spec.tied_embeddings && !has_head && last && !first) add(ParamPart::Head, embedding, so.head_tp, ceil_div(embedding, so.head_tp));
+    if (weights.parts.empty()) {
+        const std::int64_t stage_bytes = ceil_div(checked_mul(weights.bytes, stage.layers, "stage weight bytes"), std::max<std::int64_t>(1, layers));
+        add(ParamPart::Attention, stage_bytes, so.attention_tp, ceil_div(stage_bytes, so.attention_tp));
+    }
+    return out;
 }
 
 }  // namespace kvplan

@@ -35,3 +35,82 @@ std::int64_t stage_weight_bytes(const WeightSizing& weights, const ModelSpec& sp
                                 std::int64_t pp, std::int64_t tp);
 
 }  // namespace kvplan
+
+namespace kvplan {
+
+// Data-parallel attention and expert parallelism: how an engine lays one
+// model over the GPUs of a pipeline stage when attention runs data-parallel
+// (each DP rank its own requests and KV cache) and the routed experts are
+// spread whole over an expert-parallel group. The two engines spell it
+// differently (docs/scale-out.md):
+//   vLLM    --tensor-parallel-size T --data-parallel-size D [--enable-expert-parallel]:
+//           D ranks of T GPUs each; attention, dense layers, embeddings and
+//           the LM head split over T; routed experts over EP = T x D when
+//           expert parallelism is on, else sharded as tensors over T x D
+//           (vllm/model_executor/layers/fused_moe/config.py,
+//           FusedMoEParallelConfig.make, flatten_tp_across_dp).
+//   SGLang  --tp T --dp D --enable-dp-attention [--ep N]: T GPUs in all;
+//           attention TP = T / D per DP rank (python/sglang/srt/layers/
+//           dp_attention.py, compute_dp_attention_world_info); routed
+//           experts over EP N, each split over T / N (server_args.py,
+//           moe_tp_size = tp_size // ep_size).
+enum class ScaleOutRules { Vllm, Sglang };
+
+struct ScaleOutInputs {
+    ScaleOutRules rules = ScaleOutRules::Vllm;
+    std::int64_t tp = 1;        // the engine's TP flag (vLLM: per DP rank; SGLang: GPUs in all)
+    std::int64_t dp = 1;        // attention data-parallel ranks
+    std::int64_t ep = 0;        // --ep; 0: not given
+    bool enable_expert_parallel = false;  // vLLM's flag: EP = TP x DP
+    std::int64_t redundant_experts = 0;   // EPLB's extra physical experts (vLLM --num-redundant-experts,
+                                          // SGLang --ep-num-redundant-experts)
+    std::int64_t moe_dense_tp = 0;        // SGLang --moe-dense-tp-size; 0: not given (the full TP)
+    bool deepep = false;                  // SGLang --moe-a2a-backend deepep
+};
+
+// How each part of the model is split on one GPU of a stage (a divisor of 1:
+// a whole copy on every GPU).
+struct ScaleOut {
+    ScaleOutRules rules = ScaleOutRules::Vllm;
+    std::int64_t gpus = 1;              // GPUs per pipeline stage: vLLM T x D, SGLang T
+    std::int64_t dp = 1;
+    std::int64_t attention_tp = 1;      // attention (and its KV heads) split
+    std::int64_t ep = 1;                // expert-parallel group; 1: no expert parallelism
+    std::int64_t expert_tp = 1;         // tensor split of each routed expert
+    std::int64_t dense_mlp_tp = 1;      // dense MLP layers (DeepSeek's first_k_dense_replace layers)
+    std::int64_t shared_experts_tp = 1;
+    std::int64_t embedding_tp = 1;
+    std::int64_t head_tp = 1;
+    std::int64_t routed_experts = 0;    // the config's experts per MoE layer
+    std::int64_t physical_experts = 0;  // routed + redundant
+    std::int64_t experts_per_gpu = 0;   // physical / EP (each split by expert_tp)
+};
+
+// Resolves and validates the engine's flags; throws Error(Usage) naming the
+// flag and the rule for what the engine refuses.
+ScaleOut plan_scale_out(const ModelSpec& spec, const ScaleOutInputs& in);
+
+// One part's bytes on one GPU, with the split that produced them.
+struct WeightShare {
+    ParamPart part = ParamPart::Attention;
+    std::int64_t bytes = 0;       // on one GPU of the stage
+    std::int64_t stage_bytes = 0; // the stage's whole copy of this part
+    std::int64_t divisor = 1;     // TP split; for routed experts EP x expert TP
+};
+
+struct StageWeights {
+    std::vector<WeightShare> shares;  // in ParamPart order
+    std::int64_t expert_bytes = 0;    // routed experts on this GPU
+    std::int64_t dense_bytes = 0;     // everything else on this GPU
+    std::int64_t total_bytes = 0;
+};
+
+// Weight bytes one GPU of `stage` holds under `so`: the stage's share of each
+// per-layer part (as stage_weight_bytes), the embedding on the first stage,
+// the LM head on the last; routed experts as physical_experts / ep whole
+// experts (each / expert_tp), every other part divided by its own TP; the
+// router and norms whole on every GPU (ReplicatedLinear in both engines).
+StageWeights stage_weights_scaled(const WeightSizing& weights, const ModelSpec& spec, const PipelineStage& stage,
+                                  std::int64_t pp, const ScaleOut& so);
+
+}  // namespace kvplan
