@@ -79,19 +79,8 @@ namespace {
 // --dp, --ep and the engines' MoE flags; nullopt when none is given, so the
 // plain TP x PP plan stays as it was.
 std::optional<ScaleOutInputs> scale_out_inputs(const ConcurrencyOptions& o, Engine engine) {
-    if (o.dp == 0 && o.ep == 0 && !o.enable_expert_parallel && o.redundant_experts == 0 && o.moe_dense_tp == 0 && o.moe_a2a_backend.empty())
-        return std::nullopt;
-    ScaleOutInputs s;
-    s.rules = engine == Engine::Sglang ? ScaleOutRules::Sglang : ScaleOutRules::Vllm;
-    s.tp = o.tp;
-    s.dp = o.dp > 0 ? o.dp : 1;
-    s.ep = o.ep;
-    s.enable_expert_parallel = o.enable_expert_parallel;
-    s.redundant_experts = o.redundant_experts;
-    s.moe_dense_tp = o.moe_dense_tp;
-    s.deepep = o.moe_a2a_backend == "deepep";
-    if (engine != Engine::Sglang && !o.moe_a2a_backend.empty()) usage_error("--moe-a2a-backend applies to --engine sglang only");
-    return s;
+    return scale_out_from_flags(ScaleOutFlags{o.tp, o.dp, o.ep, o.enable_expert_parallel, o.redundant_experts, o.moe_dense_tp, o.moe_a2a_backend},
+                                engine == Engine::Sglang);
 }
 
 }  // namespace

@@ -880,3 +880,56 @@ TEST_CASE("a version 1 baseline without provenance still checks, with a note, an
     CHECK(updated["models"]["configs/our-model/config.json"]["source"] == "file");
     CHECK(repo.check().out.find("note:") == std::string::npos);
 }
+
+TEST_CASE("a scenario with data-parallel attention and expert parallelism gates DeepSeek-V3's per-rank figures") {
+    // vLLM, DeepSeek-V3 on H200, TP 1 x DP 8 with --enable-expert-parallel,
+    // 4,096 tokens: tests/core/memory/scale_out_test.cpp derives 25,029
+    // blocks = 400,464 tokens on each DP rank and 25,029 / 256 = 97
+    // requests per rank, the figures each engine core logs.
+    const fs::path dir = scratch().path() / "scale-out";
+    fs::create_directories(dir);
+    const fs::path file = dir / "capacity.json";
+    // A baseline of the plain TP 1 scenario, then the layout keys added by hand.
+    const Run made = Run::kvplan({"baseline", "--model", "deepseek-v3", "--gpu", "h200", "--context", "4096", "--engine", "vllm",
+                                  "--output", file.string()});
+    INFO(made.command << "\n" << made.err);
+    REQUIRE(made.exit_code == 0);
+    nlohmann::ordered_json top = nlohmann::ordered_json::parse(read_file(file));
+    nlohmann::ordered_json scenario = top["scenarios"][0];
+    scenario["dp"] = 8;
+    scenario["enable_expert_parallel"] = true;
+    auto write = [&](const nlohmann::ordered_json& s) {
+        top["scenarios"][0] = s;
+        std::ofstream(file) << top.dump(2) << "\n";
+    };
+    write(scenario);
+    const Run update = Run::kvplan({"check", "--baseline", file.string(), "--update"});
+    INFO(update.command << "\n" << update.err);
+    REQUIRE(update.exit_code == 0);
+    const nlohmann::json doc = nlohmann::json::parse(read_file(file));
+    const nlohmann::json& s = doc["scenarios"][0];
+    CHECK(s["dp"] == 8);
+    CHECK(s["enable_expert_parallel"] == true);
+    CHECK(s["expected"]["kv_cache_tokens"] == 400'464);
+    CHECK(s["expected"]["max_requests"] == 97);
+    CHECK(s["expected"]["kv_bytes_per_token"] == 61 * 576 * 2);
+    CHECK(Run::kvplan({"check", "--baseline", file.string()}).exit_code == 0);
+
+    // Keys the layout cannot take: each a data error naming the field.
+    const std::vector<std::pair<nlohmann::ordered_json, std::string>> bad = {
+        {{{"moe_a2a_backend", "deepep"}}, "scenarios[0].moe_a2a_backend: applies to engine sglang only"},
+        {{{"moe_dense_tp_size", 1}}, "scenarios[0].moe_dense_tp_size: applies to engine sglang only"},
+        {{{"dp", 0}}, "scenarios[0].dp"},
+        {{{"enable_expert_parallel", "yes"}}, "scenarios[0].enable_expert_parallel"},
+        {{{"batch", 8}}, "scenarios[0].batch: decode figures model tensor parallelism only"},
+    };
+    for (const auto& [change, message] : bad) {
+        nlohmann::ordered_json s2 = scenario;
+        for (const auto& [k, v] : change.items()) s2[k] = v;
+        write(s2);
+        const Run r = Run::kvplan({"check", "--baseline", file.string(), "--update"});
+        INFO(change.dump() << "\n" << r.err);
+        CHECK(r.exit_code == 65);
+        CHECK_THAT(r.err, Catch::Contains(message));
+    }
+}

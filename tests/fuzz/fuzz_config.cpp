@@ -20,11 +20,12 @@ using namespace kvplan;
 
 namespace {
 
-void plan(const ModelSpec& spec, const Gpu& gpu, Engine engine, std::int64_t tp) {
+void plan(const ModelSpec& spec, const Gpu& gpu, Engine engine, std::int64_t tp, std::optional<ScaleOutInputs> scale_out = std::nullopt) {
     CapacityInputs in;
     in.gpu = gpu;
     in.engine = engine;
     in.tp = tp;
+    in.scale_out = scale_out;
     in.contexts = {1024, 32768};
     try {
         const CapacityPlan p = plan_capacity(spec, in);
@@ -65,6 +66,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     plan(spec, h100, Engine::Generic, 2);
     plan(spec, l4, Engine::Sglang, 1);
     plan(spec, l4, Engine::Trtllm, 1);
+    // Data-parallel attention with expert parallelism, each engine's rules
+    // (docs/scale-out.md): vLLM DP 4 x TP 2 with --enable-expert-parallel and
+    // EPLB's redundant experts; SGLang TP 8, DP 4, EP 8, and deepep.
+    ScaleOutInputs vllm_ep{ScaleOutRules::Vllm, 2, 4, 0, true, static_cast<std::int64_t>(size % 3) * 8, 0, false};
+    plan(spec, h100, Engine::Vllm, 2, vllm_ep);
+    ScaleOutInputs sglang_ep{ScaleOutRules::Sglang, 8, 4, 8, false, 0, size % 2 == 0 ? 0 : 1, size % 4 == 1};
+    plan(spec, h100, Engine::Sglang, 8, sglang_ep);
     try {
         const CostModel cm = make_cost_model(CostModelInputs{&spec, h100, WeightFormat{}, std::nullopt, 1, Efficiency{}, std::nullopt});
         (void)decode_step(cm, 8, 4096);

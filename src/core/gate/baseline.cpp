@@ -26,11 +26,14 @@ bool scenario_wants(const ScenarioInputs& in, Figure f) { return !figure_spec(f)
 namespace {
 
 // Keys a scenario may have; anything else is a typo worth an error.
-const std::set<std::string> kScenarioKeys = {"name", "description", "model", "gpu", "engine", "tp", "pp", "context_tokens", "kv_dtype",
+const std::set<std::string> kScenarioKeys = {"name", "description", "model", "gpu", "engine", "tp", "pp", "dp", "ep",
+                                             "enable_expert_parallel", "redundant_experts", "moe_dense_tp_size",
+                                             "moe_a2a_backend", "context_tokens", "kv_dtype",
                                              "mem_util", "batch", "weights_dtype", "max_model_len", "max_num_seqs",
                                              "max_num_batched_tokens", "block_size", "calibration", "expected"};
 constexpr const char* kScenarioKeyList =
-    "name, model, gpu, engine, tp, pp, context_tokens, kv_dtype, mem_util, batch, weights_dtype, max_model_len, max_num_seqs, "
+    "name, model, gpu, engine, tp, pp, dp, ep, enable_expert_parallel, redundant_experts, moe_dense_tp_size, moe_a2a_backend, "
+    "context_tokens, kv_dtype, mem_util, batch, weights_dtype, max_model_len, max_num_seqs, "
     "max_num_batched_tokens, block_size, calibration, expected, description";
 const std::set<std::string> kTopKeys = {"schema_version", "description", "kvplan_version", "kvplan_commit",
                                         "tolerance_percent", "models", "scenarios"};
@@ -89,6 +92,17 @@ Scenario read_scenario(const nlohmann::json& object, const std::string& source, 
     }
     in.tp = r.get_int({"tp"}, 1, 4096).value_or(1);
     in.pp = r.get_int({"pp"}, 1, 4096).value_or(1);
+    in.dp = r.get_int({"dp"}, 1, 4096).value_or(0);
+    in.ep = r.get_int({"ep"}, 1, 4096).value_or(0);
+    in.enable_expert_parallel = r.get_bool("enable_expert_parallel").value_or(false);
+    in.redundant_experts = r.get_int({"redundant_experts"}, 0, 1'000'000).value_or(0);
+    in.moe_dense_tp_size = r.get_int({"moe_dense_tp_size"}, 1, 4096).value_or(0);
+    if (auto b = r.get_string("moe_a2a_backend")) {
+        if (*b != "none" && *b != "deepep") r.fail("moe_a2a_backend", "expected none or deepep, found \"" + *b + "\"");
+        if (in.engine != "sglang") r.fail("moe_a2a_backend", "applies to engine sglang only");
+        in.moe_a2a_backend = *b;
+    }
+    if (in.moe_dense_tp_size != 0 && in.engine != "sglang") r.fail("moe_dense_tp_size", "applies to engine sglang only");
     in.context_tokens = r.require_int({"context_tokens"}, 1, kMaxTokens);
     auto dtype_field = [&](const char* key, std::string& field) {
         if (auto d = r.get_string(key)) {
@@ -112,6 +126,8 @@ Scenario read_scenario(const nlohmann::json& object, const std::string& source, 
         in.calibration = *c;
     }
     if (in.batch && in.pp > 1) r.fail("batch", "decode figures model tensor parallelism only; drop \"batch\" or use pp 1");
+    if (in.batch && scale_out_from_flags(scenario_layout(in), in.engine == "sglang"))
+        r.fail("batch", "decode figures model tensor parallelism only; drop \"batch\" or the dp/ep keys");
 
     const bool has_expected = object.contains("expected");
     if (has_expected && !object.at("expected").is_object())
@@ -236,6 +252,12 @@ nlohmann::ordered_json scenario_json(const Scenario& s) {
     j["engine"] = in.engine;
     j["tp"] = in.tp;
     if (in.pp != 1) j["pp"] = in.pp;
+    if (in.dp != 0) j["dp"] = in.dp;
+    if (in.ep != 0) j["ep"] = in.ep;
+    if (in.enable_expert_parallel) j["enable_expert_parallel"] = true;
+    if (in.redundant_experts != 0) j["redundant_experts"] = in.redundant_experts;
+    if (in.moe_dense_tp_size != 0) j["moe_dense_tp_size"] = in.moe_dense_tp_size;
+    if (!in.moe_a2a_backend.empty()) j["moe_a2a_backend"] = in.moe_a2a_backend;
     j["context_tokens"] = in.context_tokens;
     j["kv_dtype"] = in.kv_dtype;
     if (in.mem_util) j["mem_util"] = *in.mem_util;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/gate/figures.hpp"
+#include "core/memory/parallel.hpp"
 #include "core/model/model_spec.hpp"
 
 namespace kvplan {
@@ -29,6 +30,14 @@ struct ScenarioInputs {
     std::string engine = "generic";     // generic|vllm|vllm-v0|sglang|trtllm
     std::int64_t tp = 1;
     std::int64_t pp = 1;
+    // Data-parallel attention and expert parallelism, as `concurrency --dp
+    // --ep ...` takes them (docs/scale-out.md); 0 or empty: not given.
+    std::int64_t dp = 0;
+    std::int64_t ep = 0;
+    bool enable_expert_parallel = false;
+    std::int64_t redundant_experts = 0;
+    std::int64_t moe_dense_tp_size = 0;
+    std::string moe_a2a_backend;
     std::int64_t context_tokens = 0;
     std::string kv_dtype = "auto";
     std::optional<double> mem_util;     // default: the engine's
@@ -43,6 +52,11 @@ struct ScenarioInputs {
     // figures use its measured bandwidth and FLOP/s instead of datasheet fractions.
     std::string calibration;
 };
+
+// A scenario's dp/ep keys as the layout flags `concurrency` takes.
+inline ScaleOutFlags scenario_layout(const ScenarioInputs& in) {
+    return ScaleOutFlags{in.tp, in.dp, in.ep, in.enable_expert_parallel, in.redundant_experts, in.moe_dense_tp_size, in.moe_a2a_backend};
+}
 
 struct Scenario {
     std::string name;  // unique within the baseline

@@ -16,6 +16,7 @@ CapacityInputs scenario_capacity_inputs(const Gpu& gpu, const ScenarioInputs& in
     cap.engine = parse_engine(in.engine);
     cap.tp = in.tp;
     cap.pp = in.pp;
+    cap.scale_out = scale_out_from_flags(scenario_layout(in), cap.engine == Engine::Sglang);
     cap.contexts = {in.context_tokens};
     cap.mem_util = in.mem_util;
     if (in.kv_dtype != "auto") cap.kv_dtype = parse_dtype(in.kv_dtype);

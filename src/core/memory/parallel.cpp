@@ -207,4 +207,20 @@ StageWeights stage_weights_scaled(const WeightSizing& weights, const ModelSpec& 
     return out;
 }
 
+std::optional<ScaleOutInputs> scale_out_from_flags(const ScaleOutFlags& f, bool sglang) {
+    if (f.dp == 0 && f.ep == 0 && !f.enable_expert_parallel && f.redundant_experts == 0 && f.moe_dense_tp == 0 && f.moe_a2a_backend.empty())
+        return std::nullopt;
+    if (!sglang && !f.moe_a2a_backend.empty()) usage_error("--moe-a2a-backend applies to --engine sglang only");
+    ScaleOutInputs s;
+    s.rules = sglang ? ScaleOutRules::Sglang : ScaleOutRules::Vllm;
+    s.tp = f.tp;
+    s.dp = f.dp > 0 ? f.dp : 1;
+    s.ep = f.ep;
+    s.enable_expert_parallel = f.enable_expert_parallel;
+    s.redundant_experts = f.redundant_experts;
+    s.moe_dense_tp = f.moe_dense_tp;
+    s.deepep = f.moe_a2a_backend == "deepep";
+    return s;
+}
+
 }  // namespace kvplan

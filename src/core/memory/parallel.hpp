@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "core/model/model_spec.hpp"
@@ -67,6 +69,22 @@ struct ScaleOutInputs {
     std::int64_t moe_dense_tp = 0;        // SGLang --moe-dense-tp-size; 0: not given (the full TP)
     bool deepep = false;                  // SGLang --moe-a2a-backend deepep
 };
+
+// The layout as `concurrency`'s flags and a baseline scenario's keys give it
+// (0 or empty: not given).
+struct ScaleOutFlags {
+    std::int64_t tp = 1;
+    std::int64_t dp = 0;
+    std::int64_t ep = 0;
+    bool enable_expert_parallel = false;
+    std::int64_t redundant_experts = 0;
+    std::int64_t moe_dense_tp = 0;
+    std::string moe_a2a_backend;  // SGLang: "none" or "deepep"
+};
+
+// nullopt when no scale-out flag is given: the plain TP x PP split.
+// Error(Usage) for moe_a2a_backend on an engine other than SGLang.
+std::optional<ScaleOutInputs> scale_out_from_flags(const ScaleOutFlags& f, bool sglang);
 
 // How each part of the model is split on one GPU of a stage (a divisor of 1:
 // a whole copy on every GPU).
