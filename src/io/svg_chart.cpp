@@ -75,9 +75,9 @@ std::pair<double, double> extent(const ChartPanel& p, bool x_axis) {
             hi = std::max(hi, v);
         }
     for (const RefLine& r : p.refs)
-        if (r.vertical == x_axis) {
-            lo = std::min(lo, r.at);
-            hi = std::max(hi, r.at);
+        if (r.vertical == x_axis) {  // with 5% to spare, so that a line never falls on the frame
+            lo = std::min(lo, r.at - 0.05 * std::abs(r.at));
+            hi = std::max(hi, r.at + 0.05 * std::abs(r.at));
         }
     if (lo > hi) return {p.log_x && x_axis ? 1.0 : 0.0, p.log_x && x_axis ? 10.0 : 1.0};  // nothing to draw
     if (!x_axis && p.y_from_zero) lo = std::min(lo, 0.0);
@@ -122,7 +122,10 @@ std::string render_panel(const ChartPanel& p, double top, std::size_t first_colo
             const double at = x.map(r.at);
             out += fmt::format("<line class=\"ref\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#555555\" stroke-dasharray=\"6 4\"/>\n",
                                px(at), px(plot_top), px(plot_bottom));
-            out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"#555555\">{}</text>\n", px(at + 3), px(plot_top + 12), escape(r.label));
+            // Labelled on the side with more room, so that a line at the right edge keeps its label inside the frame.
+            const bool left = at > (kPlotLeft + kPlotRight) / 2;
+            out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"#555555\" text-anchor=\"{}\">{}</text>\n", px(left ? at - 3 : at + 3),
+                               px(plot_top + 12), left ? "end" : "start", escape(r.label));
         } else {
             const double at = y.map(r.at);
             out += fmt::format("<line class=\"ref\" x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"#555555\" stroke-dasharray=\"6 4\"/>\n",
