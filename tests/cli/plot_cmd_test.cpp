@@ -259,3 +259,16 @@ TEST_CASE("rsvg-convert renders each chart to a PNG of its size that is not blan
         CHECK(png.size() > 8 * white.size());
     }
 }
+
+TEST_CASE("the charts in docs/img are what the commands docs/simulate.md and docs/roofline.md name write") {
+    // After a change that moves them: the two commands in those docs, with --plot docs/img (the CSVs are not kept).
+    const std::string dir = temp_dir();
+    REQUIRE(kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", "azure-2023-conv", "--limit", "2000", "--slo",
+                        "ttft=2s,tpot=50ms", "--plot", dir})
+                .code == 0);
+    REQUIRE(kvplan_run({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--plot", dir}).code == 0);
+    for (const char* f : {"latency_cdf.svg", "timeseries.svg", "step_time.svg"}) {
+        INFO(f);
+        CHECK(slurp(fs::path(dir) / f) == slurp(fs::path(KVPLAN_SOURCE_DIR) / "docs" / "img" / f));
+    }
+}
