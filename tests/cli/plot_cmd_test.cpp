@@ -208,7 +208,7 @@ TEST_CASE("roofline --plot draws the step time and its terms against batch") {
     CHECK(slurp(fs::path(again) / "step_time.svg") == svg);
 }
 
-TEST_CASE("--plot naming a file that is not a folder is refused before any work") {
+TEST_CASE("a plot folder that is a file is refused before any work") {
     const std::string file = temp_dir() + "/report.txt";
     std::ofstream(file) << "keep me\n";
     for (std::vector<std::string> args : {kSimulate, std::vector<std::string>{"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm"}}) {
