@@ -47,7 +47,9 @@ struct Axis {
     }
 };
 
-Axis make_axis(double lo, double hi, bool log, double p_lo, double p_hi) {
+// A linear axis whose end falls on a reference line gets one more tick, so
+// that the line is not hidden by the frame.
+Axis make_axis(double lo, double hi, bool log, double p_lo, double p_hi, const std::vector<double>& refs = {}) {
     Axis a;
     a.log = log;
     a.p_lo = p_lo;
@@ -62,6 +64,12 @@ Axis make_axis(double lo, double hi, bool log, double p_lo, double p_hi) {
         a.lo = a.ticks.front();
         a.hi = a.ticks.back();
         a.step = a.ticks.size() > 1 ? a.ticks[1] - a.ticks[0] : 1;
+        for (double r : refs)
+            if (std::abs(r - a.ticks.back()) <= 1e-9 * std::max(1.0, std::abs(r))) {
+                a.ticks.push_back(std::round(a.ticks.back() / a.step + 1) * a.step);
+                a.hi = a.ticks.back();
+                break;
+            }
     }
     return a;
 }
@@ -75,9 +83,9 @@ std::pair<double, double> extent(const ChartPanel& p, bool x_axis) {
             hi = std::max(hi, v);
         }
     for (const RefLine& r : p.refs)
-        if (r.vertical == x_axis) {  // with 5% to spare, so that a line never falls on the frame
-            lo = std::min(lo, r.at - 0.05 * std::abs(r.at));
-            hi = std::max(hi, r.at + 0.05 * std::abs(r.at));
+        if (r.vertical == x_axis) {
+            lo = std::min(lo, r.at);
+            hi = std::max(hi, r.at);
         }
     if (lo > hi) return {p.log_x && x_axis ? 1.0 : 0.0, p.log_x && x_axis ? 10.0 : 1.0};  // nothing to draw
     if (!x_axis && p.y_from_zero) lo = std::min(lo, 0.0);
@@ -88,8 +96,10 @@ std::string render_panel(const ChartPanel& p, double top, std::size_t first_colo
     const double plot_top = top + kPanelTop, plot_bottom = top + kPanelHeight - kPanelBottom;
     const auto [xlo, xhi] = extent(p, true);
     const auto [ylo, yhi] = extent(p, false);
-    const Axis x = make_axis(xlo, xhi, p.log_x, kPlotLeft, kPlotRight);
-    const Axis y = make_axis(ylo, yhi, false, plot_bottom, plot_top);
+    std::vector<double> x_refs, y_refs;
+    for (const RefLine& r : p.refs) (r.vertical ? x_refs : y_refs).push_back(r.at);
+    const Axis x = make_axis(xlo, xhi, p.log_x, kPlotLeft, kPlotRight, x_refs);
+    const Axis y = make_axis(ylo, yhi, false, plot_bottom, plot_top, y_refs);
     std::string out = fmt::format(
         "<g class=\"panel\" data-x0=\"{:.9g}\" data-x1=\"{:.9g}\" data-px0=\"{}\" data-px1=\"{}\" data-log-x=\"{}\" "
         "data-y0=\"{:.9g}\" data-y1=\"{:.9g}\" data-py0=\"{}\" data-py1=\"{}\">\n",

@@ -101,3 +101,16 @@ TEST_CASE("an SVG chart is well-formed XML and its points are the data given") {
 TEST_CASE("the same chart renders to the same bytes") {
     CHECK(render_svg(sample_chart()) == render_svg(sample_chart()));
 }
+
+TEST_CASE("a reference line at the end of an axis gets one more tick, not the frame") {
+    // y data 0..1 -> ticks 0, 0.2 ... 1; a line at y = 1 would lie on the top
+    // edge, so the axis runs to 1.2. A line at 0.5 inside the range changes nothing.
+    Chart c;
+    ChartPanel p;
+    p.series.push_back({"usage", {0, 10}, {0, 1}, false});
+    p.refs.push_back({false, 1.0, "full"});
+    c.panels = {p};
+    CHECK(read_svg_panels(render_svg(c)).at(0).y1 == Approx(1.2));
+    c.panels[0].refs[0].at = 0.5;
+    CHECK(read_svg_panels(render_svg(c)).at(0).y1 == Approx(1.0));
+}
