@@ -5,6 +5,8 @@
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PACKAGES := cmake g++ make libcli11-dev nlohmann-json3-dev libfmt-dev catch2
+# `make test` also renders the --plot charts to PNG with rsvg-convert (tests/cli/plot_cmd_test.cpp).
+TEST_PACKAGES := librsvg2-bin
 # `make sanitize` and `make fuzz` build with clang: its UBSan checks float-to-int
 # casts (-fsanitize=float-cast-overflow, which GCC's set lacks) and it has libFuzzer.
 CLANG_PACKAGES := clang libclang-rt-dev
@@ -57,6 +59,7 @@ run: deps
 	@$(BUILD_DIR)/kvplan concurrency --model llama-3.1-8b --gpu h100-sxm --engine vllm --context 4096,32768,131072
 
 test: build
+	$(call install_missing,$(TEST_PACKAGES))
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
 # Speed figures (median of repeated runs, ratio to a baseline): see docs/roofline.md.

@@ -9,6 +9,7 @@
 #include "core/speed/roofline.hpp"
 #include "io/model_loader.hpp"
 #include "io/roofline_report.hpp"
+#include "io/plot_files.hpp"
 
 namespace kvplan {
 
@@ -51,9 +52,10 @@ CLI::App* setup_roofline(CLI::App& app, RooflineOptions& o) {
     CLI::Option* json_flag = cmd->add_flag("--json", o.json, "print JSON (schema: docs/roofline.md)");
     cmd->add_option("--format", o.format, "table|json|markdown|csv")->check(CLI::IsMember({"table", "json", "markdown", "csv"}))->excludes(json_flag);  // one way to say it
     add_wide_flag(*cmd, o.wide);
+    cmd->add_option("--plot", o.plot, "write step_time.svg (step time and its terms against batch) and its CSV into this folder");
     cmd->footer(
         "Examples:\n"
-        "  kvplan roofline --model llama-3.1-8b --gpu h100-sxm --context 4096 --prompt 2048\n"
+        "  kvplan roofline --model llama-3.1-8b --gpu h100-sxm --context 4096 --prompt 2048 --plot plots\n"
         "  kvplan roofline --model llama-3.1-70b --gpu h100-sxm --tp 4 --batch 1,8,64,256 --price-per-hour 2.5\n"
         "  kvplan roofline --model llama-3.1-8b --gpu rtx-4090 --weights-dtype q4_k_m --batch 1 --context 512   # llama.cpp");
     return cmd;
@@ -70,6 +72,7 @@ std::string run_roofline(const RooflineOptions& o) {
     const WeightFormat format = parse_weight_format("--weights-dtype", o.weights_dtype);
     const std::optional<Dtype> kv = parse_dtype_flag("--kv-dtype", o.kv_dtype);
     check_tp(model, o.tp);
+    if (!o.plot.empty()) prepare_plot_dir(o.plot);
     r.cost = make_cost_model(CostModelInputs{&model, r.gpu, format, kv, o.tp, r.efficiency, std::nullopt});
 
     r.inputs.batches = o.batches.empty() ? std::vector<std::int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512} : o.batches;
@@ -91,6 +94,7 @@ std::string run_roofline(const RooflineOptions& o) {
     r.weights_label = format.as_checkpoint ? (model.quantization.method == QuantMethod::None ? std::string(dtype_name(serving_dtype(model.checkpoint_dtype)))
                                                                                             : std::string(quant_method_name(model.quantization.method)))
                                            : format.name;
+    if (!o.plot.empty()) write_plot_files(o.plot, render_roofline_plots(r));
     const std::string f = o.json ? "json" : o.format;
     if (f == "json") return render_roofline_json(r);
     if (f == "markdown") return render_roofline_markdown(r);

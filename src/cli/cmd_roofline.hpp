@@ -41,6 +41,7 @@ struct RooflineOptions {
     bool json = false;
     std::string format = "table";
     bool wide = false;  // table: every column and line at full width
+    std::string plot;   // --plot: a folder for step_time.svg and .csv (io/plot_files.hpp)
 };
 
 CLI::App* setup_roofline(CLI::App& app, RooflineOptions& options);

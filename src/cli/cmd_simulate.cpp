@@ -18,6 +18,7 @@
 #include "core/sim/cluster.hpp"
 #include "core/sim/synthetic.hpp"
 #include "io/file_writer.hpp"
+#include "io/plot_files.hpp"
 #include "io/simulate_report.hpp"
 #include "io/trace_reader.hpp"
 
@@ -70,10 +71,11 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
     cmd->add_flag("--json", o.json, "print JSON (schema: docs/simulate.md)");
     cmd->add_option("--requests-csv", o.requests_csv, "write one row per request to this file");
     cmd->add_option("--timeseries-csv", o.timeseries_csv, "write the per-second series to this file");
+    cmd->add_option("--plot", o.plot, "write latency_cdf.svg and timeseries.svg, each with its CSV, into this folder (created when missing)");
     cmd->footer(
         "Examples:\n"
         "  kvplan simulate --model llama-3.1-8b --gpu h100-sxm --trace azure-2023-conv --limit 2000 \\\n"
-        "      --slo ttft=2s,tpot=50ms\n"
+        "      --slo ttft=2s,tpot=50ms --plot plots\n"
         "  kvplan simulate --model llama-3.1-8b --gpu l40s --rate 5 --requests 1000 --input-len lognormal:1000,0.8 \\\n"
         "      --output-len uniform:50-400 --seed 1\n"
         "  kvplan simulate --engine sglang --model llama-3.1-8b --gpu h100-sxm --trace azure-2023-conv \\\n"
@@ -119,6 +121,7 @@ std::string run_simulate(const SimulateOptions& o) {
     if (o.pp > 1) check_pp(o, model, gpu);
     if (!o.requests_csv.empty()) check_writable(o.requests_csv);
     if (!o.timeseries_csv.empty()) check_writable(o.timeseries_csv);
+    if (!o.plot.empty()) prepare_plot_dir(o.plot);
 
     SimulateResult r;
     r.model_label = model_label(model);
@@ -168,6 +171,7 @@ std::string run_simulate(const SimulateOptions& o) {
 
     if (!o.requests_csv.empty()) write_file_atomically(o.requests_csv, render_requests_csv(r));
     if (!o.timeseries_csv.empty()) write_file_atomically(o.timeseries_csv, render_timeseries_csv(r));
+    if (!o.plot.empty()) write_plot_files(o.plot, render_simulate_plots(r));
     return o.json ? render_simulate_json(r) : render_simulate_table(r);
 }
 

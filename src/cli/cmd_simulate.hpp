@@ -44,6 +44,7 @@ struct SimulateOptions {
     std::string router = "round-robin";
     bool json = false;
     std::string requests_csv, timeseries_csv;
+    std::string plot;  // --plot: a folder for the charts (io/plot_files.hpp)
 };
 
 CLI::App* setup_simulate(CLI::App& app, SimulateOptions& options);

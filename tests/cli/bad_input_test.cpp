@@ -591,6 +591,11 @@ TEST_CASE("bad input: a broken calibration file exits 65 naming the file and fie
                        {"cal_garbage.json"});
     expect_clean_error(Run::kvplan({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100", "--calibration", (dir.path() / "nope.json").string()}),
                        kExitUsage, {"nope.json"});
+    // --plot names a folder for the charts; an existing file is refused before any work (docs/errors.md, "Writing files").
+    const auto file = dir.path() / "report.txt";
+    std::ofstream(file) << "x\n";
+    expect_clean_error(Run::kvplan({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100", "--plot", file.string()}), kExitUsage,
+                       {"--plot", "report.txt", "not a folder"});
 }
 
 TEST_CASE("bad input: recommend without its targets, or with a bad price, exits 2", "[bad-input][recommend]") {

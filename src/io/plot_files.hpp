@@ -1,0 +1,33 @@
+// `--plot DIR`: the charts of `simulate` and `roofline` as SVG, each beside
+// the CSV of exactly the points it draws (io/svg_chart.hpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "io/roofline_report.hpp"
+#include "io/simulate_report.hpp"
+
+namespace kvplan {
+
+struct PlotFile {
+    std::string name;  // e.g. "latency_cdf.svg"
+    std::string text;
+};
+
+// Most points a series carries; longer ones are thinned deterministically
+// and the CSV's first line says how.
+inline constexpr std::size_t kMaxPlotPoints = 2000;
+
+// latency_cdf.{svg,csv} and timeseries.{svg,csv}.
+std::vector<PlotFile> render_simulate_plots(const SimulateResult& r);
+// step_time.{svg,csv}.
+std::vector<PlotFile> render_roofline_plots(const RooflineResult& r);
+
+// Before the work: creates `dir` when missing; throws Error(Usage) naming
+// --plot when it exists and is not a folder or cannot be written.
+void prepare_plot_dir(const std::string& dir);
+// After it: each file written atomically (io/file_writer.hpp).
+void write_plot_files(const std::string& dir, const std::vector<PlotFile>& files);
+
+}  // namespace kvplan
