@@ -157,7 +157,7 @@ std::string render_roofline_table(const RooflineResult& r, Width width) {
     if (width == Width::Fit) out += std::string("  ") + kStepFormula + "\n";
     if (r.inputs.spec) {
         out += "\n" + fit_line(spec_heading(r), width) + spec_table(r).render_text(width);
-        out += "  spec step = verify (K + 1 tokens per sequence) + K draft passes; speed-up = E x plain step / spec step\n";
+        out += "  spec step = verify (K + 1 tokens each) + K draft passes; speed-up = E x plain step / spec step\n";
         out += fit_line(spec_words(r), width);
     }
     out += "\n";
