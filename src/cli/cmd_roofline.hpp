@@ -42,6 +42,11 @@ struct RooflineOptions {
     std::string format = "table";
     bool wide = false;  // table: every column and line at full width
     std::string plot;   // --plot: a folder for step_time.svg and .csv (io/plot_files.hpp)
+    // Speculative decoding (docs/roofline.md, "Speculative decoding").
+    std::string spec_method;   // mtp|eagle|draft; "": off
+    std::int64_t spec_tokens = 0;
+    std::string acceptance;    // one rate, or K comma-separated per-position rates
+    std::string draft_model;   // for draft: any --model kvplan loads
 };
 
 CLI::App* setup_roofline(CLI::App& app, RooflineOptions& options);

@@ -103,18 +103,25 @@ std::vector<PlotFile> render_simulate_plots(const SimulateResult& r) {
     }
 
     // The per-second series of --timeseries-csv, thinned to kMaxPlotPoints samples.
+    // The series holds equal seconds in a row as one point (TimePoint::seconds):
+    // second i is found by walking the points, never expanding them.
     const std::vector<TimePoint>& ts = r.run.timeseries;
-    const std::vector<std::size_t> keep = thin(ts.size());
-    std::string csv = keep.size() < ts.size()
-                          ? fmt::format("# {} of {} per-second samples, evenly spaced from the first to the last\n", keep.size(), group_digits(static_cast<std::int64_t>(ts.size())))
-                          : fmt::format("# all {} per-second samples\n", ts.size());
+    std::size_t seconds = 0;
+    for (const TimePoint& p : ts) seconds += static_cast<std::size_t>(p.seconds);
+    const std::vector<std::size_t> keep = thin(seconds);
+    std::string csv = keep.size() < seconds
+                          ? fmt::format("# {} of {} per-second samples, evenly spaced from the first to the last\n", keep.size(), group_digits(static_cast<std::int64_t>(seconds)))
+                          : fmt::format("# all {} per-second samples\n", seconds);
     csv += "t_s,running,waiting,kv_cache_usage,prompt_tokens_per_s,generation_tokens_per_s\n";
     ChartSeries kv{"KV-cache usage", {}, {}, false}, running{"running", {}, {}, false}, waiting{"waiting", {}, {}, false};
+    std::size_t point = 0, first_second = 0;  // ts[point] covers seconds first_second .. + its count - 1
     for (std::size_t i : keep) {
-        const TimePoint& p = ts[i];
-        csv += fmt::format("{:.0f},{},{},{:.4f},{:.0f},{:.0f}\n", p.t_s, p.running, p.waiting, p.kv_cache_usage, p.prompt_tokens_per_s,
+        while (i >= first_second + static_cast<std::size_t>(ts[point].seconds)) first_second += static_cast<std::size_t>(ts[point++].seconds);
+        const TimePoint& p = ts[point];
+        const double t_s = p.t_s + static_cast<double>(i - first_second);
+        csv += fmt::format("{:.0f},{},{},{:.4f},{:.0f},{:.0f}\n", t_s, p.running, p.waiting, p.kv_cache_usage, p.prompt_tokens_per_s,
                            p.generation_tokens_per_s);
-        const double t = rounded(p.t_s, 0);
+        const double t = rounded(t_s, 0);
         kv.x.push_back(t);
         kv.y.push_back(rounded(p.kv_cache_usage, 4));
         running.x.push_back(t);

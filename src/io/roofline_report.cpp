@@ -66,6 +66,36 @@ Table rows_table(const RooflineResult& r) {
     return t;
 }
 
+// Speculative decoding, one row per batch: the step with K drafts, E, the
+// tokens/s it keeps and the speed-up over plain decode at that batch.
+std::string spec_heading(const RooflineResult& r) {
+    const SpecInputs& s = *r.inputs.spec;
+    std::string rates;
+    for (double a : s.rates) rates += (rates.empty() ? "" : ",") + fmt::format("{:g}", a);
+    std::string drafter = s.method == SpecMethod::Draft ? "draft model " + s.draft_label
+                          : s.method == SpecMethod::Mtp ? "the model's MTP layer and LM head"
+                                                        : "a one-layer EAGLE head of the model's shape and its LM head";
+    return fmt::format("Speculative decoding ({}, K = {}, acceptance {}): {} tokens kept per step (E); drafts by {}:",
+                       spec_method_name(s.method), s.k, rates, fmt::format("{:.3f}", r.roofline.spec_expected_tokens), drafter);
+}
+
+Table spec_table(const RooflineResult& r) {
+    Table t({"batch", "spec step\n(ms)", "verify\n(ms)", "drafts\n(ms)", "E\n(tokens)", "tok/s\nper user", "tok/s\ntotal", "speed-up"}, 0);
+    for (const RooflineRow& row : r.roofline.rows) {
+        const SpecRow& s = *row.spec;
+        t.add({group_digits(row.batch), ms(s.step.total_s), ms(s.step.verify.total_s), ms(s.step.draft_s), fmt::format("{:.3f}", s.expected_tokens),
+               rate(s.tokens_per_s_per_user), rate(s.tokens_per_s_total), fmt::format("{:.2f}x", s.speedup)});
+    }
+    return t;
+}
+
+std::string spec_words(const RooflineResult& r) {
+    if (r.roofline.spec_break_even_batch)
+        return fmt::format("Speculation stops paying at batch {} (speed-up below 1: the verify step's K + 1 tokens per sequence cost more than the tokens kept).",
+                           group_digits(*r.roofline.spec_break_even_batch));
+    return "Speculation pays at every batch shown: it stops paying beyond the batches shown.";
+}
+
 constexpr const char* kStepFormula = "step = max(memory, compute) + overhead + all-reduce";
 
 // Every term of the step at batch 1 and at the largest batch shown, with
@@ -125,6 +155,11 @@ std::string render_roofline_table(const RooflineResult& r, Width width) {
     out += fmt::format("\nDecode, {} tokens of context per sequence:\n", group_digits(r.inputs.context));
     out += rows_table(r).render_text(width) + "\n" + terms_table(r, width).render_text(width);
     if (width == Width::Fit) out += std::string("  ") + kStepFormula + "\n";
+    if (r.inputs.spec) {
+        out += "\n" + fit_line(spec_heading(r), width) + spec_table(r).render_text(width);
+        out += "  spec step = verify (K + 1 tokens each) + K draft passes; speed-up = E x plain step / spec step\n";
+        out += fit_line(spec_words(r), width);
+    }
     out += "\n";
     for (const std::string& w : words(r)) out += fit_line(w, width);
     if (!r.cost.notes.empty()) {
@@ -137,22 +172,34 @@ std::string render_roofline_table(const RooflineResult& r, Width width) {
 std::string render_roofline_markdown(const RooflineResult& r) {
     std::string out = "### " + title(r) + "\n" + rates(r) + "\n\n" + rows_table(r).render_markdown() + "\n" +
                       terms_table(r, Width::Wide).render_markdown() + "\n";
+    if (r.inputs.spec) out += spec_heading(r) + "\n\n" + spec_table(r).render_markdown() + "\n";
     for (const std::string& w : words(r)) out += "- " + w + "\n";
+    if (r.inputs.spec) out += "- " + spec_words(r) + "\n";
     return out;
 }
 
 std::string render_roofline_csv(const RooflineResult& r) {
     // Leading columns name the run, so that CSVs of several runs can be concatenated.
-    Table t({"model", "gpu", "tp", "weights", "kv_dtype", "batch", "context_tokens", "decode_step_s", "tokens_per_s_per_user", "tokens_per_s_total", "bound", "kv_share", "fits",
-             "weight_bytes", "kv_read_bytes", "kv_write_bytes", "flops", "memory_s", "compute_s", "overhead_s", "allreduce_s"}, 0);
-    for (const RooflineRow& row : r.roofline.rows)
-        t.add({r.model->name, r.gpu.id, std::to_string(r.cost.tp), r.weights_label, std::string(dtype_name(r.cost.kv_dtype)),
+    std::vector<std::string> h{"model", "gpu", "tp", "weights", "kv_dtype", "batch", "context_tokens", "decode_step_s", "tokens_per_s_per_user", "tokens_per_s_total", "bound", "kv_share", "fits",
+             "weight_bytes", "kv_read_bytes", "kv_write_bytes", "flops", "memory_s", "compute_s", "overhead_s", "allreduce_s"};
+    if (r.inputs.spec)
+        for (const char* c : {"spec_step_s", "spec_verify_s", "spec_draft_s", "expected_tokens_per_step", "spec_tokens_per_s_per_user", "spec_tokens_per_s_total", "spec_speedup"})
+            h.push_back(c);
+    Table t(h, 0);
+    for (const RooflineRow& row : r.roofline.rows) {
+        std::vector<std::string> c{r.model->name, r.gpu.id, std::to_string(r.cost.tp), r.weights_label, std::string(dtype_name(r.cost.kv_dtype)),
                std::to_string(row.batch), std::to_string(row.context), fmt::format("{:.9g}", row.step.total_s),
                fmt::format("{:.6g}", row.tokens_per_s_per_user), fmt::format("{:.6g}", row.tokens_per_s_total), bound_name(row.step),
                fmt::format("{:.6f}", row.kv_share), row.fits ? "true" : "false", fmt::format("{:.0f}", row.step.weight_bytes),
                fmt::format("{:.0f}", row.step.kv_read_bytes), fmt::format("{:.0f}", row.step.kv_write_bytes), fmt::format("{:.6g}", row.step.flops()),
                fmt::format("{:.9g}", row.step.memory_s), fmt::format("{:.9g}", row.step.compute_s), fmt::format("{:.9g}", row.step.overhead_s),
-               fmt::format("{:.9g}", row.step.allreduce_s)});
+               fmt::format("{:.9g}", row.step.allreduce_s)};
+        if (row.spec)
+            for (double v : {row.spec->step.total_s, row.spec->step.verify.total_s, row.spec->step.draft_s, row.spec->expected_tokens,
+                             row.spec->tokens_per_s_per_user, row.spec->tokens_per_s_total, row.spec->speedup})
+                c.push_back(fmt::format("{:.9g}", v));
+        t.add(c);
+    }
     return t.render_csv();
 }
 
@@ -198,7 +245,28 @@ std::string render_roofline_json(const RooflineResult& r) {
         x["overhead_s"] = row.step.overhead_s;
         x["allreduce_s"] = row.step.allreduce_s;
         if (row.usd_per_million_tokens) x["usd_per_million_tokens"] = *row.usd_per_million_tokens;
+        if (row.spec) {
+            nlohmann::ordered_json sp;
+            sp["spec_step_s"] = row.spec->step.total_s;
+            sp["verify_s"] = row.spec->step.verify.total_s;
+            sp["draft_s"] = row.spec->step.draft_s;
+            sp["expected_tokens_per_step"] = row.spec->expected_tokens;
+            sp["tokens_per_s_per_user"] = row.spec->tokens_per_s_per_user;
+            sp["tokens_per_s_total"] = row.spec->tokens_per_s_total;
+            sp["spec_speedup"] = row.spec->speedup;
+            x["spec"] = sp;
+        }
         j["rows"].push_back(x);
+    }
+    if (r.inputs.spec) {
+        nlohmann::ordered_json sp;
+        sp["method"] = spec_method_name(r.inputs.spec->method);
+        sp["spec_tokens"] = r.inputs.spec->k;
+        sp["acceptance_rates"] = r.inputs.spec->rates;
+        sp["expected_tokens_per_step"] = f.spec_expected_tokens;
+        if (r.inputs.spec->method == SpecMethod::Draft) sp["draft_model"] = r.inputs.spec->draft_label;
+        sp["break_even_batch"] = or_null(f.spec_break_even_batch);
+        j["spec"] = sp;
     }
     j["notes"] = r.cost.notes;
     return j.dump(2) + "\n";

@@ -32,6 +32,16 @@ RooflineRow row_at(const CostModel& m, const RooflineInputs& in, std::int64_t ba
     r.kv_share = (r.step.kv_read_bytes + r.step.kv_write_bytes) / r.step.bytes();
     r.fits = !in.max_batch || batch <= *in.max_batch;
     if (in.price_per_hour) r.usd_per_million_tokens = usd_per_million_tokens(*in.price_per_hour, m.tp, r.tokens_per_s_total);
+    if (in.spec) {
+        SpecRow s;
+        s.step = spec_step(m, in.spec->draft, in.spec->k, batch, in.context);
+        s.expected_tokens = expected_tokens_per_step(in.spec->rates);
+        s.tokens_per_s_per_user = s.expected_tokens / s.step.total_s;
+        s.tokens_per_s_total = s.tokens_per_s_per_user * static_cast<double>(batch);
+        // (E / spec step) / (1 / plain step): tokens per second with, over without.
+        s.speedup = s.expected_tokens * r.step.total_s / s.step.total_s;
+        r.spec = s;
+    }
     return r;
 }
 
@@ -56,6 +66,11 @@ Roofline make_roofline(const CostModel& m, const RooflineInputs& in) {
     if (m.flops_per_s > 0)
         out.compute_bound_batch = first_batch([&](std::int64_t b) { return decode_step(m, b, in.context).compute_bound; });
     out.max_batch = in.max_batch;
+    if (in.spec) {
+        out.spec_expected_tokens = expected_tokens_per_step(in.spec->rates);
+        for (const RooflineRow& r : out.rows)
+            if (r.spec->speedup < 1.0 && (!out.spec_break_even_batch || r.batch < *out.spec_break_even_batch)) out.spec_break_even_batch = r.batch;
+    }
     if (in.max_batch && *in.max_batch > 0) out.ceiling = row_at(m, in, *in.max_batch);
     return out;
 }

@@ -6,11 +6,23 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
+#include "core/speed/speculative.hpp"
 #include "core/speed/step_cost.hpp"
 
 namespace kvplan {
+
+// Speculative decoding priced next to plain decode (docs/roofline.md,
+// "Speculative decoding").
+struct SpecInputs {
+    SpecMethod method = SpecMethod::Eagle;
+    std::int64_t k = 1;                 // draft tokens per step (vLLM's num_speculative_tokens)
+    std::vector<double> rates;          // conditional acceptance a_1..a_K
+    CostModel draft;                    // one draft pass (make_draft_head_model / make_draft_model)
+    std::string draft_label;            // the draft model, for `draft`
+};
 
 struct RooflineInputs {
     std::vector<std::int64_t> batches;    // sequences decoded together
@@ -19,6 +31,15 @@ struct RooflineInputs {
     std::int64_t output = 512;            // for end-to-end latency
     std::optional<double> price_per_hour; // USD per GPU-hour
     std::optional<std::int64_t> max_batch;  // requests that fit in memory at `context` (nullopt: not checked)
+    std::optional<SpecInputs> spec;       // nullopt: plain decode only
+};
+
+struct SpecRow {
+    SpecStep step;
+    double expected_tokens = 0;          // E, per sequence per step
+    double tokens_per_s_per_user = 0;    // E / step
+    double tokens_per_s_total = 0;       // E x batch / step
+    double speedup = 0;                  // against plain decode at the same batch
 };
 
 struct RooflineRow {
@@ -30,6 +51,7 @@ struct RooflineRow {
     double kv_share = 0;             // KV bytes / all bytes moved
     bool fits = true;
     std::optional<double> usd_per_million_tokens;
+    std::optional<SpecRow> spec;
 };
 
 struct Roofline {
@@ -41,6 +63,8 @@ struct Roofline {
     std::optional<std::int64_t> compute_bound_batch;      // first batch whose compute time exceeds memory time
     std::optional<std::int64_t> max_batch;                // from memory capacity
     std::optional<RooflineRow> ceiling;                   // the step at max_batch
+    double spec_expected_tokens = 0;                      // E, with spec
+    std::optional<std::int64_t> spec_break_even_batch;    // smallest batch shown whose speed-up is below 1
 };
 
 Roofline make_roofline(const CostModel& model, const RooflineInputs& in);

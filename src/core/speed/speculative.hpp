@@ -1,0 +1,51 @@
+// Speculative decoding: a cheap proposer drafts K tokens per sequence, the
+// target model verifies all of them in one forward pass of K + 1 new tokens
+// per sequence, and on average E of them are kept. docs/roofline.md,
+// "Speculative decoding".
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/speed/step_cost.hpp"
+
+namespace kvplan {
+
+// vLLM's --speculative-config methods kvplan prices: "mtp" (the model's own
+// multi-token-prediction layer), "eagle" (a one-layer draft head) and
+// "draft" (a separate, smaller model).
+enum class SpecMethod { Mtp, Eagle, Draft };
+const char* spec_method_name(SpecMethod method);
+
+// Expected tokens a sequence keeps per speculative step, the bonus token
+// included: E = 1 + sum_{i=1..K} prod_{j<=i} a_j, where a_j is the
+// probability that draft position j is accepted given that positions
+// 1..j-1 were (Leviathan et al. 2023, "Fast Inference from Transformers via
+// Speculative Decoding", eq. 1: (1 - a^(K+1)) / (1 - a) for one rate a).
+// It is what vLLM reports as "mean acceptance length", 1 + accepted / drafts
+// (vllm/v1/spec_decode/metrics.py, SpecDecodingLogging.log). `rates` holds
+// a_1..a_K, each in [0, 1].
+double expected_tokens_per_step(const std::vector<double>& rates);
+
+// The cost model of one draft pass of an EAGLE head or an MTP module: one
+// decoder layer of the target's shape (the target's first, with its routed
+// experts averaged over its MoE layers) plus the target's LM head, with no
+// step overhead of its own (the proposer runs inside the target's engine
+// step: vllm/v1/worker/gpu_model_runner.py, propose_draft_token_ids).
+CostModel make_draft_head_model(const CostModelInputs& target);
+
+// A separate draft model's cost model, on the target's GPU, TP and
+// efficiency, without a step overhead of its own.
+CostModel make_draft_model(const CostModelInputs& draft);
+
+// One speculative step at `batch` sequences of `context` cached tokens.
+struct SpecStep {
+    StepCost verify;      // the target: batch x (K + 1) new tokens at `context`
+    StepCost draft_pass;  // one draft pass at `batch`
+    double draft_s = 0;   // K draft passes
+    double total_s = 0;   // verify + draft
+};
+
+SpecStep spec_step(const CostModel& target, const CostModel& draft, std::int64_t k, std::int64_t batch, std::int64_t context);
+
+}  // namespace kvplan
