@@ -1,9 +1,5 @@
 #include "io/price_file.hpp"
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
 #include "core/config_reader.hpp"
 #include "core/error.hpp"
 #include "io/model_loader.hpp"
@@ -12,7 +8,7 @@ namespace kvplan {
 
 namespace {
 
-constexpr std::uintmax_t kMaxPriceFileBytes = 1 << 20;  // a price list, not a database
+constexpr std::int64_t kMaxPriceFileBytes = 1 << 20;  // a price list, not a database
 
 // A value as JSON writes it (control characters escaped), cut to fit a message.
 std::string shown(const nlohmann::json& value) {
@@ -23,15 +19,13 @@ std::string shown(const nlohmann::json& value) {
 }  // namespace
 
 PriceFile read_price_file(const std::string& path, const std::vector<Gpu>& known) {
-    std::error_code ec;
-    const std::uintmax_t size = std::filesystem::file_size(path, ec);
-    if (ec) usage_error("--price-file " + path + ": cannot read it: " + ec.message());
-    if (size > kMaxPriceFileBytes) data_error(path + ": " + std::to_string(size) + " bytes; a price file is at most 1 MiB");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) usage_error("--price-file " + path + ": cannot open it for reading");
-    std::ostringstream text;
-    text << in.rdbuf();
-    const nlohmann::json doc = parse_json_text(text.str(), path);
+    nlohmann::json doc;
+    try {
+        doc = read_json_file(path, kMaxPriceFileBytes);
+    } catch (const Error& e) {
+        if (e.kind() == ErrorKind::Usage) usage_error(std::string("--price-file ") + e.what());  // name the flag: the file is not there
+        throw;
+    }
     if (!doc.is_object()) data_error(path + ": expected a JSON object with usd_per_gpu_hour, found " + json_type_name(doc));
     PriceFile out;
     for (const auto& [key, value] : doc.items()) {

@@ -45,9 +45,7 @@ std::vector<TimePoint> sum_series(const std::vector<std::vector<TimePoint>>& ser
         }
         p.kv_cache_usage /= static_cast<double>(total_blocks);
         p.seconds = span;  // every second of the span logs this same sum
-        const TimePoint* last = out.empty() ? nullptr : &out.back();
-        if (last && last->running == p.running && last->waiting == p.waiting && last->kv_cache_usage == p.kv_cache_usage &&
-            last->prompt_tokens_per_s == p.prompt_tokens_per_s && last->generation_tokens_per_s == p.generation_tokens_per_s)
+        if (!out.empty() && out.back().same_line(p))
             out.back().seconds += span;
         else
             out.push_back(p);

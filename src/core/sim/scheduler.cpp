@@ -571,15 +571,6 @@ void VllmEngine::register_full_blocks(std::size_t r) {
     }
 }
 
-namespace {
-
-bool same_line(const TimePoint& a, const TimePoint& b) {
-    return a.running == b.running && a.waiting == b.waiting && a.kv_cache_usage == b.kv_cache_usage &&
-           a.prompt_tokens_per_s == b.prompt_tokens_per_s && a.generation_tokens_per_s == b.generation_tokens_per_s;
-}
-
-}  // namespace
-
 double append_samples(std::vector<TimePoint>& series, TimePoint p, double until) {
     if (!(p.t_s <= until) || !std::isfinite(until)) throw std::logic_error("a sample past the time it was taken at");
     p.seconds = 1;
@@ -591,7 +582,7 @@ double append_samples(std::vector<TimePoint>& series, TimePoint p, double until)
         while (p.t_s + static_cast<double>(k + 1) <= until) ++k;
         p.seconds = k + 1;
     }
-    if (!series.empty() && same_line(series.back(), p) &&
+    if (!series.empty() && series.back().same_line(p) &&
         series.back().t_s + static_cast<double>(series.back().seconds) == p.t_s)
         series.back().seconds += p.seconds;
     else

@@ -97,6 +97,12 @@ struct TimePoint {
     double kv_cache_usage = 0;        // blocks in use / total
     double prompt_tokens_per_s = 0;   // prefill (and recompute) tokens computed in that second
     double generation_tokens_per_s = 0;
+
+    // The same log line, whatever second it is for.
+    bool same_line(const TimePoint& o) const {
+        return running == o.running && waiting == o.waiting && kv_cache_usage == o.kv_cache_usage &&
+               prompt_tokens_per_s == o.prompt_tokens_per_s && generation_tokens_per_s == o.generation_tokens_per_s;
+    }
 };
 
 // Appends the log line `p` for second p.t_s to `series`. A line that counted

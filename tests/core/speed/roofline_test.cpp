@@ -10,34 +10,13 @@
 #include "core/speed/roofline.hpp"
 #include "core/speed/step_cost.hpp"
 #include "io/gpu_db.hpp"
+#include "speed_fixtures.hpp"
 #include "test_support.hpp"
 
 using namespace kvplan;
 using namespace kvplan::test;
 
 namespace {
-
-// A device with round numbers: 2 TB/s, 1,000 dense bf16 TFLOP/s, 100 GB/s links.
-Gpu ideal_gpu() {
-    Gpu g = gpu_from_memory(std::int64_t{80} << 30, "ideal");
-    g.id = "ideal";
-    g.bandwidth_bytes_per_s = 2'000'000'000'000;
-    g.peak.bf16 = 1000;
-    g.peak.fp16 = 1000;
-    g.interconnect_bytes_per_s = 100'000'000'000;
-    return g;
-}
-
-// Every fraction 1 and no fixed overhead: the pure roofline.
-Efficiency pure() {
-    Efficiency e;
-    e.bandwidth_fraction = 1.0;
-    e.weights_bandwidth_fraction = 1.0;
-    e.flops_fraction = 1.0;
-    e.step_overhead_s = 0;
-    e.allreduce_latency_s = 0;
-    return e;
-}
 
 CostModel cost(const ModelSpec& m, const Gpu& g, Efficiency e = pure(), std::int64_t tp = 1, const std::string& format = "auto") {
     return make_cost_model(CostModelInputs{&m, g, parse_weight_format("--weights-dtype", format), std::nullopt, tp, e, std::nullopt});

@@ -8,33 +8,13 @@
 #include "core/speed/roofline.hpp"
 #include "core/speed/speculative.hpp"
 #include "io/gpu_db.hpp"
+#include "speed_fixtures.hpp"
 #include "test_support.hpp"
 
 using namespace kvplan;
 using namespace kvplan::test;
 
 namespace {
-
-// A device with round numbers: 2 TB/s, 1,000 dense bf16 TFLOP/s.
-Gpu ideal_gpu() {
-    Gpu g = gpu_from_memory(std::int64_t{80} << 30, "ideal");
-    g.id = "ideal";
-    g.bandwidth_bytes_per_s = 2'000'000'000'000;
-    g.peak.bf16 = 1000;
-    g.peak.fp16 = 1000;
-    return g;
-}
-
-// Every fraction 1 and no fixed overhead: the pure roofline.
-Efficiency pure() {
-    Efficiency e;
-    e.bandwidth_fraction = 1.0;
-    e.weights_bandwidth_fraction = 1.0;
-    e.flops_fraction = 1.0;
-    e.step_overhead_s = 0;
-    e.allreduce_latency_s = 0;
-    return e;
-}
 
 // The seeds' 7B shape: 32 layers x 32 KV heads x 128, 7e9 parameters in fp16 (14e9 B), 524,288 B of KV per token.
 ModelSpec shape7b() {
