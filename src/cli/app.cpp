@@ -8,6 +8,7 @@
 #include "cli/cmd_check.hpp"
 #include "cli/cmd_concurrency.hpp"
 #include "cli/cmd_diff.hpp"
+#include "cli/cmd_engines.hpp"
 #include "cli/cmd_gpus.hpp"
 #include "cli/cmd_measure.hpp"
 #include "cli/cmd_models.hpp"
@@ -48,6 +49,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     ConcurrencyOptions concurrency;
     ModelsOptions models;
     GpusOptions gpus;
+    EnginesOptions engines;
     RooflineOptions roofline;
     RecommendOptions recommend;
     SimulateOptions simulate;
@@ -59,6 +61,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     CLI::App* concurrency_cmd = setup_concurrency(app, concurrency);
     CLI::App* models_cmd = setup_models(app, models);
     CLI::App* gpus_cmd = setup_gpus(app, gpus);
+    CLI::App* engines_cmd = setup_engines(app, engines);
     CLI::App* roofline_cmd = setup_roofline(app, roofline);
     CLI::App* recommend_cmd = setup_recommend(app, recommend);
     CLI::App* simulate_cmd = setup_simulate(app, simulate);
@@ -103,6 +106,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         else if (concurrency_cmd->parsed()) text = run_concurrency(concurrency);
         else if (models_cmd->parsed()) text = run_models(models);
         else if (gpus_cmd->parsed()) text = run_gpus(gpus);
+        else if (engines_cmd->parsed()) text = run_engines(engines);
         else if (roofline_cmd->parsed()) text = run_roofline(roofline);
         else if (recommend_cmd->parsed()) {
             CommandOutput result = run_recommend(recommend);
@@ -114,7 +118,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         else if (baseline_cmd->parsed()) text = run_baseline(baseline, err);
         else if (diff_cmd->parsed()) text = run_diff(diff);
         else {
-            err << "kvplan: error: no command given (expected size, concurrency, roofline, recommend, simulate, measure, diff, baseline, check, models or gpus; run `kvplan --help`)\n";
+            err << "kvplan: error: no command given (expected size, concurrency, roofline, recommend, simulate, measure, diff, baseline, check, models, gpus or engines; run `kvplan --help`)\n";
             return kExitUsage;
         }
         out << text;

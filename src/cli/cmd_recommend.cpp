@@ -135,7 +135,7 @@ CommandOutput run_analytic(const RecommendOptions& o) {
     in.num_gpus = o.num_gpus;
     in.weights = parse_weight_format("--weights-dtype", o.weights_dtype);
     in.kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
-    in.efficiency = resolve_efficiency(o.efficiency);
+    in.efficiency = resolve_efficiency(o.efficiency, o.engine);
     r.top = static_cast<std::size_t>(o.top);
     r.wide = o.wide;
     r.rec = recommend(in);

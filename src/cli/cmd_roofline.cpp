@@ -8,6 +8,7 @@
 #include "core/memory/kv_size.hpp"
 #include "core/speed/roofline.hpp"
 #include "core/speed/speculative.hpp"
+#include "io/engine_db.hpp"
 #include "io/model_loader.hpp"
 #include "io/roofline_report.hpp"
 #include "io/plot_files.hpp"
@@ -23,8 +24,9 @@ void add_efficiency_options(CLI::App& app, EfficiencyOptions& o) {
     app.add_option("--calibration", o.calibration, "measured bandwidth and FLOP/s (the JSON `kvplan measure --output` writes) replace the fractions");
 }
 
-Efficiency resolve_efficiency(const EfficiencyOptions& o) {
+Efficiency resolve_efficiency(const EfficiencyOptions& o, const std::string& engine) {
     Efficiency e;
+    e.profile = find_engine("--engine", engine);
     if (o.bw_efficiency > 0) e.bandwidth_fraction = *(e.weights_bandwidth_fraction = o.bw_efficiency);
     if (o.flops_efficiency > 0) e.flops_fraction = o.flops_efficiency;
     if (o.step_overhead_ms >= 0) e.step_overhead_s = o.step_overhead_ms / 1e3;
@@ -46,9 +48,10 @@ CLI::App* setup_roofline(CLI::App& app, RooflineOptions& o) {
     cmd->add_option("--output-tokens", o.output, "output tokens, for end-to-end latency (default 512)")->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     // The old spelling, kept for one release: --output will name an output file, as it does elsewhere.
     cmd->add_option("--output", o.output, "deprecated: use --output-tokens")->group("")->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
-    cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4|q8_0|q4_0|q4_k_m (auto: as the checkpoint)");
+    cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4[:gN]|q8_0|q4_0|q4_k_m|q4f16_1|exl2:B (auto: as the checkpoint)");
     cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
     add_efficiency_options(*cmd, o.efficiency);
+    cmd->add_option("--engine", o.engine, "speed profile: generic, vllm, sglang, trtllm, llamacpp, gpt-fast, mlc, exllamav2 (`kvplan engines`)");
     cmd->add_option("--price-per-hour", o.price_per_hour, "USD per GPU-hour, for $ per million output tokens")->check(finite_range(0.0, 1e6));
     CLI::Option* json_flag = cmd->add_flag("--json", o.json, "print JSON (schema: docs/roofline.md)");
     cmd->add_option("--format", o.format, "table|json|markdown|csv")->check(CLI::IsMember({"table", "json", "markdown", "csv"}))->excludes(json_flag);  // one way to say it
@@ -64,7 +67,7 @@ CLI::App* setup_roofline(CLI::App& app, RooflineOptions& o) {
         "Examples:\n"
         "  kvplan roofline --model llama-3.1-8b --gpu h100-sxm --context 4096 --prompt 2048 --plot plots\n"
         "  kvplan roofline --model llama-3.1-70b --gpu h100-sxm --tp 4 --batch 1,8,64,256 --price-per-hour 2.5\n"
-        "  kvplan roofline --model llama-3.1-8b --gpu rtx-4090 --weights-dtype q4_k_m --batch 1 --context 512   # llama.cpp\n"
+        "  kvplan roofline --model llama-3.1-8b --gpu rtx-4090 --engine llamacpp --weights-dtype q4_k_m --batch 1 --context 512\n"
         "  kvplan roofline --model llama-3.1-8b --gpu h100-sxm --spec-method eagle --spec-tokens 3 --acceptance 0.8,0.7,0.6\n"
         "  kvplan roofline --model llama-3.1-70b --gpu h100-sxm --tp 4 --spec-method draft --draft-model llama-3.1-8b --spec-tokens 4 --acceptance 0.7");
     return cmd;
@@ -122,7 +125,7 @@ std::string run_roofline(const RooflineOptions& o) {
     r.model_label = model_label(model);
     r.gpu = resolve_gpu(o.gpu);
     if (!r.gpu.from_database) usage_error("roofline needs the device's bandwidth and FLOP/s: pass --gpu ID (see `kvplan gpus`), not --gpu-mem");
-    r.efficiency = resolve_efficiency(o.efficiency);
+    r.efficiency = resolve_efficiency(o.efficiency, o.engine);
     const WeightFormat format = parse_weight_format("--weights-dtype", o.weights_dtype);
     const std::optional<Dtype> kv = parse_dtype_flag("--kv-dtype", o.kv_dtype);
     check_tp(model, o.tp);

@@ -23,8 +23,9 @@ struct EfficiencyOptions {
 };
 
 void add_efficiency_options(CLI::App& app, EfficiencyOptions& options);
-// Builds the Efficiency the flags describe (reads the calibration file).
-Efficiency resolve_efficiency(const EfficiencyOptions& options);
+// Builds the Efficiency the flags describe on `engine`'s speed profile
+// (models/engines/<engine>.json; reads the calibration file).
+Efficiency resolve_efficiency(const EfficiencyOptions& options, const std::string& engine);
 
 struct RooflineOptions {
     ModelOptions model;
@@ -37,6 +38,7 @@ struct RooflineOptions {
     std::string weights_dtype = "auto";
     std::string kv_dtype = "auto";
     EfficiencyOptions efficiency;
+    std::string engine = "generic";  // the speed profile
     double price_per_hour = 0;
     bool json = false;
     std::string format = "table";

@@ -111,7 +111,7 @@ StagePricers stage_pricers(const std::vector<CostModel>& stages) {
 std::string run_simulate(const SimulateOptions& o) {
     ModelSpec model = resolve_model(o.model);
     const Gpu gpu = resolve_gpu(o.gpu);
-    const Efficiency efficiency = resolve_efficiency(o.efficiency);
+    const Efficiency efficiency = resolve_efficiency(o.efficiency, o.engine);
     // A device known only by its memory is priced from what `measure` timed on it.
     if (!gpu.from_database && !(efficiency.measured_bandwidth_bytes_per_s && efficiency.measured_flops_per_s))
         usage_error("simulate prices steps with the device's bandwidth and FLOP/s: pass --gpu ID (see `kvplan gpus`), or --gpu-mem SIZE "

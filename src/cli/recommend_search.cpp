@@ -15,12 +15,20 @@
 #include "core/memory/kv_size.hpp"
 #include "core/model/config_parts.hpp"
 #include "core/sim/slo_search.hpp"
+#include "io/engine_db.hpp"
 #include "io/model_loader.hpp"
 #include "io/slo_report.hpp"
 
 namespace kvplan {
 
 namespace {
+
+// A candidate's step prices on the engine's speed profile, no flags.
+Efficiency engine_efficiency(const std::string& engine) {
+    Efficiency e;
+    e.profile = find_engine("--engine", engine);
+    return e;
+}
 
 // Requests per simulated run of synthetic traffic: at goodput 0.99 the 1% a
 // run may miss is 20 requests, enough that one request more or less moves
@@ -127,7 +135,7 @@ void configure(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& 
         return;
     }
     s.cost = std::make_unique<CostModel>(make_cost_model(CostModelInputs{&model, gpu, parse_weight_format("--weights-dtype", so.weights_dtype),
-                                                                         parse_dtype_flag("--kv-dtype", so.kv_dtype), so.tp, Efficiency{},
+                                                                         parse_dtype_flag("--kv-dtype", so.kv_dtype), so.tp, engine_efficiency(so.engine),
                                                                          std::nullopt}));
     if (s.cost->flops_per_s <= 0) {
         s.row.reason = "no FLOP/s figure for this device: prefill cannot be priced";

@@ -172,4 +172,33 @@ std::optional<double> peak_tflops_for(const Gpu& gpu, Dtype dtype) {
     return std::nullopt;
 }
 
+LinkFamily link_family(const Gpu& gpu) {
+    const std::string& t = gpu.interconnect;
+    auto has = [&](const char* part) { return t.find(part) != std::string::npos; };
+    if (t.empty() || t.rfind("none", 0) == 0) return gpu.interconnect_bytes_per_s > 0 ? LinkFamily::Pcie : LinkFamily::None;
+    if (t.rfind("NVLink ", 0) == 0 && t.size() > 7 && std::isdigit(static_cast<unsigned char>(t[7]))) return LinkFamily::Nvlink;
+    if (has("Infinity Fabric") || has("XGMI")) return LinkFamily::Xgmi;
+    if (has("RoCE")) return LinkFamily::Roce;
+    if (t.rfind("ICI", 0) == 0) return LinkFamily::Ici;
+    return LinkFamily::Pcie;
+}
+
+const char* link_family_name(LinkFamily link) {
+    switch (link) {
+        case LinkFamily::None: return "none";
+        case LinkFamily::Nvlink: return "nvlink";
+        case LinkFamily::Pcie: return "pcie";
+        case LinkFamily::Xgmi: return "xgmi";
+        case LinkFamily::Roce: return "roce";
+        case LinkFamily::Ici: return "ici";
+    }
+    return "none";
+}
+
+std::optional<LinkFamily> parse_link_family(const std::string& text) {
+    for (LinkFamily l : {LinkFamily::None, LinkFamily::Nvlink, LinkFamily::Pcie, LinkFamily::Xgmi, LinkFamily::Roce, LinkFamily::Ici})
+        if (text == link_family_name(l)) return l;
+    return std::nullopt;
+}
+
 }  // namespace kvplan

@@ -53,6 +53,15 @@ struct Gpu {
     std::int64_t engine_total_bytes() const { return cuda_total_bytes.value_or(memory_bytes); }
 };
 
+// The scale-up link a tensor-parallel all-reduce runs over, from the
+// device's `interconnect` text: "NVLink 4 (18 links)" is NVLink; a part
+// with only a PCIe slot or a two-GPU bridge is PCIe (its bridge joins
+// pairs, not the 4 or 8 GPUs of a TP group); AMD's Infinity Fabric is XGMI.
+enum class LinkFamily { None, Nvlink, Pcie, Xgmi, Roce, Ici };
+LinkFamily link_family(const Gpu& gpu);
+const char* link_family_name(LinkFamily link);
+std::optional<LinkFamily> parse_link_family(const std::string& text);
+
 // Parses the database's JSON (schema in docs/concurrency.md). `source` names
 // the file in errors, which are data errors (exit 65).
 std::vector<Gpu> parse_gpu_database(const nlohmann::json& db, const std::string& source);

@@ -47,9 +47,12 @@ std::string rates(const RooflineResult& r) {
             out += fmt::format("; compute {} (measured)", tflop_s(m.flops_per_s));
         else
             out += fmt::format("; compute {} ({:.2f} x dense {} peak)", tflop_s(m.flops_per_s),
-                               e.flops_fraction.value_or(default_flops_fraction(m.math_dtype)), dtype_name(m.math_dtype));
+                               m.flops_fraction, dtype_name(m.math_dtype));
     }
-    return out + fmt::format("; step overhead {} ms", ms(m.step_overhead_s));
+    out += fmt::format("; step overhead {} ms", ms(m.step_overhead_s));
+    if (m.layer_overhead_s > 0) out += fmt::format(" + {} ms over the layers", ms(m.layer_overhead_s));
+    if (m.engine != "generic") out += fmt::format(" ({} profile)", m.engine);
+    return out;
 }
 
 Table rows_table(const RooflineResult& r) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <unistd.h>
 
+#include "io/engine_db.hpp"
 #include "core/memory/parallel.hpp"
 #include "core/speed/step_cost.hpp"
 #include "test_support.hpp"
@@ -60,6 +61,7 @@ TEST_CASE("simulate --pp 2: the binding stage's pool, and a lone request's TTFT 
     in.model = &m;
     in.gpu = gpu("h100-sxm");
     in.tp = 2;
+    in.efficiency.profile = find_engine("--engine", "vllm");  // simulate prices steps on its engine's profile
     const std::vector<PipelineStage> st = pipeline_stages(32, 2);
     const CostModel s0 = make_stage_cost_model(in, st[0], 2), s1 = make_stage_cost_model(in, st[1], 2);
     const auto both = [&](std::int64_t cached, std::int64_t tokens) {

@@ -2,11 +2,35 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "core/checked.hpp"
 #include "core/error.hpp"
 
 namespace kvplan {
+
+namespace {
+
+// "int4:g32" -> 32; "int4" -> 128 (GPTQ's and AWQ's default group).
+std::int64_t int4_group(const std::string& flag, const std::string& text) {
+    if (text == "int4") return 128;
+    const std::string g = text.substr(5);
+    for (const char* ok : {"g32", "g64", "g128", "g256"})
+        if (g == ok) return std::stoll(g.substr(1));
+    usage_error(flag + " " + text + ": expected int4 or int4:gN with a group of N = 32, 64, 128 or 256 weights");
+}
+
+// "exl2:4.0" -> 4.0: ExLlamaV2 converts at any average width from 2 to 8 bits.
+double exl2_bits(const std::string& flag, const std::string& text) {
+    const std::string b = text.substr(5);
+    char* end = nullptr;
+    const double v = std::strtod(b.c_str(), &end);
+    if (b.empty() || end != b.c_str() + b.size() || !(v >= 2.0 && v <= 8.0))
+        usage_error(flag + " " + text + ": expected exl2:B with B bits per weight from 2 to 8, e.g. exl2:4.0");
+    return v;
+}
+
+}  // namespace
 
 WeightFormat parse_weight_format(const std::string& flag, const std::string& text) {
     WeightFormat f;
@@ -19,18 +43,46 @@ WeightFormat parse_weight_format(const std::string& flag, const std::string& tex
         f.bits_per_weight = text == "q8_0" ? 8.5 : text == "q4_0" ? 4.5 : 4.85;
         f.quantize_all_matrices = true;
         f.math = Dtype::Fp16;  // dequantized into fp16 matmuls / dot products
-        f.kernel_efficiency = 0.85;
+        f.family = "gguf";
         return f;
     }
-    if (text == "int4") {
-        f.bits_per_weight = 4.0 + 16.0 / 128.0;  // GPTQ/AWQ style: an fp16 scale per group of 128
+    if (text == "q4f16_1") {
+        // MLC LLM's group quantization (python/mlc_llm/quantization/quantization.py, "q4f16_1": GroupQuantize
+        // with group_size 32, fp16 scales, no zero point), applied to embeddings and the LM head as well.
+        f.bits_per_weight = 4.0 + 16.0 / 32.0;
+        f.quantize_all_matrices = true;
         f.math = Dtype::Fp16;
+        f.family = "mlc";
+        return f;
+    }
+    if (text.rfind("exl2:", 0) == 0) {
+        // ExLlamaV2's bits per weight is the average over the linear layers, scales included; convert.py
+        // writes the head at 6 bits by default (-hb 6).
+        f.bits_per_weight = exl2_bits(flag, text);
+        f.head_bits = 6.0;
+        f.math = Dtype::Fp16;
+        f.family = "exl2";
+        return f;
+    }
+    if (text == "int4" || text.rfind("int4:", 0) == 0) {
+        f.group_size = int4_group(flag, text);
+        f.bits_per_weight = 4.0 + 16.0 / static_cast<double>(f.group_size);  // a 16-bit scale per group
+        f.math = Dtype::Fp16;
+        f.family = "int4";
         return f;
     }
     auto d = parse_dtype(text);
-    if (!d) usage_error(flag + " " + text + ": expected auto, fp32, fp16, bf16, fp8, int8, int4, q8_0, q4_0 or q4_k_m");
+    if (!d) usage_error(flag + " " + text + ": expected auto, fp32, fp16, bf16, fp8, int8, int4[:gN], q8_0, q4_0, q4_k_m, q4f16_1 or exl2:B");
     f.bits_per_weight = dtype_bits(*d);
     f.math = *d == Dtype::Fp8 ? Dtype::Fp8 : *d == Dtype::Fp32 ? Dtype::Fp32 : *d == Dtype::Fp16 ? Dtype::Fp16 : Dtype::Bf16;
+    if (*d == Dtype::Fp8) f.family = "fp8";
+    if (*d == Dtype::Int8) f.family = "int8";
+    return f;
+}
+
+WeightFormat int4_as_stored(WeightFormat f, double group_bits, bool quantize_head) {
+    if (f.family == "int4") f.bits_per_weight = 4.0 + group_bits / static_cast<double>(f.group_size);
+    if (f.family == "int4" || f.family == "int8") f.quantize_head = quantize_head;
     return f;
 }
 
@@ -48,8 +100,10 @@ WeightSizing size_weights_in(const ModelSpec& spec, const WeightFormat& f) {
     for (const ParamTensor& t : spec.params) {
         const double elements = static_cast<double>(t.rows) * static_cast<double>(t.cols) * static_cast<double>(t.copies);
         const bool matrix = t.cols > 1;
-        const bool converted = matrix && (f.quantize_all_matrices || t.linear);
-        const double bits = t.fixed_dtype ? dtype_bits(*t.fixed_dtype) : converted ? f.bits_per_weight : std::max(16.0, f.bits_per_weight);
+        const bool head = t.part == ParamPart::Head;
+        const bool converted = matrix && (f.quantize_all_matrices || t.linear || (head && f.quantize_head));
+        double bits = t.fixed_dtype ? dtype_bits(*t.fixed_dtype) : converted ? f.bits_per_weight : std::max(16.0, f.bits_per_weight);
+        if (head && f.head_bits && !t.fixed_dtype) bits = *f.head_bits;
         const std::int64_t bytes = static_cast<std::int64_t>(std::ceil(elements * bits / 8.0));
         out.bytes = checked_add(out.bytes, bytes, "weight bytes");
         for (WeightPart& p : out.parts)

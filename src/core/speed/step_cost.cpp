@@ -25,16 +25,6 @@ double causal_pairs(std::int64_t n, std::int64_t window) {
 
 }  // namespace
 
-double default_weights_fraction(const Gpu& gpu) {
-    const std::string& t = gpu.memory_technology;
-    if (t.rfind("HBM", 0) == 0) return 0.55;
-    if (t.rfind("GDDR", 0) == 0) return 0.88;
-    if (t.rfind("LPDDR", 0) == 0) return 0.80;
-    return 0.85;
-}
-
-double default_flops_fraction(Dtype math) { return math == Dtype::Fp8 ? 0.45 : 0.65; }
-
 double experts_touched(std::int64_t experts, std::int64_t per_token, std::int64_t tokens) {
     if (experts <= 0) return 0;
     const double E = static_cast<double>(experts);
@@ -51,33 +41,45 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
     m.gpu_id = in.gpu.id;
     m.tp = in.tp;
     const Efficiency& e = in.efficiency;
-    m.step_overhead_s = e.step_overhead_s;
-    m.allreduce_latency_s = e.allreduce_latency_s;
+    const EngineProfile& profile = e.profile;
+    m.engine = profile.id;
+    m.step_overhead_s = e.step_overhead_s.value_or(profile.step_overhead_s);
+    m.allreduce_latency_s = e.allreduce_latency_s.value_or(profile.allreduce_latency_s(in.gpu, in.tp));
     m.link_bytes_per_s = static_cast<double>(in.gpu.interconnect_bytes_per_s);
+    m.prefill_half_tokens = profile.prefill_half_tokens;
+    m.expert_bandwidth_factor = profile.moe_efficiency;
+    // The format as this engine stores it (an int4 group's scale and zero point, a quantized head).
+    const WeightFormat format = int4_as_stored(in.weights, profile.int4_group_bits, profile.quantize_head);
 
     // Achievable bandwidth and FLOP/s: measured, else a fraction of the datasheet.
-    m.math_dtype = in.weights.as_checkpoint ? checkpoint_math_dtype(spec) : in.weights.math;
+    m.math_dtype = format.as_checkpoint ? checkpoint_math_dtype(spec) : format.math;
     const double datasheet = static_cast<double>(in.gpu.bandwidth_bytes_per_s);
-    const double kernels = in.weights.kernel_efficiency;
+    const double kernels = profile.kernel(format.family);
     if (e.measured_bandwidth_bytes_per_s) {
         m.bandwidth_bytes_per_s = *e.measured_bandwidth_bytes_per_s;
         m.weights_bandwidth_bytes_per_s = *e.measured_bandwidth_bytes_per_s * kernels;
     } else {
-        m.bandwidth_bytes_per_s = e.bandwidth_fraction * datasheet;
-        m.weights_bandwidth_bytes_per_s = e.weights_bandwidth_fraction.value_or(default_weights_fraction(in.gpu)) * datasheet * kernels;
+        m.bandwidth_bytes_per_s = e.bandwidth_fraction.value_or(profile.kv_fraction) * datasheet;
+        m.weights_bandwidth_bytes_per_s = e.weights_bandwidth_fraction.value_or(profile.weights_fraction(in.gpu)) * datasheet * kernels;
     }
     std::optional<double> peak = peak_tflops_for(in.gpu, m.math_dtype);
     if (!peak && m.math_dtype == Dtype::Fp8) peak = peak_tflops_for(in.gpu, Dtype::Bf16);  // fp8 weights upcast where there is no fp8 path
     if (!peak) peak = in.gpu.peak.fp16 ? in.gpu.peak.fp16 : in.gpu.peak.fp32;
+    const double profile_flops = m.math_dtype == Dtype::Fp8 ? profile.flops_fp8 : profile.flops_16bit;
+    // Tensor parallelism splits each GEMM into narrower ones that reach less of the peak.
+    const double tp_loss = 1.0 + profile.tp_flops_loss * std::log2(static_cast<double>(std::max<std::int64_t>(1, in.tp)));
     if (e.measured_flops_per_s) m.flops_per_s = *e.measured_flops_per_s;
-    else if (peak) m.flops_per_s = e.flops_fraction.value_or(default_flops_fraction(m.math_dtype)) * *peak * 1e12;
+    else if (peak) {
+        m.flops_fraction = e.flops_fraction.value_or(profile_flops) / tp_loss;
+        m.flops_per_s = e.flops_fraction.value_or(profile_flops) * *peak * 1e12 / tp_loss;
+    }
     if (m.flops_per_s <= 0) m.notes.push_back("no FLOP/s figure for " + in.gpu.id + ": compute time is not modelled (memory-bound only)");
     if (!e.calibration_source.empty()) m.notes.push_back("bandwidth and FLOP/s measured: " + e.calibration_source);
 
     // Weights: everything but the embedding table is read every step (a lookup
     // reads B rows); a tied LM head reads the embedding matrix. Routed experts
     // are read only when touched.
-    const WeightSizing w = size_weights_in(spec, in.weights);
+    const WeightSizing w = size_weights_in(spec, format);
     const std::int64_t all_layers = std::max<std::int64_t>(1, static_cast<std::int64_t>(spec.layers.size()));
     const bool sample = in.sample_layers.has_value();
     const bool staged = stage != nullptr && !sample;
@@ -117,6 +119,7 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
     }
     else dense += expert_part;
     m.dense_weight_bytes = dense / tp;
+    m.layer_overhead_s = profile.layer_overhead_s * static_cast<double>(part_layers);
 
     // Matmul FLOPs: 2 per active parameter per token, without the embedding lookup, with a tied head.
     std::int64_t active = w.active_params - (w.parts.empty() ? 0 : embedding_params);
@@ -190,10 +193,18 @@ CostModel make_stage_cost_model(const CostModelInputs& in, const PipelineStage& 
 namespace {
 
 StepCost finish(const CostModel& m, StepCost c, std::int64_t tokens) {
-    c.memory_s = c.weight_bytes / m.weights_bandwidth_bytes_per_s + (c.kv_read_bytes + c.kv_write_bytes) / m.bandwidth_bytes_per_s;
-    c.compute_s = m.flops_per_s > 0 ? c.flops() / m.flops_per_s : 0;
+    // Routed experts stream at the profile's MoE efficiency of the weight bandwidth (grouped GEMMs).
+    const double weights_s = m.expert_bandwidth_factor == 1.0
+                                 ? c.weight_bytes / m.weights_bandwidth_bytes_per_s
+                                 : (c.weight_bytes - c.expert_weight_bytes) / m.weights_bandwidth_bytes_per_s +
+                                       c.expert_weight_bytes / (m.weights_bandwidth_bytes_per_s * m.expert_bandwidth_factor);
+    c.memory_s = weights_s + (c.kv_read_bytes + c.kv_write_bytes) / m.bandwidth_bytes_per_s;
+    // GEMMs over few tokens reach less of the peak (the profile's prefill_half_tokens; 0: no fall-off).
+    const double T = static_cast<double>(std::max<std::int64_t>(1, tokens));
+    const double gemm_efficiency = m.prefill_half_tokens > 0 ? T / (T + m.prefill_half_tokens) : 1.0;
+    c.compute_s = m.flops_per_s > 0 ? c.flops() / (m.flops_per_s * gemm_efficiency) : 0;
     c.compute_bound = c.compute_s > c.memory_s;
-    c.overhead_s = m.step_overhead_s;
+    c.overhead_s = m.step_overhead_s + m.layer_overhead_s;
     if (m.allreduces_per_step > 0 && m.link_bytes_per_s > 0) {
         // Ring all-reduce: each rank sends and receives 2 (tp - 1) / tp of the message.
         const double tp = static_cast<double>(m.tp);
@@ -232,7 +243,8 @@ DecodeSeqTerms decode_seq_terms(const CostModel& m, std::int64_t context) {
 StepCost decode_step(const CostModel& m, std::int64_t batch, const DecodeSeqTerms& seq) {
     StepCost c;
     const double B = static_cast<double>(batch);
-    c.weight_bytes = m.dense_weight_bytes + routed_weight_bytes(m, batch);
+    c.expert_weight_bytes = routed_weight_bytes(m, batch);
+    c.weight_bytes = m.dense_weight_bytes + c.expert_weight_bytes;
     c.kv_read_bytes = B * seq.kv_read_bytes;
     c.kv_write_bytes = B * seq.kv_write_bytes;
     c.attention_flops = B * seq.attention_flops;
@@ -249,7 +261,8 @@ StepCost prefill_step(const CostModel& m, std::int64_t batch, std::int64_t promp
     const double B = static_cast<double>(batch);
     const double P = static_cast<double>(prompt);
     const std::int64_t tokens = batch * prompt;
-    c.weight_bytes = m.dense_weight_bytes + routed_weight_bytes(m, tokens);
+    c.expert_weight_bytes = routed_weight_bytes(m, tokens);
+    c.weight_bytes = m.dense_weight_bytes + c.expert_weight_bytes;
     for (const CostGroup& g : m.groups) {
         // Flash attention keeps the prompt's K and V in on-chip tiles: HBM sees them written once.
         const double kept = g.window_tokens > 0 ? std::min<double>(P, static_cast<double>(g.window_tokens)) : P;
@@ -276,7 +289,8 @@ StepCost mixed_step(const CostModel& m, const std::vector<SeqWork>& seqs) {
             c.attention_flops += g.attention_flops_per_token_pair * pairs + g.state_flops_per_token * n;
         }
     }
-    c.weight_bytes = m.dense_weight_bytes + routed_weight_bytes(m, tokens);
+    c.expert_weight_bytes = routed_weight_bytes(m, tokens);
+    c.weight_bytes = m.dense_weight_bytes + c.expert_weight_bytes;
     c.matmul_flops = static_cast<double>(tokens) * m.matmul_flops_per_token;
     return finish(m, c, tokens);
 }
@@ -308,7 +322,8 @@ std::optional<StepCost> decode_batch_step(const CostModel& m, std::int64_t batch
     }
     // Monotone rounding: a true total at or past 2^53 cannot compute below it.
     if (!(c.kv_read_bytes < kExactLimit) || !(c.kv_write_bytes < kExactLimit) || !(c.attention_flops < kExactLimit)) return std::nullopt;
-    c.weight_bytes = m.dense_weight_bytes + routed_weight_bytes(m, batch);
+    c.expert_weight_bytes = routed_weight_bytes(m, batch);
+    c.weight_bytes = m.dense_weight_bytes + c.expert_weight_bytes;
     c.matmul_flops = B * m.matmul_flops_per_token;
     return finish(m, c, batch);
 }

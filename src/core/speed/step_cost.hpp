@@ -19,26 +19,26 @@
 #include "core/model/model_spec.hpp"
 #include "core/model/weight_format.hpp"
 #include "core/memory/parallel.hpp"
+#include "core/speed/engine_profile.hpp"
 
 namespace kvplan {
 
 // What fraction of the datasheet a real engine reaches, or measured figures
-// that replace them (kvplan measure --output, read with --calibration).
-// Defaults derived from tests/fixtures/reference/decode_measurements.jsonl; see
-// docs/roofline.md ("Efficiency defaults").
+// that replace them (kvplan measure --output, read with --calibration). The
+// engine's profile gives every default (EngineProfile: the generic profile's
+// values were derived from tests/fixtures/reference/decode_measurements.jsonl;
+// see docs/roofline.md, "Efficiency defaults", and "Engine profiles"); the
+// optional fields override it, a calibration overrides both.
 struct Efficiency {
-    // Of datasheet memory bandwidth. Weights are streamed by matrix-vector
-    // and skinny matrix products, which reach `weights_bandwidth_fraction`
-    // (default by memory technology: HBM 0.55, GDDR 0.88, LPDDR 0.80); the KV
-    // cache is streamed by attention kernels in long contiguous reads, which
-    // reach `bandwidth_fraction`.
-    double bandwidth_fraction = 0.85;
+    EngineProfile profile;
+    // Of datasheet memory bandwidth: the KV cache (profile: kv_fraction) and
+    // weight streaming (profile: weights_fraction by memory technology).
+    std::optional<double> bandwidth_fraction;
     std::optional<double> weights_bandwidth_fraction;
-    // Of dense peak tensor FLOP/s; default by math dtype: 16-bit 0.65, fp8
-    // 0.45 (TensorRT-LLM's 2,048-token first-token latencies; docs/roofline.md).
+    // Of dense peak tensor FLOP/s (profile: flops_fraction by math dtype).
     std::optional<double> flops_fraction;
-    double step_overhead_s = 0.0015;   // launches, scheduling, sampling per step
-    double allreduce_latency_s = 5e-6; // per all-reduce, small messages over NVLink/PCIe
+    std::optional<double> step_overhead_s;     // launches, scheduling, sampling per step
+    std::optional<double> allreduce_latency_s; // per all-reduce (profile: its implementation over the device's link)
     std::optional<double> measured_bandwidth_bytes_per_s;  // calibration: replaces fraction x datasheet
     std::optional<double> measured_flops_per_s;
     std::string calibration_source;    // the file, when calibrated
@@ -67,22 +67,20 @@ struct CostGroup {
     double state_flops_per_token = 0;
 };
 
-// The fraction of datasheet bandwidth weight streaming reaches by memory
-// technology: HBM parts 0.55, GDDR parts 0.88, Apple's LPDDR 0.80 (fitted to
-// the llama.cpp batch-1 rows of decode_measurements.jsonl; docs/roofline.md);
-// 0.85 when unknown.
-double default_weights_fraction(const Gpu& gpu);
-double default_flops_fraction(Dtype math);
-
 struct CostModel {
     std::string gpu_id;
     std::int64_t tp = 1;
     double bandwidth_bytes_per_s = 0;          // achievable reading and writing the KV cache
     double weights_bandwidth_bytes_per_s = 0;  // achievable streaming the weights
     double flops_per_s = 0;            // achievable (0: no FLOP/s figure for this device and dtype)
+    double flops_fraction = 0;         // of dense peak, what flops_per_s is (0: measured or unknown)
     double link_bytes_per_s = 0;       // per direction
     double step_overhead_s = 0;
+    double layer_overhead_s = 0;       // the profile's per-layer cost x this GPU's layers, every step
     double allreduce_latency_s = 0;
+    double prefill_half_tokens = 0;    // compute efficiency x T / (T + this) for T tokens in a step
+    double expert_bandwidth_factor = 1;  // routed experts stream at this x the weight bandwidth
+    std::string engine = "generic";    // the profile
     double dense_weight_bytes = 0;     // read every step, one GPU
     double expert_bytes = 0;           // one routed expert of one MoE layer, one GPU
     std::int64_t moe_layers = 0, experts = 0, experts_per_token = 0;
@@ -110,6 +108,7 @@ CostModel make_stage_cost_model(const CostModelInputs& in, const PipelineStage& 
 // One step's terms, one GPU.
 struct StepCost {
     double weight_bytes = 0;
+    double expert_weight_bytes = 0;    // of weight_bytes, the routed experts the step's tokens touch
     double kv_read_bytes = 0;
     double kv_write_bytes = 0;
     double matmul_flops = 0;

@@ -110,9 +110,9 @@ TEST_CASE("weights stream at the memory technology's fraction, the KV cache at t
     Efficiency e;
     e.step_overhead_s = 0;
     const Gpu& h100 = gpu("h100-sxm");
-    CHECK(default_weights_fraction(h100) == 0.55);              // HBM3
-    CHECK(default_weights_fraction(gpu("rtx-4090")) == 0.88);   // GDDR6X
-    CHECK(default_weights_fraction(gpu("m2-ultra")) == 0.80);   // LPDDR5
+    CHECK(e.profile.weights_fraction(h100) == 0.55);              // HBM3
+    CHECK(e.profile.weights_fraction(gpu("rtx-4090")) == 0.88);   // GDDR6X
+    CHECK(e.profile.weights_fraction(gpu("m2-ultra")) == 0.80);   // LPDDR5
     const CostModel c = cost(preset("llama-3.1-8b"), h100, e);
     CHECK(c.weights_bandwidth_bytes_per_s == Approx(0.55 * 3.35e12));
     CHECK(c.bandwidth_bytes_per_s == Approx(0.85 * 3.35e12));

@@ -1,0 +1,16 @@
+// Renders the engine speed profiles (`kvplan engines`): a table of the
+// values, one profile's values with their provenance, and JSON.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/speed/engine_profile.hpp"
+
+namespace kvplan {
+
+std::string render_engines_table(const std::vector<EngineProfile>& engines, bool markdown);
+std::string render_engine_detail(const EngineProfile& engine, bool markdown);
+std::string render_engines_json(const std::vector<EngineProfile>& engines, const std::vector<LinkLatency>& links);
+
+}  // namespace kvplan
