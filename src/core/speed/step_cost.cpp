@@ -89,7 +89,7 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
     const bool with_head = !sample && (!staged || stage->index == pp - 1);
     m.weight_bytes_total = static_cast<double>(w.bytes);
     const double tp = static_cast<double>(in.tp);
-    double dense = 0, expert_part = 0, embedding = 0;
+    double dense = 0, expert_part = 0, embedding = 0, expert_params = 0;
     std::int64_t embedding_params = 0;
     bool has_head = false;
     std::int64_t head_params = 0;
@@ -99,6 +99,7 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
             embedding_params = p.params;
         } else if (p.part == ParamPart::Experts) {
             expert_part = static_cast<double>(p.bytes) * layer_share;
+            expert_params = static_cast<double>(p.params) * layer_share;
         } else if (p.part == ParamPart::Head) {
             has_head = true;
             head_params = p.params;
@@ -115,6 +116,8 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
         if (t.part == ParamPart::Experts && ends_with(t.name, "up_proj") && spec.experts > 0) m.moe_layers = t.copies / spec.experts;
     if (m.moe_layers > 0) {
         m.expert_bytes = expert_part / layer_share / static_cast<double>(m.moe_layers * m.experts) / tp;
+        // A token runs k of the E experts: 2 FLOPs per active expert weight.
+        m.expert_flops_per_token = 2.0 * expert_params * static_cast<double>(m.experts_per_token) / static_cast<double>(m.experts) / tp;
         if (sample || staged) m.moe_layers = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(static_cast<double>(m.moe_layers) * layer_share)));
     }
     else dense += expert_part;
@@ -203,6 +206,9 @@ StepCost finish(const CostModel& m, StepCost c, std::int64_t tokens) {
     const double T = static_cast<double>(std::max<std::int64_t>(1, tokens));
     const double gemm_efficiency = m.prefill_half_tokens > 0 ? T / (T + m.prefill_half_tokens) : 1.0;
     c.compute_s = m.flops_per_s > 0 ? c.flops() / (m.flops_per_s * gemm_efficiency) : 0;
+    // The routed experts' grouped GEMMs run at the profile's MoE efficiency of that.
+    if (m.flops_per_s > 0 && m.expert_bandwidth_factor != 1.0)
+        c.compute_s += T * m.expert_flops_per_token * (1.0 / m.expert_bandwidth_factor - 1.0) / (m.flops_per_s * gemm_efficiency);
     c.compute_bound = c.compute_s > c.memory_s;
     c.overhead_s = m.step_overhead_s + m.layer_overhead_s;
     if (m.allreduces_per_step > 0 && m.link_bytes_per_s > 0) {

@@ -79,12 +79,13 @@ struct CostModel {
     double layer_overhead_s = 0;       // the profile's per-layer cost x this GPU's layers, every step
     double allreduce_latency_s = 0;
     double prefill_half_tokens = 0;    // compute efficiency x T / (T + this) for T tokens in a step
-    double expert_bandwidth_factor = 1;  // routed experts stream at this x the weight bandwidth
+    double expert_bandwidth_factor = 1;  // routed experts stream, and their GEMMs compute, at this x the dense rate
     std::string engine = "generic";    // the profile
     double dense_weight_bytes = 0;     // read every step, one GPU
     double expert_bytes = 0;           // one routed expert of one MoE layer, one GPU
     std::int64_t moe_layers = 0, experts = 0, experts_per_token = 0;
     double matmul_flops_per_token = 0; // 2 x active matmul parameters, one GPU
+    double expert_flops_per_token = 0; // of which the routed experts' (2 x k/E x expert parameters)
     double activation_bytes_per_token = 0;  // one all-reduce message per token (hidden x 2 B)
     std::int64_t allreduces_per_step = 0;
     double send_bytes_per_token = 0;   // a pipeline stage's hidden state and residual to the next (2 x hidden x 2 B; 0: none)
