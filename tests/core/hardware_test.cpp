@@ -118,6 +118,10 @@ TEST_CASE("the newer devices carry their datasheet and driver figures") {
     // GH200 96 GB: nvidia-smi 'NVIDIA GH200 480GB ... 97871MiB', the H20's figure; 4.0 TB/s HBM3 (STAS2).
     CHECK(g("gh200").memory_bytes == g("h20").memory_bytes);
     CHECK(g("gh200").bandwidth_bytes_per_s == 4'000'000'000'000);
+    // GH200 144 GB: nvidia-smi '0, NVIDIA GH200 144G HBM3e, 580.173.02, 146831 MiB, 9.0'.
+    CHECK(g("gh200-144gb").memory_bytes == 146'831LL * 1'048'576);
+    // RTX 5090: 'VRAM: 32,607 MiB (31.36 GiB reported by PyTorch)', stored as round(31.36 x 2^30).
+    CHECK(g("rtx-5090").engine_total_bytes() == 33'672'543'601);
     // RTX PRO 6000 Blackwell: nvidia-smi 97887 MiB on both editions; 125 TFLOPS FP32 and 4,000 FP4 AI TOPS sparse.
     CHECK(g("rtx-pro-6000").memory_bytes == 97'887LL * 1'048'576);
     CHECK(g("rtx-pro-6000-server").memory_bytes == g("rtx-pro-6000").memory_bytes);
