@@ -126,6 +126,15 @@ TEST_CASE("the newer devices carry their datasheet and driver figures") {
     CHECK(g("rtx-pro-6000").memory_bytes == 97'887LL * 1'048'576);
     CHECK(g("rtx-pro-6000-server").memory_bytes == g("rtx-pro-6000").memory_bytes);
     CHECK(g("rtx-pro-6000").peak.fp4 == 4000.0 / 2);
+    // RTX PRO Blackwell whitepaper Table 4: Workstation dense BF16 (FP32 accumulate) 503.8 at 1,792 GB/s;
+    // Server Edition datasheet (December 2025): 1,597 GB/s and 120 FP32 TFLOPS (HWNOTE in GPUS_SOURCES.md).
+    CHECK(g("rtx-pro-6000").peak.bf16 == 503.8);
+    CHECK(g("rtx-pro-6000").bandwidth_bytes_per_s == 1'792'000'000'000);
+    CHECK(g("rtx-pro-6000-server").bandwidth_bytes_per_s == 1'597'000'000'000);
+    CHECK(g("rtx-pro-6000-server").peak.fp32 == 120);
+    // H20: 'INT8 | FP8 Tensor Core 296 | 296', dense (CNSPEC), now no figure of it is unverified.
+    CHECK(g("h20").peak.fp8 == 296);
+    CHECK(g("h20").unverified.empty());
     // Apple: M3 Ultra 819 GB/s with up to 512 GB (TPU_M3U), M4 Pro 273 GB/s with up to 64 GB (MACRUMORS_M4P).
     CHECK(g("m3-ultra").bandwidth_bytes_per_s == 819'000'000'000);
     CHECK(g("m3-ultra").unified_memory);
