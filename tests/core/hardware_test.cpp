@@ -14,7 +14,7 @@ TEST_CASE("the database holds every required device") {
                          "a100-pcie-80gb", "a10g", "a10", "l4", "l40s", "l40", "t4", "v100-sxm-32gb", "rtx-4090", "rtx-3090",
                          "rtx-3090-ti", "rtx-6000-ada", "rtx-a6000", "a40", "mi300x", "mi325x", "mi250x", "gaudi2", "gaudi3", "m1",
                          "m1-pro", "m1-max", "m2-max", "m2-ultra", "m3-max", "m4-max", "tpu-v5e", "tpu-v5p", "tpu-v6e",
-                         // added with models/GPUS_SOURCES.md "Blackwell, Blackwell Ultra, CDNA 4 and newer Apple parts"
+                         // the 15 later records; their sources are in models/GPUS_SOURCES.md
                          "h800", "gh200", "gh200-144gb", "b300", "gb300", "l20", "rtx-5090", "rtx-5080", "rtx-4080",
                          "rtx-pro-6000", "rtx-pro-6000-server", "mi355x", "mi350x", "m3-ultra", "m4-pro"};
     for (const char* id : ids) {
