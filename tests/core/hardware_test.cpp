@@ -13,7 +13,10 @@ TEST_CASE("the database holds every required device") {
     const char* ids[] = {"h100-sxm", "h100-pcie", "h100-nvl", "h200", "h20", "b200", "gb200", "a100-sxm-40gb", "a100-sxm-80gb",
                          "a100-pcie-80gb", "a10g", "a10", "l4", "l40s", "l40", "t4", "v100-sxm-32gb", "rtx-4090", "rtx-3090",
                          "rtx-3090-ti", "rtx-6000-ada", "rtx-a6000", "a40", "mi300x", "mi325x", "mi250x", "gaudi2", "gaudi3", "m1",
-                         "m1-pro", "m1-max", "m2-max", "m2-ultra", "m3-max", "m4-max", "tpu-v5e", "tpu-v5p", "tpu-v6e"};
+                         "m1-pro", "m1-max", "m2-max", "m2-ultra", "m3-max", "m4-max", "tpu-v5e", "tpu-v5p", "tpu-v6e",
+                         // the 15 later records; their sources are in models/GPUS_SOURCES.md
+                         "h800", "gh200", "gh200-144gb", "b300", "gb300", "l20", "rtx-5090", "rtx-5080", "rtx-4080",
+                         "rtx-pro-6000", "rtx-pro-6000-server", "mi355x", "mi350x", "m3-ultra", "m4-pro"};
     for (const char* id : ids) {
         INFO(id);
         const Gpu& g = find_gpu(bundled_gpus(), id);
@@ -83,4 +86,59 @@ TEST_CASE("a malformed database is rejected with the field named") {
     CHECK_THROWS_WITH(parse(R"({"schema_version": 1, "gpus": [{"id": "x", "memory_bytes": 100, "cuda_total_bytes": 200,
                                                                "memory_bandwidth_bytes_per_s": 5}]})"),
                       Catch::Contains("cuda_total_bytes"));
+}
+
+TEST_CASE("the newer devices carry their datasheet and driver figures") {
+    auto g = [](const char* id) { return find_gpu(bundled_gpus(), id); };
+    // RTX 5090: 1,792 GB/s of 32 GB GDDR7 (TOMS_5090 'VRAM: 32GB, 28Gb/s, 512 bits ... Bandwidth: 1,792GB/s');
+    // nvidia-smi '32607MiB' (AIC_5090 rtx_5090.yaml 'mem_capacity: 34190917632 # 32607 MiB reported by nvidia-smi').
+    CHECK(g("rtx-5090").bandwidth_bytes_per_s == 1'792'000'000'000);
+    CHECK(g("rtx-5090").memory_bytes == 32'607LL * 1'048'576);
+    CHECK(g("rtx-5090").memory_bytes == 34'190'917'632);
+    CHECK(g("rtx-5090").memory_technology == "GDDR7");
+    // GeForce: the FP32-accumulate rate, half of the dense FP16-accumulate 419 (838 sparse / 2).
+    CHECK(*g("rtx-5090").peak.bf16 == Approx(838.0 / 2 / 2));
+    // MI355X: 288 GB HBM3E at 8 TB/s (AIWIKI_MI355X); rocm-smi 'VRAM Total Memory (B)' 309220868096.
+    CHECK(g("mi355x").bandwidth_bytes_per_s == 8'000'000'000'000);
+    CHECK(g("mi355x").memory_bytes == 309'220'868'096);
+    CHECK(g("mi355x").memory_technology == "HBM3e");
+    // FP8: 8,192 FLOPs per clock per CU (ISSCC_MI355X) x 256 CUs x 2.4 GHz = 5,033.2 TFLOP/s dense.
+    CHECK(*g("mi355x").peak.fp8 == Approx(8192.0 * 256 * 2.4e9 / 1e12).epsilon(1e-4));
+    // B300: nvidia-smi 'NVIDIA B300 SXM6 AC ... 0MiB / 275040MiB' = 288,400,343,040 B (AIC b300_sxm.yaml
+    // 'mem_capacity: 288400343040 # 275040MiB'); dense bf16 2,250 = HGX B300 36 PFLOPS sparse / 2 / 8 (COSMOS_PR).
+    CHECK(g("b300").memory_bytes == 275'040LL * 1'048'576);
+    CHECK(g("b300").memory_bytes == 288'400'343'040);
+    CHECK(g("b300").peak.bf16 == 36'000.0 / 2 / 8);
+    // GB300: nvidia-smi 'NVIDIA GB300 ... 284208MiB'; 8 TB/s (VERDA); NVLink 5 900 GB/s per direction.
+    CHECK(g("gb300").memory_bytes == 284'208LL * 1'048'576);
+    CHECK(g("gb300").interconnect_bytes_per_s == 900'000'000'000);
+    // H800: the H100 SXM's 81,559 MiB and 989 bf16, NVLink cut to 400 GB/s bidirectional = 200 per direction (AIC_H800).
+    CHECK(g("h800").memory_bytes == g("h100-sxm").memory_bytes);
+    CHECK(g("h800").interconnect_bytes_per_s == 200'000'000'000);
+    // GH200 96 GB: nvidia-smi 'NVIDIA GH200 480GB ... 97871MiB', the H20's figure; 4.0 TB/s HBM3 (STAS2).
+    CHECK(g("gh200").memory_bytes == g("h20").memory_bytes);
+    CHECK(g("gh200").bandwidth_bytes_per_s == 4'000'000'000'000);
+    // GH200 144 GB: nvidia-smi '0, NVIDIA GH200 144G HBM3e, 580.173.02, 146831 MiB, 9.0'.
+    CHECK(g("gh200-144gb").memory_bytes == 146'831LL * 1'048'576);
+    // RTX 5090: 'VRAM: 32,607 MiB (31.36 GiB reported by PyTorch)', stored as round(31.36 x 2^30).
+    CHECK(g("rtx-5090").engine_total_bytes() == 33'672'543'601);
+    // RTX PRO 6000 Blackwell: nvidia-smi 97887 MiB on both editions; 125 TFLOPS FP32 and 4,000 FP4 AI TOPS sparse.
+    CHECK(g("rtx-pro-6000").memory_bytes == 97'887LL * 1'048'576);
+    CHECK(g("rtx-pro-6000-server").memory_bytes == g("rtx-pro-6000").memory_bytes);
+    CHECK(g("rtx-pro-6000").peak.fp4 == 4000.0 / 2);
+    // RTX PRO Blackwell whitepaper Table 4: Workstation dense BF16 (FP32 accumulate) 503.8 at 1,792 GB/s;
+    // Server Edition datasheet (December 2025): 1,597 GB/s and 120 FP32 TFLOPS (HWNOTE in GPUS_SOURCES.md).
+    CHECK(g("rtx-pro-6000").peak.bf16 == 503.8);
+    CHECK(g("rtx-pro-6000").bandwidth_bytes_per_s == 1'792'000'000'000);
+    CHECK(g("rtx-pro-6000-server").bandwidth_bytes_per_s == 1'597'000'000'000);
+    CHECK(g("rtx-pro-6000-server").peak.fp32 == 120);
+    // H20: 'INT8 | FP8 Tensor Core 296 | 296', dense (CNSPEC), now no figure of it is unverified.
+    CHECK(g("h20").peak.fp8 == 296);
+    CHECK(g("h20").unverified.empty());
+    // Apple: M3 Ultra 819 GB/s with up to 512 GB (TPU_M3U), M4 Pro 273 GB/s with up to 64 GB (MACRUMORS_M4P).
+    CHECK(g("m3-ultra").bandwidth_bytes_per_s == 819'000'000'000);
+    CHECK(g("m3-ultra").unified_memory);
+    CHECK(g("m4-pro").bandwidth_bytes_per_s == 273'000'000'000);
+    CHECK(g("m4-pro").memory_bytes == 64LL << 30);
+    CHECK(find_gpu(bundled_gpus(), "RTX5090").id == "rtx-5090");
 }
