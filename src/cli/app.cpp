@@ -38,6 +38,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         "  kvplan check --baseline capacity.json --tolerance 0.5%\n"
         "  kvplan models\n"
         "  kvplan gpus\n"
+        "  kvplan engines\n"
         "Run `kvplan <command> --help` for a command's flags.");
 
     std::string gpu_file;

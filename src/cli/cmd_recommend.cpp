@@ -48,7 +48,7 @@ CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("--price-per-hour", o.prices, "USD per GPU-hour per device, e.g. h100-sxm=2.5,a100-80gb=1.6: rank by cost");
     cmd->add_option("--price-file", o.price_file, "JSON file of USD per GPU-hour per device (docs/recommend.md); --price-per-hour overrides it");
-    cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4|q8_0|q4_0|q4_k_m");
+    cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4[:gN]|q8_0|q4_0|q4_k_m|q4f16_1|exl2:B");
     cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
     add_efficiency_options(*cmd, o.efficiency);
     cmd->add_option("--top", o.top, "candidates to print (default 5)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1000}));
@@ -59,7 +59,7 @@ CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
     cmd->add_flag("--analytic", o.analytic, "the steady-batch search (--context --ttft --tpot), also the mode when no workload is given");
     cmd->add_option("--slo", o.slo, "search: targets every request must meet, e.g. ttft=2s,tpot=50ms[,e2e=30s]");
     cmd->add_option("--goodput", o.goodput, "search: the share of requests that must meet every --slo target, in (0, 1] (default 0.99)");
-    cmd->add_option("--engine", o.engine, "search: vllm|sglang, whose scheduler the simulator runs (default vllm)")->check(CLI::IsMember({"vllm", "sglang"}));
+    cmd->add_option("--engine", o.engine, "vllm|sglang: whose speed profile prices steps and, with --slo, whose scheduler the simulator runs (default vllm)")->check(CLI::IsMember({"vllm", "sglang"}));
     cmd->add_option("--rate", o.rate, "search: the traffic to serve, requests per second (Poisson arrivals)")->check(finite_range(1e-9, 1e9));
     cmd->add_option("--input-len", o.input_len, "search: prompt lengths, fixed:N, uniform:A-B, lognormal:MEAN,SIGMA or from:TRACE (default fixed:1024)");
     cmd->add_option("--output-len", o.output_len, "search: output lengths, the same forms (default fixed:128)");

@@ -26,7 +26,7 @@ namespace kvplan {
 
 CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
     CLI::App* cmd = app.add_subcommand("simulate", "replay traffic through a continuous-batching simulator (vLLM's or SGLang's scheduler): latency percentiles, goodput, KV usage");
-    cmd->add_option("--engine", o.engine, "vllm|sglang: whose scheduler and KV pool (default vllm)")->check(CLI::IsMember({"vllm", "sglang"}));
+    cmd->add_option("--engine", o.engine, "vllm|sglang: whose scheduler, KV pool and speed profile (default vllm; `kvplan engines`)")->check(CLI::IsMember({"vllm", "sglang"}));
     add_model_options(*cmd, o.model);
     add_gpu_options(*cmd, o.gpu);
     add_efficiency_options(*cmd, o.efficiency);
@@ -46,7 +46,7 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
     cmd->add_option("--max-model-len", o.max_model_len, "vLLM max_model_len, SGLang context_length (default: the model's)")
         ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
-    cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp16|bf16|fp8|int8|int4|q8_0|q4_0|q4_k_m");
+    cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp16|bf16|fp8|int8|int4[:gN]|q8_0|q4_0|q4_k_m|q4f16_1|exl2:B");
     cmd->add_option("--schedule-policy", o.schedule_policy, "sglang: fcfs|lpm (SGLang's --schedule-policy, default fcfs)")
         ->check(CLI::IsMember({"fcfs", "lpm"}));
     cmd->add_flag("--no-prefix-caching", o.no_prefix_caching, "turn prefix caching off (vLLM's automatic prefix caching, SGLang's radix cache)");

@@ -212,6 +212,7 @@ std::string render_roofline_json(const RooflineResult& r) {
     j["gpu"] = r.gpu.id;
     j["model"] = r.model->name;
     j["tp"] = r.cost.tp;
+    j["engine"] = r.cost.engine;
     j["weights_format"] = r.weights_label;
     j["kv_dtype"] = dtype_name(r.cost.kv_dtype);
     j["achievable_bandwidth_bytes_per_s"] = r.cost.weights_bandwidth_bytes_per_s;
@@ -219,6 +220,7 @@ std::string render_roofline_json(const RooflineResult& r) {
     j["achievable_flops_per_s"] = r.cost.flops_per_s;
     j["calibrated"] = r.efficiency.measured_bandwidth_bytes_per_s.has_value();
     j["step_overhead_s"] = r.cost.step_overhead_s;
+    j["layer_overhead_s"] = r.cost.layer_overhead_s;
     j["context_tokens"] = r.inputs.context;
     j["prompt_tokens"] = r.inputs.prompt;
     j["output_tokens"] = r.inputs.output;
