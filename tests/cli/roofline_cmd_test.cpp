@@ -92,3 +92,37 @@ TEST_CASE("recommend exits 0 when a configuration meets both targets") {
     auto ok = kvplan_run({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.05"});
     CHECK(ok.code == 0);
 }
+
+TEST_CASE("engines lists every profile; --show one with its provenance; --json the profiles and the latency table") {
+    auto r = kvplan_run({"engines"});
+    REQUIRE(r.code == 0);
+    for (const char* id : {"generic", "vllm", "sglang", "trtllm", "llamacpp", "gpt-fast", "mlc", "exllamav2"}) CHECK_THAT(r.out, Catch::Contains(id));
+    auto show = kvplan_run({"engines", "--show", "gpt-fast"});
+    REQUIRE(show.code == 0);
+    CHECK_THAT(show.out, Catch::Contains("weights_fraction.hbm") && Catch::Contains("fitted to 17 rows"));
+    auto j = nlohmann::json::parse(kvplan_run({"engines", "--json"}).out);
+    REQUIRE(j["engines"].size() == 8);
+    CHECK(j["engines"][0]["id"] == "generic");
+    CHECK(j["engines"][0]["step_overhead_s"] == 0.0015);
+    CHECK(j["allreduce_latency"].size() == 12);
+    CHECK(j["allreduce_latency"][0].contains("source"));
+    auto bad = kvplan_run({"engines", "--show", "tgi"});
+    CHECK(bad.code == 2);
+    CHECK(bad.out.empty());
+    CHECK_THAT(bad.err, Catch::Contains("--show tgi: no such engine profile"));
+}
+
+TEST_CASE("roofline --engine prices the step on that engine's profile and says which") {
+    // gpt-fast on an A100 SXM: 0.751 x 2.039 TB/s for bf16 weights, against the generic 0.55.
+    auto j = nlohmann::json::parse(kvplan_run({"roofline", "--model", "llama-2-7b", "--gpu", "a100-sxm-80gb", "--engine", "gpt-fast", "--batch", "1", "--json"}).out);
+    CHECK(j["engine"] == "gpt-fast");
+    CHECK(j["achievable_bandwidth_bytes_per_s"].get<double>() == Approx(0.751 * 2.039e12));
+    auto g = nlohmann::json::parse(kvplan_run({"roofline", "--model", "llama-2-7b", "--gpu", "a100-sxm-80gb", "--batch", "1", "--json"}).out);
+    CHECK(g["engine"] == "generic");
+    CHECK(g["achievable_bandwidth_bytes_per_s"].get<double>() == Approx(0.55 * 2.039e12));
+    auto text = kvplan_run({"roofline", "--model", "llama-2-7b", "--gpu", "a100-sxm-80gb", "--engine", "gpt-fast", "--batch", "1"});
+    CHECK_THAT(text.out, Catch::Contains("(gpt-fast profile)"));
+    auto bad = kvplan_run({"roofline", "--model", "llama-2-7b", "--gpu", "a100", "--engine", "tgi"});
+    CHECK(bad.code == 2);
+    CHECK(bad.out.empty());
+}

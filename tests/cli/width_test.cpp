@@ -47,7 +47,7 @@ TEST_CASE("every help example of every command with a table prints lines of at m
         fs::copy_file(source("models/presets/llama-3.1-8b.json"), dir / "configs" / name / "config.json", fs::copy_options::overwrite_existing);
     }
     fs::current_path(dir);
-    for (const char* cmd : {"size", "concurrency", "roofline", "models", "gpus", "baseline", "check", "diff"}) {
+    for (const char* cmd : {"size", "concurrency", "roofline", "models", "gpus", "engines", "baseline", "check", "diff"}) {
         std::istringstream help(Run::kvplan({cmd, "--help"}).out);
         int examples = 0;
         for (std::string line; std::getline(help, line);) {
@@ -82,6 +82,9 @@ TEST_CASE("the runs the docs quote, and every bundled preset, print lines of at 
         {"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--weights-dtype", "fp8"},
         {"models"},
         {"gpus"},
+        {"engines"},
+        {"engines", "--show", "trtllm"},
+        {"roofline", "--model", "llama-3.1-8b", "--gpu", "a100-sxm-80gb", "--engine", "gpt-fast", "--batch", "1"},
         {"diff", "--model", "llama-3.1-8b", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--context", "4096,32768", "--engine", "vllm"},
         {"diff", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpu", "h200", "--tp", "4", "--engine", "vllm", "--context", "8192"},
         {"diff", "--model", "qwen2.5-7b", "--kv-dtype", "auto", "--kv-dtype", "fp8", "--context", "131072", "--batch", "256"},

@@ -1,0 +1,142 @@
+// Engine profiles (models/engines/*.json), the interconnect latency table
+// (models/interconnects.json) and the formats engines store: parsing,
+// lookups, and what they do to a step, each figure derived by hand.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "core/error.hpp"
+#include "core/model/weight_format.hpp"
+#include "core/speed/engine_profile.hpp"
+#include "core/speed/step_cost.hpp"
+#include "io/engine_db.hpp"
+#include "speed_fixtures.hpp"
+#include "test_support.hpp"
+
+using namespace kvplan;
+using namespace kvplan::test;
+
+namespace {
+
+std::string data_error_of(const nlohmann::json& j) {
+    try {
+        parse_engine_profile(j, "p.json");
+    } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::Data);
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("every bundled profile parses, generic first, and generic is the step-cost model's defaults") {
+    const auto& all = bundled_engines();
+    REQUIRE(all.size() == 8);
+    CHECK(all.front().id == "generic");
+    const EngineProfile& g = find_engine("--engine", "generic");
+    const EngineProfile defaults;  // what Efficiency{} prices with
+    for (const std::string& name : profile_value_names()) {
+        INFO(name);
+        CHECK(profile_value(g, name) == profile_value(defaults, name));
+    }
+    CHECK(g.allreduce == AllreduceImpl::Fixed);
+    CHECK(g.fixed_allreduce_latency_s == 5e-6);
+    CHECK_THROWS_WITH(find_engine("--engine", "tgi"), Catch::Contains("--engine tgi: no such engine profile") && Catch::Contains("llamacpp"));
+}
+
+TEST_CASE("a profile file with a bad value names the file and the field") {
+    nlohmann::json ok = {{"schema_version", 1}, {"id", "x"}};
+    CHECK(data_error_of(ok).empty());
+    auto with = [&](const char* key, nlohmann::json v) {
+        nlohmann::json j = ok;
+        j[key] = v;
+        return data_error_of(j);
+    };
+    CHECK_THAT(with("kv_fraction", 1.5), Catch::Contains("p.json: kv_fraction: expected a number in (0"));
+    CHECK_THAT(with("step_overhead_s", -1), Catch::Contains("p.json: step_overhead_s"));
+    CHECK_THAT(with("speed", 1), Catch::Contains("p.json: speed: unknown field"));
+    CHECK_THAT(with("weights_fraction", nlohmann::json{{"hbm", 0}}), Catch::Contains("weights_fraction.hbm"));
+    CHECK_THAT(with("kernel_factor", nlohmann::json{{"awq", 0.9}}), Catch::Contains("kernel_factor.awq: unknown weight format family"));
+    CHECK_THAT(with("allreduce", nlohmann::json{{"implementation", "mpi"}}), Catch::Contains("allreduce.implementation"));
+    CHECK_THAT(with("fitted_on", nlohmann::json{{"speed", "rows"}}), Catch::Contains("fitted_on.speed: not a profile value"));
+    CHECK_THAT(data_error_of(nlohmann::json::array()), Catch::Contains("expected a JSON object"));
+}
+
+TEST_CASE("all-reduce latency: the table's figure, interpolated in log2 GPUs, held flat beyond it") {
+    // NCCL over NVLink: 10.14 us at 2 GPUs (NVIDIA/nccl#583), 16.88 at 4 (nccl-tests#123), 20.71 at 8.
+    const auto& t = bundled_link_latencies();
+    CHECK(*allreduce_latency(t, AllreduceImpl::Nccl, LinkFamily::Nvlink, 2) == Approx(10.14e-6));
+    CHECK(*allreduce_latency(t, AllreduceImpl::Nccl, LinkFamily::Nvlink, 8) == Approx(20.71e-6));
+    // 6 GPUs: log2 6 = 2.585, 0.585 of the way from 4 to 8: 16.88 + 0.585 x (20.71 - 16.88) = 19.12 us.
+    CHECK(*allreduce_latency(t, AllreduceImpl::Nccl, LinkFamily::Nvlink, 6) == Approx(16.88e-6 + (std::log2(6.0) - 2) * 3.83e-6));
+    CHECK(*allreduce_latency(t, AllreduceImpl::Nccl, LinkFamily::Nvlink, 16) == Approx(20.71e-6));  // beyond 8: flat
+    CHECK_FALSE(allreduce_latency(t, AllreduceImpl::CustomOneShot, LinkFamily::Pcie, 2));
+
+    // vLLM's custom all-reduce on NVLink at TP 8 (14.2 us, sglang#2688); over PCIe it falls back to NCCL (42.14 us at
+    // 8, nccl#1530), as vLLM does past two PCIe GPUs; and at TP 3, a world size it has no kernel for, NCCL too.
+    const EngineProfile& vllm = find_engine("--engine", "vllm");
+    CHECK(vllm.allreduce_latency_s(gpu("h100-sxm"), 8) == Approx(14.2e-6));
+    CHECK(vllm.allreduce_latency_s(gpu("l40s"), 8) == Approx(42.14e-6));
+    CHECK(vllm.allreduce_latency_s(gpu("h100-sxm"), 3) == Approx(*allreduce_latency(t, AllreduceImpl::Nccl, LinkFamily::Nvlink, 3)));
+    CHECK(find_engine("--engine", "generic").allreduce_latency_s(gpu("h100-sxm"), 8) == 5e-6);
+}
+
+TEST_CASE("the link a device's all-reduce runs over, from its interconnect") {
+    CHECK(link_family(gpu("h100-sxm")) == LinkFamily::Nvlink);
+    CHECK(link_family(gpu("h100-pcie")) == LinkFamily::Pcie);  // "optional NVLink bridge (pairs); PCIe Gen5 x16"
+    CHECK(link_family(gpu("rtx-3090")) == LinkFamily::Pcie);   // a two-GPU bridge does not join a TP group of 4
+    CHECK(link_family(gpu("mi300x")) == LinkFamily::Xgmi);
+    CHECK(link_family(gpu("gaudi2")) == LinkFamily::Roce);
+    CHECK(link_family(gpu("m2-ultra")) == LinkFamily::None);
+}
+
+TEST_CASE("formats as engines store them: int4 groups, MLC's q4f16_1, EXL2, a quantized head") {
+    const ModelSpec m = preset("llama-2-7b");  // 32 layers, hidden 4,096, vocab 32,000: embedding and head 131,072,000 each
+    const double embed = 32000.0 * 4096;
+    const double linear = static_cast<double>(size_weights(m).params) - 2 * embed - 266240;  // less embedding, head and norms
+    const double norms = 266240 * 2;
+    auto bytes = [&](const WeightFormat& f) { return static_cast<double>(size_weights_in(m, f).bytes); };
+    // int4:g32, a 16-bit scale per 32 weights: 4.5 bits for the linear layers; embedding and head 16-bit.
+    CHECK(bytes(parse_weight_format("--weights-dtype", "int4:g32")) == Approx(linear * 4.5 / 8 + 2 * embed * 2 + norms).epsilon(1e-6));
+    // gpt-fast's layout: a bf16 scale and zero per group (5 bits at g32) and the head quantized too.
+    const WeightFormat gptfast = int4_as_stored(parse_weight_format("--weights-dtype", "int4:g32"), 32, true);
+    CHECK(gptfast.bits_per_weight == 5.0);
+    CHECK(bytes(gptfast) == Approx((linear + embed) * 5.0 / 8 + embed * 2 + norms).epsilon(1e-6));
+    // q4f16_1: 4 bits and an fp16 scale per 32, every matrix (embedding and head too).
+    CHECK(bytes(parse_weight_format("--weights-dtype", "q4f16_1")) == Approx((linear + 2 * embed) * 4.5 / 8 + norms).epsilon(1e-6));
+    // exl2:4.0: 4 bits per linear weight on average, the head at 6 bits, the embedding 16-bit.
+    CHECK(bytes(parse_weight_format("--weights-dtype", "exl2:4.0")) == Approx(linear * 4.0 / 8 + embed * 6 / 8 + embed * 2 + norms).epsilon(1e-6));
+    CHECK_THROWS_WITH(parse_weight_format("--weights-dtype", "int4:g100"), Catch::Contains("int4:gN with a group of N = 32, 64, 128 or 256"));
+    CHECK_THROWS_WITH(parse_weight_format("--weights-dtype", "exl2:1.5"), Catch::Contains("from 2 to 8"));
+    CHECK_THROWS_AS(parse_weight_format("--weights-dtype", "exl2:4x"), Error);
+}
+
+TEST_CASE("a profile's per-layer cost, kernel factor and GEMM fall-off, each in one step") {
+    const ModelSpec m = preset("llama-3.1-8b");
+    EngineProfile p;
+    p.step_overhead_s = 0.001;
+    p.layer_overhead_s = 10e-6;
+    Efficiency e;
+    e.profile = p;
+    const CostModel c = make_cost_model(CostModelInputs{&m, ideal_gpu(), WeightFormat{}, std::nullopt, 1, e, std::nullopt});
+    // 32 layers x 10 us on top of the 1 ms step.
+    CHECK(decode_step(c, 1, 100).overhead_s == Approx(0.001 + 32 * 10e-6));
+
+    // A GEMM half-saturated at 100 tokens: a 100-token prefill computes at half the FLOP/s, a 10,000-token one at 99%.
+    EngineProfile q;
+    q.prefill_half_tokens = 100;
+    Efficiency eq = pure();
+    eq.profile = q;
+    const CostModel half = make_cost_model(CostModelInputs{&m, ideal_gpu(), WeightFormat{}, std::nullopt, 1, eq, std::nullopt});
+    const CostModel flat = make_cost_model(CostModelInputs{&m, ideal_gpu(), WeightFormat{}, std::nullopt, 1, pure(), std::nullopt});
+    CHECK(prefill_step(half, 1, 100).compute_s == Approx(2 * prefill_step(flat, 1, 100).compute_s));
+    CHECK(prefill_step(half, 1, 10000).compute_s == Approx(1.01 * prefill_step(flat, 1, 10000).compute_s));
+
+    // gpt-fast's int8 kernels at 0.841 of its 0.751 HBM stream: 0.632 of an A100's 2.039 TB/s.
+    Efficiency g;
+    g.profile = find_engine("--engine", "gpt-fast");
+    const CostModel i8 = make_cost_model(CostModelInputs{&m, gpu("a100-sxm-80gb"), parse_weight_format("--weights-dtype", "int8"), std::nullopt, 1, g, std::nullopt});
+    CHECK(i8.weights_bandwidth_bytes_per_s == Approx(g.profile.weights_hbm * g.profile.kernel("int8") * 2.039e12));
+    CHECK(i8.engine == "gpt-fast");
+}
