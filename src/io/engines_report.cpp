@@ -51,7 +51,7 @@ std::string render_engine_detail(const EngineProfile& p, bool markdown) {
         return t.render_markdown();
     }
     std::string out = wrap_text(p.id + " (" + p.name + "): " + p.description, kFitColumns) + "\n";
-    for (const Line& l : lines) out += wrap_text(l.fitted, kFitColumns, fmt::format("  {:<23}{:>8}  ", l.name, l.value), std::string(35, ' '));
+    for (const Line& l : lines) out += fmt::format("  {:<23}{:>8}\n", l.name, l.value) + wrap_text(l.fitted, kFitColumns, "      ", "      ");
     return out;
 }
 
