@@ -9,6 +9,7 @@
 #include "cli/cmd_concurrency.hpp"
 #include "cli/cmd_diff.hpp"
 #include "cli/cmd_engines.hpp"
+#include "io/engine_db.hpp"
 #include "cli/cmd_gpus.hpp"
 #include "cli/cmd_measure.hpp"
 #include "cli/cmd_models.hpp"
@@ -45,6 +46,10 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     app.add_option("--gpu-file", gpu_file,
                    "devices to add to, or replace in, the hardware database: a JSON file of the same schema (`kvplan gpus --schema`); "
                    "default: $KVPLAN_GPU_FILE");
+    std::string engine_file;
+    app.add_option("--engine-file", engine_file,
+                   "engine speed profiles to add to, or replace in, the bundled ones: a JSON file holding one profile or an array "
+                   "of them, as models/engines/*.json (docs/roofline.md, \"Engine profiles\"); default: $KVPLAN_ENGINE_FILE");
 
     SizeOptions size;
     ConcurrencyOptions concurrency;
@@ -93,6 +98,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
 
     try {
         use_gpu_file(gpu_file);
+        use_engine_file(engine_file);
         for (const CLI::App* command : app.get_subcommands()) {
             refuse_empty_list_items(*command, args);
             warn_deprecated_flags(*command, err);

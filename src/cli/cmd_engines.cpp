@@ -21,8 +21,8 @@ std::string run_engines(const EnginesOptions& o) {
         const EngineProfile& p = find_engine("--show", o.show);
         return format == "json" ? render_engines_json({p}, bundled_link_latencies()) : render_engine_detail(p, format == "markdown");
     }
-    if (format == "json") return render_engines_json(bundled_engines(), bundled_link_latencies());
-    return render_engines_table(bundled_engines(), format == "markdown");
+    if (format == "json") return render_engines_json(known_engines(), bundled_link_latencies());
+    return render_engines_table(known_engines(), format == "markdown");
 }
 
 }  // namespace kvplan

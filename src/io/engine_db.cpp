@@ -1,6 +1,8 @@
 #include "io/engine_db.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <optional>
 
 #include "core/error.hpp"
 #include "io/model_loader.hpp"
@@ -38,8 +40,41 @@ const std::vector<EngineProfile>& bundled_engines() {
     return engines;
 }
 
+namespace {
+
+std::optional<std::vector<EngineProfile>>& merged() {
+    static std::optional<std::vector<EngineProfile>> engines;
+    return engines;
+}
+
+}  // namespace
+
+const std::vector<EngineProfile>& known_engines() { return merged() ? *merged() : bundled_engines(); }
+
+void use_engine_file(const std::string& path) {
+    std::string file = path;
+    if (file.empty())
+        if (const char* env = std::getenv("KVPLAN_ENGINE_FILE")) file = env;
+    merged().reset();
+    if (file.empty()) return;
+    const nlohmann::json value = read_json_file(file);
+    std::vector<EngineProfile> out = bundled_engines();
+    const std::size_t n = value.is_array() ? value.size() : 1;
+    if (value.is_array() && n == 0) data_error(file + ": expected a profile object or a non-empty array of them");
+    for (std::size_t i = 0; i < n; ++i) {
+        const nlohmann::json& one = value.is_array() ? value[i] : value;
+        const std::string where = value.is_array() ? file + ": [" + std::to_string(i) + "]" : file;
+        EngineProfile p = parse_engine_profile(one, where);
+        p.links = bundled_link_latencies();
+        auto same = std::find_if(out.begin(), out.end(), [&](const EngineProfile& b) { return b.id == p.id; });
+        if (same != out.end()) *same = p;
+        else out.push_back(p);
+    }
+    merged() = std::move(out);
+}
+
 const EngineProfile& find_engine(const std::string& flag, const std::string& id) {
-    const auto& all = bundled_engines();
+    const auto& all = known_engines();
     for (const EngineProfile& p : all)
         if (p.id == id) return p;
     std::string known;

@@ -13,6 +13,15 @@ namespace kvplan {
 // Every bundled profile, by id, each holding the interconnect table. Parsed once.
 const std::vector<EngineProfile>& bundled_engines();
 
+// The profiles commands look up: the bundled ones, then the user file's
+// (a profile with a bundled id replaces it).
+const std::vector<EngineProfile>& known_engines();
+
+// The user file for this run: `path`, or when it is empty the file
+// KVPLAN_ENGINE_FILE names, or none. Throws Error(Usage) for a file that
+// cannot be read and Error(Data) naming the file and field for bad content.
+void use_engine_file(const std::string& path);
+
 // The profile called `id` (`generic`, `vllm`, `llamacpp`, ...); throws
 // Error(Usage) naming `flag` and the known ids otherwise.
 const EngineProfile& find_engine(const std::string& flag, const std::string& id);

@@ -126,3 +126,28 @@ TEST_CASE("roofline --engine prices the step on that engine's profile and says w
     CHECK(bad.code == 2);
     CHECK(bad.out.empty());
 }
+
+TEST_CASE("engine files: --engine-file adds a team's own profile, replaces a bundled one by id, and refuses a bad value naming the field") {
+    char path[] = "/tmp/kvplan_engines_XXXXXX";
+    const int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    close(fd);
+    // Our vLLM build: generic's fractions with a 0.8 ms step; and a replaced gpt-fast with a 0.5 HBM fraction.
+    std::ofstream(path) << R"([{"schema_version": 1, "id": "ours", "step_overhead_s": 0.0008},
+                               {"schema_version": 1, "id": "gpt-fast", "weights_fraction": {"hbm": 0.5}}])";
+    auto listed = kvplan_run({"--engine-file", path, "engines"});
+    REQUIRE(listed.code == 0);
+    CHECK_THAT(listed.out, Catch::Contains("ours"));
+    auto j = nlohmann::json::parse(
+        kvplan_run({"--engine-file", path, "roofline", "--model", "llama-2-7b", "--gpu", "a100-sxm-80gb", "--engine", "ours", "--batch", "1", "--json"}).out);
+    CHECK(j["step_overhead_s"] == 0.0008);
+    auto g = nlohmann::json::parse(kvplan_run({"--engine-file", path, "roofline", "--model", "llama-2-7b", "--gpu", "a100-sxm-80gb", "--engine",
+                                               "gpt-fast", "--batch", "1", "--json"}).out);
+    CHECK(g["achievable_bandwidth_bytes_per_s"].get<double>() == Approx(0.5 * 2.039e12));
+    std::ofstream(path) << R"({"schema_version": 1, "id": "ours", "kv_fraction": 3})";
+    auto bad = kvplan_run({"--engine-file", path, "engines"});
+    CHECK(bad.code == 65);
+    CHECK(bad.out.empty());
+    CHECK_THAT(bad.err, Catch::Contains(std::string(path) + ": kv_fraction: expected a number in (0, 1], found 3"));
+    std::remove(path);
+}

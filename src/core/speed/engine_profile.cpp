@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
+#include <sstream>
 
 #include "core/config_reader.hpp"
 #include "core/error.hpp"
@@ -32,12 +34,19 @@ void refuse_unknown(const ConfigReader& r, const nlohmann::json& object, const s
         if (std::find(known.begin(), known.end(), key) == known.end()) r.fail(key, "unknown field");
 }
 
-// A fraction in (0, max]; a time in [0, max); both finite.
+// A value in an error message: up to six significant digits, no trailing zeros.
+std::string shown(double v) {
+    std::ostringstream out;
+    out << std::setprecision(6) << v;
+    return out.str();
+}
+
+// A number in [lo, hi] (or (lo, hi] when lo_open), finite.
 double read_number(const ConfigReader& r, const char* key, double lo, double hi, double fallback, bool lo_open) {
     const std::optional<double> v = r.get_number(key);
     if (!v) return fallback;
     const bool ok = std::isfinite(*v) && (lo_open ? *v > lo : *v >= lo) && *v <= hi;
-    if (!ok) r.fail(key, "expected a number in " + std::string(lo_open ? "(" : "[") + std::to_string(lo) + ", " + std::to_string(hi) + "], found " + std::to_string(*v));
+    if (!ok) r.fail(key, "expected a number in " + std::string(lo_open ? "(" : "[") + shown(lo) + ", " + shown(hi) + "], found " + shown(*v));
     return *v;
 }
 
