@@ -93,7 +93,7 @@ TEST_CASE("recommend exits 0 when a configuration meets both targets") {
     CHECK(ok.code == 0);
 }
 
-TEST_CASE("engines lists every profile; --show one with its provenance; --json the profiles and the latency table") {
+TEST_CASE("engines lists every profile and --show one with its provenance and --json the profiles and the latency table") {
     auto r = kvplan_run({"engines"});
     REQUIRE(r.code == 0);
     for (const char* id : {"generic", "vllm", "sglang", "trtllm", "llamacpp", "gpt-fast", "mlc", "exllamav2"}) CHECK_THAT(r.out, Catch::Contains(id));
@@ -127,7 +127,7 @@ TEST_CASE("roofline --engine prices the step on that engine's profile and says w
     CHECK(bad.out.empty());
 }
 
-TEST_CASE("engine files: --engine-file adds a team's own profile, replaces a bundled one by id, and refuses a bad value naming the field") {
+TEST_CASE("engine files: --engine-file adds a team's own profile and replaces a bundled one by id and refuses a bad value naming the field") {
     char path[] = "/tmp/kvplan_engines_XXXXXX";
     const int fd = mkstemp(path);
     REQUIRE(fd >= 0);

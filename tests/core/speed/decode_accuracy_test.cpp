@@ -112,7 +112,7 @@ void check_doc_block(const std::string& marker, const std::string& current) {
 
 }  // namespace
 
-TEST_CASE("decode accuracy: every published measurement predicted with the generic and the engine profile, and left out of its fit") {
+TEST_CASE("decode accuracy: every published measurement predicted with the generic and the engine profile and left out of its fit") {
     const auto& rows = accuracy_rows();
     REQUIRE(rows.size() == 214);
     const std::map<std::string, Errors> errors = all_errors();

@@ -30,7 +30,7 @@ std::string data_error_of(const nlohmann::json& j) {
 
 }  // namespace
 
-TEST_CASE("every bundled profile parses, generic first, and generic is the step-cost model's defaults") {
+TEST_CASE("every bundled profile parses with generic first and generic is the step-cost model's defaults") {
     const auto& all = bundled_engines();
     REQUIRE(all.size() == 8);
     CHECK(all.front().id == "generic");
@@ -63,7 +63,7 @@ TEST_CASE("a profile file with a bad value names the file and the field") {
     CHECK_THAT(data_error_of(nlohmann::json::array()), Catch::Contains("expected a JSON object"));
 }
 
-TEST_CASE("all-reduce latency: the table's figure, interpolated in log2 GPUs, held flat beyond it") {
+TEST_CASE("all-reduce latency: the table's figure interpolated in log2 GPUs and held flat beyond it") {
     // NCCL over NVLink: 10.14 us at 2 GPUs (NVIDIA/nccl#583), 16.88 at 4 (nccl-tests#123), 20.71 at 8.
     const auto& t = bundled_link_latencies();
     CHECK(*allreduce_latency(t, AllreduceImpl::Nccl, LinkFamily::Nvlink, 2) == Approx(10.14e-6));
@@ -91,7 +91,7 @@ TEST_CASE("the link a device's all-reduce runs over, from its interconnect") {
     CHECK(link_family(gpu("m2-ultra")) == LinkFamily::None);
 }
 
-TEST_CASE("formats as engines store them: int4 groups, MLC's q4f16_1, EXL2, a quantized head") {
+TEST_CASE("formats as engines store them: int4 groups and MLC's q4f16_1 and EXL2 and a quantized head") {
     const ModelSpec m = preset("llama-2-7b");  // 32 layers, hidden 4,096, vocab 32,000: embedding and head 131,072,000 each
     const double embed = 32000.0 * 4096;
     const double linear = static_cast<double>(size_weights(m).params) - 2 * embed - 266240;  // less embedding, head and norms
@@ -112,7 +112,7 @@ TEST_CASE("formats as engines store them: int4 groups, MLC's q4f16_1, EXL2, a qu
     CHECK_THROWS_AS(parse_weight_format("--weights-dtype", "exl2:4x"), Error);
 }
 
-TEST_CASE("a profile's per-layer cost, kernel factor and GEMM fall-off, each in one step") {
+TEST_CASE("a profile's per-layer cost and kernel factor and GEMM fall-off each in one step") {
     const ModelSpec m = preset("llama-3.1-8b");
     EngineProfile p;
     p.step_overhead_s = 0.001;
