@@ -13,7 +13,7 @@ seconds=${2:-60}
 targets="fuzz_config fuzz_baseline fuzz_safetensors fuzz_gguf fuzz_trace"
 for target in $targets; do mkdir -p "$build/corpus/$target" "$build/seeds/$target"; done
 mkdir -p "$build/crashes"
-cp models/presets/*.json tests/fixtures/configs/*.json tests/fixtures/bad/*.json tests/fixtures/constructed/*.json \
+cp models/presets/*.json models/engines/*.json tests/fixtures/configs/*.json tests/fixtures/bad/*.json tests/fixtures/constructed/*.json \
    "$build/seeds/fuzz_config/" 2>/dev/null || true
 cp tests/baseline/presets.json docs/examples/*.json "$build/seeds/fuzz_baseline/" 2>/dev/null || true
 # Safetensors headers: the first byte picks the data size (fuzz_safetensors.cpp), then the header's JSON.

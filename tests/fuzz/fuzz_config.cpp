@@ -1,4 +1,5 @@
-// libFuzzer target: the config path `kvplan size` and `concurrency` take.
+// libFuzzer target: the config path `kvplan size` and `concurrency` take,
+// and the engine profile path of --engine-file.
 // Bytes -> JSON -> ModelSpec -> KV sizing, parameter and weight counts,
 // capacity plans for three engines on two GPUs, and a roofline step. A
 // kvplan::Error is the expected answer to bad input; anything else (a crash,
@@ -13,6 +14,7 @@
 #include "core/model/config_parser.hpp"
 #include "core/model/weights.hpp"
 #include "core/speed/step_cost.hpp"
+#include "io/engine_db.hpp"
 #include "io/gpu_db.hpp"
 #include "io/model_loader.hpp"
 
@@ -39,6 +41,18 @@ void plan(const ModelSpec& spec, const Gpu& gpu, Engine engine, std::int64_t tp,
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size > 256 * 1024) return -1;  // configs are a few KB; keep executions fast
     const std::string text(reinterpret_cast<const char*>(data), size);
+    // The same bytes as an engine profile (--engine-file), priced on a bundled model when they parse.
+    try {
+        Efficiency e;
+        e.profile = parse_engine_profile(parse_json_text(text, "fuzz.json"), "fuzz.json");
+        e.profile.links = bundled_link_latencies();
+        static const ModelSpec llama = load_model("llama-3.1-8b");
+        static const Gpu h100_sxm = find_gpu(bundled_gpus(), "h100-sxm");
+        const CostModel cm = make_cost_model(CostModelInputs{&llama, h100_sxm, WeightFormat{}, std::nullopt, 2, e, std::nullopt});
+        (void)decode_step(cm, 8, 4096);
+        (void)prefill_step(cm, 1, 512);
+    } catch (const Error&) {
+    }
     ModelSpec spec;
     try {
         spec = parse_model_config(parse_json_text(text, "fuzz.json"), "fuzz.json");
