@@ -72,6 +72,7 @@ std::string render_engines_json(const std::vector<EngineProfile>& engines, const
         j["prefill_half_tokens"] = p.prefill_half_tokens;
         j["moe_efficiency"] = p.moe_efficiency;
         j["tp_flops_loss"] = p.tp_flops_loss;
+        j["link_fraction"] = p.link_fraction;
         j["allreduce"] = {{"implementation", allreduce_name(p.allreduce)}, {"latency_s", p.fixed_allreduce_latency_s}};
         j["int4_group_bits"] = p.int4_group_bits;
         j["quantize_head"] = p.quantize_head;

@@ -131,7 +131,7 @@ double EngineProfile::allreduce_latency_s(const Gpu& gpu, std::int64_t tp) const
 std::vector<std::string> profile_value_names() {
     std::vector<std::string> names = {"weights_fraction.hbm", "weights_fraction.gddr", "weights_fraction.lpddr", "weights_fraction.other",
                                       "kv_fraction", "step_overhead_s", "layer_overhead_s", "flops_fraction.16bit", "flops_fraction.fp8",
-                                      "prefill_half_tokens", "moe_efficiency", "tp_flops_loss"};
+                                      "prefill_half_tokens", "moe_efficiency", "tp_flops_loss", "link_fraction"};
     for (const char* f : kFamilies) names.push_back(std::string("kernel_factor.") + f);
     return names;
 }
@@ -149,6 +149,7 @@ double& profile_value(EngineProfile& p, const std::string& name) {
     if (name == "prefill_half_tokens") return p.prefill_half_tokens;
     if (name == "moe_efficiency") return p.moe_efficiency;
     if (name == "tp_flops_loss") return p.tp_flops_loss;
+    if (name == "link_fraction") return p.link_fraction;
     if (name.rfind("kernel_factor.", 0) == 0) {
         const std::string family = name.substr(14);
         auto it = p.kernel_factor.find(family);
@@ -168,7 +169,7 @@ EngineProfile parse_engine_profile(const nlohmann::json& value, const std::strin
     ConfigReader r(value, source);
     refuse_unknown(r, value, {"schema_version", "id", "name", "description", "weights_fraction", "kv_fraction", "step_overhead_s",
                               "layer_overhead_s", "kernel_factor", "flops_fraction", "prefill_half_tokens", "moe_efficiency",
-                              "tp_flops_loss", "allreduce", "int4_group_bits", "quantize_head", "fitted_on"});
+                              "tp_flops_loss", "link_fraction", "allreduce", "int4_group_bits", "quantize_head", "fitted_on"});
     if (r.require_int({"schema_version"}, 1, 1000) != 1) r.fail("schema_version", "expected 1");
     EngineProfile p;
     p.id = r.get_string("id").value_or("");
@@ -201,6 +202,7 @@ EngineProfile parse_engine_profile(const nlohmann::json& value, const std::strin
     p.prefill_half_tokens = read_number(r, "prefill_half_tokens", 0, 1e6, p.prefill_half_tokens, false);
     p.moe_efficiency = read_number(r, "moe_efficiency", 0, 2, p.moe_efficiency, true);
     p.tp_flops_loss = read_number(r, "tp_flops_loss", 0, 10, p.tp_flops_loss, false);
+    p.link_fraction = read_number(r, "link_fraction", 0, 1, p.link_fraction, true);
     if (auto a = r.child("allreduce")) {
         refuse_unknown(*a, value.at("allreduce"), {"implementation", "latency_s"});
         const auto impl = parse_allreduce(a->get_string("implementation").value_or(""));

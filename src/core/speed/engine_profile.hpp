@@ -62,6 +62,7 @@ struct EngineProfile {
     double moe_efficiency = 1.0;        // of the weight-stream bandwidth, for routed experts (grouped GEMMs)
     // Compute efficiency lost to tensor parallelism at large batch: FLOP/s / (1 + loss x log2(TP)).
     double tp_flops_loss = 0;
+    double link_fraction = 1.0;         // of the datasheet link bandwidth, in all-reduces and pipeline sends
     AllreduceImpl allreduce = AllreduceImpl::Fixed;
     double fixed_allreduce_latency_s = 5e-6;  // AllreduceImpl::Fixed, or when the table has no figure
     // int4 formats as the engine stores them: bits of scale (and zero) per group, and whether the LM head is quantized.

@@ -46,6 +46,7 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
     m.step_overhead_s = e.step_overhead_s.value_or(profile.step_overhead_s);
     m.allreduce_latency_s = e.allreduce_latency_s.value_or(profile.allreduce_latency_s(in.gpu, in.tp));
     m.link_bytes_per_s = static_cast<double>(in.gpu.interconnect_bytes_per_s);
+    if (profile.link_fraction != 1.0) m.link_bytes_per_s *= profile.link_fraction;
     m.prefill_half_tokens = profile.prefill_half_tokens;
     m.expert_bandwidth_factor = profile.moe_efficiency;
     // The format as this engine stores it (an int4 group's scale and zero point, a quantized head).
