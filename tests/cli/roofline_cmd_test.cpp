@@ -93,7 +93,7 @@ TEST_CASE("recommend exits 0 when a configuration meets both targets") {
     CHECK(ok.code == 0);
 }
 
-TEST_CASE("engines lists every profile; --show one with its provenance; --json the profiles and the latency table") {
+TEST_CASE("engines lists every profile: --show gives one with its provenance and --json the profiles and the latency table") {
     auto r = kvplan_run({"engines"});
     REQUIRE(r.code == 0);
     for (const char* id : {"generic", "vllm", "sglang", "trtllm", "llamacpp", "gpt-fast", "mlc", "exllamav2"}) CHECK_THAT(r.out, Catch::Contains(id));

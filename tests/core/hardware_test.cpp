@@ -177,7 +177,7 @@ TEST_CASE("the host link to CPU memory is what each device's cited source gives,
     }
 }
 
-TEST_CASE("a device without a host link leaves it unknown; a bad host-link figure names the field") {
+TEST_CASE("a device without a host link leaves it unknown and a bad host-link figure names the field") {
     auto parse = [](const std::string& text) { return parse_gpu_database(nlohmann::json::parse(text), "our-gpus.json"); };
     const std::string head = R"({"schema_version": 1, "gpus": [{"id": "x", "memory_bytes": 100, "memory_bandwidth_bytes_per_s": 5)";
     const Gpu bare = parse(head + "}]}").at(0);
