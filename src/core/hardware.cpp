@@ -54,7 +54,8 @@ std::string text_or_empty(const ConfigReader& r, const char* key) { return r.get
 const std::vector<std::string> kDeviceKeys = {
     "id", "name", "vendor", "aliases", "memory_bytes", "memory_source", "cuda_total_bytes", "cuda_total_source", "marketed_memory",
     "memory_technology", "memory_bandwidth_bytes_per_s", "bandwidth_source", "peak_tflops", "tflops_source", "interconnect",
-    "interconnect_bytes_per_s_per_direction", "interconnect_source", "unified_memory", "unverified"};
+    "interconnect_bytes_per_s_per_direction", "interconnect_source", "host_link", "host_link_bytes_per_s_per_direction", "host_link_source",
+    "unified_memory", "unverified"};
 
 void refuse_unknown_keys(const ConfigReader& r, const nlohmann::json& object, const std::vector<std::string>& known) {
     for (const auto& [key, value] : object.items()) {
@@ -122,6 +123,10 @@ std::vector<Gpu> parse_gpu_database(const nlohmann::json& db, const std::string&
         g.interconnect = text_or_empty(r, "interconnect");
         g.interconnect_bytes_per_s = r.get_int({"interconnect_bytes_per_s_per_direction"}, 0, kMax).value_or(0);
         g.interconnect_source = text_or_empty(r, "interconnect_source");
+        // Optional: a device file without it leaves the host link unknown (0).
+        g.host_link = text_or_empty(r, "host_link");
+        g.host_link_bytes_per_s = r.get_int({"host_link_bytes_per_s_per_direction"}, 0, kMax).value_or(0);
+        g.host_link_source = text_or_empty(r, "host_link_source");
         g.unified_memory = r.get_bool("unified_memory").value_or(false);
         g.unverified = r.get_string_list("unverified").value_or(std::vector<std::string>{});
         out.push_back(std::move(g));

@@ -44,6 +44,14 @@ struct Gpu {
     std::string interconnect;                 // e.g. "NVLink 4 (18 links)"
     std::int64_t interconnect_bytes_per_s = 0;  // per direction, what a ring all-reduce sees
     std::string interconnect_source;
+    // The link between the device and host CPU memory, which KV-cache offload
+    // to the CPU (vLLM's offloading connector, LMCache) moves blocks over:
+    // "PCIe Gen5 x16", "NVLink-C2C" (Grace superchips), "unified memory"
+    // (Apple: no separate link, 0 bytes). 0 / empty: unknown (a --gpu-file
+    // device may leave it out).
+    std::string host_link;
+    std::int64_t host_link_bytes_per_s = 0;   // per direction, theoretical (PCIe Gen5 x16: 64 GB/s)
+    std::string host_link_source;
     bool unified_memory = false;              // Apple silicon: shared with the CPU and the OS
     std::vector<std::string> unverified;      // fields no retrieved document confirmed
     bool from_database = true;                // false for a --gpu-mem device

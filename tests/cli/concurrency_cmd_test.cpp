@@ -98,6 +98,9 @@ TEST_CASE("gpus lists the database") {
     CHECK(j.size() == 53);  // the 53 records of models/gpus.json (models/GPUS_SOURCES.md)
     CHECK(j[0]["id"] == "h100-sxm");
     CHECK(j[0]["memory_bytes"] == 81'559LL * 1'048'576);
+    // H100 SXM's host link: PCIe Gen5 x16, 128 GB/s bidirectional = 64 GB/s per direction.
+    CHECK(j[0]["host_link"] == "PCIe Gen5 x16");
+    CHECK(j[0]["host_link_bytes_per_s_per_direction"] == 64'000'000'000LL);
     auto text = kvplan_run({"gpus"});
     CHECK_THAT(text.out, Catch::Contains("h100-sxm") && Catch::Contains("tpu-v6e"));
 }
@@ -176,6 +179,9 @@ TEST_CASE("a device file (gpu-file flag or KVPLAN_GPU_FILE) adds devices and rep
         if (g["id"] == "h100-sxm") {
             found = true;
             CHECK(g["memory_bandwidth_bytes_per_s"] == 3000000000000LL);
+            // The file gives no host link: unknown, not the bundled H100's PCIe Gen5.
+            CHECK(g["host_link"] == "");
+            CHECK(g["host_link_bytes_per_s_per_direction"] == 0);
         }
     CHECK(found);
     // KVPLAN_GPU_FILE does the same when no flag is given; without either, the bundled database.
@@ -189,6 +195,14 @@ TEST_CASE("a device file (gpu-file flag or KVPLAN_GPU_FILE) adds devices and rep
     auto typo = kvplan_run({"--gpu-file", bad, "gpus"});
     CHECK(typo.code == 65);
     CHECK_THAT(typo.err, Catch::Contains("kvplan_bad_gpus.json: gpus[0].memory_bandwith: unknown key (expected one of: id, name,"));
+    // A negative host-link figure is a data error naming the file and the field; nothing on stdout.
+    const std::string negative = write_temp("kvplan_bad_host_link.json",
+                                            R"({"schema_version": 1, "gpus": [{"id": "x", "memory_bytes": 1, "memory_bandwidth_bytes_per_s": 1,
+                                                 "host_link": "PCIe Gen5 x16", "host_link_bytes_per_s_per_direction": -64000000000}]})");
+    auto bad_link = kvplan_run({"--gpu-file", negative, "gpus"});
+    CHECK(bad_link.code == 65);
+    CHECK(bad_link.out.empty());
+    CHECK_THAT(bad_link.err, Catch::Contains("kvplan_bad_host_link.json: gpus[0].host_link_bytes_per_s_per_direction"));
     // An id that is another device's alias would make --gpu ambiguous.
     const std::string clash = write_temp("kvplan_clash_gpus.json",
                                          R"({"schema_version": 1, "gpus": [{"id": "h100", "memory_bytes": 1, "memory_bandwidth_bytes_per_s": 1}]})");

@@ -112,6 +112,14 @@ TEST_CASE("wide output still prints what the fitted tables leave out") {
     CHECK(contains(gpus_wide.out, "NVIDIA H100 SXM 80GB"));
     CHECK(contains(gpus_wide.out, "link per direction"));
     CHECK(contains(gpus_wide.out, "3350 GB/s"));
+    // The host link to CPU memory: only in --wide (and Markdown), which is not bound to 100 columns.
+    CHECK(!contains(gpus.out, "host link per direction"));
+    CHECK(contains(gpus_wide.out, "host link per direction"));
+    const Run markdown = Run::kvplan({"gpus", "--format", "markdown"});
+    CHECK(contains(markdown.out, "host link per direction"));
+    // GH200: NVLink 4 (450 GB/s per direction) to other GPUs and NVLink-C2C (900 GB/s bidirectional) to Grace.
+    CHECK(contains(markdown.out, "| gh200 | NVIDIA GH200 96GB HBM3 (Hopper GPU) | 95.58 GiB | - | 4000 GB/s | 989 | 1979 | - | 450 GB/s | 450 GB/s |"));
+    CHECK(contains(markdown.out, "| 800 GB/s | 53.96 | - | - | - | unified |"));  // M2 Ultra: no separate host link
     // models: the Hugging Face id and the model type.
     const Run models = Run::kvplan({"models"}), models_wide = Run::kvplan({"models", "--wide"});
     CHECK(!contains(models.out, "meta-llama/Llama-3.1-8B-Instruct"));

@@ -132,13 +132,68 @@ TEST_CASE("the newer devices carry their datasheet and driver figures") {
     CHECK(g("rtx-pro-6000").bandwidth_bytes_per_s == 1'792'000'000'000);
     CHECK(g("rtx-pro-6000-server").bandwidth_bytes_per_s == 1'597'000'000'000);
     CHECK(g("rtx-pro-6000-server").peak.fp32 == 120);
-    // H20: 'INT8 | FP8 Tensor Core 296 | 296', dense (CNSPEC), now no figure of it is unverified.
+    // H20: 'INT8 | FP8 Tensor Core 296 | 296', dense (CNSPEC), now no datasheet figure of it is unverified;
+    // only its host link (no H20 document names the PCIe generation) is.
     CHECK(g("h20").peak.fp8 == 296);
-    CHECK(g("h20").unverified.empty());
+    CHECK(g("h20").unverified == std::vector<std::string>{"host_link", "host_link_bytes_per_s_per_direction"});
     // Apple: M3 Ultra 819 GB/s with up to 512 GB (TPU_M3U), M4 Pro 273 GB/s with up to 64 GB (MACRUMORS_M4P).
     CHECK(g("m3-ultra").bandwidth_bytes_per_s == 819'000'000'000);
     CHECK(g("m3-ultra").unified_memory);
     CHECK(g("m4-pro").bandwidth_bytes_per_s == 273'000'000'000);
     CHECK(g("m4-pro").memory_bytes == 64LL << 30);
     CHECK(find_gpu(bundled_gpus(), "RTX5090").id == "rtx-5090");
+}
+
+TEST_CASE("the host link to CPU memory is what each device's cited source gives, per direction") {
+    auto g = [](const char* id) { return find_gpu(bundled_gpus(), id); };
+    // PCIe x16 per direction, theoretical, as interconnect_bytes_per_s_per_direction uses it (GPUS_SOURCES.md):
+    // Gen3 8 GT/s x 16 lanes x 128/130 = 15.75 GB/s ~ 16; Gen4 twice that, 32; Gen5 twice again, 64.
+    // H100 SXM: 'PCIe Gen5 | 128 GB/s | Host CPU-to-GPU data movement' (bidirectional) = 64 GB/s per direction.
+    CHECK(g("h100-sxm").host_link == "PCIe Gen5 x16");
+    CHECK(g("h100-sxm").host_link_bytes_per_s == 64'000'000'000);
+    CHECK(g("h100-sxm").host_link_bytes_per_s == 128'000'000'000 / 2);
+    // GH200: NVLink-C2C 'up to 900 GB/s of bidirectional bandwidth between GPU and CPU' (NVIDIA GH200 datasheet) = 450 per direction,
+    // seven times the H100's PCIe Gen5 link.
+    CHECK(g("gh200").host_link == "NVLink-C2C");
+    CHECK(g("gh200").host_link_bytes_per_s == 900'000'000'000 / 2);
+    CHECK(g("gh200").host_link_bytes_per_s == 450'000'000'000);
+    // RTX 4090: GPUSPECS 'Interconnect Type ... RTX4090 | PCIe Gen4' = 32 GB/s per direction.
+    CHECK(g("rtx-4090").host_link == "PCIe Gen4 x16");
+    CHECK(g("rtx-4090").host_link_bytes_per_s == 32'000'000'000);
+    // T4: SYS_T4 'PCIe 3.0 x16' = 16 GB/s per direction.
+    CHECK(g("t4").host_link_bytes_per_s == 16'000'000'000);
+    // Gaudi 3: Intel's Hot Chips 2024 slides 'Host Interface | PCIe Gen5 x16', 'Host Interface Peak BW | 128 GB/s bidirectional'.
+    CHECK(g("gaudi3").host_link_bytes_per_s == 128'000'000'000 / 2);
+    // M2 Ultra: the GPU shares the SoC's memory with the CPU; there is no separate link to offload over, so 0.
+    CHECK(g("m2-ultra").host_link == "unified memory");
+    CHECK(g("m2-ultra").host_link_bytes_per_s == 0);
+    CHECK(g("m2-ultra").unified_memory);
+    // Every record names its host link and where the figure comes from; only Apple's is 0.
+    for (const Gpu& d : bundled_gpus()) {
+        INFO(d.id);
+        CHECK_FALSE(d.host_link.empty());
+        CHECK_FALSE(d.host_link_source.empty());
+        CHECK((d.host_link_bytes_per_s > 0) != d.unified_memory);
+    }
+}
+
+TEST_CASE("a device without a host link leaves it unknown and a bad host-link figure names the field") {
+    auto parse = [](const std::string& text) { return parse_gpu_database(nlohmann::json::parse(text), "our-gpus.json"); };
+    const std::string head = R"({"schema_version": 1, "gpus": [{"id": "x", "memory_bytes": 100, "memory_bandwidth_bytes_per_s": 5)";
+    const Gpu bare = parse(head + "}]}").at(0);
+    CHECK(bare.host_link.empty());
+    CHECK(bare.host_link_bytes_per_s == 0);
+    const Gpu linked = parse(head + R"(, "host_link": "PCIe Gen4 x16", "host_link_bytes_per_s_per_direction": 32000000000}]})").at(0);
+    CHECK(linked.host_link == "PCIe Gen4 x16");
+    CHECK(linked.host_link_bytes_per_s == 32'000'000'000);
+    for (const char* bad : {"-1", "3.5", "\"64 GB/s\""}) {
+        INFO(bad);
+        try {
+            parse(head + R"(, "host_link_bytes_per_s_per_direction": )" + bad + "}]}");
+            FAIL("no error");
+        } catch (const Error& e) {
+            CHECK(e.kind() == ErrorKind::Data);
+            CHECK_THAT(e.what(), Catch::Contains("our-gpus.json: gpus[0].host_link_bytes_per_s_per_direction"));
+        }
+    }
 }
