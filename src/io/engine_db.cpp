@@ -5,12 +5,12 @@
 #include <optional>
 
 #include "core/error.hpp"
+#include "io/embedded.hpp"
 #include "io/model_loader.hpp"
 
 namespace kvplan {
 
 namespace embedded {
-struct NamedText { const char* name; const char* text; };
 extern const NamedText kEngineProfiles[];
 extern const std::size_t kEngineProfilesCount;
 extern const char* const kInterconnects;

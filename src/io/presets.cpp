@@ -6,33 +6,30 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/embedded.hpp"
+
 namespace kvplan {
 
-// Generated from models/presets/ by cmake/embed_presets.cmake.
+// Generated from models/presets/ (index.json and every config) by cmake/embed_dir.cmake.
 namespace embedded {
-extern const char* const kPresetIndex;
-struct File {
-    const char* name;
-    const char* text;
-};
-extern const File kPresetFiles[];
-extern const std::size_t kPresetFileCount;
+extern const NamedText kPresetFiles[];
+extern const std::size_t kPresetFilesCount;
 }  // namespace embedded
 
 const std::vector<Preset>& presets() {
     static const std::vector<Preset> list = [] {
         std::vector<Preset> out;
         // The index is part of the build; a malformed one is a build bug, caught by tests.
-        auto index = nlohmann::json::parse(embedded::kPresetIndex);
+        auto index = nlohmann::json::parse(embedded::find_text(embedded::kPresetFiles, embedded::kPresetFilesCount, "index.json"));
         for (const auto& entry : index.at("presets")) {
             Preset p;
             p.name = entry.at("name").get<std::string>();
             p.hf_id = entry.at("hf_id").get<std::string>();
             p.source = entry.at("source").get<std::string>();
             std::string file = entry.at("file").get<std::string>();
-            for (std::size_t i = 0; i < embedded::kPresetFileCount; ++i)
-                if (file == embedded::kPresetFiles[i].name) p.config_text = embedded::kPresetFiles[i].text;
-            if (p.config_text.empty()) throw std::logic_error("preset index names a missing file: " + file);
+            const char* text = embedded::find_text(embedded::kPresetFiles, embedded::kPresetFilesCount, file);
+            if (!text || file == "index.json") throw std::logic_error("preset index names a missing file: " + file);
+            p.config_text = text;
             out.push_back(std::move(p));
         }
         return out;

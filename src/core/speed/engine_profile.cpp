@@ -136,32 +136,41 @@ std::vector<std::string> profile_value_names() {
     return names;
 }
 
+namespace {
+
+// The named scalar field, or nullptr for a kernel factor or an unknown name.
+double* scalar_field(EngineProfile& p, const std::string& name) {
+    if (name == "weights_fraction.hbm") return &p.weights_hbm;
+    if (name == "weights_fraction.gddr") return &p.weights_gddr;
+    if (name == "weights_fraction.lpddr") return &p.weights_lpddr;
+    if (name == "weights_fraction.other") return &p.weights_other;
+    if (name == "kv_fraction") return &p.kv_fraction;
+    if (name == "step_overhead_s") return &p.step_overhead_s;
+    if (name == "layer_overhead_s") return &p.layer_overhead_s;
+    if (name == "flops_fraction.16bit") return &p.flops_16bit;
+    if (name == "flops_fraction.fp8") return &p.flops_fp8;
+    if (name == "prefill_half_tokens") return &p.prefill_half_tokens;
+    if (name == "moe_efficiency") return &p.moe_efficiency;
+    if (name == "tp_flops_loss") return &p.tp_flops_loss;
+    if (name == "link_fraction") return &p.link_fraction;
+    return nullptr;
+}
+
+bool is_kernel_factor(const std::string& name) { return name.rfind("kernel_factor.", 0) == 0; }
+
+}  // namespace
+
 double& profile_value(EngineProfile& p, const std::string& name) {
-    if (name == "weights_fraction.hbm") return p.weights_hbm;
-    if (name == "weights_fraction.gddr") return p.weights_gddr;
-    if (name == "weights_fraction.lpddr") return p.weights_lpddr;
-    if (name == "weights_fraction.other") return p.weights_other;
-    if (name == "kv_fraction") return p.kv_fraction;
-    if (name == "step_overhead_s") return p.step_overhead_s;
-    if (name == "layer_overhead_s") return p.layer_overhead_s;
-    if (name == "flops_fraction.16bit") return p.flops_16bit;
-    if (name == "flops_fraction.fp8") return p.flops_fp8;
-    if (name == "prefill_half_tokens") return p.prefill_half_tokens;
-    if (name == "moe_efficiency") return p.moe_efficiency;
-    if (name == "tp_flops_loss") return p.tp_flops_loss;
-    if (name == "link_fraction") return p.link_fraction;
-    if (name.rfind("kernel_factor.", 0) == 0) {
-        const std::string family = name.substr(14);
-        auto it = p.kernel_factor.find(family);
-        if (it == p.kernel_factor.end()) it = p.kernel_factor.emplace(family, 1.0).first;
-        return it->second;
-    }
+    if (double* v = scalar_field(p, name)) return *v;
+    if (is_kernel_factor(name)) return p.kernel_factor.try_emplace(name.substr(14), 1.0).first->second;
     throw Error(ErrorKind::Usage, "no profile value called " + name);
 }
 
 double profile_value(const EngineProfile& p, const std::string& name) {
-    EngineProfile copy = p;
-    return profile_value(copy, name);
+    // Reading never inserts: a kernel factor the profile lacks is 1.
+    if (is_kernel_factor(name)) return p.kernel(name.substr(14));
+    if (double* v = scalar_field(const_cast<EngineProfile&>(p), name)) return *v;
+    throw Error(ErrorKind::Usage, "no profile value called " + name);
 }
 
 EngineProfile parse_engine_profile(const nlohmann::json& value, const std::string& source) {

@@ -71,8 +71,9 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
     const double tp_loss = 1.0 + profile.tp_flops_loss * std::log2(static_cast<double>(std::max<std::int64_t>(1, in.tp)));
     if (e.measured_flops_per_s) m.flops_per_s = *e.measured_flops_per_s;
     else if (peak) {
-        m.flops_fraction = e.flops_fraction.value_or(profile_flops) / tp_loss;
-        m.flops_per_s = e.flops_fraction.value_or(profile_flops) * *peak * 1e12 / tp_loss;
+        const double fraction = e.flops_fraction.value_or(profile_flops);
+        m.flops_fraction = fraction / tp_loss;
+        m.flops_per_s = fraction * *peak * 1e12 / tp_loss;
     }
     if (m.flops_per_s <= 0) m.notes.push_back("no FLOP/s figure for " + in.gpu.id + ": compute time is not modelled (memory-bound only)");
     if (!e.calibration_source.empty()) m.notes.push_back("bandwidth and FLOP/s measured: " + e.calibration_source);
