@@ -48,7 +48,7 @@ CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("--price-per-hour", o.prices, "USD per GPU-hour per device, e.g. h100-sxm=2.5,a100-80gb=1.6: rank by cost");
     cmd->add_option("--price-file", o.price_file, "JSON file of USD per GPU-hour per device (docs/recommend.md); --price-per-hour overrides it");
-    cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4[:gN]|q8_0|q4_0|q4_k_m|q4f16_1|exl2:B");
+    cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp32|fp16|bf16|fp8[:w8a8|:w8a16]|int8|int4[:gN]|nvfp4|mxfp4|q8_0|q4_0|q4_k_m|q4f16_1|exl2:B");
     cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
     add_efficiency_options(*cmd, o.efficiency);
     cmd->add_option("--top", o.top, "candidates to print (default 5)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1000}));

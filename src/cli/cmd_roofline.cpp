@@ -48,7 +48,7 @@ CLI::App* setup_roofline(CLI::App& app, RooflineOptions& o) {
     cmd->add_option("--output-tokens", o.output, "output tokens, for end-to-end latency (default 512)")->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     // The old spelling, kept for one release: --output will name an output file, as it does elsewhere.
     cmd->add_option("--output", o.output, "deprecated: use --output-tokens")->group("")->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
-    cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4[:gN]|q8_0|q4_0|q4_k_m|q4f16_1|exl2:B (auto: as the checkpoint)");
+    cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp32|fp16|bf16|fp8[:w8a8|:w8a16]|int8|int4[:gN]|nvfp4|mxfp4|q8_0|q4_0|q4_k_m|q4f16_1|exl2:B (auto: as the checkpoint)");
     cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
     add_efficiency_options(*cmd, o.efficiency);
     cmd->add_option("--engine", o.engine, "speed profile: generic, vllm, sglang, trtllm, llamacpp, gpt-fast, mlc, exllamav2 (`kvplan engines`)");

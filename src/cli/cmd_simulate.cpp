@@ -46,7 +46,7 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
     cmd->add_option("--max-model-len", o.max_model_len, "vLLM max_model_len, SGLang context_length (default: the model's)")
         ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
-    cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp16|bf16|fp8|int8|int4[:gN]|q8_0|q4_0|q4_k_m|q4f16_1|exl2:B");
+    cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp16|bf16|fp8[:w8a8|:w8a16]|int8|int4[:gN]|nvfp4|mxfp4|q8_0|q4_0|q4_k_m|q4f16_1|exl2:B");
     cmd->add_option("--schedule-policy", o.schedule_policy, "sglang: fcfs|lpm (SGLang's --schedule-policy, default fcfs)")
         ->check(CLI::IsMember({"fcfs", "lpm"}));
     cmd->add_flag("--no-prefix-caching", o.no_prefix_caching, "turn prefix caching off (vLLM's automatic prefix caching, SGLang's radix cache)");

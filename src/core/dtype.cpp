@@ -15,6 +15,7 @@ int dtype_bits(Dtype d) {
         case Dtype::Fp8: return 8;
         case Dtype::Int8: return 8;
         case Dtype::Int4: return 4;
+        case Dtype::Fp4: return 4;
     }
     return 16;
 }
@@ -27,6 +28,7 @@ std::string_view dtype_name(Dtype d) {
         case Dtype::Fp8: return "fp8";
         case Dtype::Int8: return "int8";
         case Dtype::Int4: return "int4";
+        case Dtype::Fp4: return "fp4";
     }
     return "?";
 }

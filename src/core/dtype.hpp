@@ -8,12 +8,15 @@
 
 namespace kvplan {
 
-enum class Dtype { Fp32, Fp16, Bf16, Fp8, Int8, Int4 };
+// Fp4 is a math path only (Blackwell's FP4 tensor cores, for NVFP4 weights):
+// parse_dtype does not accept it, so no KV cache or checkpoint is fp4.
+enum class Dtype { Fp32, Fp16, Bf16, Fp8, Int8, Int4, Fp4 };
 
 // Bits per element; int4 packs two elements per byte.
 int dtype_bits(Dtype d);
 
-// The short name kvplan prints and accepts: fp32, fp16, bf16, fp8, int8, int4.
+// The short name kvplan prints and accepts: fp32, fp16, bf16, fp8, int8, int4
+// (and fp4, printed only).
 std::string_view dtype_name(Dtype d);
 
 // Parses a dtype as a user writes it (fp16, bf16, fp8, fp8_e4m3, int4, ...)

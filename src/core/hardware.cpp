@@ -173,6 +173,7 @@ std::optional<double> peak_tflops_for(const Gpu& gpu, Dtype dtype) {
         case Dtype::Fp8: return gpu.peak.fp8;
         case Dtype::Int8: return gpu.peak.int8;
         case Dtype::Int4: return std::nullopt;
+        case Dtype::Fp4: return gpu.peak.fp4;
     }
     return std::nullopt;
 }

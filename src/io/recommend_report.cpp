@@ -214,11 +214,12 @@ ServeOptions serve_options(const RecommendResult& r) {
         return s;
     }
     const std::optional<Dtype> d = parse_dtype(w.name);
-    const bool fp8 = d == Dtype::Fp8, cast = d == Dtype::Fp32 || d == Dtype::Fp16 || d == Dtype::Bf16;
+    // fp8:w8a8 is what vLLM's and SGLang's online fp8 quantization serves where the device has fp8 GEMMs.
+    const bool fp8 = d == Dtype::Fp8 || w.name == "fp8:w8a8", cast = d == Dtype::Fp32 || d == Dtype::Fp16 || d == Dtype::Bf16;
     if (spec.quantization.method == QuantMethod::None && fp8) {
         // vLLM and SGLang quantize 16-bit weights to FP8 on load (vLLM's "online dynamic quantization").
         s.quantization = "fp8";
-        s.notes.push_back("--weights-dtype fp8: vLLM and SGLang quantize the weights on load (--quantization fp8); "
+        s.notes.push_back("--weights-dtype " + w.name + ": vLLM and SGLang quantize the weights on load (--quantization fp8); "
                           "trtllm-serve needs a checkpoint quantized beforehand (TensorRT Model Optimizer)");
     } else if (spec.quantization.method == QuantMethod::None && cast) {
         s.dtype = d == Dtype::Fp32 ? "float32" : d == Dtype::Fp16 ? "float16" : "bfloat16";

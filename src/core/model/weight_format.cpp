@@ -64,6 +64,37 @@ WeightFormat parse_weight_format(const std::string& flag, const std::string& tex
         f.family = "exl2";
         return f;
     }
+    if (text == "fp8:w8a8" || text == "fp8:w8a16") {
+        // fp8 weights with per-channel scales. W8A8 runs fp8 GEMMs (vLLM's Fp8LinearMethod, cutlass_scaled_mm)
+        // where the device has them, and falls back to weight-only like `fp8` elsewhere; W8A16 dequantizes
+        // into 16-bit GEMMs on every device (vLLM's FP8 Marlin kernel, marlin_utils_fp8.py: "for GPUs that
+        // lack FP8 hardware support ... fast weight-only FP8 quantization"; compressed-tensors W8A16-FP8).
+        f.bits_per_weight = 8;
+        f.math = text == "fp8:w8a8" ? Dtype::Fp8 : Dtype::Bf16;
+        f.family = "fp8";
+        return f;
+    }
+    if (text == "nvfp4") {
+        // NVIDIA's NVFP4 (TensorRT Model Optimizer, NVFP4_DEFAULT_CFG): E2M1 values with one FP8 E4M3 scale per
+        // 16 values, 4 + 8/16 = 4.5 bits, plus one fp32 scale per tensor (negligible); the LM head is left
+        // 16-bit ("*lm_head*" disabled). vLLM runs it W4A4 on FP4 tensor cores (modelopt.py,
+        // cutlass_scaled_fp4_mm) where the device has them, else weight-only through the FP4 Marlin kernel
+        // (marlin_utils_fp4.py, group size 16) into 16-bit GEMMs: step_cost falls back to 16-bit math.
+        f.bits_per_weight = 4.0 + 8.0 / 16.0;
+        f.math = Dtype::Fp4;
+        f.family = "nvfp4";
+        return f;
+    }
+    if (text == "mxfp4") {
+        // OCP Microscaling MXFP4 (OCP MX v1.0): E2M1 values with one E8M0 (8-bit power-of-two) scale per 32,
+        // 4 + 8/32 = 4.25 bits, as gpt-oss ships its experts. Its serving kernels take 16-bit activations
+        // (vLLM's mxfp4.py: mxfp4_w4a16_moe_quant_config, the triton_kernels and Marlin paths), so the math
+        // is 16-bit; the MXFP8-activation path some Blackwell builds choose is not modelled.
+        f.bits_per_weight = 4.0 + 8.0 / 32.0;
+        f.math = Dtype::Bf16;
+        f.family = "mxfp4";
+        return f;
+    }
     if (text == "int4" || text.rfind("int4:", 0) == 0) {
         f.group_size = int4_group(flag, text);
         f.bits_per_weight = 4.0 + 16.0 / static_cast<double>(f.group_size);  // a 16-bit scale per group
@@ -72,7 +103,7 @@ WeightFormat parse_weight_format(const std::string& flag, const std::string& tex
         return f;
     }
     auto d = parse_dtype(text);
-    if (!d) usage_error(flag + " " + text + ": expected auto, fp32, fp16, bf16, fp8, int8, int4[:gN], q8_0, q4_0, q4_k_m, q4f16_1 or exl2:B");
+    if (!d) usage_error(flag + " " + text + ": expected auto, fp32, fp16, bf16, fp8, fp8:w8a8, fp8:w8a16, int8, int4[:gN], nvfp4, mxfp4, q8_0, q4_0, q4_k_m, q4f16_1 or exl2:B");
     f.bits_per_weight = dtype_bits(*d);
     f.math = *d == Dtype::Fp8 ? Dtype::Fp8 : *d == Dtype::Fp32 ? Dtype::Fp32 : *d == Dtype::Fp16 ? Dtype::Fp16 : Dtype::Bf16;
     if (*d == Dtype::Fp8) f.family = "fp8";

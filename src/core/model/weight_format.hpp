@@ -22,12 +22,15 @@ struct WeightFormat {
     std::optional<double> head_bits;  // the LM head at its own width (EXL2 converts it at 6 bits)
     Dtype math = Dtype::Bf16;      // the tensor-core path the matmuls run on
     // Which quantized kernels read it, for the engine profile's kernel
-    // factor: "" (a plain dtype), gguf, int4, int8, fp8, exl2 or mlc.
+    // factor: "" (a plain dtype), gguf, int4, int8, fp8, nvfp4, mxfp4, exl2 or mlc.
     std::string family;
     std::int64_t group_size = 0;   // int4: weights per scale group
 };
 
-// auto, fp32, fp16, bf16, fp8 (8 bits, per-channel scales), int8 (8 bits,
+// auto, fp32, fp16, bf16, fp8 (8 bits, per-channel scales; fp8:w8a8 the
+// same, fp8:w8a16 with 16-bit math), nvfp4 (4.5 bits: an fp8 scale per 16,
+// fp4 math where the device has it), mxfp4 (4.25 bits: an 8-bit power-of-two
+// scale per 32, 16-bit math), int8 (8 bits,
 // per-channel scales), int4[:gN] (4 bits + a 16-bit scale per group of N
 // weights, default 128: 4.125; an engine that also stores a zero point per
 // group stores more, see int4_as_stored), llama.cpp's q8_0 (8.5 bits: 32

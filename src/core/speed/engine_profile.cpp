@@ -27,7 +27,7 @@ std::optional<AllreduceImpl> parse_allreduce(const std::string& text) {
     return std::nullopt;
 }
 
-const char* const kFamilies[] = {"gguf", "int4", "int8", "fp8", "exl2", "mlc"};
+const char* const kFamilies[] = {"gguf", "int4", "int8", "fp8", "nvfp4", "mxfp4", "exl2", "mlc"};
 
 void refuse_unknown(const ConfigReader& r, const nlohmann::json& object, const std::vector<std::string>& known) {
     for (const auto& [key, value] : object.items())
@@ -199,7 +199,7 @@ EngineProfile parse_engine_profile(const nlohmann::json& value, const std::strin
         p.kernel_factor.clear();
         for (const auto& [family, v] : value.at("kernel_factor").items()) {
             if (std::find(std::begin(kFamilies), std::end(kFamilies), family) == std::end(kFamilies))
-                k->fail(family, "unknown weight format family (expected gguf, int4, int8, fp8, exl2 or mlc)");
+                k->fail(family, "unknown weight format family (expected gguf, int4, int8, fp8, nvfp4, mxfp4, exl2 or mlc)");
             p.kernel_factor[family] = read_number(*k, family.c_str(), 0, 2, 1.0, true);
         }
     }

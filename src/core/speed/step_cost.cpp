@@ -64,9 +64,15 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
         m.weights_bandwidth_bytes_per_s = e.weights_bandwidth_fraction.value_or(profile.weights_fraction(in.gpu)) * datasheet * kernels;
     }
     std::optional<double> peak = peak_tflops_for(in.gpu, m.math_dtype);
-    if (!peak && m.math_dtype == Dtype::Fp8) peak = peak_tflops_for(in.gpu, Dtype::Bf16);  // fp8 weights upcast where there is no fp8 path
+    // fp8 and fp4 weights run weight-only into 16-bit GEMMs where the device has no such tensor cores
+    // (vLLM's FP8 and FP4 Marlin kernels); the math is then 16-bit, and so is the profile's fraction.
+    if (!peak && (m.math_dtype == Dtype::Fp8 || m.math_dtype == Dtype::Fp4)) {
+        m.math_dtype = Dtype::Bf16;
+        peak = peak_tflops_for(in.gpu, Dtype::Bf16);
+    }
     if (!peak) peak = in.gpu.peak.fp16 ? in.gpu.peak.fp16 : in.gpu.peak.fp32;
-    const double profile_flops = m.math_dtype == Dtype::Fp8 ? profile.flops_fp8 : profile.flops_16bit;
+    // FP4 GEMMs take the profile's low-precision fraction: no profile has rows to fit an fp4 one.
+    const double profile_flops = m.math_dtype == Dtype::Fp8 || m.math_dtype == Dtype::Fp4 ? profile.flops_fp8 : profile.flops_16bit;
     // Tensor parallelism splits each GEMM into narrower ones that reach less of the peak.
     const double tp_loss = 1.0 + profile.tp_flops_loss * std::log2(static_cast<double>(std::max<std::int64_t>(1, in.tp)));
     if (e.measured_flops_per_s) m.flops_per_s = *e.measured_flops_per_s;

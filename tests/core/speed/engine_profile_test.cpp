@@ -112,6 +112,45 @@ TEST_CASE("formats as engines store them: int4 groups and MLC's q4f16_1 and EXL2
     CHECK_THROWS_AS(parse_weight_format("--weights-dtype", "exl2:4x"), Error);
 }
 
+TEST_CASE("fp8 W8A8 and W8A16, NVFP4 and MXFP4: their bytes and the math they run") {
+    const ModelSpec m = preset("llama-2-7b");  // as above: embedding and head 131,072,000 weights each
+    const double embed = 32000.0 * 4096;
+    const double linear = static_cast<double>(size_weights(m).params) - 2 * embed - 266240;
+    const double norms = 266240 * 2;
+    auto bytes = [&](const char* f) { return static_cast<double>(size_weights_in(m, parse_weight_format("--weights-dtype", f)).bytes); };
+    // NVFP4: 4 bits and an 8-bit E4M3 scale per 16 = 4.5 bits per linear weight; embedding and head 16-bit.
+    CHECK(bytes("nvfp4") == Approx(linear * 4.5 / 8 + 2 * embed * 2 + norms).epsilon(1e-6));
+    // MXFP4: 4 bits and an 8-bit E8M0 scale per 32 = 4.25 bits.
+    CHECK(bytes("mxfp4") == Approx(linear * 4.25 / 8 + 2 * embed * 2 + norms).epsilon(1e-6));
+    // Both fp8 variants store one byte per linear weight, as `fp8` does.
+    CHECK(bytes("fp8:w8a16") == bytes("fp8"));
+    CHECK(bytes("fp8:w8a8") == bytes("fp8"));
+
+    // The math each runs, priced with the generic profile (16-bit fraction 0.65, fp8 0.45):
+    Efficiency g;
+    g.profile = find_engine("--engine", "generic");
+    auto model = [&](const char* f, const char* device) {
+        return make_cost_model(CostModelInputs{&m, gpu(device), parse_weight_format("--weights-dtype", f), std::nullopt, 1, g, std::nullopt});
+    };
+    // H100 SXM (bf16 989, fp8 1,979 dense TFLOP/s): W8A8 on fp8 tensor cores, W8A16 on bf16 ones.
+    CHECK(model("fp8:w8a8", "h100-sxm").math_dtype == Dtype::Fp8);
+    CHECK(model("fp8:w8a8", "h100-sxm").flops_per_s == Approx(0.45 * 1979e12));
+    CHECK(model("fp8:w8a16", "h100-sxm").math_dtype == Dtype::Bf16);
+    CHECK(model("fp8:w8a16", "h100-sxm").flops_per_s == Approx(0.65 * 989e12));
+    // A100 has no fp8 tensor cores: W8A8 falls back to weight-only 16-bit math (vLLM's FP8 Marlin).
+    CHECK(model("fp8:w8a8", "a100-sxm-80gb").math_dtype == Dtype::Bf16);
+    CHECK(model("fp8:w8a8", "a100-sxm-80gb").flops_per_s == Approx(0.65 * 312e12));
+    // NVFP4 on B200 (fp4 9,000 dense TFLOP/s) runs W4A4 at the low-precision fraction; on H100 it is
+    // weight-only into bf16 GEMMs (FP4 Marlin).
+    CHECK(model("nvfp4", "b200").math_dtype == Dtype::Fp4);
+    CHECK(model("nvfp4", "b200").flops_per_s == Approx(0.45 * 9000e12));
+    CHECK(model("nvfp4", "h100-sxm").math_dtype == Dtype::Bf16);
+    CHECK(model("nvfp4", "h100-sxm").flops_per_s == Approx(0.65 * 989e12));
+    // MXFP4 takes 16-bit activations everywhere.
+    CHECK(model("mxfp4", "b200").math_dtype == Dtype::Bf16);
+    CHECK_THROWS_WITH(parse_weight_format("--weights-dtype", "fp8:w4a8"), Catch::Contains("fp8:w8a16"));
+}
+
 TEST_CASE("a profile's per-layer cost and kernel factor and GEMM fall-off each in one step") {
     const ModelSpec m = preset("llama-3.1-8b");
     EngineProfile p;
