@@ -14,24 +14,6 @@
 
 namespace kvplan {
 
-namespace {
-
-// The items of a comma-separated flag value; an empty item ("a,,b", "a,")
-// is a typo, refused rather than skipped.
-std::vector<std::string> split_list(const std::string& text, const char* flag) {
-    std::vector<std::string> out;
-    if (text.empty()) return out;
-    std::stringstream in(text);
-    for (std::string item; std::getline(in, item, ',');) out.push_back(item);
-    if (text.back() == ',') out.emplace_back();
-    for (const std::string& item : out)
-        if (item.empty())
-            usage_error(std::string(flag) + " " + text + ": an empty item in a comma-separated list (a doubled, leading or trailing comma?)");
-    return out;
-}
-
-}  // namespace
-
 CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
     CLI::App* cmd = app.add_subcommand("recommend", "the GPU, TP x DP and batch that meet TTFT and TPOT targets, best first, with engine commands");
     add_model_options(*cmd, o.model);
@@ -48,8 +30,8 @@ CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("--price-per-hour", o.prices, "USD per GPU-hour per device, e.g. h100-sxm=2.5,a100-80gb=1.6: rank by cost");
     cmd->add_option("--price-file", o.price_file, "JSON file of USD per GPU-hour per device (docs/recommend.md); --price-per-hour overrides it");
-    cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp32|fp16|bf16|fp8[:w8a8|:w8a16]|int8|int4[:gN]|nvfp4|mxfp4|q8_0|q4_0|q4_k_m|q4f16_1|exl2:B");
-    cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
+    cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp32|fp16|bf16|fp8[:w8a8|:w8a16]|int8|int4[:gN]|nvfp4|mxfp4|q8_0|q4_0|q4_k_m|q4f16_1|exl2:B (--slo: a list, each tried)");
+    cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4 (--slo: a list such as auto,fp8, each tried)");
     add_efficiency_options(*cmd, o.efficiency);
     cmd->add_option("--top", o.top, "candidates to print (default 5)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1000}));
     CLI::Option* json_flag = cmd->add_flag("--json", o.json, "print JSON (schema: docs/roofline.md)");

@@ -101,6 +101,18 @@ void refuse_empty_list_items(const CLI::App& command, const std::vector<std::str
     }
 }
 
+std::vector<std::string> split_list(const std::string& text, const char* flag) {
+    std::vector<std::string> out;
+    if (text.empty()) return out;
+    std::stringstream in(text);
+    for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+    if (text.back() == ',') out.emplace_back();
+    for (const std::string& item : out)
+        if (item.empty())
+            usage_error(std::string(flag) + " " + text + ": an empty item in a comma-separated list (a doubled, leading or trailing comma?)");
+    return out;
+}
+
 void add_wide_flag(CLI::App& command, bool& wide) {
     command.add_flag("--wide", wide, "text: every column, at full width (default: fit 100 columns)");
 }

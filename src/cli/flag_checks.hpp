@@ -34,6 +34,10 @@ VllmSampler parse_vllm_version(const std::string& text);
 
 void refuse_empty_list_items(const CLI::App& command, const std::vector<std::string>& args);
 
+// The items of a comma-separated flag value; an empty item ("a,,b", "a,")
+// is a typo, refused rather than skipped: throws Error(Usage) naming `flag`.
+std::vector<std::string> split_list(const std::string& text, const char* flag);
+
 // Old spellings kept for one release print one line on stderr naming the new
 // one: roofline's and recommend's --output (output tokens) is --output-tokens.
 void warn_deprecated_flags(const CLI::App& command, std::ostream& err);

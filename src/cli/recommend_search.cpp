@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/flag_checks.hpp"
 #include "cli/sim_setup.hpp"
 #include "core/digits.hpp"
 #include "core/error.hpp"
@@ -152,8 +153,11 @@ void configure(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& 
     s.ready = true;
 }
 
+// Every GPU x TP x KV dtype x weight format x knob setting, in that order.
 std::vector<Setup> candidates(const RecommendOptions& o, const SimulateOptions& base, const ModelSpec& model, const std::vector<Gpu>& gpus,
                               const Workload& w, const std::string& source) {
+    const std::vector<std::string> kv_dtypes = split_list(o.kv_dtype, "--kv-dtype");
+    const std::vector<std::string> formats = split_list(o.weights_dtype, "--weights-dtype");
     std::vector<Setup> out;
     for (const Gpu& gpu : gpus)
         for (std::int64_t tp : {1, 2, 4, 8}) {
@@ -163,16 +167,22 @@ std::vector<Setup> candidates(const RecommendOptions& o, const SimulateOptions& 
             } catch (const Error&) {
                 continue;  // the model's heads do not split this way
             }
-            for (const char* knobs : {"default", "latency", "throughput"}) {
-                Setup s;
-                s.row.gpu = gpu.id;
-                s.row.tp = tp;
-                s.row.knobs = knobs;
-                SimulateOptions so = base;
-                so.tp = tp;
-                configure(s, so, model, gpu, w, source);
-                out.push_back(std::move(s));
-            }
+            for (const std::string& kv : kv_dtypes)
+                for (const std::string& weights : formats)
+                    for (const char* knobs : {"default", "latency", "throughput"}) {
+                        Setup s;
+                        s.row.gpu = gpu.id;
+                        s.row.tp = tp;
+                        s.row.knobs = knobs;
+                        s.row.kv_dtype_flag = kv;
+                        s.row.weights_flag = weights;
+                        SimulateOptions so = base;
+                        so.tp = tp;
+                        so.kv_dtype = kv;
+                        so.weights_dtype = weights;
+                        configure(s, so, model, gpu, w, source);
+                        out.push_back(std::move(s));
+                    }
         }
     return out;
 }
@@ -217,15 +227,21 @@ std::string nearest(const std::vector<SloCandidate>& rejected) {
 
 CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& gpus, const std::map<std::string, double>& prices) {
     check_flags(o);
-    parse_weight_format("--weights-dtype", o.weights_dtype);  // bad flags stop here, not as a candidate's rejection
-    parse_dtype_flag("--kv-dtype", o.kv_dtype);
+    // Bad flags stop here, not as a candidate's rejection. Each takes a list: the search tries every item.
+    const std::vector<std::string> formats = split_list(o.weights_dtype, "--weights-dtype");
+    const std::vector<std::string> kv_dtypes = split_list(o.kv_dtype, "--kv-dtype");
+    for (const std::string& f : formats) parse_weight_format("--weights-dtype", f);
+    for (const std::string& d : kv_dtypes) parse_dtype_flag("--kv-dtype", d);
+    if (formats.empty() || kv_dtypes.empty()) usage_error("--weights-dtype and --kv-dtype need a value (auto, or a list such as auto,fp8)");
     const auto start = std::chrono::steady_clock::now();
     ModelSpec model = resolve_model(o.model);
     SloRecommendResult r;
     r.base.model = model.name;
     if (!o.model.model.empty()) r.base.served = served_model(o.model.model);
     r.base.inputs.model = &model;
-    r.base.inputs.weights = parse_weight_format("--weights-dtype", o.weights_dtype);
+    r.base.inputs.weights = parse_weight_format("--weights-dtype", formats.front());
+    r.kv_axis = kv_dtypes.size() > 1;
+    r.weights_axis = formats.size() > 1;
     r.engine = o.engine;
     r.slo = targets(o.slo);
     r.goodput = o.goodput;

@@ -1,11 +1,14 @@
 #include "io/slo_report.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/digits.hpp"
+#include "core/model/weight_format.hpp"
+#include "io/display_width.hpp"
 #include "io/table.hpp"
 
 namespace kvplan {
@@ -29,28 +32,74 @@ std::string targets(const SloRecommendResult& r) {
     return out + fmt::format(" for {:g}% of requests", r.goodput * 100);
 }
 
-std::string layout(const SloCandidate& c) { return fmt::format("{} TP {} ({})", c.gpu, c.tp, c.knobs); }
+// The knob setting, and the KV dtype and weight format when the search tried more than one.
+std::string knobs(const SloRecommendResult& r, const SloCandidate& c) {
+    std::string out = c.knobs;
+    if (r.kv_axis) out += ", kv " + c.kv_dtype_flag;
+    if (r.weights_axis) out += ", w " + c.weights_flag;
+    return out;
+}
 
-Table fleet_table(const SloRecommendResult& r) {
-    Table t({"#", "gpu", "tp", "knobs", "req/s per\nreplica", "replicas", "GPUs", "$/hour", "$/M\ninput", "$/M\noutput", "$/M\ntokens", "binds"}, 2);
+std::string layout(const SloRecommendResult& r, const SloCandidate& c) { return fmt::format("{} TP {} ({})", c.gpu, c.tp, knobs(r, c)); }
+
+// The engine flags for a candidate's weight format (the checkpoint's, a quantization on load, or a what-if note).
+ServeOptions serve_for(const SloRecommendResult& r, const SloCandidate& c) {
+    RecommendResult base = r.base;
+    base.inputs.weights = parse_weight_format("--weights-dtype", c.weights_flag);
+    return serve_options(base);
+}
+
+// The notes of the first format, then any that the candidates shown add.
+std::vector<std::string> notes(const SloRecommendResult& r) {
+    std::vector<std::string> out = serve_options(r.base).notes;
+    for (std::size_t i = 0; i < r.candidates.size() && i < r.top; ++i)
+        for (const std::string& n : serve_for(r, r.candidates[i]).notes)
+            if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+    return out;
+}
+
+// `slim` leaves out the per-direction $/M columns (kept in --wide and the
+// JSON) when a searched KV dtype or weight format widens the knobs column.
+Table fleet_table(const SloRecommendResult& r, bool slim) {
+    std::vector<std::string> head = {"#", "gpu", "tp", "knobs", "req/s per\nreplica", "replicas", "GPUs", "$/hour"};
+    if (!slim) head.insert(head.end(), {"$/M\ninput", "$/M\noutput"});
+    head.insert(head.end(), {"$/M\ntokens", "binds"});
+    Table t(head, 2);
     for (std::size_t i = 0; i < r.candidates.size() && i < r.top; ++i) {
         const SloCandidate& c = r.candidates[i];
-        t.add({std::to_string(i + 1), c.gpu, std::to_string(c.tp), c.knobs, rate(c.outcome.max_rate_rps), group_digits(c.fleet.replicas),
-               group_digits(c.fleet.gpus), money(c.fleet.usd_per_hour, "{:.2f}"), money(c.fleet.usd_per_million_input_tokens),
-               money(c.fleet.usd_per_million_output_tokens), money(c.fleet.usd_per_million_tokens), c.outcome.binding});
+        std::vector<std::string> row = {std::to_string(i + 1), c.gpu, std::to_string(c.tp), knobs(r, c), rate(c.outcome.max_rate_rps),
+                                        group_digits(c.fleet.replicas), group_digits(c.fleet.gpus), money(c.fleet.usd_per_hour, "{:.2f}")};
+        if (!slim) row.insert(row.end(), {money(c.fleet.usd_per_million_input_tokens), money(c.fleet.usd_per_million_output_tokens)});
+        row.insert(row.end(), {money(c.fleet.usd_per_million_tokens), c.outcome.binding});
+        t.add(std::move(row));
     }
     return t;
 }
 
-Table latency_table(const SloRecommendResult& r) {
-    Table t({"#", "gpu", "tp", "knobs", "TTFT ms\np50", "TTFT ms\np99", "TPOT ms\np50", "TPOT ms\np99", "E2E s\np50", "E2E s\np99"}, 2);
+// `slim` leaves out the E2E p50 column likewise.
+Table latency_table(const SloRecommendResult& r, bool slim) {
+    std::vector<std::string> head = {"#", "gpu", "tp", "knobs", "TTFT ms\np50", "TTFT ms\np99", "TPOT ms\np50", "TPOT ms\np99"};
+    if (!slim) head.push_back("E2E s\np50");
+    head.push_back("E2E s\np99");
+    Table t(head, 2);
     for (std::size_t i = 0; i < r.candidates.size() && i < r.top; ++i) {
         const SloCandidate& c = r.candidates[i];
         const SimSummary& s = c.outcome.at_max;
-        t.add({std::to_string(i + 1), c.gpu, std::to_string(c.tp), c.knobs, ms(s.ttft_s.p50), ms(s.ttft_s.p99), ms(s.tpot_s.p50),
-               ms(s.tpot_s.p99), sec(s.e2e_s.p50), sec(s.e2e_s.p99)});
+        std::vector<std::string> row = {std::to_string(i + 1), c.gpu, std::to_string(c.tp), knobs(r, c), ms(s.ttft_s.p50), ms(s.ttft_s.p99),
+                                        ms(s.tpot_s.p50), ms(s.tpot_s.p99)};
+        if (!slim) row.push_back(sec(s.e2e_s.p50));
+        row.push_back(sec(s.e2e_s.p99));
+        t.add(std::move(row));
     }
     return t;
+}
+
+// A table at full width, or slimmed when it would not fit (Fit only).
+template <typename Build>
+std::string fitted(Build build, Width width) {
+    std::string out = build(false).render_text(width);
+    if (width == Width::Fit && widest_line(out) > kFitColumns) out = build(true).render_text(width);
+    return out;
 }
 
 std::string rejected_list(const SloRecommendResult& r) {
@@ -59,7 +108,7 @@ std::string rejected_list(const SloRecommendResult& r) {
     std::string out = shown == r.rejected.size() ? fmt::format("\nRejected ({}):\n", r.rejected.size())
                                                  : fmt::format("\nRejected ({} of {}; --wide lists all):\n", shown, r.rejected.size());
     for (std::size_t i = 0; i < shown; ++i)
-        out += fit_line(layout(r.rejected[i]) + ": " + r.rejected[i].reason, r.wide ? Width::Wide : Width::Fit, "  ", "    ");
+        out += fit_line(layout(r, r.rejected[i]) + ": " + r.rejected[i].reason, r.wide ? Width::Wide : Width::Fit, "  ", "    ");
     return out;
 }
 
@@ -101,20 +150,21 @@ std::string scaled_line(const SloCandidate& c) {
 }  // namespace
 
 std::string render_slo_table(const SloRecommendResult& r) {
-    const ServeOptions s = serve_options(r.base);
     const Width width = r.wide ? Width::Wide : Width::Fit;
     std::string out = fit_line(fmt::format("{} on {}: {}", r.base.model, r.engine, r.workload), width);
     out += fit_line(fmt::format("SLO: {}; target {} req/s ({})", targets(r), rate(r.target_rps), r.target_source), width);
     if (r.candidates.empty()) {
         out += "\nNothing qualifies. " + r.nearest + "\n";
     } else {
-        out += "\n" + fleet_table(r).render_text(width);
-        out += "\nLatency at each candidate's rate per replica (one replica, simulated):\n" + latency_table(r).render_text(width);
+        out += "\n" + fitted([&](bool slim) { return fleet_table(r, slim); }, width);
+        out += "\nLatency at each candidate's rate per replica (one replica, simulated):\n" +
+               fitted([&](bool slim) { return latency_table(r, slim); }, width);
         const SloCandidate& best = r.candidates.front();
         out += "\n" + fit_line(fmt::format("Commands for the best ({}, TP {}, {} replica{}{}):", best.gpu, best.tp, best.fleet.replicas,
                                            best.fleet.replicas > 1 ? "s" : "",
                                            best.fleet.replicas > 1 ? ": data parallelism, or as many separate servers" : ""),
                                width);
+        const ServeOptions s = serve_for(r, best);
         out += vllm_command_lines(best.serve, s, r.wide);
         out += sglang_command_lines(best.serve, s, r.wide);
         if (best.scaled) out += "\n" + fit_line(scaled_line(best), width);
@@ -123,15 +173,15 @@ std::string render_slo_table(const SloRecommendResult& r) {
     out += fit_line(fmt::format("Searched {} candidates: {} simulations, {} simulated requests ({} per run).", r.tried,
                                 group_digits(r.simulations), group_digits(r.simulated_requests), group_digits(r.requests_per_run)),
                     width, "\n");
-    for (const std::string& n : s.notes) out += fit_line(n, width, "note: ", "      ");
+    for (const std::string& n : notes(r)) out += fit_line(n, width, "note: ", "      ");
     return out;
 }
 
 std::string render_slo_json(const SloRecommendResult& r) {
-    const ServeOptions s = serve_options(r.base);
+    const ServeOptions base = serve_options(r.base);
     nlohmann::ordered_json j;
     j["model"] = r.base.model;
-    j["served_model"] = s.model;
+    j["served_model"] = base.model;
     j["engine"] = r.engine;
     j["workload"] = r.workload;
     j["slo"] = slo_json(r.slo);
@@ -150,6 +200,8 @@ std::string render_slo_json(const SloRecommendResult& r) {
         x["tp"] = c.tp;
         x["pp"] = 1;
         x["knobs"] = c.knobs;
+        x["kv_dtype"] = c.kv_dtype_flag;
+        x["weights_dtype"] = c.weights_flag;
         x["max_num_seqs"] = c.serve.batch;
         x["max_num_batched_tokens"] = c.serve.max_num_batched_tokens;
         x["replicas"] = c.fleet.replicas;
@@ -167,6 +219,7 @@ std::string render_slo_json(const SloRecommendResult& r) {
         x["usd_per_million_input_tokens"] = optional_json(c.fleet.usd_per_million_input_tokens);
         x["usd_per_million_output_tokens"] = optional_json(c.fleet.usd_per_million_output_tokens);
         x["usd_per_million_tokens"] = optional_json(c.fleet.usd_per_million_tokens);
+        const ServeOptions s = serve_for(r, c);
         x["vllm_command"] = vllm_command(c.serve, s);
         x["sglang_command"] = sglang_command(c.serve, s);
         x["replicas_over_time"] = c.scaled ? scaled_json(*c.scaled) : nlohmann::ordered_json(nullptr);
@@ -179,6 +232,8 @@ std::string render_slo_json(const SloRecommendResult& r) {
         x["tp"] = c.tp;
         x["pp"] = 1;
         x["knobs"] = c.knobs;
+        x["kv_dtype"] = c.kv_dtype_flag;
+        x["weights_dtype"] = c.weights_flag;
         x["reason"] = c.reason;
         j["rejected"].push_back(x);
     }
@@ -187,7 +242,7 @@ std::string render_slo_json(const SloRecommendResult& r) {
     j["simulations"] = r.simulations;
     j["simulated_requests"] = r.simulated_requests;
     j["search_s"] = r.search_s;
-    j["notes"] = s.notes;
+    j["notes"] = notes(r);
     return j.dump(2) + "\n";
 }
 

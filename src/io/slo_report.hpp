@@ -18,6 +18,8 @@ struct SloCandidate {
     std::string gpu;
     std::int64_t tp = 1;
     std::string knobs;      // "default", "latency" or "throughput" (docs/recommend.md)
+    std::string kv_dtype_flag = "auto";  // the --kv-dtype item it was searched with
+    std::string weights_flag = "auto";   // the --weights-dtype item
     Candidate serve;        // the settings the engine commands carry (batch: max_num_seqs, dp: replicas)
     SearchOutcome outcome;
     FleetCost fleet;
@@ -40,6 +42,8 @@ struct SloRecommendResult {
     std::int64_t tried = 0, simulations = 0, simulated_requests = 0;
     double search_s = 0;
     std::string nearest;    // nothing qualifies: the SLO that binds and the value that would pass
+    bool kv_axis = false;       // --kv-dtype listed more than one value: the tables show each candidate's
+    bool weights_axis = false;  // --weights-dtype likewise
     std::size_t top = 5;
     bool wide = false;
 };

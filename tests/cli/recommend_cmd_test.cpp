@@ -117,6 +117,39 @@ TEST_CASE("recommend --slo: the fleet covers the target rate, and its cost per h
     CHECK(widest_line(again.out) <= 100);
 }
 
+TEST_CASE("recommend --slo --kv-dtype auto,fp8 --weights-dtype auto,fp8: every item is a candidate, each with its own engine flags") {
+    // One H100 at TP 1: 2 KV dtypes x 2 weight formats x 3 knob settings = 12 candidates tried.
+    const Run r = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "30", "--gpus", "h100-sxm",
+                               "--max-gpus", "1", "--requests", "200", "--kv-dtype", "auto,fp8", "--weights-dtype", "auto,fp8",
+                               "--top", "12", "--json"});
+    INFO(r.command << "\n" << r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["candidates_tried"].get<std::int64_t>() == 12);
+    int fp8_kv = 0, fp8_weights = 0;
+    for (const auto& c : j["candidates"]) {
+        const std::string cmd = c["vllm_command"].get<std::string>();
+        // An fp8 KV cache is asked of the engine; fp8 weights from a bf16 checkpoint are quantized on load.
+        CHECK((c["kv_dtype"] == "fp8") == (cmd.find("--kv-cache-dtype fp8") != std::string::npos));
+        CHECK((c["weights_dtype"] == "fp8") == (cmd.find("--quantization fp8") != std::string::npos));
+        fp8_kv += c["kv_dtype"] == "fp8";
+        fp8_weights += c["weights_dtype"] == "fp8";
+    }
+    CHECK(fp8_kv > 0);
+    CHECK(fp8_weights > 0);
+    // The text table names each candidate's KV dtype and weights, and fits 100 columns.
+    const Run t = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "30", "--gpus", "h100-sxm",
+                               "--max-gpus", "1", "--requests", "200", "--kv-dtype", "auto,fp8", "--weights-dtype", "auto,fp8"});
+    CHECK_THAT(t.out, Catch::Contains(", kv fp8"));
+    CHECK_THAT(t.out, Catch::Contains(", w fp8"));
+    CHECK(widest_line(t.out) <= 100);
+    // An empty item is a typo, refused.
+    const Run bad = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s", "--rate", "1", "--kv-dtype", "auto,,fp8"});
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.out.empty());
+    CHECK_THAT(bad.err, Catch::Contains("--kv-dtype auto,,fp8: an empty item"));
+}
+
 TEST_CASE("recommend --slo: nothing qualifies when a request alone misses TTFT, and the message names the value that passes") {
     // A 1024-token prompt takes more than 1 ms to prefill anywhere.
     const Run r = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=1ms", "--rate", "1", "--gpus", "h100-sxm",
