@@ -67,6 +67,21 @@ TEST_CASE("simulate P/D: each pool is concurrency's for its device and TP, the t
     CHECK(j["replicas"].size() == 2);
 }
 
+TEST_CASE("simulate P/D with a link given in GB/s, layer by layer, exposes the last layer's share") {
+    // 3,000 tokens x 131,072 B = 393,216,000 B at decode TP 1 over 80 GB/s:
+    // 4.9152 ms on the wire, of which the last of Llama-3.1-8B's 32 layers'
+    // share, 0.1536 ms, follows the prefill; plus the 25 us latency.
+    const std::string trace = write_temp("one.csv", "arrival_s,input_tokens,output_tokens\n0,3000,5\n");
+    auto r = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", trace, "--prefill-replicas", "1",
+                         "--decode-replicas", "1", "--kv-link", "80GB/s", "--layerwise-transfer", "--json"});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["kv_link_bytes_per_s"].get<double>() == 80e9);
+    CHECK(j["kv_transfer_layerwise"] == true);
+    CHECK(j["kv_transfer_s"]["p50"].get<double>() == Approx(25e-6 + 393'216'000 / 80e9 / 32).epsilon(1e-12));
+}
+
 TEST_CASE("simulate P/D on a bundled trace: the table within 100 columns names both pools and the transfer") {
     auto t = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", "azure-2023-code", "--limit", "300",
                          "--prefill-replicas", "1", "--decode-replicas", "2", "--kv-link", "nvlink", "--router", "least-loaded"});
