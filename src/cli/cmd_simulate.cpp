@@ -16,6 +16,7 @@
 #include "core/model/weight_format.hpp"
 #include "core/sim/sglang_scheduler.hpp"
 #include "core/sim/cluster.hpp"
+#include "core/sim/disagg.hpp"
 #include "core/sim/synthetic.hpp"
 #include "io/file_writer.hpp"
 #include "io/plot_files.hpp"
@@ -67,6 +68,16 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}));
     cmd->add_option("--router", o.router, "round-robin, or least-loaded (fewest outstanding requests)")
         ->check(CLI::IsMember({"round-robin", "least-loaded"}));
+    cmd->add_option("--prefill-replicas", o.prefill_replicas, "disaggregated prefill/decode: prefill instances (with --decode-replicas)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}));
+    cmd->add_option("--decode-replicas", o.decode_replicas, "disaggregated prefill/decode: decode instances, pulling each prompt's KV")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}));
+    cmd->add_option("--prefill-gpu", o.prefill_gpu, "the prefill instances' device (default --gpu)");
+    cmd->add_option("--prefill-tp", o.prefill_tp, "the prefill instances' TP ranks (default --tp)")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+    cmd->add_option("--decode-gpu", o.decode_gpu, "the decode instances' device (default --gpu)");
+    cmd->add_option("--decode-tp", o.decode_tp, "the decode instances' TP ranks (default --tp)")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+    cmd->add_option("--kv-link", o.kv_link, "the KV transfer link: nvlink, ib-ndr (default), ib-xdr, roce, or a bandwidth such as 50GB/s");
+    cmd->add_flag("--layerwise-transfer", o.layerwise_transfer, "send the KV layer by layer beside the last prefill chunk (only the last layer's share exposed)");
     cmd->add_option("--slo", o.slo, "targets for goodput, e.g. ttft=2s,tpot=50ms,e2e=30s");
     cmd->add_flag("--json", o.json, "print JSON (schema: docs/simulate.md)");
     cmd->add_option("--requests-csv", o.requests_csv, "write one row per request to this file");
@@ -83,7 +94,9 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
         "  kvplan simulate --model llama-3.1-8b --gpu h100-sxm --trace azure-2023-code --replicas 4 \\\n"
         "      --router least-loaded\n"
         "  kvplan simulate --model llama-3.1-70b --gpu h100-sxm --tp 2 --pp 2 --trace azure-2023-conv \\\n"
-        "      --limit 2000");
+        "      --limit 2000\n"
+        "  kvplan simulate --model llama-3.1-8b --gpu h100-sxm --trace azure-2023-code --limit 2000 \\\n"
+        "      --prefill-replicas 1 --decode-replicas 3 --kv-link ib-ndr");
     return cmd;
 }
 
@@ -106,6 +119,76 @@ StagePricers stage_pricers(const std::vector<CostModel>& stages) {
     return out;
 }
 
+// --kv-link: a named link or "<N>GB/s" (10^9 bytes per second, per
+// direction per rank); "nvlink" needs both sides' devices on NVLink and
+// takes the slower one's bandwidth.
+KvLink parse_kv_link(const std::string& text, const Gpu& prefill, const Gpu& decode) {
+    if (text == "nvlink") {
+        for (const Gpu* g : {&prefill, &decode})
+            if (link_family(*g) != LinkFamily::Nvlink || g->interconnect_bytes_per_s <= 0)
+                usage_error("--kv-link nvlink: " + g->name + " has no NVLink figure; pass ib-ndr, ib-xdr, roce or a bandwidth such as 50GB/s");
+        return named_kv_link(KvLinkKind::Nvlink, std::min(prefill.interconnect_bytes_per_s, decode.interconnect_bytes_per_s));
+    }
+    if (text == "ib-ndr") return named_kv_link(KvLinkKind::IbNdr, 0);
+    if (text == "ib-xdr") return named_kv_link(KvLinkKind::IbXdr, 0);
+    if (text == "roce") return named_kv_link(KvLinkKind::Roce, 0);
+    double gbs = 0;
+    const std::string number = text.ends_with("GB/s") ? text.substr(0, text.size() - 4) : "";
+    auto [p, ec] = std::from_chars(number.data(), number.data() + number.size(), gbs);
+    if (number.empty() || ec != std::errc() || p != number.data() + number.size() || !std::isfinite(gbs) || !(gbs > 0) || gbs > 1e6)
+        usage_error("--kv-link " + text + ": expected nvlink, ib-ndr, ib-xdr, roce or a bandwidth such as 50GB/s");
+    return KvLink{gbs * 1e9, kRdmaLatencyS};
+}
+
+// The flags a P/D run needs, and those it cannot take.
+void check_disagg_flags(const SimulateOptions& o) {
+    const bool pd = o.prefill_replicas > 0 || o.decode_replicas > 0;
+    if (!pd) {
+        if (!o.prefill_gpu.empty() || !o.decode_gpu.empty() || o.prefill_tp > 0 || o.decode_tp > 0 || o.layerwise_transfer || o.kv_link != "ib-ndr")
+            usage_error("--prefill-gpu, --prefill-tp, --decode-gpu, --decode-tp, --kv-link and --layerwise-transfer need --prefill-replicas and --decode-replicas");
+        return;
+    }
+    if (o.prefill_replicas == 0) usage_error("--decode-replicas needs --prefill-replicas (how many prefill instances)");
+    if (o.decode_replicas == 0) usage_error("--prefill-replicas needs --decode-replicas (how many decode instances)");
+    if (o.engine == "sglang") usage_error("--prefill-replicas: disaggregated prefill/decode is simulated with vLLM's engine only; pass --engine vllm");
+    if (o.pp > 1) usage_error("--prefill-replicas: pipeline parallelism in disaggregated pools is not simulated; pass --pp 1");
+    if (o.replicas > 1) usage_error("--replicas: with --prefill-replicas and --decode-replicas the pools set the replicas; drop --replicas");
+}
+
+// One side of a P/D run: its device, TP, pool and pricer.
+struct PdSide {
+    Gpu gpu;
+    std::int64_t tp = 1;
+    SchedulerConfig config;
+    std::int64_t max_model_len = 0;
+    std::string pool_source;
+};
+
+PdSide pd_side(const SimulateOptions& o, const ModelSpec& model, const std::string& gpu_id, std::int64_t tp) {
+    SimulateOptions side = o;
+    if (!gpu_id.empty()) {
+        side.gpu.gpu = gpu_id;
+        side.gpu.gpu_mem.clear();
+    }
+    if (tp > 0) side.tp = tp;
+    PdSide out;
+    out.gpu = resolve_gpu(side.gpu);
+    out.tp = side.tp;
+    if (!out.gpu.from_database) usage_error("--prefill-replicas: each pool's device must come from the database; pass --gpu ID (see `kvplan gpus`)");
+    check_tp(model, out.tp);
+    out.config = engine_config(side, model, out.gpu, out.max_model_len, out.pool_source);
+    return out;
+}
+
+// The KV dtype `size` resolves ("auto": the serving dtype).
+Dtype kv_sizing_dtype(const ModelSpec& model, std::optional<Dtype> kv_dtype, std::int64_t tp) {
+    KvOptions k;
+    k.kv_dtype = kv_dtype;
+    k.context = 1;
+    k.tp = tp;
+    return size_kv(model, k).kv_dtype;
+}
+
 }  // namespace
 
 std::string run_simulate(const SimulateOptions& o) {
@@ -119,6 +202,7 @@ std::string run_simulate(const SimulateOptions& o) {
     if (!gpu.from_database && o.tp > 1) usage_error("--tp: a device given by --gpu-mem has no interconnect figure; pass --gpu ID");
     check_tp(model, o.tp);
     if (o.pp > 1) check_pp(o, model, gpu);
+    check_disagg_flags(o);
     if (!o.requests_csv.empty()) check_writable(o.requests_csv);
     if (!o.timeseries_csv.empty()) check_writable(o.timeseries_csv);
     if (!o.plot.empty()) prepare_plot_dir(o.plot);
@@ -137,12 +221,53 @@ std::string run_simulate(const SimulateOptions& o) {
         sglang = sglang_config(o, model, gpu, r);
     } else if (o.schedule_policy != "fcfs") {
         usage_error("--schedule-policy " + o.schedule_policy + " is SGLang's: pass --engine sglang (vLLM's scheduler here is first come first served)");
-    } else {
+    } else if (o.prefill_replicas == 0) {  // a P/D run sizes each side's pool below
         r.config = engine_config(o, model, gpu, r.max_model_len, r.pool_source);
     }
-    refuse_long_requests(w, r.max_model_len, o.trace.empty() ? "the synthetic workload" : o.trace, o.engine == "sglang");
+    if (o.prefill_replicas == 0)
+        refuse_long_requests(w, r.max_model_len, o.trace.empty() ? "the synthetic workload" : o.trace, o.engine == "sglang");
     if (!o.slo.empty()) r.slo = parse_slo(o.slo);
 
+    if (o.prefill_replicas > 0) {
+        // Disaggregated prefill/decode (core/sim/disagg.hpp): each side its own
+        // device, TP, vLLM pool and roofline; the KV priced for the decode side.
+        const PdSide pre = pd_side(o, model, o.prefill_gpu, o.prefill_tp), dec = pd_side(o, model, o.decode_gpu, o.decode_tp);
+        const auto weights = parse_weight_format("--weights-dtype", o.weights_dtype);
+        const auto kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
+        const CostModel pre_cost = make_cost_model(CostModelInputs{&model, pre.gpu, weights, kv_dtype, pre.tp, efficiency, std::nullopt});
+        const CostModel dec_cost = make_cost_model(CostModelInputs{&model, dec.gpu, weights, kv_dtype, dec.tp, efficiency, std::nullopt});
+        DisaggConfig k;
+        k.prefill_replicas = o.prefill_replicas;
+        k.decode_replicas = o.decode_replicas;
+        k.router = o.router == "least-loaded" ? Router::LeastLoaded : Router::RoundRobin;
+        k.link = parse_kv_link(o.kv_link, pre.gpu, dec.gpu);
+        k.kv_bytes_per_token_per_rank = kv_transfer_bytes_per_token(model, dec.tp, kv_sizing_dtype(model, kv_dtype, dec.tp));
+        k.layerwise = o.layerwise_transfer;
+        k.layers = static_cast<std::int64_t>(model.layers.size());
+        r.config = dec.config;
+        r.max_model_len = std::min(pre.max_model_len, dec.max_model_len);
+        r.pool_source = dec.pool_source;
+        refuse_long_requests(w, r.max_model_len, o.trace.empty() ? "the synthetic workload" : o.trace, false);
+        DisaggRun run = simulate_disagg(w, pre.config, dec.config, k, step_pricer(pre_cost), decode_pricer(pre_cost), step_pricer(dec_cost),
+                                        decode_pricer(dec_cost));
+        DisaggReport d;
+        d.prefill = DisaggPool{pre.gpu.name, pre.tp, pre.config, run.prefill};
+        d.decode = DisaggPool{dec.gpu.name, dec.tp, dec.config, run.decode};
+        d.link = o.kv_link;
+        d.link_bytes_per_s = k.link.bytes_per_s;
+        d.link_latency_s = k.link.latency_s;
+        d.layerwise = k.layerwise;
+        d.kv_bytes_per_token_per_rank = k.kv_bytes_per_token_per_rank;
+        d.transfer_s = distribution(run.transfer_s);
+        r.disagg = std::move(d);
+        r.run = std::move(run.run);
+        r.router = o.router;
+        r.summary = summarise(r.run, r.slo);
+        if (!o.requests_csv.empty()) write_file_atomically(o.requests_csv, render_requests_csv(r));
+        if (!o.timeseries_csv.empty()) write_file_atomically(o.timeseries_csv, render_timeseries_csv(r));
+        if (!o.plot.empty()) write_plot_files(o.plot, render_simulate_plots(r));
+        return o.json ? render_simulate_json(r) : render_simulate_table(r);
+    }
     const CostModel cost = make_cost_model(CostModelInputs{&model, gpu, parse_weight_format("--weights-dtype", o.weights_dtype),
                                                            parse_dtype_flag("--kv-dtype", o.kv_dtype), o.tp, efficiency,
                                                            std::nullopt});

@@ -42,6 +42,12 @@ struct SimulateOptions {
     std::string slo;
     std::int64_t replicas = 1;
     std::string router = "round-robin";
+    // Disaggregated prefill/decode: both counts, or neither (0).
+    std::int64_t prefill_replicas = 0, decode_replicas = 0;
+    std::string prefill_gpu, decode_gpu;    // empty: --gpu
+    std::int64_t prefill_tp = 0, decode_tp = 0;  // 0: --tp
+    std::string kv_link = "ib-ndr";         // nvlink|ib-ndr|ib-xdr|roce|<N>GB/s
+    bool layerwise_transfer = false;
     bool json = false;
     std::string requests_csv, timeseries_csv;
     std::string plot;  // --plot: a folder for the charts (io/plot_files.hpp)

@@ -27,6 +27,11 @@ std::string sentence(const SimulateResult& r) {
     if (s.replicas > 1 && r.pp > 1) servers = fmt::format("{} replicas, each a {}-stage pipeline on {} ({})", s.replicas, r.pp, r.gpu_name, r.router);
     else if (s.replicas > 1) servers = fmt::format("{} replicas on {} ({})", s.replicas, r.gpu_name, r.router);
     else if (r.pp > 1) servers = fmt::format("one {}-stage pipeline on {}", r.pp, r.gpu_name);
+    if (r.disagg) {
+        const DisaggReport& d = *r.disagg;
+        servers = fmt::format("{} prefill ({}, tp {}) and {} decode ({}, tp {}) replicas", d.prefill.stats.size(), d.prefill.gpu_name, d.prefill.tp,
+                              d.decode.stats.size(), d.decode.gpu_name, d.decode.tp);
+    }
     std::string out = fmt::format("At {:.2f} requests/s, {} serve{} {} of {} requests with p99 TTFT {:.2f} s and p99 TPOT {:.1f} ms",
                                   s.requests_per_s, servers, s.replicas > 1 ? "" : "s", group_digits(s.completed), group_digits(s.requests), s.ttft_s.p99,
                                   s.tpot_s.p99 * 1000);
@@ -34,6 +39,7 @@ std::string sentence(const SimulateResult& r) {
                                            group_digits(s.recomputed_tokens))
                              : "; nothing was preempted";
     if (s.rejected > 0) out += fmt::format("; {} requests never fit the KV pool", group_digits(s.rejected));
+    if (r.disagg) out += fmt::format("; p99 KV transfer {:.1f} ms", r.disagg->transfer_s.p99 * 1000);
     if (s.slo_attainment) out += fmt::format("; {:.1f}% met every SLO (goodput {:.2f} requests/s)", *s.slo_attainment * 100, *s.goodput_requests_per_s);
     return out + ".";
 }
@@ -62,12 +68,34 @@ std::string groups_line(const std::vector<KvGroup>& groups) {
     return out;
 }
 
+// "prefill: 1 x NVIDIA H100 SXM 80GB, tp 1; KV pool ... blocks of 16 tokens each; ..."
+std::string pool_line(const char* side, const DisaggPool& p) {
+    return fmt::format("{}: {} x {}, tp {}; KV pool {} blocks of {} tokens each; max_num_seqs {}, max_num_batched_tokens {}, prefix caching {}", side,
+                       p.stats.size(), p.gpu_name, p.tp, group_digits(p.config.num_gpu_blocks), p.config.block_size, p.config.max_num_seqs,
+                       group_digits(p.config.max_num_batched_tokens), p.config.prefix_caching ? "on" : "off") +
+           (p.config.groups.empty() ? "" : "; " + groups_line(p.config.groups));
+}
+
+// The link in words.
+std::string link_line(const DisaggReport& d) {
+    return fmt::format("KV transfer: {}, {:.1f} GB/s per direction per rank, {:.0f} us latency; {} B per token per rank (decode tp {}), {}",
+                       d.link, d.link_bytes_per_s / 1e9, d.link_latency_s * 1e6, group_digits(d.kv_bytes_per_token_per_rank), d.decode.tp,
+                       d.layerwise ? "layer by layer (the last layer's share exposed)" : "pulled whole after the prefill");
+}
+
 }  // namespace
 
 std::string render_simulate_table(const SimulateResult& r) {
     const SimSummary& s = r.summary;
     std::string out = fmt::format("kvplan simulate: {} on {}\n", r.model_label, r.gpu_name);
-    if (r.engine == "sglang")
+    if (r.disagg) {
+        const DisaggReport& d = *r.disagg;
+        out = fit_line(fmt::format("kvplan simulate: {}, prefill and decode disaggregated", r.model_label), Width::Fit);
+        out += fit_line("workload " + r.workload + "; router " + r.router, Width::Fit);
+        out += fit_line(pool_line("prefill", d.prefill), Width::Fit);
+        out += fit_line(pool_line("decode", d.decode), Width::Fit);
+        out += fit_line(link_line(d), Width::Fit);
+    } else if (r.engine == "sglang")
         out += fit_line(fmt::format("SGLang's scheduler ({}); workload {}; KV pool {} tokens ({}); max_running_requests {}, "
                                     "chunked_prefill_size {}, radix cache {}",
                                     r.schedule_policy, r.workload, group_digits(r.config.num_gpu_blocks), r.pool_source,
@@ -89,6 +117,7 @@ std::string render_simulate_table(const SimulateResult& r) {
     add_row(t, "ITL", s.itl_s);
     add_row(t, "E2E", s.e2e_s);
     add_row(t, "queue", s.queue_s);
+    if (r.disagg) add_row(t, "KV transfer", r.disagg->transfer_s);
     out += t.render_text();
     out += "\n";
     Table k({"figure", "value"}, 2);
@@ -99,7 +128,10 @@ std::string render_simulate_table(const SimulateResult& r) {
     k.add({r.engine == "sglang" ? "retractions" : "preemptions", fmt::format("{} ({} tokens recomputed)", group_digits(s.preemptions), group_digits(s.recomputed_tokens))});
     k.add({"prefix cache hit rate", fmt::format("{:.1f}% of prompt tokens", s.prefix_cache_hit_rate * 100)});
     const char* unit = r.engine == "sglang" ? "tokens" : "blocks";
-    if (s.replicas > 1)
+    if (r.disagg)
+        k.add({"peak KV cache usage", fmt::format("{:.1f}%, the fullest of {} replicas ({} blocks in all)", s.kv_peak_usage * 100, s.replicas,
+                                                  group_digits(s.kv_blocks_total))});
+    else if (s.replicas > 1)
         k.add({"peak KV cache usage", fmt::format("{:.1f}% of {} {}, the fullest of {} replicas ({} in all)", s.kv_peak_usage * 100,
                                                   group_digits(r.config.num_gpu_blocks), unit, s.replicas, group_digits(s.kv_blocks_total))});
     else
@@ -110,9 +142,11 @@ std::string render_simulate_table(const SimulateResult& r) {
     if (r.run.replicas.size() > 1) {
         out += "\n";
         Table p({"replica", "requests", "steps", "preemptions", "peak KV usage"}, 1);
+        const std::size_t n_prefill = r.disagg ? r.disagg->prefill.stats.size() : 0;
         for (std::size_t i = 0; i < r.run.replicas.size(); ++i) {
             const ReplicaStats& q = r.run.replicas[i];
-            p.add({std::to_string(i), group_digits(q.requests), group_digits(q.steps), group_digits(q.preemptions),
+            const std::string name = !r.disagg ? std::to_string(i) : i < n_prefill ? fmt::format("prefill {}", i) : fmt::format("decode {}", i - n_prefill);
+            p.add({name, group_digits(q.requests), group_digits(q.steps), group_digits(q.preemptions),
                    fmt::format("{:.1f}%", q.total_blocks > 0 ? 100.0 * static_cast<double>(q.peak_blocks_used) / static_cast<double>(q.total_blocks) : 0)});
         }
         out += p.render_text();
@@ -158,6 +192,30 @@ std::string render_simulate_json(const SimulateResult& r) {
     for (const ReplicaStats& q : r.run.replicas)
         j["replicas"].push_back({{"requests", q.requests}, {"steps", q.steps}, {"preemptions", q.preemptions},
                                  {"kv_blocks_total", q.total_blocks}, {"kv_peak_usage", q.total_blocks > 0 ? static_cast<double>(q.peak_blocks_used) / static_cast<double>(q.total_blocks) : 0.0}});
+    if (r.disagg) {  // only in P/D runs, so that other runs print what they always did
+        const DisaggReport& d = *r.disagg;
+        j["kv_transfer_s"] = dist_json(d.transfer_s);
+        j["kv_link"] = d.link;
+        j["kv_link_bytes_per_s"] = d.link_bytes_per_s;
+        j["kv_link_latency_s"] = d.link_latency_s;
+        j["kv_transfer_layerwise"] = d.layerwise;
+        j["kv_transfer_bytes_per_token"] = d.kv_bytes_per_token_per_rank;
+        for (const auto& [key, pool] : {std::pair<const char*, const DisaggPool*>{"prefill_pool", &d.prefill}, {"decode_pool", &d.decode}}) {
+            nlohmann::ordered_json p;
+            p["gpu"] = pool->gpu_name;
+            p["tp"] = pool->tp;
+            p["kv_blocks_per_replica"] = pool->config.num_gpu_blocks;
+            p["block_size_tokens"] = pool->config.block_size;
+            p["max_num_seqs"] = pool->config.max_num_seqs;
+            p["max_num_batched_tokens"] = pool->config.max_num_batched_tokens;
+            p["replicas"] = nlohmann::ordered_json::array();
+            for (const ReplicaStats& q : pool->stats)
+                p["replicas"].push_back({{"requests", q.requests}, {"steps", q.steps}, {"preemptions", q.preemptions},
+                                         {"kv_blocks_total", q.total_blocks}, {"kv_peak_blocks", q.peak_blocks_used},
+                                         {"kv_peak_usage", q.total_blocks > 0 ? static_cast<double>(q.peak_blocks_used) / static_cast<double>(q.total_blocks) : 0.0}});
+            j[key] = std::move(p);
+        }
+    }
     j["goodput_requests_per_s"] = s.goodput_requests_per_s ? nlohmann::ordered_json(*s.goodput_requests_per_s) : nlohmann::ordered_json(nullptr);
     j["slo_attainment"] = s.slo_attainment ? nlohmann::ordered_json(*s.slo_attainment) : nlohmann::ordered_json(nullptr);
     j["timeseries"] = nlohmann::ordered_json::array();

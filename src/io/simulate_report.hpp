@@ -2,12 +2,32 @@
 // answer, JSON (docs/simulate.md), and the per-request and per-second CSVs.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/sim/metrics.hpp"
 #include "core/sim/scheduler.hpp"
 
 namespace kvplan {
+
+// One side of a disaggregated run (simulate --prefill-replicas/--decode-replicas).
+struct DisaggPool {
+    std::string gpu_name;
+    std::int64_t tp = 1;
+    SchedulerConfig config;           // each replica's pool and limits
+    std::vector<ReplicaStats> stats;  // one per replica
+};
+
+struct DisaggReport {
+    DisaggPool prefill, decode;
+    std::string link;                 // "ib-ndr", or "80GB/s" as given
+    double link_bytes_per_s = 0;      // per direction, per rank
+    double link_latency_s = 0;
+    bool layerwise = false;
+    std::int64_t kv_bytes_per_token_per_rank = 0;  // the decode side's layout
+    Distribution transfer_s;          // every transfer, admission on the decode side to KV loaded
+};
 
 struct SimulateResult {
     std::string engine = "vllm";  // whose scheduler: vllm|sglang (config then holds SGLang's figures)
@@ -23,6 +43,7 @@ struct SimulateResult {
     SimRun run;
     SimSummary summary;
     Slo slo;
+    std::optional<DisaggReport> disagg;  // P/D runs only
 };
 
 std::string render_simulate_table(const SimulateResult& r);

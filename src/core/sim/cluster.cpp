@@ -10,10 +10,6 @@
 
 namespace kvplan {
 
-namespace {
-
-constexpr double kForever = std::numeric_limits<double>::infinity();
-
 // Second s of every replica's series into second s of the sum (a replica
 // whose series ended earlier has nothing running, its blocks free). Walks the
 // points, not the seconds: each output point spans the seconds until the next
@@ -53,6 +49,10 @@ std::vector<TimePoint> sum_series(const std::vector<std::vector<TimePoint>>& ser
     }
     return out;
 }
+
+namespace {
+
+constexpr double kForever = std::numeric_limits<double>::infinity();
 
 // Engine: VllmEngine or SglangEngine (the same interface); States: the
 // requests' state they share (RequestStates or SglangStates).

@@ -36,6 +36,11 @@ struct ClusterConfig {
 SimRun simulate_cluster(const Workload& w, const SchedulerConfig& c, const ClusterConfig& k, const StepPricer& price,
                         const DecodePricer& decode, bool check_invariants = false, const StagePricers& stages = {});
 
+// Second s of every engine's series summed (KV usage: the blocks in use over
+// all `blocks`, weighted by each engine's pool, over total_blocks).
+std::vector<TimePoint> sum_series(const std::vector<std::vector<TimePoint>>& series, const std::vector<std::int64_t>& blocks,
+                                  std::int64_t total_blocks);
+
 // The same with SGLang engines; the "blocks" are token slots.
 SimRun simulate_sglang_cluster(const Workload& w, const SglangConfig& c, const ClusterConfig& k, const StepPricer& price,
                                bool check_invariants = false);

@@ -351,6 +351,7 @@ void VllmEngine::arrive() {
         waiting_.push_back(inbox_.front());
         inbox_.pop_front();
     }
+    if (remote_) collect_loaded();
 }
 
 // Whether schedule_waiting would admit nobody whatever the pool holds: the
@@ -503,6 +504,7 @@ bool VllmEngine::admit(std::size_t r, std::int64_t& budget) {
         ++done_;
         return true;
     }
+    if (remote_ && remote_state_[r] != 3) return admit_remote(r, budget);
     const bool first = records_[r].scheduled_s < 0;  // not a preempted request coming back
     // At most all but the last token: its logits must be computed (get_computed_blocks).
     Hits hits = c_.prefix_caching ? find_hits(r, total_tokens(r) - 1) : Hits{0, std::vector<std::vector<std::int64_t>>(groups_.size())};
@@ -608,7 +610,7 @@ void VllmEngine::sample(double until) {
         TimePoint p;
         p.t_s = next_sample_;
         p.running = static_cast<std::int64_t>(running_.size());
-        p.waiting = static_cast<std::int64_t>(waiting_.size());
+        p.waiting = static_cast<std::int64_t>(waiting_.size() + loading_.size());
         p.kv_cache_usage = pool_->total() > 0 ? static_cast<double>(pool_->used()) / static_cast<double>(pool_->total()) : 0;
         p.prompt_tokens_per_s = interval_prompt_;
         p.generation_tokens_per_s = interval_generation_;
@@ -851,9 +853,10 @@ void VllmEngine::advance(double horizon, bool stop_on_done) {
     for (;;) {
         arrive();
         if (running_.empty() && waiting_.empty()) {
-            if (inbox_.empty()) return;
-            // Idle: jump to the next arrival.
-            const double next = records_[inbox_.front()].arrival_s;
+            if (inbox_.empty() && loading_.empty()) return;
+            // Idle: jump to the next arrival (or KV load).
+            const double next = std::min(inbox_.empty() ? std::numeric_limits<double>::infinity() : records_[inbox_.front()].arrival_s,
+                                         next_loaded_s());
             if (next >= horizon) return;
             t_ = std::max(t_, next);
             sample(t_);
@@ -869,6 +872,14 @@ void VllmEngine::advance(double horizon, bool stop_on_done) {
             // A request preempted itself or was rejected: the queue's head
             // now meets an empty pool, which admits or rejects it next pass.
             if (!running_.empty()) throw std::logic_error("the scheduler found nothing to run");
+            // Disaggregated decode: the blocks are held by requests whose KV
+            // is still loading; wait for the first load.
+            if (!loading_.empty()) {
+                const double next = next_loaded_s();
+                if (next >= horizon) return;
+                t_ = std::max(t_, next);
+                sample(t_);
+            }
         } else {
             apply_step();
             if (check_ && !pool_->consistent()) throw std::logic_error("block pool inconsistent after a step");
@@ -885,7 +896,9 @@ std::optional<double> VllmEngine::next_step_s() const {
         return in_flight_.front().end_s;
     }
     if (!running_.empty() || !waiting_.empty()) return t_;
-    if (!inbox_.empty()) return std::max(t_, records_[inbox_.front()].arrival_s);
+    if (!inbox_.empty() || !loading_.empty())
+        return std::max(t_, std::min(inbox_.empty() ? std::numeric_limits<double>::infinity() : records_[inbox_.front()].arrival_s,
+                                     next_loaded_s()));
     return std::nullopt;
 }
 

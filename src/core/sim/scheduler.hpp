@@ -260,6 +260,14 @@ public:
 
     static const StagePricers& no_stages();
 
+    // Disaggregated decode (disagg.hpp): every request added is one whose
+    // prompt a prefill instance computed. Admitted, it gets the blocks for its
+    // whole prompt and waits (vLLM's WAITING_FOR_REMOTE_KVS) until the time
+    // `load(r, tokens, start_s)` gives; then it computes its last prompt token
+    // and decodes. Set before the first add.
+    using RemoteLoad = std::function<double(std::size_t r, std::int64_t tokens, double start_s)>;
+    void set_remote_prefill(RemoteLoad load);
+
 private:
     // A batch in the pipeline: its requests, each with the preemption count
     // it was scheduled under (a request preempted since gets nothing back)
@@ -317,6 +325,10 @@ private:
     void complete_batch();
     void finish_requests();
     std::int64_t decode_run_length(std::int64_t& context_sum) const;
+    // Disaggregated decode (defined in disagg.cpp).
+    bool admit_remote(std::size_t r, std::int64_t& budget);
+    void collect_loaded();
+    double next_loaded_s() const;
 
     const Workload& w_;
     SchedulerConfig c_;
@@ -353,6 +365,11 @@ private:
     double t_ = 0;
     double next_sample_ = 1;
     double interval_prompt_ = 0, interval_generation_ = 0;
+    // Disaggregated decode: per request 0 its KV still remote, 1 loading,
+    // 2 loaded (its last prompt token to compute), 3 served locally.
+    RemoteLoad remote_;
+    std::vector<std::int8_t> remote_state_;
+    std::vector<std::pair<double, std::size_t>> loading_;  // (KV loaded at, request), in admission order
 };
 
 }  // namespace kvplan

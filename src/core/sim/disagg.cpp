@@ -1,0 +1,236 @@
+#include "core/sim/disagg.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "core/checked.hpp"
+#include "core/error.hpp"
+#include "core/memory/kv_size.hpp"
+
+namespace kvplan {
+
+// ---- The decode side of one VllmEngine (scheduler.hpp, set_remote_prefill) ----
+
+void VllmEngine::set_remote_prefill(RemoteLoad load) {
+    remote_ = std::move(load);
+    remote_state_.assign(w_.requests.size(), 0);
+}
+
+// A waiting request whose KV a prefill instance holds. First admission:
+// NixlConnectorScheduler.get_num_new_matched_tokens reports the whole prompt
+// (len(prompt_token_ids) - num_computed_tokens, loaded asynchronously), and
+// Scheduler.schedule() calls allocate_slots for it with
+// num_external_computed_tokens = that count and no new tokens: the blocks for
+// the prompt, or no admission (the FCFS loop stops, as for any request
+// allocate_slots refuses). The request then waits in WAITING_FOR_REMOTE_KVS,
+// outside the running list and the token budget. Once loaded
+// (collect_loaded), its last prompt token is scheduled like a decode.
+bool VllmEngine::admit_remote(std::size_t r, std::int64_t& budget) {
+    if (remote_state_[r] == 2) {
+        if (budget <= 0 || !allocate(r, 1)) return false;
+        remote_state_[r] = 3;  // from here on a local request (a preemption recomputes it here)
+        waiting_.pop_front();
+        running_.push_back(r);
+        step_.push_back({r, 1});
+        budget -= 1;
+        return true;
+    }
+    const std::int64_t prompt = w_.requests[r].input_tokens;
+    if (!allocate(r, prompt)) return false;  // live_[r].computed is 0: ceil(prompt / block) blocks per group
+    records_[r].scheduled_s = t_;
+    remote_state_[r] = 1;
+    waiting_.pop_front();
+    loading_.emplace_back(remote_(r, prompt, t_), r);
+    return true;
+}
+
+// Scheduler._update_waiting_for_remote_kv: when the pull is done,
+// num_computed_tokens = min(blocks x block_size, num_tokens), one less when
+// that is every token, so the decode side computes the last prompt token
+// again (and samples the first output token with it); the loaded blocks are
+// cached. The requests stay at the head of the waiting queue, in admission
+// order (schedule() prepends its skipped_waiting_requests to the queue).
+void VllmEngine::collect_loaded() {
+    if (loading_.empty()) return;
+    for (auto it = loading_.rbegin(); it != loading_.rend(); ++it) {
+        if (it->first > t_) continue;
+        const std::size_t r = it->second;
+        live_[r].computed = w_.requests[r].input_tokens - 1;
+        if (c_.prefix_caching) register_full_blocks(r);
+        remote_state_[r] = 2;
+        waiting_.push_front(r);
+    }
+    std::erase_if(loading_, [&](const std::pair<double, std::size_t>& p) { return p.first <= t_; });
+}
+
+double VllmEngine::next_loaded_s() const {
+    double next = std::numeric_limits<double>::infinity();
+    for (const auto& [t, r] : loading_) next = std::min(next, t);
+    return next;
+}
+
+// ---- The transfer ----
+
+KvLink named_kv_link(KvLinkKind kind, std::int64_t nvlink_bytes_per_s) {
+    switch (kind) {
+        case KvLinkKind::Nvlink: return KvLink{static_cast<double>(nvlink_bytes_per_s), kNvlinkLatencyS};
+        case KvLinkKind::IbNdr: return KvLink{400e9 / 8, kRdmaLatencyS};   // 400 Gb/s
+        case KvLinkKind::IbXdr: return KvLink{800e9 / 8, kRdmaLatencyS};   // 800 Gb/s
+        case KvLinkKind::Roce: return KvLink{42.6e9, kRdmaLatencyS};       // nixlbench, ai-dynamo/nixl PR #1647
+    }
+    return KvLink{};
+}
+
+std::int64_t kv_transfer_bytes_per_token(const ModelSpec& spec, std::int64_t tp, Dtype kv_dtype) {
+    std::int64_t bytes = 0;
+    for (const LayerSpec& layer : spec.layers)
+        if (holds_per_token(layer.kind)) bytes = checked_add(bytes, layer_bytes_per_token_per_gpu(layer, tp, kv_dtype));
+    return bytes;
+}
+
+namespace {
+
+// Seconds the bytes are on the wire: each rank pulls its own share in
+// parallel, so one rank's bytes over its link; layer by layer, only the last
+// layer's share comes after the prefill.
+double wire_s(std::int64_t tokens, const DisaggConfig& k) {
+    const double bytes = static_cast<double>(checked_mul(tokens, k.kv_bytes_per_token_per_rank));
+    const double s = bytes / k.link.bytes_per_s;
+    return k.layerwise ? s / static_cast<double>(std::max<std::int64_t>(1, k.layers)) : s;
+}
+
+void check_disagg(const Workload& w, const DisaggConfig& k) {
+    if (k.prefill_replicas < 1 || k.prefill_replicas > 1024)
+        usage_error("--prefill-replicas " + std::to_string(k.prefill_replicas) + ": expected 1 to 1024");
+    if (k.decode_replicas < 1 || k.decode_replicas > 1024)
+        usage_error("--decode-replicas " + std::to_string(k.decode_replicas) + ": expected 1 to 1024");
+    if (!(k.link.bytes_per_s > 0) || !(k.link.latency_s >= 0)) usage_error("--kv-link: expected a positive bandwidth");
+    if (k.kv_bytes_per_token_per_rank <= 0) usage_error("simulate: the model caches nothing per token to transfer");
+    if (w.concurrency > 0)
+        usage_error("--prefill-replicas: a closed loop (--concurrency) is not simulated with disaggregated pools; pass --rate");
+    check_arrivals(w);
+}
+
+}  // namespace
+
+double kv_transfer_s(std::int64_t tokens, const DisaggConfig& k) { return k.link.latency_s + wire_s(tokens, k); }
+
+// ---- The two pools ----
+
+DisaggRun simulate_disagg(const Workload& w, const SchedulerConfig& prefill, const SchedulerConfig& decode, const DisaggConfig& k,
+                          const StepPricer& prefill_price, const DecodePricer& prefill_decode, const StepPricer& decode_price,
+                          const DecodePricer& decode_decode, bool check_invariants) {
+    check_scheduler_config(prefill);
+    check_scheduler_config(decode);
+    check_disagg(w, k);
+    const double forever = std::numeric_limits<double>::infinity();
+
+    // 1. Prefill: every request with max_tokens=1, routed like a cluster's.
+    Workload wp = w;
+    for (SimRequest& r : wp.requests) r.output_tokens = 1;
+    SimRun pre = simulate_cluster(wp, prefill, ClusterConfig{k.prefill_replicas, k.router}, prefill_price, prefill_decode, check_invariants);
+
+    // 2. Decode: each prefilled request arrives when its prefill returns.
+    std::vector<std::size_t> order;  // decode index -> workload index
+    for (std::size_t i = 0; i < pre.requests.size(); ++i)
+        if (!pre.requests[i].rejected && pre.requests[i].finish_s >= 0) order.push_back(i);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return pre.requests[a].finish_s < pre.requests[b].finish_s; });
+    Workload wd;
+    for (std::size_t i : order) {
+        wd.requests.push_back(w.requests[i]);
+        wd.requests.back().arrival_s = pre.requests[i].finish_s;
+    }
+    RequestStates ds = request_states(wd);
+    std::vector<DisaggTimes> xfer(wd.requests.size());
+    std::vector<double> link_free(static_cast<std::size_t>(k.decode_replicas), 0.0);  // when each decode replica's link has sent its last bytes
+    std::vector<VllmEngine> engines;
+    engines.reserve(static_cast<std::size_t>(k.decode_replicas));
+    for (std::size_t d = 0; d < static_cast<std::size_t>(k.decode_replicas); ++d) {
+        engines.emplace_back(wd, decode, decode_price, decode_decode, check_invariants, ds);
+        engines.back().set_remote_prefill([&xfer, &link_free, &k, d](std::size_t r, std::int64_t tokens, double start) {
+            const double wire = wire_s(tokens, k);
+            const double begin = std::max(start, link_free[d]);  // FIFO on the replica's link
+            link_free[d] = begin + wire;
+            xfer[r].transfer_start_s = start;
+            xfer[r].transfer_end_s = begin + wire + k.link.latency_s;
+            return xfer[r].transfer_end_s;
+        });
+    }
+    std::vector<std::int64_t> routed(engines.size(), 0);
+    const auto route = [&](std::size_t j, double t) {
+        std::size_t best = j % engines.size();
+        if (k.router == Router::LeastLoaded) {
+            std::int64_t least = std::numeric_limits<std::int64_t>::max();
+            for (std::size_t e = 0; e < engines.size(); ++e)
+                if (const std::int64_t n = engines[e].outstanding_at(t); n < least) least = n, best = e;
+        }
+        ++routed[best];
+        engines[best].add(j);
+    };
+    for (std::size_t j = 0; j < wd.requests.size(); ++j) {
+        const double t = wd.requests[j].arrival_s;
+        if (k.router == Router::LeastLoaded)
+            for (VllmEngine& e : engines) e.advance(t, false);  // every step that starts before t
+        route(j, t);
+    }
+    for (VllmEngine& e : engines) e.advance(forever, false);
+
+    // 3. Merge: the request as the client sees it, both pools' figures.
+    DisaggRun out;
+    out.prefill = pre.replicas;
+    SimRun& run = out.run;
+    run.requests = pre.requests;
+    for (std::size_t i = 0; i < run.requests.size(); ++i) {
+        RequestRecord& q = run.requests[i];
+        q.output_tokens = w.requests[i].output_tokens;
+        q.first_token_s = q.finish_s = -1;  // the prefill's token is not the client's
+    }
+    out.times.resize(w.requests.size());
+    for (std::size_t j = 0; j < order.size(); ++j) {
+        const std::size_t i = order[j];
+        const RequestRecord& d = ds.records[j];
+        RequestRecord& q = run.requests[i];
+        out.times[i].prefill_end_s = pre.requests[i].finish_s;
+        out.times[i].transfer_start_s = xfer[j].transfer_start_s;
+        out.times[i].transfer_end_s = xfer[j].transfer_end_s;
+        q.first_token_s = d.first_token_s;
+        q.finish_s = d.finish_s;
+        q.preemptions += d.preemptions;
+        q.rejected = d.rejected;
+    }
+    for (const DisaggTimes& t : out.times)
+        if (t.transfer_end_s >= 0) out.transfer_s.push_back(t.transfer_end_s - t.transfer_start_s);
+    run.itl_s = pre.itl_s;
+    run.steps = pre.steps;
+    run.decode_run_steps = pre.decode_run_steps;
+    run.preemptions = pre.preemptions;
+    run.recomputed_tokens = pre.recomputed_tokens;
+    run.prompt_tokens = pre.prompt_tokens;
+    run.prefix_hit_tokens = pre.prefix_hit_tokens;
+    run.peak_blocks_used = pre.peak_blocks_used;
+    run.total_blocks = pre.total_blocks;
+    run.end_s = pre.end_s;
+    std::vector<std::vector<TimePoint>> series{std::move(pre.timeseries)};
+    std::vector<std::int64_t> blocks{pre.total_blocks};
+    for (std::size_t e = 0; e < engines.size(); ++e) {
+        SimRun d = engines[e].take_totals();
+        out.decode.push_back(ReplicaStats{routed[e], d.steps, d.preemptions, d.peak_blocks_used, d.total_blocks});
+        run.itl_s.append(d.itl_s);
+        run.steps += d.steps;
+        run.decode_run_steps += d.decode_run_steps;
+        run.preemptions += d.preemptions;
+        run.recomputed_tokens += d.recomputed_tokens;
+        run.peak_blocks_used = std::max(run.peak_blocks_used, d.peak_blocks_used);
+        run.total_blocks += d.total_blocks;
+        run.end_s = std::max(run.end_s, d.end_s);
+        series.push_back(std::move(d.timeseries));
+        blocks.push_back(d.total_blocks);
+    }
+    run.timeseries = sum_series(series, blocks, run.total_blocks);
+    run.replicas = out.prefill;
+    run.replicas.insert(run.replicas.end(), out.decode.begin(), out.decode.end());
+    return out;
+}
+
+}  // namespace kvplan

@@ -1,0 +1,217 @@
+// Disaggregated prefill/decode (src/core/sim/disagg.cpp): the KV transfer
+// priced by hand, a lone request through a 1P:1D pool, a decode pool short
+// of blocks, and the invariants of every request on a longer run.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "core/sim/disagg.hpp"
+#include "core/sim/metrics.hpp"
+#include "core/sim/synthetic.hpp"
+#include "core/speed/step_cost.hpp"
+#include "test_support.hpp"
+
+using namespace kvplan;
+using namespace kvplan::test;
+
+namespace {
+
+// A step costs 5 ms plus 10 us per token computed in it (any batch).
+const StepPricer linear = [](const std::vector<SeqWork>& w) {
+    std::int64_t tokens = 0;
+    for (const SeqWork& s : w) tokens += s.new_tokens;
+    return 0.005 + 1e-5 * static_cast<double>(tokens);
+};
+const DecodePricer linear_decode = [](std::int64_t batch, std::int64_t) -> std::optional<double> {
+    return 0.005 + 1e-5 * static_cast<double>(batch);
+};
+
+// 1,000 B per token per rank over 1 GB/s with 1 ms latency: 1 ms + 1 us per token.
+DisaggConfig slow_link(std::int64_t p = 1, std::int64_t d = 1) {
+    DisaggConfig k;
+    k.prefill_replicas = p;
+    k.decode_replicas = d;
+    k.link = KvLink{1e9, 1e-3};
+    k.kv_bytes_per_token_per_rank = 1000;
+    return k;
+}
+
+}  // namespace
+
+TEST_CASE("an 8K-token Llama-3.1-70B prompt's KV crosses NVLink and 400 Gb/s InfiniBand in the hand-computed time") {
+    const ModelSpec m = preset("llama-3.1-70b");
+    // bf16 KV: 80 layers x 8 KV heads x 128 head_dim x 2 (K,V) x 2 B = 327,680 B per token;
+    // under TP 4 each rank holds 2 of the 8 heads: 81,920 B.
+    CHECK(kv_transfer_bytes_per_token(m, 1, Dtype::Bf16) == 327'680);
+    CHECK(kv_transfer_bytes_per_token(m, 4, Dtype::Bf16) == 81'920);
+    DisaggConfig k;
+    // 8,192 x 327,680 = 2,684,354,560 B on one rank; 8,192 x 81,920 = 671,088,640 B per rank at TP 4.
+    const auto t = [&](KvLinkKind link, std::int64_t tp) {
+        k.link = named_kv_link(link, gpu("h100-sxm").interconnect_bytes_per_s);
+        k.kv_bytes_per_token_per_rank = kv_transfer_bytes_per_token(m, tp, Dtype::Bf16);
+        return kv_transfer_s(8192, k);
+    };
+    // H100 NVLink 4: 450 GB/s per direction (gpus.json); 10 us latency.
+    CHECK(t(KvLinkKind::Nvlink, 1) == Approx(10e-6 + 2'684'354'560 / 450e9).epsilon(1e-12));  // 5.975 ms
+    CHECK(t(KvLinkKind::Nvlink, 4) == Approx(10e-6 + 671'088'640 / 450e9).epsilon(1e-12));    // 1.501 ms
+    // InfiniBand NDR, 400 Gb/s = 50 GB/s per GPU NIC; 25 us latency.
+    CHECK(t(KvLinkKind::IbNdr, 1) == Approx(25e-6 + 0.0536870912).epsilon(1e-12));  // 53.71 ms
+    CHECK(t(KvLinkKind::IbNdr, 4) == Approx(25e-6 + 0.0134217728).epsilon(1e-12));  // 13.45 ms
+    // XDR twice NDR; RoCE as nixlbench measured it, 42.6 GB/s.
+    CHECK(t(KvLinkKind::IbXdr, 1) == Approx(25e-6 + 0.0268435456).epsilon(1e-12));
+    CHECK(t(KvLinkKind::Roce, 1) == Approx(25e-6 + 2'684'354'560 / 42.6e9).epsilon(1e-12));
+    // Layer by layer only the last of 80 layers' share follows the prefill.
+    k.layerwise = true;
+    k.layers = 80;
+    CHECK(t(KvLinkKind::IbNdr, 1) == Approx(25e-6 + 0.0536870912 / 80).epsilon(1e-12));
+}
+
+TEST_CASE("a lone request through 1P:1D takes its prefill step, the transfer and its decode steps") {
+    // By hand: the 700-token prompt is one prefill step, 5 + 700 x 0.01 = 12 ms,
+    // sampling the prefill's one token (max_tokens=1). The transfer: 1 ms +
+    // 700 x 1,000 B / 1 GB/s = 1.7 ms. The decode side computes the last
+    // prompt token again (5.01 ms), which samples the first token: TTFT =
+    // 12 + 1.7 + 5.01 = 18.71 ms. Then 39 decode steps of 5.01 ms: E2E =
+    // 18.71 + 195.39 = 214.1 ms.
+    SchedulerConfig c;
+    c.num_gpu_blocks = 1000;
+    Workload w;
+    w.requests.push_back(SimRequest{0.25, 700, 40, {}, 0});
+    const DisaggRun run = simulate_disagg(w, c, c, slow_link(), linear, linear_decode, linear, linear_decode, true);
+    const RequestRecord& r = run.run.requests[0];
+    CHECK(run.times[0].prefill_end_s - r.arrival_s == Approx(0.012).epsilon(1e-9));
+    CHECK(run.times[0].transfer_start_s == run.times[0].prefill_end_s);
+    REQUIRE(run.transfer_s.size() == 1);
+    CHECK(run.transfer_s[0] == Approx(0.0017).epsilon(1e-9));
+    CHECK(r.first_token_s - r.arrival_s == Approx(0.01871).epsilon(1e-9));
+    CHECK(r.finish_s - r.arrival_s == Approx(0.2141).epsilon(1e-9));
+    CHECK(run.run.steps == 1 + 40);  // one prefill step; 40 on the decode side
+    REQUIRE(run.prefill.size() == 1);
+    REQUIRE(run.decode.size() == 1);
+    CHECK(run.prefill[0].steps == 1);
+    CHECK(run.decode[0].steps == 40);
+    CHECK(run.prefill[0].peak_blocks_used == 44);  // ceil(700 / 16)
+    CHECK(run.decode[0].peak_blocks_used == 47);   // ceil(739 / 16): the 40th output token's KV is never written
+}
+
+TEST_CASE("a lone request through 1P:1D on an H100 pair takes the roofline's steps plus the transfer") {
+    const ModelSpec m = preset("llama-3.1-8b");
+    CostModelInputs in;
+    in.model = &m;
+    in.gpu = gpu("h100-sxm");
+    const CostModel cm = make_cost_model(in);
+    const StepPricer price = [&](const std::vector<SeqWork>& w) { return mixed_step(cm, w).total_s; };
+    SchedulerConfig c;
+    c.num_gpu_blocks = 10'000;
+    c.max_num_batched_tokens = 2048;
+    DisaggConfig k;
+    k.link = named_kv_link(KvLinkKind::IbNdr, 0);
+    k.kv_bytes_per_token_per_rank = kv_transfer_bytes_per_token(m, 1, Dtype::Bf16);  // 131,072 B
+    Workload w;
+    w.requests.push_back(SimRequest{0.5, 3000, 5, {}, 0});
+    const DisaggRun run = simulate_disagg(w, c, c, k, price, DecodePricer{}, price, DecodePricer{}, true);
+    // By hand: prefill chunks of 2,048 and 952 tokens; the transfer 25 us +
+    // 3,000 x 131,072 B / 50 GB/s = 7.889 ms; the last prompt token at
+    // context 2,999 gives the first token; then decodes at 3,000 .. 3,003.
+    const double prefill = mixed_step(cm, {{0, 2048}}).total_s + mixed_step(cm, {{2048, 952}}).total_s;
+    const double transfer = 25e-6 + 3000.0 * 131'072 / 50e9;
+    const double ttft = prefill + transfer + mixed_step(cm, {{2999, 1}}).total_s;
+    double e2e = ttft;
+    for (std::int64_t ctx = 3000; ctx < 3004; ++ctx) e2e += mixed_step(cm, {{ctx, 1}}).total_s;
+    const RequestRecord& r = run.run.requests[0];
+    CHECK(run.transfer_s[0] == Approx(transfer).epsilon(1e-12));
+    CHECK(r.first_token_s - r.arrival_s == Approx(ttft).epsilon(1e-12));
+    CHECK(r.finish_s - r.arrival_s == Approx(e2e).epsilon(1e-12));
+}
+
+TEST_CASE("a decode pool short of blocks makes the next request wait for the first to finish") {
+    // Two requests of 500 + 100 tokens arrive together and share one 1,000-token
+    // prefill step (15 ms). The decode pool has 50 blocks of 16: the first
+    // takes ceil(500 / 16) = 32 for its prompt, leaving 18, too few for the
+    // second's 32, so it waits (FCFS) until the first finishes and frees its
+    // blocks. A pool of 1,000 blocks takes both at once.
+    Workload w;
+    w.requests.push_back(SimRequest{0, 500, 100, {}, 0});
+    w.requests.push_back(SimRequest{0, 500, 100, {}, 0});
+    SchedulerConfig p;
+    p.num_gpu_blocks = 1000;
+    SchedulerConfig d = p;
+    d.num_gpu_blocks = 50;
+    const DisaggRun small = simulate_disagg(w, p, d, slow_link(), linear, linear_decode, linear, linear_decode, true);
+    const DisaggRun large = simulate_disagg(w, p, p, slow_link(), linear, linear_decode, linear, linear_decode, true);
+    for (const DisaggRun* run : {&small, &large}) {
+        CHECK(run->times[0].prefill_end_s == Approx(0.015).epsilon(1e-9));
+        CHECK(run->times[1].prefill_end_s == Approx(0.015).epsilon(1e-9));
+        CHECK(run->times[0].transfer_start_s == run->times[0].prefill_end_s);
+    }
+    CHECK(small.times[1].transfer_start_s == small.run.requests[0].finish_s);
+    CHECK(small.run.requests[1].first_token_s > small.run.requests[0].finish_s);
+    CHECK(large.times[1].transfer_start_s == large.times[1].prefill_end_s);
+    // Both pulls into one replica share its link: the second's 0.5 ms of
+    // bytes wait for the first's (1 ms + 0.5 ms, then 1 ms + 0.5 ms more).
+    CHECK(large.transfer_s[0] == Approx(0.0015).epsilon(1e-9));
+    CHECK(large.transfer_s[1] == Approx(0.002).epsilon(1e-9));
+    CHECK(summarise(small.run, {}).ttft_s.max > summarise(large.run, {}).ttft_s.max);
+}
+
+TEST_CASE("every request of a P/D run is served in causal order, the same on every run") {
+    SyntheticSpec s;
+    s.rate = 40;
+    s.requests = 400;
+    s.seed = 7;
+    s.input = LengthDist{LengthDist::Kind::Uniform, 100, 3000, {}};
+    s.output = LengthDist{LengthDist::Kind::Uniform, 10, 400, {}};
+    const Workload w = synthetic_workload(s);
+    SchedulerConfig p;
+    p.num_gpu_blocks = 2000;
+    p.max_num_batched_tokens = 2048;
+    SchedulerConfig d = p;
+    d.num_gpu_blocks = 600;  // tight: decode-side waits and preemptions
+    for (const Router router : {Router::RoundRobin, Router::LeastLoaded})
+        for (const auto& [np, nd] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {2, 3}, {3, 1}}) {
+            INFO(np << "P:" << nd << "D, router " << static_cast<int>(router));
+            DisaggConfig k = slow_link(np, nd);
+            k.router = router;
+            const DisaggRun a = simulate_disagg(w, p, d, k, linear, linear_decode, linear, linear_decode, true);
+            const DisaggRun b = simulate_disagg(w, p, d, k, linear, linear_decode, linear, linear_decode, true);
+            std::int64_t routed_p = 0, routed_d = 0;
+            for (const ReplicaStats& q : a.prefill) routed_p += q.requests;
+            for (const ReplicaStats& q : a.decode) routed_d += q.requests;
+            CHECK(routed_p == 400);
+            CHECK(routed_d == 400);
+            CHECK(a.transfer_s.size() == 400);
+            CHECK(a.run.replicas.size() == static_cast<std::size_t>(np + nd));
+            for (std::size_t i = 0; i < w.requests.size(); ++i) {
+                const RequestRecord& r = a.run.requests[i];
+                const DisaggTimes& t = a.times[i];
+                REQUIRE_FALSE(r.rejected);
+                REQUIRE(r.arrival_s <= r.scheduled_s);
+                REQUIRE(r.scheduled_s < t.prefill_end_s);
+                REQUIRE(t.prefill_end_s <= t.transfer_start_s);
+                REQUIRE(t.transfer_start_s < t.transfer_end_s);
+                REQUIRE(t.transfer_end_s < r.first_token_s);
+                REQUIRE(r.first_token_s <= r.finish_s);
+                REQUIRE(r.output_tokens == w.requests[i].output_tokens);
+                CHECK(r.finish_s == b.run.requests[i].finish_s);
+                CHECK(r.first_token_s == b.run.requests[i].first_token_s);
+            }
+            const SimSummary sa = summarise(a.run, {}), sb = summarise(b.run, {});
+            CHECK(sa.completed == 400);
+            CHECK(sa.itl_s.count == sb.itl_s.count);
+            CHECK(sa.tpot_s.p99 == sb.tpot_s.p99);
+            CHECK(sa.steps == sb.steps);
+        }
+}
+
+TEST_CASE("a P/D run refuses a closed loop and zero replicas") {
+    Workload w;
+    w.requests.push_back(SimRequest{0, 100, 10, {}, 0});
+    SchedulerConfig c;
+    c.num_gpu_blocks = 100;
+    DisaggConfig k = slow_link(0, 1);
+    CHECK_THROWS_WITH(simulate_disagg(w, c, c, k, linear, linear_decode, linear, linear_decode), Catch::Contains("--prefill-replicas 0"));
+    k = slow_link(1, 0);
+    CHECK_THROWS_WITH(simulate_disagg(w, c, c, k, linear, linear_decode, linear, linear_decode), Catch::Contains("--decode-replicas 0"));
+    w.concurrency = 4;
+    CHECK_THROWS_WITH(simulate_disagg(w, c, c, slow_link(), linear, linear_decode, linear, linear_decode), Catch::Contains("closed loop"));
+}
