@@ -49,6 +49,7 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
     cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp16|bf16|fp8|int8|int4[:gN]|q8_0|q4_0|q4_k_m|q4f16_1|exl2:B");
     cmd->add_option("--schedule-policy", o.schedule_policy, "sglang: fcfs|lpm (SGLang's --schedule-policy, default fcfs)")
         ->check(CLI::IsMember({"fcfs", "lpm"}));
+    cmd->add_option("--cpu-offload", o.cpu_offload, "offload KV to this much host memory, e.g. 64GiB (vLLM's --kv-offloading-size, total over TP x PP ranks)");
     cmd->add_flag("--no-prefix-caching", o.no_prefix_caching, "turn prefix caching off (vLLM's automatic prefix caching, SGLang's radix cache)");
     cmd->add_option("--trace", o.trace, "replay this trace: a file (Azure CSV, Mooncake JSONL, JSONL with arrival_time, arrival_s CSV) or a bundled one: azure-2023-conv, azure-2023-code");
     cmd->add_option("--trace-format", o.trace_format, "auto|azure|mooncake|jsonl|csv")->check(CLI::IsMember({"auto", "azure", "mooncake", "jsonl", "csv"}));
@@ -83,7 +84,9 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
         "  kvplan simulate --model llama-3.1-8b --gpu h100-sxm --trace azure-2023-code --replicas 4 \\\n"
         "      --router least-loaded\n"
         "  kvplan simulate --model llama-3.1-70b --gpu h100-sxm --tp 2 --pp 2 --trace azure-2023-conv \\\n"
-        "      --limit 2000");
+        "      --limit 2000\n"
+        "  kvplan simulate --model llama-3.1-8b --gpu h100-sxm --limit 1000 --num-gpu-blocks 4000 \\\n"
+        "      --trace tests/fixtures/reference/traces/mooncake_conversation.jsonl --cpu-offload 64GiB");
     return cmd;
 }
 
@@ -109,6 +112,11 @@ StagePricers stage_pricers(const std::vector<CostModel>& stages) {
 }  // namespace
 
 std::string run_simulate(const SimulateOptions& o) {
+    if (!o.cpu_offload.empty()) {
+        if (o.engine == "sglang") usage_error("--cpu-offload: vLLM's OffloadingConnector is simulated, not SGLang's hierarchical cache; pass --engine vllm");
+        if (o.pp > 1) usage_error("--cpu-offload: KV offload with pipeline parallelism is not simulated; pass --pp 1");
+        if (o.no_prefix_caching) usage_error("--cpu-offload: the CPU tier is keyed by prefix-cache block hashes; drop --no-prefix-caching");
+    }
     ModelSpec model = resolve_model(o.model);
     const Gpu gpu = resolve_gpu(o.gpu);
     const Efficiency efficiency = resolve_efficiency(o.efficiency, o.engine);

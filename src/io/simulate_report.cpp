@@ -5,6 +5,7 @@
 
 #include "core/digits.hpp"
 #include "io/table.hpp"
+#include "io/units.hpp"
 
 namespace kvplan {
 
@@ -80,7 +81,13 @@ std::string render_simulate_table(const SimulateResult& r) {
                                     r.workload, group_digits(r.config.num_gpu_blocks), r.config.block_size, r.pool_source,
                                     r.config.max_num_seqs, group_digits(r.config.max_num_batched_tokens), r.config.prefix_caching ? "on" : "off") +
                             (r.config.groups.empty() ? "" : "; " + groups_line(r.config.groups)) +
-                            (r.pp > 1 ? fmt::format("; {} pipeline stages, the pool of the stage that holds the fewest blocks", r.pp) : ""),
+                            (r.pp > 1 ? fmt::format("; {} pipeline stages, the pool of the stage that holds the fewest blocks", r.pp) : "") +
+                            (r.config.cpu_tier.blocks > 0
+                                 ? fmt::format("; CPU tier {} blocks ({} per rank), host link {:.0f} GB/s per direction",
+                                               group_digits(r.config.cpu_tier.blocks),
+                                               binary_size(r.config.cpu_tier.blocks * r.config.cpu_tier.block_bytes),
+                                               r.config.cpu_tier.link_bytes_per_s / 1e9)
+                                 : ""),
                         Width::Fit);
     out += "\n";
     Table t({"latency (ms)", "mean", "p50", "p90", "p99", "max"});
@@ -98,6 +105,10 @@ std::string render_simulate_table(const SimulateResult& r) {
                                      s.output_tokens_per_s)});
     k.add({r.engine == "sglang" ? "retractions" : "preemptions", fmt::format("{} ({} tokens recomputed)", group_digits(s.preemptions), group_digits(s.recomputed_tokens))});
     k.add({"prefix cache hit rate", fmt::format("{:.1f}% of prompt tokens", s.prefix_cache_hit_rate * 100)});
+    if (s.prefix_cache_hit_rate_cpu)
+        k.add({"CPU tier (offload)", fmt::format("{:.1f}% of prompt tokens (GPU {:.1f}%); {} stored, {} loaded per rank",
+                                                 *s.prefix_cache_hit_rate_cpu * 100, s.prefix_cache_hit_rate_gpu * 100,
+                                                 binary_size(s.offload_bytes), binary_size(s.onload_bytes))});
     const char* unit = r.engine == "sglang" ? "tokens" : "blocks";
     if (s.replicas > 1)
         k.add({"peak KV cache usage", fmt::format("{:.1f}% of {} {}, the fullest of {} replicas ({} in all)", s.kv_peak_usage * 100,
@@ -142,6 +153,10 @@ std::string render_simulate_json(const SimulateResult& r) {
     j["recomputed_tokens"] = s.recomputed_tokens;
     j["steps"] = s.steps;
     j["prefix_cache_hit_rate"] = s.prefix_cache_hit_rate;
+    j["prefix_cache_hit_rate_gpu"] = s.prefix_cache_hit_rate_gpu;
+    j["prefix_cache_hit_rate_cpu"] = s.prefix_cache_hit_rate_cpu ? nlohmann::ordered_json(*s.prefix_cache_hit_rate_cpu) : nlohmann::ordered_json(nullptr);
+    j["offload_bytes"] = s.offload_bytes;
+    j["onload_bytes"] = s.onload_bytes;
     j["kv_blocks_total"] = s.kv_blocks_total;
     j["block_size_tokens"] = r.config.block_size;
     if (!r.config.groups.empty()) {  // hybrid models: each group takes its own blocks
