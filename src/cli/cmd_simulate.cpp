@@ -85,8 +85,8 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
         "      --router least-loaded\n"
         "  kvplan simulate --model llama-3.1-70b --gpu h100-sxm --tp 2 --pp 2 --trace azure-2023-conv \\\n"
         "      --limit 2000\n"
-        "  kvplan simulate --model llama-3.1-8b --gpu h100-sxm --limit 1000 --num-gpu-blocks 4000 \\\n"
-        "      --trace tests/fixtures/reference/traces/mooncake_conversation.jsonl --cpu-offload 64GiB");
+        "  kvplan simulate --model llama-3.1-8b --gpu h100-sxm --trace azure-2023-conv --limit 2000 \\\n"
+        "      --prefix-tokens 4000 --num-gpu-blocks 1500 --time-scale 0.5 --cpu-offload 64GiB");
     return cmd;
 }
 
