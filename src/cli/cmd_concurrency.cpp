@@ -6,7 +6,10 @@
 #include "core/byte_size.hpp"
 #include "core/memory/capacity.hpp"
 #include "core/model/config_parts.hpp"
+#include "core/checked.hpp"
 #include "core/error.hpp"
+#include "core/sim/cpu_tier.hpp"
+#include "core/sim/scheduler.hpp"
 #include "io/concurrency_report.hpp"
 
 namespace kvplan {
@@ -56,6 +59,7 @@ CLI::App* setup_concurrency(CLI::App& app, ConcurrencyOptions& o) {
         ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--max-num-seqs", o.max_num_seqs, "sequences the sampler is sized for (default: the engine's)")->check(count);
     cmd->add_option("--vllm-version", o.vllm_version, "--engine vllm: the release (e.g. 0.19.0); from 0.16.1 its sampler is profiled in place");
+    cmd->add_option("--cpu-offload", o.cpu_offload, "--engine vllm: host memory for KV offload, e.g. 64GiB (vLLM's --kv-offloading-size, total over TP x PP)");
     CLI::Option* json_flag = cmd->add_flag("--json", o.json, "print JSON (schema: docs/concurrency.md)");
     cmd->add_option("--format", o.format, "table|json|markdown|csv")->check(CLI::IsMember({"table", "json", "markdown", "csv"}))->excludes(json_flag);  // one way to say it
     add_wide_flag(*cmd, o.wide);
@@ -65,6 +69,7 @@ CLI::App* setup_concurrency(CLI::App& app, ConcurrencyOptions& o) {
         "  kvplan concurrency --model llama-3.1-70b --gpu a100-80gb --tp 4 --gpus 8 --engine vllm\n"
         "  kvplan concurrency --model llama-3.1-8b --gpu rtx-4090 --engine vllm --vllm-version 0.19.0 \\\n"
         "      --max-model-len 32768 --max-num-batched-tokens 2048\n"
+        "  kvplan concurrency --model llama-3.1-8b --gpu h100-sxm --engine vllm --cpu-offload 64GiB --context 8192\n"
         "  kvplan concurrency --model qwen2.5-7b --gpu-mem 24GiB --kv-dtype fp8 --prefix-tokens 2000 --context 8192\n"
         "  kvplan concurrency --layers 32 --kv-heads 32 --head-dim 128 --gpu-mem 40GB --mem-util 1 --weights 14GB \\\n"
         "      --overhead 2GB --context 2000,8000,500 --block-size 1   # 22, 5 and 91 requests (docs/concurrency.md)\n"
@@ -84,6 +89,25 @@ std::optional<ScaleOutInputs> scale_out_inputs(const ConcurrencyOptions& o, Engi
 }
 
 }  // namespace
+
+// --cpu-offload SIZE: what vLLM's CPU tier holds, in blocks of the GPU's
+// block size (one KV-cache group; vllm/v1/kv_offload/spec.py takes the lcm
+// of the groups' block sizes otherwise) split over TP x PP ranks
+// (NativeOffloadingParser.configure_kv_transfer: kv_bytes_per_rank = size / ranks).
+static CpuTierSummary cpu_tier_summary(const std::string& size, const CapacityPlan& p) {
+    const std::int64_t bytes = parse_byte_size("--cpu-offload", size, false);
+    if (p.engine != Engine::Vllm) usage_error("--cpu-offload: vLLM's OffloadingConnector is modelled; pass --engine vllm");
+    if (!p.vllm || !kv_groups_for(*p.vllm, p.max_model_len).empty() || p.kv_bytes_per_token_per_gpu <= 0)
+        usage_error("--cpu-offload: only models with one full-attention (or MLA) KV-cache group are modelled");
+    CpuTierSummary c;
+    c.size = size;
+    c.ranks = checked_mul(p.tp, p.pp);
+    const std::int64_t block_bytes = checked_mul(p.block_size, p.kv_bytes_per_token_per_gpu);
+    c.blocks = cpu_tier_blocks(bytes, c.ranks, block_bytes);
+    c.tokens = checked_mul(c.blocks, p.block_size);
+    c.bytes_per_rank = checked_mul(c.blocks, block_bytes);
+    return c;
+}
 
 std::string run_concurrency(const ConcurrencyOptions& o) {
     ModelSpec model = resolve_model(o.model);
@@ -128,6 +152,7 @@ std::string run_concurrency(const ConcurrencyOptions& o) {
     result.model = &model;
     result.model_label = model_label(model);
     result.plan = plan_capacity(model, in);
+    if (!o.cpu_offload.empty()) result.cpu_tier = cpu_tier_summary(o.cpu_offload, result.plan);
 
     const std::string format = o.json ? "json" : o.format;
     if (format == "json") return render_concurrency_json(result);

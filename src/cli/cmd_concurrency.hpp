@@ -40,6 +40,7 @@ struct ConcurrencyOptions {
     std::int64_t max_model_len = 0;
     std::int64_t max_batched_tokens = 0;
     std::int64_t max_num_seqs = 0;
+    std::string cpu_offload;   // --cpu-offload SIZE (vLLM's --kv-offloading-size); empty: none
     std::string vllm_version;  // e.g. "0.19.0"; empty: vLLM's PyTorch-sort sampler (up to 0.16.0)
     bool json = false;
     std::string format = "table";

@@ -50,6 +50,7 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
     cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp16|bf16|fp8[:w8a8|:w8a16]|int8|int4[:gN]|nvfp4|mxfp4|q8_0|q4_0|q4_k_m|q4f16_1|exl2:B");
     cmd->add_option("--schedule-policy", o.schedule_policy, "sglang: fcfs|lpm (SGLang's --schedule-policy, default fcfs)")
         ->check(CLI::IsMember({"fcfs", "lpm"}));
+    cmd->add_option("--cpu-offload", o.cpu_offload, "offload KV to this much host memory, e.g. 64GiB (vLLM's --kv-offloading-size, total over TP x PP ranks)");
     cmd->add_flag("--no-prefix-caching", o.no_prefix_caching, "turn prefix caching off (vLLM's automatic prefix caching, SGLang's radix cache)");
     cmd->add_option("--trace", o.trace, "replay this trace: a file (Azure CSV, Mooncake JSONL, JSONL with arrival_time, arrival_s CSV) or a bundled one: azure-2023-conv, azure-2023-code");
     cmd->add_option("--trace-format", o.trace_format, "auto|azure|mooncake|jsonl|csv")->check(CLI::IsMember({"auto", "azure", "mooncake", "jsonl", "csv"}));
@@ -96,7 +97,9 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
         "  kvplan simulate --model llama-3.1-70b --gpu h100-sxm --tp 2 --pp 2 --trace azure-2023-conv \\\n"
         "      --limit 2000\n"
         "  kvplan simulate --model llama-3.1-8b --gpu h100-sxm --trace azure-2023-code --limit 2000 \\\n"
-        "      --prefill-replicas 1 --decode-replicas 3 --kv-link ib-ndr");
+        "      --prefill-replicas 1 --decode-replicas 3 --kv-link ib-ndr\n"
+        "  kvplan simulate --model llama-3.1-8b --gpu h100-sxm --trace azure-2023-conv --limit 2000 \\\n"
+        "      --prefix-tokens 4000 --num-gpu-blocks 1500 --time-scale 0.5 --cpu-offload 64GiB");
     return cmd;
 }
 
@@ -153,6 +156,7 @@ void check_disagg_flags(const SimulateOptions& o) {
     if (o.engine == "sglang") usage_error("--prefill-replicas: disaggregated prefill/decode is simulated with vLLM's engine only; pass --engine vllm");
     if (o.pp > 1) usage_error("--prefill-replicas: pipeline parallelism in disaggregated pools is not simulated; pass --pp 1");
     if (o.replicas > 1) usage_error("--replicas: with --prefill-replicas and --decode-replicas the pools set the replicas; drop --replicas");
+    if (!o.cpu_offload.empty()) usage_error("--cpu-offload: KV offload in disaggregated pools is not simulated; drop --cpu-offload or the P/D flags");
 }
 
 // One side of a P/D run: its device, TP, pool and pricer.
@@ -189,9 +193,55 @@ Dtype kv_sizing_dtype(const ModelSpec& model, std::optional<Dtype> kv_dtype, std
     return size_kv(model, k).kv_dtype;
 }
 
+// Disaggregated prefill/decode (core/sim/disagg.hpp): each side its own
+// device, TP, vLLM pool and roofline; the KV priced for the decode side.
+// Fills `r` and writes the files asked for.
+void run_disagg(const SimulateOptions& o, const ModelSpec& model, const Efficiency& efficiency, const Workload& w, SimulateResult& r) {
+    const PdSide pre = pd_side(o, model, o.prefill_gpu, o.prefill_tp), dec = pd_side(o, model, o.decode_gpu, o.decode_tp);
+    const auto weights = parse_weight_format("--weights-dtype", o.weights_dtype);
+    const auto kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
+    const CostModel pre_cost = make_cost_model(CostModelInputs{&model, pre.gpu, weights, kv_dtype, pre.tp, efficiency, std::nullopt});
+    const CostModel dec_cost = make_cost_model(CostModelInputs{&model, dec.gpu, weights, kv_dtype, dec.tp, efficiency, std::nullopt});
+    DisaggConfig k;
+    k.prefill_replicas = o.prefill_replicas;
+    k.decode_replicas = o.decode_replicas;
+    k.router = o.router == "least-loaded" ? Router::LeastLoaded : Router::RoundRobin;
+    k.link = parse_kv_link(o.kv_link, pre.gpu, dec.gpu);
+    k.kv_bytes_per_token_per_rank = kv_transfer_bytes_per_token(model, dec.tp, kv_sizing_dtype(model, kv_dtype, dec.tp));
+    k.layerwise = o.layerwise_transfer;
+    k.layers = static_cast<std::int64_t>(model.layers.size());
+    r.config = dec.config;
+    r.max_model_len = std::min(pre.max_model_len, dec.max_model_len);
+    r.pool_source = dec.pool_source;
+    refuse_long_requests(w, r.max_model_len, o.trace.empty() ? "the synthetic workload" : o.trace, false);
+    DisaggRun run = simulate_disagg(w, pre.config, dec.config, k, step_pricer(pre_cost), decode_pricer(pre_cost), step_pricer(dec_cost),
+                                    decode_pricer(dec_cost));
+    DisaggReport d;
+    d.prefill = DisaggPool{pre.gpu.name, pre.tp, pre.config, run.prefill};
+    d.decode = DisaggPool{dec.gpu.name, dec.tp, dec.config, run.decode};
+    d.link = o.kv_link;
+    d.link_bytes_per_s = k.link.bytes_per_s;
+    d.link_latency_s = k.link.latency_s;
+    d.layerwise = k.layerwise;
+    d.kv_bytes_per_token_per_rank = k.kv_bytes_per_token_per_rank;
+    d.transfer_s = distribution(run.transfer_s);
+    r.disagg = std::move(d);
+    r.run = std::move(run.run);
+    r.router = o.router;
+    r.summary = summarise(r.run, r.slo);
+    if (!o.requests_csv.empty()) write_file_atomically(o.requests_csv, render_requests_csv(r));
+    if (!o.timeseries_csv.empty()) write_file_atomically(o.timeseries_csv, render_timeseries_csv(r));
+    if (!o.plot.empty()) write_plot_files(o.plot, render_simulate_plots(r));
+}
+
 }  // namespace
 
 std::string run_simulate(const SimulateOptions& o) {
+    if (!o.cpu_offload.empty()) {
+        if (o.engine == "sglang") usage_error("--cpu-offload: vLLM's OffloadingConnector is simulated, not SGLang's hierarchical cache; pass --engine vllm");
+        if (o.pp > 1) usage_error("--cpu-offload: KV offload with pipeline parallelism is not simulated; pass --pp 1");
+        if (o.no_prefix_caching) usage_error("--cpu-offload: the CPU tier is keyed by prefix-cache block hashes; drop --no-prefix-caching");
+    }
     ModelSpec model = resolve_model(o.model);
     const Gpu gpu = resolve_gpu(o.gpu);
     const Efficiency efficiency = resolve_efficiency(o.efficiency, o.engine);
@@ -229,43 +279,7 @@ std::string run_simulate(const SimulateOptions& o) {
     if (!o.slo.empty()) r.slo = parse_slo(o.slo);
 
     if (o.prefill_replicas > 0) {
-        // Disaggregated prefill/decode (core/sim/disagg.hpp): each side its own
-        // device, TP, vLLM pool and roofline; the KV priced for the decode side.
-        const PdSide pre = pd_side(o, model, o.prefill_gpu, o.prefill_tp), dec = pd_side(o, model, o.decode_gpu, o.decode_tp);
-        const auto weights = parse_weight_format("--weights-dtype", o.weights_dtype);
-        const auto kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
-        const CostModel pre_cost = make_cost_model(CostModelInputs{&model, pre.gpu, weights, kv_dtype, pre.tp, efficiency, std::nullopt});
-        const CostModel dec_cost = make_cost_model(CostModelInputs{&model, dec.gpu, weights, kv_dtype, dec.tp, efficiency, std::nullopt});
-        DisaggConfig k;
-        k.prefill_replicas = o.prefill_replicas;
-        k.decode_replicas = o.decode_replicas;
-        k.router = o.router == "least-loaded" ? Router::LeastLoaded : Router::RoundRobin;
-        k.link = parse_kv_link(o.kv_link, pre.gpu, dec.gpu);
-        k.kv_bytes_per_token_per_rank = kv_transfer_bytes_per_token(model, dec.tp, kv_sizing_dtype(model, kv_dtype, dec.tp));
-        k.layerwise = o.layerwise_transfer;
-        k.layers = static_cast<std::int64_t>(model.layers.size());
-        r.config = dec.config;
-        r.max_model_len = std::min(pre.max_model_len, dec.max_model_len);
-        r.pool_source = dec.pool_source;
-        refuse_long_requests(w, r.max_model_len, o.trace.empty() ? "the synthetic workload" : o.trace, false);
-        DisaggRun run = simulate_disagg(w, pre.config, dec.config, k, step_pricer(pre_cost), decode_pricer(pre_cost), step_pricer(dec_cost),
-                                        decode_pricer(dec_cost));
-        DisaggReport d;
-        d.prefill = DisaggPool{pre.gpu.name, pre.tp, pre.config, run.prefill};
-        d.decode = DisaggPool{dec.gpu.name, dec.tp, dec.config, run.decode};
-        d.link = o.kv_link;
-        d.link_bytes_per_s = k.link.bytes_per_s;
-        d.link_latency_s = k.link.latency_s;
-        d.layerwise = k.layerwise;
-        d.kv_bytes_per_token_per_rank = k.kv_bytes_per_token_per_rank;
-        d.transfer_s = distribution(run.transfer_s);
-        r.disagg = std::move(d);
-        r.run = std::move(run.run);
-        r.router = o.router;
-        r.summary = summarise(r.run, r.slo);
-        if (!o.requests_csv.empty()) write_file_atomically(o.requests_csv, render_requests_csv(r));
-        if (!o.timeseries_csv.empty()) write_file_atomically(o.timeseries_csv, render_timeseries_csv(r));
-        if (!o.plot.empty()) write_plot_files(o.plot, render_simulate_plots(r));
+        run_disagg(o, model, efficiency, w, r);
         return o.json ? render_simulate_json(r) : render_simulate_table(r);
     }
     const CostModel cost = make_cost_model(CostModelInputs{&model, gpu, parse_weight_format("--weights-dtype", o.weights_dtype),

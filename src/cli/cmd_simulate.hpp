@@ -30,6 +30,7 @@ struct SimulateOptions {
     std::string vllm_version;  // the release whose start-up profile sizes the pool
     std::string kv_dtype = "auto", weights_dtype = "auto";
     bool no_prefix_caching = false;
+    std::string cpu_offload;  // --cpu-offload SIZE: vLLM's --kv-offloading-size (total over TP x PP ranks); empty: off
     // Workload: a trace, or synthetic arrivals.
     std::string trace, trace_format = "auto";
     double time_scale = 1.0;

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "core/byte_size.hpp"
+#include "core/checked.hpp"
 #include "core/error.hpp"
 #include "core/memory/capacity.hpp"
 #include "core/memory/kv_size.hpp"
@@ -104,6 +106,22 @@ Workload make_workload(const SimulateOptions& o, std::string& label) {
     return synthetic_workload(s);
 }
 
+// --cpu-offload SIZE: vLLM's CPU tier for the plan's blocks. vLLM splits the
+// size over TP x PP ranks (NativeOffloadingParser.configure_kv_transfer);
+// a block on one rank is block_size x the KV bytes per token per GPU.
+CpuTierConfig cpu_tier_config(const std::string& size, const CapacityPlan& p, const Gpu& gpu, bool hybrid) {
+    const std::int64_t bytes = parse_byte_size("--cpu-offload", size, false);
+    if (hybrid || p.kv_bytes_per_token_per_gpu <= 0)
+        usage_error("--cpu-offload: only models with one full-attention (or MLA) KV-cache group are simulated");
+    if (gpu.host_link_bytes_per_s <= 0)
+        usage_error("--cpu-offload: " + gpu.name + " has no host-link figure to time the copies; pass --gpu ID (see `kvplan gpus`)");
+    CpuTierConfig c;
+    c.block_bytes = checked_mul(p.block_size, p.kv_bytes_per_token_per_gpu);
+    c.blocks = cpu_tier_blocks(bytes, checked_mul(p.tp, p.pp), c.block_bytes);
+    c.link_bytes_per_s = static_cast<double>(gpu.host_link_bytes_per_s);
+    return c;
+}
+
 // The KV pool and scheduler limits vLLM would start with (concurrency --engine vllm).
 SchedulerConfig engine_config(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu, std::int64_t& max_model_len, std::string& source) {
     CapacityInputs in;
@@ -137,6 +155,7 @@ SchedulerConfig engine_config(const SimulateOptions& o, const ModelSpec& model, 
     source = o.num_gpu_blocks > 0 ? "--num-gpu-blocks" : "vLLM's budget on this device";
     max_model_len = p.max_model_len;
     if (c.num_gpu_blocks <= 0) usage_error("the model leaves no KV cache memory on " + gpu.name + " (see kvplan concurrency)");
+    if (!o.cpu_offload.empty()) c.cpu_tier = cpu_tier_config(o.cpu_offload, p, gpu, !c.groups.empty());
     return c;
 }
 

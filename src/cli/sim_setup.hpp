@@ -9,6 +9,7 @@
 
 #include "cli/cmd_simulate.hpp"
 #include "core/hardware.hpp"
+#include "core/memory/capacity.hpp"
 #include "core/model/model_spec.hpp"
 #include "core/sim/metrics.hpp"
 #include "core/sim/scheduler.hpp"
@@ -25,6 +26,10 @@ LengthDist parse_dist(const std::string& flag, const std::string& text, bool inp
 Slo parse_slo(const std::string& text);
 // The trace or the synthetic traffic the options name; `label` says which.
 Workload make_workload(const SimulateOptions& o, std::string& label);
+// --cpu-offload SIZE: the CPU tier vLLM would build for plan `p` on `gpu`
+// (Error(Usage) for a hybrid model, a device without a host-link figure, a
+// size that holds no block).
+CpuTierConfig cpu_tier_config(const std::string& size, const CapacityPlan& p, const Gpu& gpu, bool hybrid);
 // The KV pool and scheduler limits vLLM would start with (concurrency --engine vllm).
 SchedulerConfig engine_config(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu, std::int64_t& max_model_len, std::string& source);
 // SGLang's pool in tokens and its scheduler's defaults; r.config gets the same figures for the report.

@@ -172,6 +172,17 @@ std::string pool_line(const CapacityPlan& p) {
     return out + "\n";
 }
 
+// The CPU tier's line (--cpu-offload), or nothing.
+std::string cpu_tier_line(const ConcurrencyResult& r) {
+    if (!r.cpu_tier) return "";
+    const CpuTierSummary& c = *r.cpu_tier;
+    const std::int64_t all = c.bytes_per_rank * c.ranks;
+    std::string out = fmt::format("CPU KV tier (--cpu-offload {}): {} blocks, {} tokens\nhost memory it takes: {} ({})", c.size,
+                                  group_digits(c.blocks), group_digits(c.tokens), binary_size(all), decimal_size(all));
+    if (c.ranks > 1) out += fmt::format(", {} on each of {} ranks", binary_size(c.bytes_per_rank), c.ranks);
+    return out + "\n";
+}
+
 // The flag users change first when a plan does not fit: the longest
 // --max-model-len for one request and for a full batch of --max-num-seqs.
 std::string longest_len_text(const CapacityPlan& p) {
@@ -243,7 +254,7 @@ std::string render_concurrency_table(const ConcurrencyResult& r, Width width) {
     if (!p.budget.overhead.empty() && !p.budget.kv_pool_given)
         out += "\n" + (width == Width::Wide ? overhead_table(p).render_text(Width::Wide) : overhead_text(p));
     out += weights_text(p, width);
-    out += "\n" + fit_lines(pool_line(p), width) + "\n" + contexts_table(p).render_text(width) + "\n" + fit_line(answer_sentence(r), width) +
+    out += "\n" + fit_lines(pool_line(p) + cpu_tier_line(r), width) + "\n" + contexts_table(p).render_text(width) + "\n" + fit_line(answer_sentence(r), width) +
            fit_lines(longest_len_text(p), width);
     out += fit_lines(not_fit_text(p), width);
     if (const std::vector<std::string> log = engine_log_lines(p); !log.empty()) {
@@ -268,7 +279,7 @@ std::string render_concurrency_markdown(const ConcurrencyResult& r) {
         for (const std::string& line : split_sources(*p.scale_out)) out += "- " + line + "\n";
         out += "\n";
     }
-    out += pool_line(p) + "\n";
+    out += pool_line(p) + cpu_tier_line(r) + "\n";
     out += contexts_table(p).render_markdown() + "\n" + answer_sentence(r) + "\n" + longest_len_text(p);
     std::string nf = not_fit_text(p);
     if (!nf.empty()) out += "\n" + nf;
@@ -354,6 +365,7 @@ std::string render_concurrency_json(const ConcurrencyResult& r) {
     j["max_num_batched_tokens"] = p.max_batched_tokens;
     j["num_blocks"] = or_null(p.num_blocks);
     j["kv_cache_tokens"] = or_null(p.kv_cache_tokens);
+    j["cpu_kv_cache_tokens"] = r.cpu_tier ? nlohmann::ordered_json(r.cpu_tier->tokens) : nlohmann::ordered_json(nullptr);
     if (p.scale_out) j["kv_cache_tokens_total"] = or_null(p.kv_cache_tokens_total);
     j["longest_max_model_len_one_request_tokens"] = or_null(p.longest_len_one_request);
     j["longest_max_model_len_max_num_seqs_tokens"] = or_null(p.longest_len_max_num_seqs);

@@ -3,6 +3,8 @@
 // Markdown, CSV, JSON; schema in docs/concurrency.md).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/memory/capacity.hpp"
@@ -11,10 +13,20 @@
 
 namespace kvplan {
 
+// --cpu-offload SIZE: vLLM's CPU tier (OffloadingConnector, CPU spec) for the plan.
+struct CpuTierSummary {
+    std::string size;                 // as given, e.g. "64GiB"
+    std::int64_t ranks = 1;           // TP x PP: vLLM splits the size over them
+    std::int64_t blocks = 0;          // per rank
+    std::int64_t tokens = 0;          // blocks x block size
+    std::int64_t bytes_per_rank = 0;  // blocks x block bytes on one rank
+};
+
 struct ConcurrencyResult {
     const ModelSpec* model = nullptr;
     std::string model_label;
     CapacityPlan plan;
+    std::optional<CpuTierSummary> cpu_tier;
 };
 
 // "At 4,096 tokens one NVIDIA H100 SXM 80GB holds 103 requests of llama-3.1-8b; at 32,768, 12."

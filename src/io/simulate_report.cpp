@@ -5,6 +5,7 @@
 
 #include "core/digits.hpp"
 #include "io/table.hpp"
+#include "io/units.hpp"
 
 namespace kvplan {
 
@@ -108,7 +109,13 @@ std::string render_simulate_table(const SimulateResult& r) {
                                     r.workload, group_digits(r.config.num_gpu_blocks), r.config.block_size, r.pool_source,
                                     r.config.max_num_seqs, group_digits(r.config.max_num_batched_tokens), r.config.prefix_caching ? "on" : "off") +
                             (r.config.groups.empty() ? "" : "; " + groups_line(r.config.groups)) +
-                            (r.pp > 1 ? fmt::format("; {} pipeline stages, the pool of the stage that holds the fewest blocks", r.pp) : ""),
+                            (r.pp > 1 ? fmt::format("; {} pipeline stages, the pool of the stage that holds the fewest blocks", r.pp) : "") +
+                            (r.config.cpu_tier.blocks > 0
+                                 ? fmt::format("; CPU tier {} blocks ({} per rank), host link {:.0f} GB/s per direction",
+                                               group_digits(r.config.cpu_tier.blocks),
+                                               binary_size(r.config.cpu_tier.blocks * r.config.cpu_tier.block_bytes),
+                                               r.config.cpu_tier.link_bytes_per_s / 1e9)
+                                 : ""),
                         Width::Fit);
     out += "\n";
     Table t({"latency (ms)", "mean", "p50", "p90", "p99", "max"});
@@ -127,6 +134,10 @@ std::string render_simulate_table(const SimulateResult& r) {
                                      s.output_tokens_per_s)});
     k.add({r.engine == "sglang" ? "retractions" : "preemptions", fmt::format("{} ({} tokens recomputed)", group_digits(s.preemptions), group_digits(s.recomputed_tokens))});
     k.add({"prefix cache hit rate", fmt::format("{:.1f}% of prompt tokens", s.prefix_cache_hit_rate * 100)});
+    if (s.prefix_cache_hit_rate_cpu)
+        k.add({"CPU tier (offload)", fmt::format("{:.1f}% of prompt tokens (GPU {:.1f}%); {} stored, {} loaded per rank",
+                                                 *s.prefix_cache_hit_rate_cpu * 100, s.prefix_cache_hit_rate_gpu * 100,
+                                                 binary_size(s.offload_bytes), binary_size(s.onload_bytes))});
     const char* unit = r.engine == "sglang" ? "tokens" : "blocks";
     if (r.disagg)
         k.add({"peak KV cache usage", fmt::format("{:.1f}%, the fullest of {} replicas ({} blocks in all)", s.kv_peak_usage * 100, s.replicas,
@@ -176,6 +187,10 @@ std::string render_simulate_json(const SimulateResult& r) {
     j["recomputed_tokens"] = s.recomputed_tokens;
     j["steps"] = s.steps;
     j["prefix_cache_hit_rate"] = s.prefix_cache_hit_rate;
+    j["prefix_cache_hit_rate_gpu"] = s.prefix_cache_hit_rate_gpu;
+    j["prefix_cache_hit_rate_cpu"] = s.prefix_cache_hit_rate_cpu ? nlohmann::ordered_json(*s.prefix_cache_hit_rate_cpu) : nlohmann::ordered_json(nullptr);
+    j["offload_bytes"] = s.offload_bytes;
+    j["onload_bytes"] = s.onload_bytes;
     j["kv_blocks_total"] = s.kv_blocks_total;
     j["block_size_tokens"] = r.config.block_size;
     if (!r.config.groups.empty()) {  // hybrid models: each group takes its own blocks
@@ -192,9 +207,9 @@ std::string render_simulate_json(const SimulateResult& r) {
     for (const ReplicaStats& q : r.run.replicas)
         j["replicas"].push_back({{"requests", q.requests}, {"steps", q.steps}, {"preemptions", q.preemptions},
                                  {"kv_blocks_total", q.total_blocks}, {"kv_peak_usage", q.total_blocks > 0 ? static_cast<double>(q.peak_blocks_used) / static_cast<double>(q.total_blocks) : 0.0}});
-    if (r.disagg) {  // only in P/D runs, so that other runs print what they always did
+    j["kv_transfer_s"] = r.disagg ? dist_json(r.disagg->transfer_s) : nlohmann::ordered_json(nullptr);  // null: aggregated
+    if (r.disagg) {  // the link and the pools, only in P/D runs
         const DisaggReport& d = *r.disagg;
-        j["kv_transfer_s"] = dist_json(d.transfer_s);
         j["kv_link"] = d.link;
         j["kv_link_bytes_per_s"] = d.link_bytes_per_s;
         j["kv_link_latency_s"] = d.link_latency_s;

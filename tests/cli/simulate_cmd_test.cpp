@@ -3,6 +3,7 @@
 // 100 columns, and bad traces fail with one line naming the file, line and field.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
@@ -220,4 +221,82 @@ TEST_CASE("simulate --engine sglang runs SGLang's scheduler over the token pool 
     CHECK(bad.out.empty());
     CHECK(bad.err.find("--block-size 16") != std::string::npos);
     CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+}
+
+TEST_CASE("simulate --cpu-offload reports the CPU tier, and without it JSON says null") {
+    // Llama-3.1-8B on an H100 SXM: 16 x 131,072 B = 2 MiB a block, so 256 GiB
+    // is 2^38 / 2^21 = 131,072 host blocks; PCIe Gen5 x16 moves 64 GB/s a
+    // direction (models/gpus.json). 300 Mooncake requests on 2,000 GPU blocks
+    // evict turns the CPU tier still holds.
+    const std::vector<std::string> base{"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace",
+                                        kTraces + "mooncake_conversation.jsonl", "--limit", "300", "--num-gpu-blocks", "2000"};
+    std::vector<std::string> on = base;
+    on.insert(on.end(), {"--cpu-offload", "256GiB"});
+    auto text = kvplan_run(on);
+    REQUIRE(text.code == 0);
+    std::replace(text.out.begin(), text.out.end(), '\n', ' ');  // the header line wraps at 100 columns
+    CHECK(text.out.find("CPU tier 131,072 blocks (256.00 GiB per rank), host link 64 GB/s per direction") != std::string::npos);
+    CHECK(text.out.find("CPU tier (offload)") != std::string::npos);
+    on.push_back("--json");
+    const auto j = nlohmann::json::parse(kvplan_run(on).out);
+    CHECK(j["prefix_cache_hit_rate_cpu"].get<double>() > 0);
+    CHECK(j["prefix_cache_hit_rate_gpu"].get<double>() + j["prefix_cache_hit_rate_cpu"].get<double>() ==
+          Approx(j["prefix_cache_hit_rate"].get<double>()));
+    CHECK(j["offload_bytes"].get<std::int64_t>() % (2 << 20) == 0);
+    CHECK(j["onload_bytes"].get<std::int64_t>() > 0);
+    std::vector<std::string> off = base;
+    off.push_back("--json");
+    const auto k = nlohmann::json::parse(kvplan_run(off).out);
+    CHECK(k["prefix_cache_hit_rate_cpu"].is_null());
+    CHECK(k["prefix_cache_hit_rate_gpu"] == k["prefix_cache_hit_rate"]);
+    CHECK(k["offload_bytes"] == 0);
+    CHECK(k["onload_bytes"] == 0);
+    CHECK(kvplan_run(base).out.find("CPU tier") == std::string::npos);
+}
+
+TEST_CASE("simulate and concurrency refuse a bad --cpu-offload with one line and exit 2") {
+    const auto expect = [](std::vector<std::string> args, const std::string& what) {
+        auto r = kvplan_run(args);
+        INFO(r.err);
+        CHECK(r.code == 2);
+        CHECK(r.out.empty());
+        CHECK(r.err.find(what) != std::string::npos);
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    };
+    const std::vector<std::string> sim{"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", "azure-2023-conv", "--limit", "5"};
+    const auto with = [&](std::vector<std::string> extra) {
+        std::vector<std::string> a = sim;
+        a.insert(a.end(), extra.begin(), extra.end());
+        return a;
+    };
+    expect(with({"--cpu-offload", "-1GiB"}), "--cpu-offload: expected a size");
+    expect(with({"--cpu-offload", "0"}), "--cpu-offload: expected a size");
+    expect(with({"--cpu-offload", "nan"}), "--cpu-offload: expected a size");
+    expect(with({"--cpu-offload", "1KiB"}), "--cpu-offload: 1024 bytes over 1 rank(s) hold no KV block of 2097152 bytes per rank");
+    expect(with({"--cpu-offload", "64GiB", "--engine", "sglang"}), "--cpu-offload: vLLM's OffloadingConnector is simulated");
+    expect(with({"--cpu-offload", "64GiB", "--pp", "2"}), "--cpu-offload: KV offload with pipeline parallelism is not simulated");
+    expect(with({"--cpu-offload", "64GiB", "--no-prefix-caching"}), "--cpu-offload: the CPU tier is keyed by prefix-cache block hashes");
+    expect({"simulate", "--model", "gemma-2-9b", "--gpu", "h100-sxm", "--trace", "azure-2023-conv", "--limit", "5", "--cpu-offload", "64GiB"},
+           "--cpu-offload: only models with one full-attention (or MLA) KV-cache group");
+    expect({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--cpu-offload", "64GiB"}, "--cpu-offload: vLLM's OffloadingConnector is modelled; pass --engine vllm");
+    expect({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm", "--cpu-offload", "-5GB"}, "--cpu-offload: expected a size");
+}
+
+TEST_CASE("concurrency --cpu-offload prints the tokens the CPU tier holds and the host memory that is") {
+    // 64 GiB of 2 MiB blocks: 32,768 blocks x 16 = 524,288 tokens, 68.72 GB.
+    auto r = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm", "--cpu-offload", "64GiB", "--context", "8192"});
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find("CPU KV tier (--cpu-offload 64GiB): 32,768 blocks, 524,288 tokens\nhost memory it takes: 64.00 GiB (68.72 GB)\n") != std::string::npos);
+    // Llama-3.1-70B at TP 2: 327,680 / 2 x 16 = 2,621,440 B a block per rank;
+    // 100 GB / 2 = 5 x 10^10 B per rank holds 19,073 blocks (305,168 tokens),
+    // 19,073 x 2,621,440 = 49,999,134,720 B a rank (46.56 GiB), 99,998,269,440 B in all (93.13 GiB).
+    auto t = kvplan_run({"concurrency", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "2", "--engine", "vllm", "--cpu-offload", "100GB",
+                         "--context", "8192", "--json"});
+    REQUIRE(t.code == 0);
+    const auto j = nlohmann::json::parse(t.out);
+    CHECK(j["cpu_kv_cache_tokens"] == 305168);
+    auto text = kvplan_run({"concurrency", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "2", "--engine", "vllm", "--cpu-offload", "100GB", "--context", "8192"});
+    CHECK(text.out.find("host memory it takes: 93.13 GiB (100.00 GB), 46.56 GiB on each of 2 ranks") != std::string::npos);
+    auto none = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm", "--json"});
+    CHECK(nlohmann::json::parse(none.out)["cpu_kv_cache_tokens"].is_null());
 }

@@ -166,6 +166,10 @@ private:
             run.recomputed_tokens += e.recomputed_tokens;
             run.prompt_tokens += e.prompt_tokens;
             run.prefix_hit_tokens += e.prefix_hit_tokens;
+            run.cpu_blocks += e.cpu_blocks;
+            run.cpu_hit_tokens += e.cpu_hit_tokens;
+            run.offload_bytes += e.offload_bytes;
+            run.onload_bytes += e.onload_bytes;
             run.peak_blocks_used = std::max(run.peak_blocks_used, e.peak_blocks_used);
             run.total_blocks += e.total_blocks;
             run.end_s = std::max(run.end_s, e.end_s);

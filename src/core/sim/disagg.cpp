@@ -41,7 +41,7 @@ bool VllmEngine::admit_remote(std::size_t r, std::int64_t& budget) {
     records_[r].scheduled_s = t_;
     remote_state_[r] = 1;
     waiting_.pop_front();
-    loading_.emplace_back(remote_(r, prompt, t_), r);
+    remote_loading_.emplace_back(remote_(r, prompt, t_), r);
     return true;
 }
 
@@ -52,8 +52,8 @@ bool VllmEngine::admit_remote(std::size_t r, std::int64_t& budget) {
 // cached. The requests stay at the head of the waiting queue, in admission
 // order (schedule() prepends its skipped_waiting_requests to the queue).
 void VllmEngine::collect_loaded() {
-    if (loading_.empty()) return;
-    for (auto it = loading_.rbegin(); it != loading_.rend(); ++it) {
+    if (remote_loading_.empty()) return;
+    for (auto it = remote_loading_.rbegin(); it != remote_loading_.rend(); ++it) {
         if (it->first > t_) continue;
         const std::size_t r = it->second;
         live_[r].computed = w_.requests[r].input_tokens - 1;
@@ -61,12 +61,12 @@ void VllmEngine::collect_loaded() {
         remote_state_[r] = 2;
         waiting_.push_front(r);
     }
-    std::erase_if(loading_, [&](const std::pair<double, std::size_t>& p) { return p.first <= t_; });
+    std::erase_if(remote_loading_, [&](const std::pair<double, std::size_t>& p) { return p.first <= t_; });
 }
 
 double VllmEngine::next_loaded_s() const {
     double next = std::numeric_limits<double>::infinity();
-    for (const auto& [t, r] : loading_) next = std::min(next, t);
+    for (const auto& [t, r] : remote_loading_) next = std::min(next, t);
     return next;
 }
 

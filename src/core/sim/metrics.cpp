@@ -150,6 +150,11 @@ SimSummary summarise(const SimRun& run, const Slo& slo, bool with_itl) {
     s.recomputed_tokens = run.recomputed_tokens;
     s.steps = run.steps;
     s.prefix_cache_hit_rate = run.prompt_tokens > 0 ? static_cast<double>(run.prefix_hit_tokens) / static_cast<double>(run.prompt_tokens) : 0;
+    const auto share = [&](std::int64_t tokens) { return run.prompt_tokens > 0 ? static_cast<double>(tokens) / static_cast<double>(run.prompt_tokens) : 0.0; };
+    s.prefix_cache_hit_rate_gpu = share(run.prefix_hit_tokens - run.cpu_hit_tokens);
+    if (run.cpu_blocks > 0) s.prefix_cache_hit_rate_cpu = share(run.cpu_hit_tokens);
+    s.offload_bytes = run.offload_bytes;
+    s.onload_bytes = run.onload_bytes;
     s.kv_blocks_total = run.total_blocks;
     s.kv_peak_usage = run.total_blocks > 0 ? static_cast<double>(run.peak_blocks_used) / static_cast<double>(run.total_blocks) : 0;
     if (!run.replicas.empty()) {

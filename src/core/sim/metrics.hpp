@@ -42,6 +42,11 @@ struct SimSummary {
     double input_tokens_per_s = 0, output_tokens_per_s = 0, requests_per_s = 0;
     std::int64_t preemptions = 0, recomputed_tokens = 0, steps = 0;
     double prefix_cache_hit_rate = 0;  // prompt tokens served from cache / prompt tokens admitted
+    // The same split by tier (KV offload): the GPU's share, and the CPU
+    // tier's (nullopt without one); the two add up to the rate above.
+    double prefix_cache_hit_rate_gpu = 0;
+    std::optional<double> prefix_cache_hit_rate_cpu;
+    std::int64_t offload_bytes = 0, onload_bytes = 0;  // GPU -> host, host -> GPU, per rank
     std::int64_t kv_blocks_total = 0;
     double kv_peak_usage = 0;          // peak blocks in use / total; with replicas the highest replica's
     std::int64_t replicas = 1;

@@ -77,6 +77,13 @@ void check_scheduler_config(const SchedulerConfig& c) {
         if (g.kind == KvGroupKind::Mamba && c.prefix_caching)
             usage_error("simulate: prefix caching with a Mamba KV-cache group is not simulated (vLLM's default turns it off)");
     }
+    if (c.cpu_tier.blocks > 0) {
+        // The CPU tier is keyed by the prefix cache's block hashes; with
+        // several KV-cache groups vLLM offloads in blocks of their lcm
+        // (kv_offload/spec.py), which is not simulated.
+        if (!c.groups.empty()) usage_error("--cpu-offload: only models with one full-attention KV-cache group are simulated");
+        if (!c.prefix_caching) usage_error("--cpu-offload: the CPU tier is keyed by prefix-cache block hashes; drop --no-prefix-caching");
+    }
 }
 
 VllmEngine::VllmEngine(const Workload& w, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode, bool check,
@@ -102,6 +109,11 @@ VllmEngine::VllmEngine(const Workload& w, const SchedulerConfig& c, const StepPr
     std::stable_partition(hit_types_.begin(), hit_types_.end(), [](const HitType& t) { return t.spec.kind == KvGroupKind::Full; });
     for (const HitType& t : hit_types_) hit_align_ = std::lcm(hit_align_, t.spec.block_tokens);
     if (stages.size() == 1) throw std::logic_error("a pipeline of one stage: pass no stage pricers");
+    if (c.cpu_tier.blocks > 0) {
+        if (!stages.empty()) usage_error("--cpu-offload: KV offload with pipeline parallelism is not simulated; pass --pp 1");
+        cpu_ = std::make_unique<CpuTier>(c.cpu_tier);
+        run_.cpu_blocks = c.cpu_tier.blocks;
+    }
     stage_free_s_.assign(stages.size(), 0.0);
 }
 
@@ -509,6 +521,12 @@ bool VllmEngine::admit(std::size_t r, std::int64_t& budget) {
     // At most all but the last token: its logits must be computed (get_computed_blocks).
     Hits hits = c_.prefix_caching ? find_hits(r, total_tokens(r) - 1) : Hits{0, std::vector<std::vector<std::int64_t>>(groups_.size())};
     const std::int64_t cached = hits.tokens;
+    if (cpu_) {
+        // get_num_new_matched_tokens: the blocks right after the GPU hit
+        // that the CPU tier holds are loaded first, asynchronously.
+        const std::int64_t more = tier_hit_blocks(r, cached, total_tokens(r) - 1);
+        if (more > 0) return start_load(r, hits, more);
+    }
     const std::int64_t n = cap(total_tokens(r) - cached, budget);
     if (n <= 0) return false;
     // get_num_blocks_to_allocate: per group, the blocks past the hit (and
@@ -544,6 +562,7 @@ bool VllmEngine::admit(std::size_t r, std::int64_t& budget) {
     if (first) {
         run_.prompt_tokens += w_.requests[r].input_tokens;
         run_.prefix_hit_tokens += cached;
+        run_.cpu_hit_tokens += std::min(l.cpu_loaded, cached);
         records_[r].cached_tokens = cached;
         records_[r].scheduled_s = t_;
     }
@@ -555,6 +574,7 @@ bool VllmEngine::admit(std::size_t r, std::int64_t& budget) {
 }
 
 void VllmEngine::schedule_waiting(std::int64_t& budget) {
+    if (cpu_ && budget > 0 && static_cast<std::int64_t>(running_.size()) < c_.max_num_seqs) finish_loads();
     while (!waiting_.empty() && budget > 0 && static_cast<std::int64_t>(running_.size()) < c_.max_num_seqs)
         if (!admit(waiting_.front(), budget)) break;
 }
@@ -568,8 +588,10 @@ void VllmEngine::register_full_blocks(std::size_t r) {
         const std::int64_t full = std::min<std::int64_t>(computed / groups_[g].block_tokens, static_cast<std::int64_t>(k.blocks.size()));
         // A lazy group's own blocks wait for a first preemption to be tagged (own_lazy).
         const std::int64_t end = own_lazy(r, g) ? std::min(full, shared_blocks(r, g)) : full;
+        const std::int64_t from = k.hashed;
         for (; k.hashed < end; ++k.hashed) cache_block(r, g, k.hashed);
         k.hashed = std::max(k.hashed, full);
+        if (cpu_) store_blocks(r, from, k.hashed);
     }
 }
 
@@ -610,7 +632,8 @@ void VllmEngine::sample(double until) {
         TimePoint p;
         p.t_s = next_sample_;
         p.running = static_cast<std::int64_t>(running_.size());
-        p.waiting = static_cast<std::int64_t>(waiting_.size() + loading_.size());
+        // vLLM counts WAITING_FOR_REMOTE_KVS as waiting (CPU loads and remote prefills alike).
+        p.waiting = static_cast<std::int64_t>(waiting_.size() + loading_.size() + remote_loading_.size());
         p.kv_cache_usage = pool_->total() > 0 ? static_cast<double>(pool_->used()) / static_cast<double>(pool_->total()) : 0;
         p.prompt_tokens_per_s = interval_prompt_;
         p.generation_tokens_per_s = interval_generation_;
@@ -792,6 +815,7 @@ bool VllmEngine::decode_run(double horizon) {
     // Its O(1) block accounting is one full-attention group's; other models
     // (windows freeing blocks, several groups) step one by one.
     if (groups_.size() != 1 || groups_[0].kind != KvGroupKind::Full) return false;
+    if (cpu_ && !loading_.empty()) return false;  // a load ending would admit a request mid-run
     std::int64_t context_sum = 0;
     const std::int64_t max_steps = decode_run_length(context_sum);
     if (max_steps <= 0) return false;
@@ -825,6 +849,7 @@ bool VllmEngine::decode_run(double horizon) {
             for (std::size_t r : at_boundary(k + 1)) {  // their last block is now full
                 GroupBlocks& l = kv(r, 0);
                 if (!own_lazy(r, 0) || l.hashed < shared_blocks(r, 0)) cache_block(r, 0, l.hashed);
+                if (cpu_) store_blocks(r, l.hashed, l.hashed + 1);
                 ++l.hashed;
             }
         // Every request's last token came with the previous step, except on
@@ -852,11 +877,19 @@ void VllmEngine::advance(double horizon, bool stop_on_done) {
     if (!stages_.empty()) return advance_pipeline(horizon, stop_on_done);
     for (;;) {
         arrive();
-        if (running_.empty() && waiting_.empty()) {
-            if (inbox_.empty() && loading_.empty()) return;
-            // Idle: jump to the next arrival (or KV load).
-            const double next = std::min(inbox_.empty() ? std::numeric_limits<double>::infinity() : records_[inbox_.front()].arrival_s,
-                                         next_loaded_s());
+        if (cpu_ && running_.empty() && wait_load_s_ > t_) {
+            // Nothing runs and the queue's head waits for blocks that loads hold.
+            if (wait_load_s_ >= horizon) return;
+            t_ = wait_load_s_;
+            sample(t_);
+            continue;
+        }
+        if (running_.empty() && waiting_.empty() && !(cpu_ && next_load_s() <= t_)) {
+            if (inbox_.empty() && !(cpu_ && !loading_.empty()) && remote_loading_.empty()) return;
+            // Idle: jump to the next arrival (or the end of a load, from host memory or a prefill instance).
+            double next = inbox_.empty() ? std::numeric_limits<double>::infinity() : records_[inbox_.front()].arrival_s;
+            if (cpu_) next = std::min(next, next_load_s());
+            next = std::min(next, next_loaded_s());
             if (next >= horizon) return;
             t_ = std::max(t_, next);
             sample(t_);
@@ -864,7 +897,9 @@ void VllmEngine::advance(double horizon, bool stop_on_done) {
         }
         if (t_ >= horizon) return;
         const std::int64_t done_before = done_;
-        if (c_.jump_decode_runs && decode_ && decode_run(horizon)) continue;  // a run finishes nothing
+        // A run finishes nothing; it stops before a remote prefill's KV lands, which admits a request.
+        const double run_horizon = std::min(horizon, next_loaded_s());
+        if (c_.jump_decode_runs && decode_ && t_ < run_horizon && decode_run(run_horizon)) continue;
         step_.clear();
         std::int64_t budget = c_.max_num_batched_tokens;
         if (schedule_running(budget)) schedule_waiting(budget);
@@ -874,12 +909,13 @@ void VllmEngine::advance(double horizon, bool stop_on_done) {
             if (!running_.empty()) throw std::logic_error("the scheduler found nothing to run");
             // Disaggregated decode: the blocks are held by requests whose KV
             // is still loading; wait for the first load.
-            if (!loading_.empty()) {
+            if (!remote_loading_.empty()) {
                 const double next = next_loaded_s();
                 if (next >= horizon) return;
                 t_ = std::max(t_, next);
                 sample(t_);
             }
+            if (cpu_ && !loading_.empty() && done_ == done_before) wait_load_s_ = next_load_s();
         } else {
             apply_step();
             if (check_ && !pool_->consistent()) throw std::logic_error("block pool inconsistent after a step");
@@ -895,8 +931,15 @@ std::optional<double> VllmEngine::next_step_s() const {
         if (!stalled_ && in_flight_.size() < stages_.size() && (!running_.empty() || !waiting_.empty())) return t_;
         return in_flight_.front().end_s;
     }
+    if (cpu_ && running_.empty()) {
+        if (wait_load_s_ > t_) return wait_load_s_;
+        if (waiting_.empty() && !loading_.empty()) {
+            const double next = inbox_.empty() ? next_load_s() : std::min(next_load_s(), records_[inbox_.front()].arrival_s);
+            return std::max(t_, next);
+        }
+    }
     if (!running_.empty() || !waiting_.empty()) return t_;
-    if (!inbox_.empty() || !loading_.empty())
+    if (!inbox_.empty() || !remote_loading_.empty())
         return std::max(t_, std::min(inbox_.empty() ? std::numeric_limits<double>::infinity() : records_[inbox_.front()].arrival_s,
                                      next_loaded_s()));
     return std::nullopt;

@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/sim/cpu_tier.hpp"
 #include "core/sim/workload.hpp"
 #include "core/speed/step_cost.hpp"
 
@@ -70,6 +71,9 @@ struct SchedulerConfig {
     // vLLM's KV-cache groups, in its order (kv_groups_for); empty: one
     // full-attention group of block_size tokens.
     std::vector<KvGroup> groups;
+    // KV offload to host memory (vLLM's OffloadingConnector, CPU spec):
+    // blocks 0 leaves it off. One full-attention group only (cpu_tier.hpp).
+    CpuTierConfig cpu_tier;
 };
 
 // What happened to one request; times in seconds from the trace's start.
@@ -160,6 +164,11 @@ struct SimRun {
     std::int64_t prefix_hit_tokens = 0;
     std::int64_t peak_blocks_used = 0;
     std::int64_t total_blocks = 0;
+    // KV offload (SchedulerConfig::cpu_tier); zero without it.
+    std::int64_t cpu_blocks = 0;          // host blocks per engine
+    std::int64_t cpu_hit_tokens = 0;      // of prefix_hit_tokens, loaded from the CPU tier (first admission)
+    std::int64_t offload_bytes = 0;       // copied GPU -> host (per rank)
+    std::int64_t onload_bytes = 0;        // copied host -> GPU (per rank)
     double end_s = 0;
     std::vector<ReplicaStats> replicas;   // one per engine (simulate_cluster); empty from simulate()
 };
@@ -197,6 +206,7 @@ struct LiveRequest {
     std::int64_t computed = 0;          // tokens whose KV is in the cache
     std::int64_t generated = 0;         // output tokens sampled so far
     double last_token_s = 0;
+    std::int64_t cpu_loaded = 0;        // tokens its last load from the CPU tier brought (KV offload)
     std::vector<GroupBlocks> kv;        // one per KV-cache group (filled when first needed)
 };
 
@@ -329,6 +339,16 @@ private:
     bool admit_remote(std::size_t r, std::int64_t& budget);
     void collect_loaded();
     double next_loaded_s() const;
+    // KV offload (cpu_tier.hpp): the CPU tier's key of block j, the blocks
+    // past a GPU hit of `gpu_tokens` that it can load, a load's start, the
+    // loads done by now going back to the waiting queue, the stores of
+    // blocks [from, to), and when the next load ends.
+    std::uint64_t tier_key(std::size_t r, std::int64_t j);
+    std::int64_t tier_hit_blocks(std::size_t r, std::int64_t gpu_tokens, std::int64_t max_len);
+    bool start_load(std::size_t r, Hits& hits, std::int64_t blocks);
+    void finish_loads();
+    void store_blocks(std::size_t r, std::int64_t from, std::int64_t to);
+    double next_load_s() const;
 
     const Workload& w_;
     SchedulerConfig c_;
@@ -369,7 +389,14 @@ private:
     // 2 loaded (its last prompt token to compute), 3 served locally.
     RemoteLoad remote_;
     std::vector<std::int8_t> remote_state_;
-    std::vector<std::pair<double, std::size_t>> loading_;  // (KV loaded at, request), in admission order
+    std::vector<std::pair<double, std::size_t>> remote_loading_;  // (KV loaded at, request), in admission order
+    std::unique_ptr<CpuTier> cpu_;     // KV offload; null without it
+    struct Load {
+        std::size_t r = 0;
+        double done_s = 0;
+    };
+    std::vector<Load> loading_;        // requests waiting for their load, in start order
+    double wait_load_s_ = -1;          // nothing can be scheduled before this load ends (-1: none)
 };
 
 }  // namespace kvplan
