@@ -213,6 +213,9 @@ std::string render_roofline_csv(const RooflineResult& r) {
     if (r.inputs.spec)
         for (const char* c : {"spec_step_s", "spec_verify_s", "spec_draft_s", "expected_tokens_per_step", "spec_tokens_per_s_per_user", "spec_tokens_per_s_total", "spec_speedup"})
             h.push_back(c);
+    const bool layout = r.cost.layout.active();
+    if (layout)
+        for (const char* c : {"dp", "ep", "expert_imbalance", "all_to_all_s", "all_to_all_bytes", "rank_sequences", "rank_expert_tokens"}) h.push_back(c);
     Table t(h, 0);
     for (const RooflineRow& row : r.roofline.rows) {
         std::vector<std::string> c{r.model->name, r.gpu.id, std::to_string(r.cost.tp), r.weights_label, std::string(dtype_name(r.cost.kv_dtype)),
@@ -226,6 +229,16 @@ std::string render_roofline_csv(const RooflineResult& r) {
             for (double v : {row.spec->step.total_s, row.spec->step.verify.total_s, row.spec->step.draft_s, row.spec->expected_tokens,
                              row.spec->tokens_per_s_per_user, row.spec->tokens_per_s_total, row.spec->speedup})
                 c.push_back(fmt::format("{:.9g}", v));
+        if (layout) {
+            const ExpertLayout& L = r.cost.layout;
+            c.push_back(std::to_string(L.dp));
+            c.push_back(std::to_string(L.ep));
+            c.push_back(fmt::format("{:g}", L.imbalance));
+            c.push_back(fmt::format("{:.9g}", row.step.all_to_all_s));
+            c.push_back(fmt::format("{:.0f}", row.step.all_to_all_bytes));
+            c.push_back(fmt::format("{:.0f}", row.step.rank_sequences));
+            c.push_back(fmt::format("{:.6g}", row.step.rank_expert_tokens));
+        }
         t.add(c);
     }
     return t.render_csv();

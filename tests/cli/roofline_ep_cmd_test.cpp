@@ -74,3 +74,14 @@ TEST_CASE("roofline refuses a bad expert imbalance or an EP that does not divide
     CHECK(six.out.empty());
     CHECK_THAT(six.err, Catch::Contains("EP 6 does not divide the 256 routed experts"));
 }
+
+TEST_CASE("roofline --format csv adds the layout columns only with a layout") {
+    auto r = kvplan_run(v3_dp8({"--format", "csv"}));
+    REQUIRE(r.code == 0);
+    const std::string header = r.out.substr(0, r.out.find('\n'));
+    CHECK_THAT(header, Catch::EndsWith("allreduce_s,dp,ep,expert_imbalance,all_to_all_s,all_to_all_bytes,rank_sequences,rank_expert_tokens"));
+    // Batch 64: 8 sequences a rank, 64 pairs, 58 x 56 x 21,728 B.
+    CHECK_THAT(r.out, Catch::Contains(",8,8,1,0.011078,70572544,8,64\n"));
+    auto plain = kvplan_run({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--format", "csv"});
+    CHECK_THAT(plain.out.substr(0, plain.out.find('\n')), Catch::EndsWith("allreduce_s"));
+}

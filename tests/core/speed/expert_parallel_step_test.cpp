@@ -136,7 +136,7 @@ TEST_CASE("DP 1 and EP 1 price today's step exactly") {
     CHECK(prefill_step(with, 1, 2048).total_s == prefill_step(without, 1, 2048).total_s);
 }
 
-TEST_CASE("--expert-imbalance below 1 or not a number is refused") {
+TEST_CASE("an expert imbalance below 1 or not a number is refused") {
     CHECK_THROWS_WITH(layout(vllm_dp8_ep8(), 0.9), Catch::Contains("--expert-imbalance") && Catch::Contains(">= 1"));
     CHECK_THROWS_AS(layout(vllm_dp8_ep8(), std::numeric_limits<double>::quiet_NaN()), Error);
     CHECK_THROWS_AS(layout(vllm_dp8_ep8(), std::numeric_limits<double>::infinity()), Error);
