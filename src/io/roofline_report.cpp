@@ -64,9 +64,12 @@ bool has_a2a(const RooflineResult& r) { return r.cost.layout.ep > 1; }
 // The layout line: which ranks split what, and what the batch axis counts.
 std::string layout_line(const RooflineResult& r) {
     const ExpertLayout& L = r.cost.layout;
-    return fmt::format("Layout: {} DP ranks of attention TP {}; routed experts over EP {} ({} per GPU), expert imbalance {:.2f}; "
+    const std::string experts = L.local_experts == 0 ? "no routed experts"
+                                : L.ep > 1 ? fmt::format("routed experts over EP {} ({} per GPU), expert imbalance {:.2f}", L.ep, L.local_experts, L.imbalance)
+                                           : "routed experts as tensor shards over every GPU (no EP)";
+    return fmt::format("Layout: {} DP ranks of attention TP {}; {}; "
                        "batch = the replica's sequences, {} per DP rank at most; the step is the slowest rank's{}.",
-                       L.dp, r.cost.tp, L.ep, L.local_experts, L.imbalance, L.dp > 1 ? "batch / " + std::to_string(L.dp) : "all",
+                       L.dp, r.cost.tp, experts, L.dp > 1 ? "batch / " + std::to_string(L.dp) : "all",
                        L.ep > 1 ? fmt::format("; all-to-all {} dispatch, bf16 combine, {:.0f} + {:.0f} us per MoE layer at least (DeepEP)",
                                               L.fp8_dispatch ? "fp8" : "bf16", L.dispatch_latency_s * 1e6, L.combine_latency_s * 1e6)
                                 : std::string());
