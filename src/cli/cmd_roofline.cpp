@@ -8,6 +8,8 @@
 #include "core/memory/kv_size.hpp"
 #include "core/speed/roofline.hpp"
 #include "core/speed/speculative.hpp"
+#include "core/memory/parallel.hpp"
+#include "core/model/weights.hpp"
 #include "io/engine_db.hpp"
 #include "io/model_loader.hpp"
 #include "io/roofline_report.hpp"
@@ -63,13 +65,26 @@ CLI::App* setup_roofline(CLI::App& app, RooflineOptions& o) {
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{16}));
     cmd->add_option("--acceptance", o.acceptance, "acceptance rate in [0,1] for every draft position, or K comma-separated conditional rates a1..aK");
     cmd->add_option("--draft-model", o.draft_model, "the draft model for --spec-method draft (a config.json, a model folder or a preset)");
+    cmd->add_option("--dp", o.dp, "attention data-parallel ranks; --batch is then the replica's, B / dp per rank (docs/scale-out.md)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+    cmd->add_option("--ep", o.ep, "expert-parallel GPUs (SGLang --ep; vLLM: always tp x dp)")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+    cmd->add_flag("--enable-expert-parallel", o.enable_expert_parallel, "vLLM: routed experts over EP = tp x dp GPUs");
+    cmd->add_option("--redundant-experts", o.redundant_experts, "extra physical experts per MoE layer, as EPLB adds them")
+        ->check(CLI::Range(std::int64_t{0}, std::int64_t{4096}));
+    cmd->add_option("--moe-dense-tp-size", o.moe_dense_tp, "SGLang: TP of the dense MLP layers (1 or --tp; default --tp)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+    cmd->add_option("--moe-a2a-backend", o.moe_a2a_backend, "SGLang: none|deepep (deepep: EP = tp, shared experts on every GPU)")
+        ->check(CLI::IsMember({"none", "deepep"}));
+    cmd->add_option("--expert-imbalance", o.expert_imbalance, "busiest EP rank's routed tokens over the mean, >= 1 (default 1: uniform routing)");
     cmd->footer(
         "Examples:\n"
         "  kvplan roofline --model llama-3.1-8b --gpu h100-sxm --context 4096 --prompt 2048 --plot plots\n"
         "  kvplan roofline --model llama-3.1-70b --gpu h100-sxm --tp 4 --batch 1,8,64,256 --price-per-hour 2.5\n"
         "  kvplan roofline --model llama-3.1-8b --gpu rtx-4090 --engine llamacpp --weights-dtype q4_k_m --batch 1 --context 512\n"
         "  kvplan roofline --model llama-3.1-8b --gpu h100-sxm --spec-method eagle --spec-tokens 3 --acceptance 0.8,0.7,0.6\n"
-        "  kvplan roofline --model llama-3.1-70b --gpu h100-sxm --tp 4 --spec-method draft --draft-model llama-3.1-8b --spec-tokens 4 --acceptance 0.7");
+        "  kvplan roofline --model llama-3.1-70b --gpu h100-sxm --tp 4 --spec-method draft --draft-model llama-3.1-8b --spec-tokens 4 --acceptance 0.7\n"
+        "  kvplan roofline --model deepseek-v3 --gpu h200 --engine vllm --dp 8 --enable-expert-parallel \\\n"
+        "      --batch 64,512 --expert-imbalance 1.2   # docs/scale-out.md, \"Step cost\"");
     return cmd;
 }
 
@@ -128,9 +143,28 @@ std::string run_roofline(const RooflineOptions& o) {
     r.efficiency = resolve_efficiency(o.efficiency, o.engine);
     const WeightFormat format = parse_weight_format("--weights-dtype", o.weights_dtype);
     const std::optional<Dtype> kv = parse_dtype_flag("--kv-dtype", o.kv_dtype);
-    check_tp(model, o.tp);
+    // DP attention + EP: the layout rules `concurrency` uses (core/memory/parallel.cpp).
+    const std::optional<ScaleOutInputs> scale_in = scale_out_from_flags(
+        ScaleOutFlags{o.tp, o.dp, o.ep, o.enable_expert_parallel, o.redundant_experts, o.moe_dense_tp, o.moe_a2a_backend}, o.engine == "sglang");
+    if (o.expert_imbalance != 0) check_expert_imbalance(o.expert_imbalance);
+    std::optional<ExpertLayoutInputs> layout;
+    std::int64_t attention_tp = o.tp;
+    if (scale_in) {
+        const ScaleOut so = plan_scale_out(model, *scale_in);
+        if (so.dp > 1 || so.ep > 1) {
+            layout = ExpertLayoutInputs{so, o.expert_imbalance != 0 ? o.expert_imbalance : 1.0, bundled_all_to_all_latencies()};
+            attention_tp = so.attention_tp;
+            if (!o.spec_method.empty()) usage_error("--spec-method: speculative steps are priced for the plain TP layout; drop --dp / --ep");
+            const WeightSizing w = size_weights_in(model, format);
+            r.weights_per_gpu_bytes = stage_weights_scaled(w, model, pipeline_stages(static_cast<std::int64_t>(model.layers.size()), 1).at(0), 1, so).total_bytes;
+        }
+    }
+    if (o.expert_imbalance != 0 && (!layout || layout->scale_out.ep < 2))
+        usage_error("--expert-imbalance needs expert parallelism (--ep N, or --enable-expert-parallel with --dp)");
+    check_tp(model, attention_tp);
     if (!o.plot.empty()) prepare_plot_dir(o.plot);
-    r.cost = make_cost_model(CostModelInputs{&model, r.gpu, format, kv, o.tp, r.efficiency, std::nullopt});
+    const CostModelInputs cost_in{&model, r.gpu, format, kv, attention_tp, r.efficiency, std::nullopt};
+    r.cost = layout ? make_cost_model(cost_in, *layout) : make_cost_model(cost_in);
 
     r.inputs.batches = o.batches.empty() ? std::vector<std::int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512} : o.batches;
     r.inputs.prompt = o.prompt;
@@ -144,8 +178,15 @@ std::string run_roofline(const RooflineOptions& o) {
     cap.tp = o.tp;
     cap.contexts = {r.inputs.context};
     cap.kv_dtype = kv;
-    if (!format.as_checkpoint) cap.weights_bytes = static_cast<std::int64_t>(r.cost.weight_bytes_total / static_cast<double>(o.tp)) + 1;
-    r.inputs.max_batch = plan_capacity(model, cap).rows.at(0).max_requests;
+    if (!format.as_checkpoint && !layout) cap.weights_bytes = static_cast<std::int64_t>(r.cost.weight_bytes_total / static_cast<double>(o.tp)) + 1;
+    if (layout) {
+        // Every DP rank its own KV pool: the replica holds max_requests x DP.
+        cap.scale_out = scale_in;
+        if (!format.as_checkpoint) cap.weights_bytes = r.weights_per_gpu_bytes;
+        r.inputs.max_batch = plan_capacity(model, cap).rows.at(0).max_requests_replica;
+    } else {
+        r.inputs.max_batch = plan_capacity(model, cap).rows.at(0).max_requests;
+    }
 
     const CostModelInputs target{&model, r.gpu, format, kv, o.tp, r.efficiency, std::nullopt};
     ModelSpec draft_spec;

@@ -49,6 +49,14 @@ struct RooflineOptions {
     std::int64_t spec_tokens = 0;
     std::string acceptance;    // one rate, or K comma-separated per-position rates
     std::string draft_model;   // for draft: any --model kvplan loads
+    // DP attention + expert parallelism, as `concurrency` takes them (docs/scale-out.md, "Step cost").
+    std::int64_t dp = 0;       // 0: not given
+    std::int64_t ep = 0;
+    bool enable_expert_parallel = false;
+    std::int64_t redundant_experts = 0;
+    std::int64_t moe_dense_tp = 0;
+    std::string moe_a2a_backend;
+    double expert_imbalance = 0;  // 0: not given (1.0)
 };
 
 CLI::App* setup_roofline(CLI::App& app, RooflineOptions& options);

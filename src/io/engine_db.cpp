@@ -23,6 +23,12 @@ const std::vector<LinkLatency>& bundled_link_latencies() {
     return table;
 }
 
+const std::vector<AllToAllLatency>& bundled_all_to_all_latencies() {
+    static const std::vector<AllToAllLatency> table =
+        parse_all_to_all_latencies(parse_json_text(embedded::kInterconnects, "models/interconnects.json"), "models/interconnects.json");
+    return table;
+}
+
 const std::vector<EngineProfile>& bundled_engines() {
     static const std::vector<EngineProfile> engines = [] {
         std::vector<EngineProfile> out;

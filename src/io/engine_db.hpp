@@ -28,5 +28,7 @@ const EngineProfile& find_engine(const std::string& flag, const std::string& id)
 
 // The interconnect latency table.
 const std::vector<LinkLatency>& bundled_link_latencies();
+// models/interconnects.json all_to_all_latency: DeepEP's published dispatch and combine times.
+const std::vector<AllToAllLatency>& bundled_all_to_all_latencies();
 
 }  // namespace kvplan

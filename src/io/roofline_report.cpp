@@ -24,6 +24,10 @@ std::string bytes(double b) { return binary_size(static_cast<std::int64_t>(b)); 
 // memory size kvplan prints.
 std::string title(const RooflineResult& r) {
     const CostModel& m = r.cost;
+    if (m.layout.active())
+        return fmt::format("{} on {} x {} ({}), DP {} x TP {}, EP {}, weights {} ({} per GPU), KV {}", r.model_label, m.layout.gpus, r.gpu.name,
+                           r.gpu.id, m.layout.dp, m.tp, m.layout.ep, r.weights_label, bytes(static_cast<double>(r.weights_per_gpu_bytes)),
+                           dtype_name(m.kv_dtype));
     return fmt::format("{} on {} ({}), TP {}, weights {} ({} per GPU), KV {}", r.model_label, r.gpu.name, r.gpu.id, m.tp, r.weights_label,
                        bytes(m.weight_bytes_total / static_cast<double>(m.tp)), dtype_name(m.kv_dtype));
 }
@@ -55,14 +59,33 @@ std::string rates(const RooflineResult& r) {
     return out;
 }
 
+bool has_a2a(const RooflineResult& r) { return r.cost.layout.ep > 1; }
+
+// The layout line: which ranks split what, and what the batch axis counts.
+std::string layout_line(const RooflineResult& r) {
+    const ExpertLayout& L = r.cost.layout;
+    const std::string experts = L.local_experts == 0 ? "no routed experts"
+                                : L.ep > 1 ? fmt::format("routed experts over EP {} ({} per GPU), expert imbalance {:.2f}", L.ep, L.local_experts, L.imbalance)
+                                           : "routed experts as tensor shards over every GPU (no EP)";
+    return fmt::format("Layout: {} DP ranks of attention TP {}; {}; "
+                       "batch = the replica's sequences, {} per DP rank at most; the step is the slowest rank's{}.",
+                       L.dp, r.cost.tp, experts, L.dp > 1 ? "batch / " + std::to_string(L.dp) : "all",
+                       L.ep > 1 ? fmt::format("; all-to-all {} dispatch, bf16 combine, {:.0f} + {:.0f} us per MoE layer at least (DeepEP)",
+                                              L.fp8_dispatch ? "fp8" : "bf16", L.dispatch_latency_s * 1e6, L.combine_latency_s * 1e6)
+                                : std::string());
+}
+
 Table rows_table(const RooflineResult& r) {
     const bool priced = r.inputs.price_per_hour.has_value();
+    const bool a2a = has_a2a(r);
     std::vector<std::string> h{"batch", "step\n(ms)", "tok/s\nper user", "tok/s\ntotal", "bound", "KV share\nof bytes", "fits"};
+    if (a2a) h.insert(h.begin() + 2, "a2a\n(ms)");
     if (priced) h.push_back("$ per M\ntokens");
     Table t(h, 0);
     for (const RooflineRow& row : r.roofline.rows) {
         std::vector<std::string> c{group_digits(row.batch), ms(row.step.total_s), rate(row.tokens_per_s_per_user), rate(row.tokens_per_s_total),
                                    bound_name(row.step), pct(row.kv_share), row.fits ? "yes" : "no"};
+        if (a2a) c.insert(c.begin() + 2, ms(row.step.all_to_all_s));
         if (priced) c.push_back(row.usd_per_million_tokens ? fmt::format("{:.3f}", *row.usd_per_million_tokens) : "-");
         t.add(c);
     }
@@ -100,6 +123,8 @@ std::string spec_words(const RooflineResult& r) {
 }
 
 constexpr const char* kStepFormula = "step = max(memory, compute) + overhead + all-reduce";
+constexpr const char* kStepFormulaA2a = "step = max(memory, compute) + overhead + all-reduce + all-to-all";
+const char* step_formula(const RooflineResult& r) { return has_a2a(r) ? kStepFormulaA2a : kStepFormula; }
 
 // Every term of the step at batch 1 and at the largest batch shown, with
 // shares. Fitted, the last row is called "step" and the formula follows the table.
@@ -125,7 +150,8 @@ Table terms_table(const RooflineResult& r, Width width) {
     time_row("compute time", a.step.compute_s, b.step.compute_s);
     time_row("fixed overhead", a.step.overhead_s, b.step.overhead_s);
     time_row("TP all-reduces", a.step.allreduce_s, b.step.allreduce_s);
-    time_row(width == Width::Wide ? kStepFormula : "step", a.step.total_s, b.step.total_s);
+    if (has_a2a(r)) time_row("EP all-to-alls", a.step.all_to_all_s, b.step.all_to_all_s);
+    time_row(width == Width::Wide ? step_formula(r) : "step", a.step.total_s, b.step.total_s);
     return t;
 }
 
@@ -155,9 +181,10 @@ std::vector<std::string> words(const RooflineResult& r) {
 
 std::string render_roofline_table(const RooflineResult& r, Width width) {
     std::string out = fit_line(title(r), width) + fit_line(rates(r), width);
+    if (r.cost.layout.active()) out += fit_line(layout_line(r), width);
     out += fmt::format("\nDecode, {} tokens of context per sequence:\n", group_digits(r.inputs.context));
     out += rows_table(r).render_text(width) + "\n" + terms_table(r, width).render_text(width);
-    if (width == Width::Fit) out += std::string("  ") + kStepFormula + "\n";
+    if (width == Width::Fit) out += std::string("  ") + step_formula(r) + "\n";
     if (r.inputs.spec) {
         out += "\n" + fit_line(spec_heading(r), width) + spec_table(r).render_text(width);
         out += "  spec step = verify (K + 1 tokens each) + K draft passes; speed-up = E x plain step / spec step\n";
@@ -173,7 +200,8 @@ std::string render_roofline_table(const RooflineResult& r, Width width) {
 }
 
 std::string render_roofline_markdown(const RooflineResult& r) {
-    std::string out = "### " + title(r) + "\n" + rates(r) + "\n\n" + rows_table(r).render_markdown() + "\n" +
+    std::string out = "### " + title(r) + "\n" + rates(r) + "\n" + (r.cost.layout.active() ? layout_line(r) + "\n" : std::string()) + "\n" +
+                      rows_table(r).render_markdown() + "\n" +
                       terms_table(r, Width::Wide).render_markdown() + "\n";
     if (r.inputs.spec) out += spec_heading(r) + "\n\n" + spec_table(r).render_markdown() + "\n";
     for (const std::string& w : words(r)) out += "- " + w + "\n";
@@ -188,6 +216,9 @@ std::string render_roofline_csv(const RooflineResult& r) {
     if (r.inputs.spec)
         for (const char* c : {"spec_step_s", "spec_verify_s", "spec_draft_s", "expected_tokens_per_step", "spec_tokens_per_s_per_user", "spec_tokens_per_s_total", "spec_speedup"})
             h.push_back(c);
+    const bool layout = r.cost.layout.active();
+    if (layout)
+        for (const char* c : {"dp", "ep", "expert_imbalance", "all_to_all_s", "all_to_all_bytes", "rank_sequences", "rank_expert_tokens"}) h.push_back(c);
     Table t(h, 0);
     for (const RooflineRow& row : r.roofline.rows) {
         std::vector<std::string> c{r.model->name, r.gpu.id, std::to_string(r.cost.tp), r.weights_label, std::string(dtype_name(r.cost.kv_dtype)),
@@ -201,6 +232,16 @@ std::string render_roofline_csv(const RooflineResult& r) {
             for (double v : {row.spec->step.total_s, row.spec->step.verify.total_s, row.spec->step.draft_s, row.spec->expected_tokens,
                              row.spec->tokens_per_s_per_user, row.spec->tokens_per_s_total, row.spec->speedup})
                 c.push_back(fmt::format("{:.9g}", v));
+        if (layout) {
+            const ExpertLayout& L = r.cost.layout;
+            c.push_back(std::to_string(L.dp));
+            c.push_back(std::to_string(L.ep));
+            c.push_back(fmt::format("{:g}", L.imbalance));
+            c.push_back(fmt::format("{:.9g}", row.step.all_to_all_s));
+            c.push_back(fmt::format("{:.0f}", row.step.all_to_all_bytes));
+            c.push_back(fmt::format("{:.0f}", row.step.rank_sequences));
+            c.push_back(fmt::format("{:.6g}", row.step.rank_expert_tokens));
+        }
         t.add(c);
     }
     return t.render_csv();
@@ -230,6 +271,23 @@ std::string render_roofline_json(const RooflineResult& r) {
     j["compute_bound_batch"] = or_null(f.compute_bound_batch);
     j["max_batch"] = or_null(f.max_batch);
     if (r.inputs.price_per_hour) j["price_per_hour_usd"] = *r.inputs.price_per_hour;
+    const ExpertLayout& L = r.cost.layout;
+    if (L.active()) {
+        nlohmann::ordered_json lj;
+        lj["gpus"] = L.gpus;
+        lj["dp"] = L.dp;
+        lj["attention_tp"] = r.cost.tp;
+        lj["ep"] = L.ep;
+        lj["experts_per_gpu"] = L.local_experts;
+        lj["expert_imbalance"] = L.imbalance;
+        lj["weights_per_gpu_bytes"] = r.weights_per_gpu_bytes;
+        lj["dispatch_bytes_per_token_copy"] = L.dispatch_bytes_per_copy;
+        lj["combine_bytes_per_token_copy"] = L.combine_bytes_per_copy;
+        lj["dispatch_latency_s"] = L.dispatch_latency_s;
+        lj["combine_latency_s"] = L.combine_latency_s;
+        lj["batch_is"] = "the replica's sequences, spread over the DP ranks; the step is the slowest rank's";
+        j["layout"] = lj;
+    }
     j["rows"] = nlohmann::ordered_json::array();
     for (const RooflineRow& row : f.rows) {
         nlohmann::ordered_json x;
@@ -249,6 +307,13 @@ std::string render_roofline_json(const RooflineResult& r) {
         x["compute_s"] = row.step.compute_s;
         x["overhead_s"] = row.step.overhead_s;
         x["allreduce_s"] = row.step.allreduce_s;
+        if (L.active()) {
+            x["all_to_all_s"] = row.step.all_to_all_s;
+            x["all_to_all_bytes"] = row.step.all_to_all_bytes;
+            x["rank_sequences"] = row.step.rank_sequences;
+            x["rank_expert_tokens"] = row.step.rank_expert_tokens;
+            x["experts_read_per_layer"] = row.step.experts_read;
+        }
         if (row.usd_per_million_tokens) x["usd_per_million_tokens"] = *row.usd_per_million_tokens;
         if (row.spec) {
             nlohmann::ordered_json sp;

@@ -20,6 +20,7 @@ struct RooflineResult {
     RooflineInputs inputs;
     Roofline roofline;
     std::string weights_label;  // e.g. "bf16", "q4_k_m"
+    std::int64_t weights_per_gpu_bytes = 0;  // with a DP/EP layout (stage_weights_scaled); 0: weights / TP
 };
 
 // Fitted to 100 columns unless `width` is Wide (`--wide`).

@@ -101,6 +101,63 @@ std::optional<double> allreduce_latency(const std::vector<LinkLatency>& table, A
     return points.back().second;
 }
 
+namespace {
+
+// Linear in log2(GPUs) between the nearest points, held flat beyond them.
+double log2_interpolate(std::vector<std::pair<double, double>> points, std::int64_t gpus) {
+    std::sort(points.begin(), points.end());
+    const double x = std::log2(static_cast<double>(std::max<std::int64_t>(2, gpus)));
+    if (x <= points.front().first) return points.front().second;
+    for (std::size_t i = 1; i < points.size(); ++i)
+        if (x <= points[i].first) {
+            const auto [x0, y0] = points[i - 1];
+            const auto [x1, y1] = points[i];
+            return x1 == x0 ? y1 : y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+        }
+    return points.back().second;
+}
+
+}  // namespace
+
+std::vector<AllToAllLatency> parse_all_to_all_latencies(const nlohmann::json& value, const std::string& source) {
+    if (!value.is_object()) ConfigReader(nlohmann::json::object(), source).fail("(top level)", "expected a JSON object, found " + json_type_name(value));
+    ConfigReader top(value, source);
+    const nlohmann::json* list = top.find({"all_to_all_latency"});
+    if (!list || !list->is_array())
+        top.fail("all_to_all_latency", "expected an array of {implementation, op, gpus, tokens_per_rank, latency_s, source}");
+    std::vector<AllToAllLatency> out;
+    for (std::size_t i = 0; i < list->size(); ++i) {
+        const nlohmann::json& e = (*list)[i];
+        const std::string prefix = "all_to_all_latency[" + std::to_string(i) + "].";
+        if (!e.is_object()) top.fail(prefix.substr(0, prefix.size() - 1), "expected an object");
+        ConfigReader r(e, source, prefix);
+        refuse_unknown(r, e, {"implementation", "op", "gpus", "tokens_per_rank", "latency_s", "source"});
+        AllToAllLatency l;
+        l.implementation = r.get_string("implementation").value_or("");
+        if (l.implementation != "deepep-low-latency") r.fail("implementation", "expected \"deepep-low-latency\"");
+        const std::string op = r.get_string("op").value_or("");
+        if (op != "dispatch" && op != "combine") r.fail("op", "expected \"dispatch\" or \"combine\"");
+        l.op = op == "dispatch" ? AllToAllOp::Dispatch : AllToAllOp::Combine;
+        l.gpus = r.require_int({"gpus"}, 2, 4096);
+        l.tokens_per_rank = r.require_int({"tokens_per_rank"}, 1, 1'000'000);
+        const std::optional<double> t = r.get_number("latency_s");
+        if (!t || !(*t > 0 && *t < 0.01)) r.fail("latency_s", "expected seconds in (0, 0.01)");
+        l.latency_s = *t;
+        l.source = r.get_string("source").value_or("");
+        if (l.source.empty()) r.fail("source", "expected where the figure was published");
+        out.push_back(l);
+    }
+    return out;
+}
+
+std::optional<double> all_to_all_latency(const std::vector<AllToAllLatency>& table, AllToAllOp op, std::int64_t gpus) {
+    std::vector<std::pair<double, double>> points;  // (log2 GPUs, latency)
+    for (const AllToAllLatency& l : table)
+        if (l.op == op) points.emplace_back(std::log2(static_cast<double>(l.gpus)), l.latency_s);
+    if (points.empty()) return std::nullopt;
+    return log2_interpolate(std::move(points), gpus);
+}
+
 double EngineProfile::weights_fraction(const Gpu& gpu) const {
     const std::string& t = gpu.memory_technology;
     if (t.rfind("HBM", 0) == 0) return weights_hbm;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,28 @@ std::vector<LinkLatency> parse_link_latencies(const nlohmann::json& value, const
 // log2(GPUs) between the nearest published counts (held flat beyond them).
 // nullopt when the table has no figure for the pair.
 std::optional<double> allreduce_latency(const std::vector<LinkLatency>& table, AllreduceImpl impl, LinkFamily link, std::int64_t gpus);
+
+// One published latency of a mixture-of-experts all-to-all call
+// (models/interconnects.json, all_to_all_latency): DeepEP's low-latency
+// dispatch or combine of `tokens_per_rank` tokens over `gpus` EP ranks.
+enum class AllToAllOp { Dispatch, Combine };
+struct AllToAllLatency {
+    std::string implementation;        // "deepep-low-latency"
+    AllToAllOp op = AllToAllOp::Dispatch;
+    std::int64_t gpus = 8;
+    std::int64_t tokens_per_rank = 0;
+    double latency_s = 0;
+    std::string source;
+};
+
+// The all_to_all_latency entries of models/interconnects.json (already
+// parsed JSON); errors name `source` and the field (exit 65).
+std::vector<AllToAllLatency> parse_all_to_all_latencies(const nlohmann::json& value, const std::string& source);
+
+// The latency of one `op` call over `gpus` EP ranks: the table's figure for
+// that count, else interpolated in log2(GPUs) between the nearest published
+// counts (held flat beyond them). nullopt when the table has none for `op`.
+std::optional<double> all_to_all_latency(const std::vector<AllToAllLatency>& table, AllToAllOp op, std::int64_t gpus);
 
 struct EngineProfile {
     std::string id = "generic";

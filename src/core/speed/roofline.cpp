@@ -31,7 +31,7 @@ RooflineRow row_at(const CostModel& m, const RooflineInputs& in, std::int64_t ba
     r.tokens_per_s_total = static_cast<double>(batch) / r.step.total_s;
     r.kv_share = (r.step.kv_read_bytes + r.step.kv_write_bytes) / r.step.bytes();
     r.fits = !in.max_batch || batch <= *in.max_batch;
-    if (in.price_per_hour) r.usd_per_million_tokens = usd_per_million_tokens(*in.price_per_hour, m.tp, r.tokens_per_s_total);
+    if (in.price_per_hour) r.usd_per_million_tokens = usd_per_million_tokens(*in.price_per_hour, m.layout.active() ? m.layout.gpus : m.tp, r.tokens_per_s_total);
     if (in.spec) {
         SpecRow s;
         s.step = spec_step(m, in.spec->draft, in.spec->k, batch, in.context);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/checked.hpp"
+#include "core/error.hpp"
 #include "core/memory/kv_size.hpp"
 #include "core/model/weights.hpp"
 
@@ -32,10 +34,50 @@ double experts_touched(std::int64_t experts, std::int64_t per_token, std::int64_
     return E * (1.0 - std::pow(miss, static_cast<double>(tokens)));
 }
 
+void check_expert_imbalance(double imbalance) {
+    if (!(imbalance >= 1.0) || !std::isfinite(imbalance))
+        usage_error("--expert-imbalance: expected the busiest EP rank's routed tokens over the mean, a number >= 1, found " +
+                    std::to_string(imbalance));
+}
+
 namespace {
 
+// The layout's terms of one GPU (docs/scale-out.md, "Step cost").
+ExpertLayout make_layout(const CostModel& m, const ModelSpec& spec, const ExpertLayoutInputs& in) {
+    check_expert_imbalance(in.expert_imbalance);
+    const ScaleOut& so = in.scale_out;
+    ExpertLayout L;
+    L.gpus = checked_mul(so.dp, so.attention_tp, "GPUs per replica");
+    L.dp = so.dp;
+    L.ep = so.ep;
+    L.imbalance = so.ep > 1 ? in.expert_imbalance : 1.0;
+    // EP > 1: physical_experts / ep whole experts (stage_weights_scaled);
+    // EP 1: every expert, each a tensor shard of 1 / expert TP.
+    L.local_experts = so.ep > 1 ? so.experts_per_gpu : spec.experts;
+    // m.expert_bytes is one expert of one layer split over the attention TP.
+    const double attention_tp = static_cast<double>(so.attention_tp);
+    L.expert_bytes_per_gpu = m.expert_bytes * attention_tp / static_cast<double>(so.expert_tp);
+    // m.expert_flops_per_token is a token's k experts over the attention TP;
+    // a replica's token-expert pairs are spread over EP ranks, each expert
+    // split over expert TP.
+    L.expert_flops_scale = attention_tp / static_cast<double>(so.ep * so.expert_tp);
+    // DeepEP dispatches fp8 with one fp32 scale per 128 channels and combines
+    // in bf16 (deepseek-ai/DeepEP docs/legacy.md, "FP8 dispatching and BF16
+    // combining"; deep_ep/buffer.py low_latency_dispatch, use_fp8): fp8 where
+    // the model's experts run fp8 GEMMs, else bf16 both ways.
+    const double hidden = static_cast<double>(spec.hidden);
+    L.fp8_dispatch = m.math_dtype == Dtype::Fp8;
+    L.dispatch_bytes_per_copy = L.fp8_dispatch ? hidden + 4.0 * std::ceil(hidden / 128.0) : 2.0 * hidden;
+    L.combine_bytes_per_copy = 2.0 * hidden;
+    if (so.ep > 1) {
+        L.dispatch_latency_s = all_to_all_latency(in.all_to_all, AllToAllOp::Dispatch, so.ep).value_or(0.0);
+        L.combine_latency_s = all_to_all_latency(in.all_to_all, AllToAllOp::Combine, so.ep).value_or(0.0);
+    }
+    return L;
+}
+
 // make_cost_model, of one pipeline stage when `stage` is given.
-CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage, std::int64_t pp) {
+CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage, std::int64_t pp, const ExpertLayoutInputs* layout = nullptr) {
     const ModelSpec& spec = *in.model;
     CostModel m;
     m.gpu_id = in.gpu.id;
@@ -130,6 +172,11 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
     }
     else dense += expert_part;
     m.dense_weight_bytes = dense / tp;
+    if (layout) {
+        if (sample || staged) usage_error("--dp / --ep: the data-parallel step is priced for the whole model, without --pp or a sample");
+        m.layout = make_layout(m, spec, *layout);
+        if (m.layout.ep > 1 && m.link_bytes_per_s <= 0) m.notes.push_back("no interconnect figure for " + in.gpu.id + ": all-to-alls timed by latency only");
+    }
     m.layer_overhead_s = profile.layer_overhead_s * static_cast<double>(part_layers);
 
     // Matmul FLOPs: 2 per active parameter per token, without the embedding lookup, with a tied head.
@@ -197,13 +244,17 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
 
 CostModel make_cost_model(const CostModelInputs& in) { return build_cost_model(in, nullptr, 1); }
 
+CostModel make_cost_model(const CostModelInputs& in, const ExpertLayoutInputs& layout) { return build_cost_model(in, nullptr, 1, &layout); }
+
 CostModel make_stage_cost_model(const CostModelInputs& in, const PipelineStage& stage, std::int64_t pp) {
     return build_cost_model(in, &stage, pp);
 }
 
 namespace {
 
-StepCost finish(const CostModel& m, StepCost c, std::int64_t tokens) {
+// `expert_tokens`: the tokens whose routed-expert FLOPs this GPU computes
+// (< 0: `tokens`, the plain TP step).
+StepCost finish(const CostModel& m, StepCost c, std::int64_t tokens, double expert_tokens = -1) {
     // Routed experts stream at the profile's MoE efficiency of the weight bandwidth (grouped GEMMs).
     const double weights_s = m.expert_bandwidth_factor == 1.0
                                  ? c.weight_bytes / m.weights_bandwidth_bytes_per_s
@@ -216,7 +267,8 @@ StepCost finish(const CostModel& m, StepCost c, std::int64_t tokens) {
     c.compute_s = m.flops_per_s > 0 ? c.flops() / (m.flops_per_s * gemm_efficiency) : 0;
     // The routed experts' grouped GEMMs run at the profile's MoE efficiency of that.
     if (m.flops_per_s > 0 && m.expert_bandwidth_factor != 1.0)
-        c.compute_s += T * m.expert_flops_per_token * (1.0 / m.expert_bandwidth_factor - 1.0) / (m.flops_per_s * gemm_efficiency);
+        c.compute_s += (expert_tokens < 0 ? T : expert_tokens) * m.expert_flops_per_token * (1.0 / m.expert_bandwidth_factor - 1.0) /
+                       (m.flops_per_s * gemm_efficiency);
     c.compute_bound = c.compute_s > c.memory_s;
     c.overhead_s = m.step_overhead_s + m.layer_overhead_s;
     if (m.allreduces_per_step > 0 && m.link_bytes_per_s > 0) {
@@ -229,12 +281,62 @@ StepCost finish(const CostModel& m, StepCost c, std::int64_t tokens) {
         c.send_s = m.send_bytes_per_token * static_cast<double>(tokens) / m.link_bytes_per_s;
     c.total_s = std::max(c.memory_s, c.compute_s) + c.overhead_s + c.allreduce_s;
     if (c.send_s > 0) c.total_s += c.send_s;
+    if (c.all_to_all_s > 0) c.total_s += c.all_to_all_s;
     return c;
 }
 
 double routed_weight_bytes(const CostModel& m, std::int64_t tokens) {
     if (m.moe_layers == 0) return 0;
     return static_cast<double>(m.moe_layers) * experts_touched(m.experts, m.experts_per_token, tokens) * m.expert_bytes;
+}
+
+// One DP rank's step of `seqs` replica sequences of `tokens_per_seq` new
+// tokens each, `seq` being one sequence's KV and attention terms; the step
+// is the slowest rank's (docs/scale-out.md, "Step cost").
+StepCost layout_step(const CostModel& m, std::int64_t seqs, std::int64_t tokens_per_seq, const DecodeSeqTerms& seq) {
+    const ExpertLayout& L = m.layout;
+    StepCost c;
+    // Sequences are spread over the DP ranks; the busiest holds ceil(B / DP).
+    const std::int64_t rank_seqs = ceil_div(seqs, L.dp);
+    const double b = static_cast<double>(rank_seqs);
+    const std::int64_t rank_tokens = checked_mul(rank_seqs, tokens_per_seq, "tokens per DP rank");
+    const double replica_tokens = static_cast<double>(seqs) * static_cast<double>(tokens_per_seq);
+    c.rank_sequences = b;
+    // Attention and KV: this rank's own sequences, heads over the attention TP.
+    c.kv_read_bytes = b * seq.kv_read_bytes;
+    c.kv_write_bytes = b * seq.kv_write_bytes;
+    c.attention_flops = b * seq.attention_flops;
+    // Routed experts: the replica's T x k token-expert pairs spread uniformly
+    // over EP ranks (T x k / EP each), the busiest rank `imbalance` x that.
+    const double load = replica_tokens * L.imbalance;  // the busiest rank's share, in replica tokens
+    const double k = static_cast<double>(m.experts_per_token);
+    if (m.moe_layers > 0) {
+        c.rank_expert_tokens = load * k / static_cast<double>(L.ep);
+        // A local expert is missed by a token with probability 1 - k/E
+        // (k distinct experts of E, uniform); by `load` tokens, (1 - k/E)^load.
+        const double miss = 1.0 - k / static_cast<double>(m.experts);
+        c.experts_read = static_cast<double>(L.local_experts) * (1.0 - std::pow(miss, load));
+        c.expert_weight_bytes = static_cast<double>(m.moe_layers) * c.experts_read * L.expert_bytes_per_gpu;
+    }
+    c.weight_bytes = m.dense_weight_bytes + c.expert_weight_bytes;
+    // Dense FLOPs over this rank's tokens; expert FLOPs over its pairs.
+    const double expert_tokens = load * L.expert_flops_scale;
+    c.matmul_flops = static_cast<double>(rank_tokens) * (m.matmul_flops_per_token - m.expert_flops_per_token) + expert_tokens * m.expert_flops_per_token;
+    if (L.ep > 1 && m.moe_layers > 0) {
+        // Dispatch and combine per MoE layer: the busiest rank receives its
+        // pairs and sends their results back; (EP - 1) / EP of them cross the link.
+        const double remote = c.rank_expert_tokens * static_cast<double>(L.ep - 1) / static_cast<double>(L.ep);
+        const double dispatch = remote * L.dispatch_bytes_per_copy;
+        const double combine = remote * L.combine_bytes_per_copy;
+        const double layers = static_cast<double>(m.moe_layers);
+        c.all_to_all_bytes = layers * (dispatch + combine);
+        // Each call takes at least DeepEP's published time of one call, else its bytes over the link.
+        const double link = m.link_bytes_per_s;
+        const double dispatch_s = std::max(L.dispatch_latency_s, link > 0 ? dispatch / link : 0.0);
+        const double combine_s = std::max(L.combine_latency_s, link > 0 ? combine / link : 0.0);
+        c.all_to_all_s = layers * (dispatch_s + combine_s);
+    }
+    return finish(m, c, rank_tokens, expert_tokens);
 }
 
 }  // namespace
@@ -255,6 +357,7 @@ DecodeSeqTerms decode_seq_terms(const CostModel& m, std::int64_t context) {
 // one sequence's, plus the weights read once (the experts the batch's
 // tokens touch, for MoE layers).
 StepCost decode_step(const CostModel& m, std::int64_t batch, const DecodeSeqTerms& seq) {
+    if (m.layout.active()) return layout_step(m, batch, 1, seq);
     StepCost c;
     const double B = static_cast<double>(batch);
     c.expert_weight_bytes = routed_weight_bytes(m, batch);
@@ -275,6 +378,16 @@ StepCost prefill_step(const CostModel& m, std::int64_t batch, std::int64_t promp
     const double B = static_cast<double>(batch);
     const double P = static_cast<double>(prompt);
     const std::int64_t tokens = batch * prompt;
+    if (m.layout.active()) {
+        // One prompt's terms: its KV written once, its causal attention pairs.
+        DecodeSeqTerms one;
+        for (const CostGroup& g : m.groups) {
+            const double kept = g.window_tokens > 0 ? std::min<double>(P, static_cast<double>(g.window_tokens)) : P;
+            one.kv_write_bytes += g.kv_bytes_per_token * kept + g.state_bytes;
+            one.attention_flops += g.attention_flops_per_token_pair * causal_pairs(prompt, g.window_tokens) + g.state_flops_per_token * P;
+        }
+        return layout_step(m, batch, prompt, one);
+    }
     c.expert_weight_bytes = routed_weight_bytes(m, tokens);
     c.weight_bytes = m.dense_weight_bytes + c.expert_weight_bytes;
     for (const CostGroup& g : m.groups) {
@@ -319,7 +432,7 @@ bool whole(double x) { return x >= 0 && x < kExactLimit && std::floor(x) == x; }
 }  // namespace
 
 std::optional<StepCost> decode_batch_step(const CostModel& m, std::int64_t batch, std::int64_t context_sum) {
-    if (batch <= 0 || context_sum < 0) return std::nullopt;
+    if (batch <= 0 || context_sum < 0 || m.layout.active()) return std::nullopt;
     const double B = static_cast<double>(batch);
     const double S = static_cast<double>(context_sum);
     StepCost c;

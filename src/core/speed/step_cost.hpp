@@ -44,6 +44,18 @@ struct Efficiency {
     std::string calibration_source;    // the file, when calibrated
 };
 
+// Data-parallel attention with expert parallelism (docs/scale-out.md, "Step
+// cost"): the layout plan_scale_out resolves, how much busier than the mean
+// the busiest EP rank's experts are, and the published all-to-all table.
+struct ExpertLayoutInputs {
+    ScaleOut scale_out;
+    double expert_imbalance = 1.0;               // busiest rank's routed tokens / the mean, >= 1
+    std::vector<AllToAllLatency> all_to_all;     // models/interconnects.json all_to_all_latency
+};
+
+// Throws Error(Usage) naming --expert-imbalance unless it is a finite number >= 1.
+void check_expert_imbalance(double imbalance);
+
 struct CostModelInputs {
     const ModelSpec* model = nullptr;
     Gpu gpu;
@@ -65,6 +77,23 @@ struct CostGroup {
     double state_bytes = 0;             // recurrent state per sequence, one GPU
     double attention_flops_per_token_pair = 0;  // per (query token, attended token), all layers, one GPU
     double state_flops_per_token = 0;
+};
+
+// What the step of one DP rank needs to know about the layout (all ones: none).
+struct ExpertLayout {
+    std::int64_t gpus = 1;                 // GPUs of the replica: DP ranks x attention TP
+    std::int64_t dp = 1;
+    std::int64_t ep = 1;
+    std::int64_t local_experts = 0;        // physical experts per GPU per MoE layer (EP 1: all, as tensor shards)
+    double imbalance = 1.0;                // applies when ep > 1
+    double expert_bytes_per_gpu = 0;       // one whole routed expert of one MoE layer on one GPU (/ expert TP)
+    double expert_flops_scale = 1.0;       // attention TP / (EP x expert TP): a replica token's expert FLOPs on one GPU
+    double dispatch_bytes_per_copy = 0;    // one token sent to one expert: hidden x dispatch dtype (+ fp8 scales)
+    double combine_bytes_per_copy = 0;     // its result sent back: hidden x 2 B (bf16)
+    double dispatch_latency_s = 0;         // per MoE layer, per call
+    double combine_latency_s = 0;
+    bool fp8_dispatch = false;
+    bool active() const { return dp > 1 || ep > 1; }
 };
 
 struct CostModel {
@@ -94,10 +123,14 @@ struct CostModel {
     Dtype math_dtype = Dtype::Bf16;
     Dtype kv_dtype = Dtype::Bf16;
     std::vector<CostGroup> groups;
+    ExpertLayout layout;
     std::vector<std::string> notes;    // e.g. no FLOP/s figure, calibration in use
 };
 
 CostModel make_cost_model(const CostModelInputs& in);
+// The cost model of one DP rank under DP attention + EP: `in.tp` is then the
+// attention TP of one DP rank (ScaleOut::attention_tp); not with sample_layers.
+CostModel make_cost_model(const CostModelInputs& in, const ExpertLayoutInputs& layout);
 
 // The cost model of one pipeline stage of `pp` (pipeline_stages): its
 // layers, the LM head on the last stage, the send of its activations to the
@@ -119,6 +152,12 @@ struct StepCost {
     double overhead_s = 0;
     double allreduce_s = 0;
     double send_s = 0;                 // a pipeline stage's activations to the next stage
+    // DP attention + EP (CostModel::layout active; else all 0): the slowest rank's.
+    double rank_sequences = 0;         // sequences of the busiest DP rank: ceil(batch / DP)
+    double rank_expert_tokens = 0;     // token-expert pairs on the busiest EP rank, per MoE layer
+    double experts_read = 0;           // distinct local experts those pairs touch, per MoE layer
+    double all_to_all_bytes = 0;       // dispatch + combine over the link, all MoE layers
+    double all_to_all_s = 0;
     double total_s = 0;
     bool compute_bound = false;
 
@@ -155,7 +194,8 @@ struct SeqWork {
 // A mixed step (vLLM V1 runs decodes and prefill chunks as one forward pass):
 // the weights once for all the step's tokens, each sequence's cached KV read
 // once (within its window), its new tokens' KV written, and attention over
-// its cached prefix plus causal pairs among its new tokens.
+// its cached prefix plus causal pairs among its new tokens. Priced for the
+// plain TP layout (CostModel::layout is read by decode_step and prefill_step only).
 StepCost mixed_step(const CostModel& m, const std::vector<SeqWork>& seqs);
 
 // mixed_step of a pure decode batch, {c_1, 1} .. {c_batch, 1}, from the batch

@@ -1,0 +1,87 @@
+// `kvplan roofline` with data-parallel attention and expert parallelism
+// (docs/scale-out.md, "Step cost"), in process through run().
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/app.hpp"
+#include "test_support.hpp"
+
+using namespace kvplan;
+using namespace kvplan::test;
+
+namespace {
+
+std::vector<std::string> v3_dp8(std::vector<std::string> extra = {}) {
+    std::vector<std::string> a{"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--dp", "8",
+                               "--enable-expert-parallel", "--batch", "64,512"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+}
+
+}  // namespace
+
+TEST_CASE("roofline --dp 8 --enable-expert-parallel --json carries the layout and the all-to-all per step") {
+    auto r = kvplan_run(v3_dp8({"--json"}));
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["layout"]["dp"] == 8);
+    CHECK(j["layout"]["ep"] == 8);
+    CHECK(j["layout"]["gpus"] == 8);
+    CHECK(j["layout"]["experts_per_gpu"] == 32);       // 256 / 8
+    CHECK(j["layout"]["expert_imbalance"] == 1.0);
+    CHECK(j["tp"] == 1);                                // attention TP
+    REQUIRE(j["rows"].size() == 2);
+    CHECK(j["rows"][0]["rank_sequences"] == 8);         // 64 / 8
+    CHECK(j["rows"][1]["rank_sequences"] == 64);        // 512 / 8
+    // 58 MoE layers x (77 + 114) us: both batches at DeepEP's published floor.
+    CHECK(j["rows"][0]["all_to_all_s"].get<double>() == Approx(58 * 191e-6));
+    CHECK(j["rows"][0]["all_to_all_bytes"].get<double>() == Approx(70'572'544));  // 58 x 56 x 21,728 B
+    // The replica's tokens/s: batch / step.
+    CHECK(j["rows"][1]["tokens_per_s_total"].get<double>() == Approx(512 / j["rows"][1]["decode_step_s"].get<double>()));
+}
+
+TEST_CASE("roofline prints the a2a column and term only with expert parallelism") {
+    auto ep = kvplan_run(v3_dp8());
+    REQUIRE(ep.code == 0);
+    CHECK_THAT(ep.out, Catch::Contains("a2a") && Catch::Contains("EP all-to-alls") && Catch::Contains("Layout: 8 DP ranks"));
+    auto plain = kvplan_run({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--batch", "64,512"});
+    REQUIRE(plain.code == 0);
+    CHECK_THAT(plain.out, !Catch::Contains("a2a") && !Catch::Contains("all-to-all") && !Catch::Contains("Layout:"));
+}
+
+TEST_CASE("roofline --dp 1 prices exactly the plain TP step") {
+    auto a = kvplan_run({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--batch", "1,64", "--json"});
+    auto b = kvplan_run({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--dp", "1", "--batch", "1,64", "--json"});
+    REQUIRE(a.code == 0);
+    REQUIRE(b.code == 0);
+    CHECK(a.out == b.out);
+}
+
+TEST_CASE("roofline refuses a bad expert imbalance or an EP that does not divide the experts") {
+    for (const char* bad : {"0.9", "nan", "-1"}) {
+        auto r = kvplan_run(v3_dp8({"--expert-imbalance", bad}));
+        INFO(bad);
+        CHECK(r.code == 2);
+        CHECK(r.out.empty());
+        CHECK_THAT(r.err, Catch::Contains("--expert-imbalance"));
+    }
+    auto no_ep = kvplan_run({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--expert-imbalance", "1.5"});
+    CHECK(no_ep.code == 2);
+    CHECK_THAT(no_ep.err, Catch::Contains("--expert-imbalance needs expert parallelism"));
+    auto six = kvplan_run({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--dp", "6", "--enable-expert-parallel"});
+    CHECK(six.code == 2);
+    CHECK(six.out.empty());
+    CHECK_THAT(six.err, Catch::Contains("EP 6 does not divide the 256 routed experts"));
+}
+
+TEST_CASE("roofline --format csv adds the layout columns only with a layout") {
+    auto r = kvplan_run(v3_dp8({"--format", "csv"}));
+    REQUIRE(r.code == 0);
+    const std::string header = r.out.substr(0, r.out.find('\n'));
+    CHECK_THAT(header, Catch::EndsWith("allreduce_s,dp,ep,expert_imbalance,all_to_all_s,all_to_all_bytes,rank_sequences,rank_expert_tokens"));
+    // Batch 64: 8 sequences a rank, 64 pairs, 58 x 56 x 21,728 B.
+    CHECK_THAT(r.out, Catch::Contains(",8,8,1,0.011078,70572544,8,64\n"));
+    auto plain = kvplan_run({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--format", "csv"});
+    CHECK_THAT(plain.out.substr(0, plain.out.find('\n')), Catch::EndsWith("allreduce_s"));
+}

@@ -1,0 +1,152 @@
+// The step of one DP rank under data-parallel attention + expert
+// parallelism (docs/scale-out.md, "Step cost"): DeepSeek-V3 on 8 x H200,
+// vLLM --tp 1 --dp 8 --enable-expert-parallel. Every figure is derived by
+// hand in the comments from the config (256 routed experts, 8 per token,
+// hidden 7168, 58 MoE layers of 61: first_k_dense_replace 3), the
+// datasheet (H200 NVLink 450 GB/s per direction) and DeepEP's published
+// low-latency times (models/interconnects.json: EP 8 dispatch 77 us,
+// combine 114 us).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include "core/error.hpp"
+#include "core/memory/parallel.hpp"
+#include "core/speed/step_cost.hpp"
+#include "io/engine_db.hpp"
+#include "speed_fixtures.hpp"
+#include "test_support.hpp"
+
+using namespace kvplan;
+using namespace kvplan::test;
+
+namespace {
+
+const ModelSpec& v3() {
+    static const ModelSpec m = preset("deepseek-v3");
+    return m;
+}
+
+ScaleOut vllm_dp8_ep8() {
+    ScaleOutInputs in;
+    in.tp = 1;
+    in.dp = 8;
+    in.enable_expert_parallel = true;
+    return plan_scale_out(v3(), in);
+}
+
+CostModel plain(std::int64_t tp = 1) {
+    return make_cost_model(CostModelInputs{&v3(), gpu("h200"), WeightFormat{}, std::nullopt, tp, pure(), std::nullopt});
+}
+
+CostModel layout(const ScaleOut& so, double imbalance = 1.0) {
+    const CostModelInputs in{&v3(), gpu("h200"), WeightFormat{}, std::nullopt, so.attention_tp, pure(), std::nullopt};
+    return make_cost_model(in, ExpertLayoutInputs{so, imbalance, bundled_all_to_all_latencies()});
+}
+
+// (31/32)^n: a local expert missed by n tokens that each pick 8 of 256.
+double miss(double n) { return std::pow(1.0 - 8.0 / 256.0, n); }
+
+}  // namespace
+
+TEST_CASE("DeepSeek-V3 DP 8 + EP 8 on H200: 32 experts per GPU, one whole expert of a layer per slot") {
+    const ScaleOut so = vllm_dp8_ep8();
+    CHECK(so.ep == 8);
+    CHECK(so.attention_tp == 1);
+    CHECK(so.experts_per_gpu == 32);  // 256 / 8
+    const CostModel m = layout(so);
+    CHECK(m.moe_layers == 58);        // 61 layers, the first 3 dense
+    CHECK(m.layout.local_experts == 32);
+    // TP 1 attention: a whole expert per slot, as the plain TP-1 model has it.
+    CHECK(m.layout.expert_bytes_per_gpu == Approx(plain().expert_bytes));
+    // fp8 dispatch: 7168 B + one fp32 scale per 128 channels (56 x 4 = 224 B); bf16 combine 2 x 7168.
+    CHECK(m.layout.dispatch_bytes_per_copy == 7392);
+    CHECK(m.layout.combine_bytes_per_copy == 14336);
+    CHECK(m.layout.dispatch_latency_s == Approx(77e-6));
+    CHECK(m.layout.combine_latency_s == Approx(114e-6));
+}
+
+TEST_CASE("DeepSeek-V3 DP 8 + EP 8 at batch 64: 8 sequences a rank, 64 token-expert pairs, 27.8 experts read") {
+    const CostModel m = layout(vllm_dp8_ep8());
+    const StepCost s = decode_step(m, 64, 2560);
+    CHECK(s.rank_sequences == 8);                // 64 / 8 DP ranks
+    CHECK(s.rank_expert_tokens == Approx(64));   // 64 tokens x 8 experts / 8 EP ranks
+    // 32 x (1 - (31/32)^64) = 32 x (1 - 0.13108) = 27.805 distinct local experts per MoE layer.
+    CHECK(s.experts_read == Approx(32 * (1 - miss(64))));
+    CHECK(s.experts_read == Approx(27.805).epsilon(1e-4));
+    CHECK(s.expert_weight_bytes == Approx(58 * s.experts_read * plain().expert_bytes));
+    // 7/8 of the 64 pairs cross NVLink: 56 x (7392 + 14336) = 1,216,768 B a layer, x 58 = 70,572,544 B.
+    CHECK(s.all_to_all_bytes == Approx(70'572'544));
+    // 56 x 7392 B / 450 GB/s = 0.92 us < 77 us: each call costs DeepEP's published time, 58 x (77 + 114) us = 11.078 ms.
+    CHECK(s.all_to_all_s == Approx(58 * (77e-6 + 114e-6)));
+    CHECK(s.total_s == Approx(std::max(s.memory_s, s.compute_s) + s.overhead_s + s.allreduce_s + s.all_to_all_s));
+    // Attention TP 1: no all-reduce.
+    CHECK(s.allreduce_s == 0);
+}
+
+TEST_CASE("DeepSeek-V3 DP 8 + EP 8 at batch 512: 64 sequences a rank, every local expert read") {
+    const CostModel m = layout(vllm_dp8_ep8());
+    const StepCost s = decode_step(m, 512, 2560);
+    CHECK(s.rank_sequences == 64);
+    CHECK(s.rank_expert_tokens == Approx(512));  // 512 x 8 / 8
+    // 32 x (1 - (31/32)^512): (31/32)^512 = e^(512 ln 0.96875) = e^-16.26 = 8.7e-8.
+    CHECK(s.experts_read == Approx(32).epsilon(1e-6));
+    // 448 remote pairs x 21,728 B x 58 = 564,580,352 B; 448 x 7392 / 450e9 = 7.4 us, still under 77 us.
+    CHECK(s.all_to_all_bytes == Approx(564'580'352));
+    CHECK(s.all_to_all_s == Approx(58 * (77e-6 + 114e-6)));
+    // The KV: this rank's 64 sequences of 2,560 tokens, 70,272 B a token (61 x 576 x 2, MLA).
+    CHECK(s.kv_read_bytes == Approx(64.0 * 2560 * 70'272));
+}
+
+TEST_CASE("expert imbalance 1.5 at batch 64: the busiest rank reads 2.68 more experts a layer") {
+    const CostModel even = layout(vllm_dp8_ep8());
+    const CostModel skew = layout(vllm_dp8_ep8(), 1.5);
+    const StepCost a = decode_step(even, 64, 2560);
+    const StepCost b = decode_step(skew, 64, 2560);
+    CHECK(b.rank_expert_tokens == Approx(96));  // 1.5 x 64
+    // Memory-bound at 8 sequences a rank: the step grows by the extra expert reads only,
+    // 58 x 32 x ((31/32)^64 - (31/32)^96) = 58 x 2.676 expert slots, over 4.8 TB/s.
+    REQUIRE_FALSE(a.compute_bound);
+    REQUIRE_FALSE(b.compute_bound);
+    const double extra_experts = 32 * (miss(64) - miss(96));
+    CHECK(extra_experts == Approx(2.676).epsilon(1e-3));
+    const double extra_s = 58 * extra_experts * plain().expert_bytes / 4.8e12;
+    CHECK(b.total_s - a.total_s == Approx(extra_s + (b.all_to_all_s - a.all_to_all_s)));
+    // Both a2a calls stay at DeepEP's floor: 84 x 7392 B / 450 GB/s = 1.4 us.
+    CHECK(b.all_to_all_s == Approx(a.all_to_all_s));
+    CHECK(b.all_to_all_bytes == Approx(1.5 * a.all_to_all_bytes));
+}
+
+TEST_CASE("DP 1 and EP 1 price today's step exactly") {
+    ScaleOutInputs in;
+    in.tp = 8;
+    const ScaleOut so = plan_scale_out(v3(), in);
+    CHECK(so.ep == 1);
+    const CostModel with = layout(so);
+    const CostModel without = plain(8);
+    CHECK_FALSE(with.layout.active());
+    for (std::int64_t b : {1, 64, 512}) {
+        const StepCost x = decode_step(with, b, 2560);
+        const StepCost y = decode_step(without, b, 2560);
+        CHECK(x.total_s == y.total_s);
+        CHECK(x.bytes() == y.bytes());
+        CHECK(x.all_to_all_s == 0);
+    }
+    CHECK(prefill_step(with, 1, 2048).total_s == prefill_step(without, 1, 2048).total_s);
+}
+
+TEST_CASE("an expert imbalance below 1 or not a number is refused") {
+    CHECK_THROWS_WITH(layout(vllm_dp8_ep8(), 0.9), Catch::Contains("--expert-imbalance") && Catch::Contains(">= 1"));
+    CHECK_THROWS_AS(layout(vllm_dp8_ep8(), std::numeric_limits<double>::quiet_NaN()), Error);
+    CHECK_THROWS_AS(layout(vllm_dp8_ep8(), std::numeric_limits<double>::infinity()), Error);
+    CHECK_NOTHROW(check_expert_imbalance(1.0));
+}
+
+TEST_CASE("an EP size that does not divide DeepSeek-V3's 256 experts is refused") {
+    ScaleOutInputs in;
+    in.tp = 1;
+    in.dp = 6;
+    in.enable_expert_parallel = true;  // EP 6
+    CHECK_THROWS_WITH(plan_scale_out(v3(), in), Catch::Contains("EP 6 does not divide the 256 routed experts"));
+}
