@@ -897,9 +897,7 @@ void VllmEngine::advance(double horizon, bool stop_on_done) {
         }
         if (t_ >= horizon) return;
         const std::int64_t done_before = done_;
-        // A run finishes nothing; it stops before a remote prefill's KV lands, which admits a request.
-        const double run_horizon = std::min(horizon, next_loaded_s());
-        if (c_.jump_decode_runs && decode_ && t_ < run_horizon && decode_run(run_horizon)) continue;
+        if (c_.jump_decode_runs && decode_ && decode_run(horizon)) continue;  // a run finishes nothing
         step_.clear();
         std::int64_t budget = c_.max_num_batched_tokens;
         if (schedule_running(budget)) schedule_waiting(budget);
