@@ -17,6 +17,8 @@
 #include "core/memory/kv_size.hpp"
 #include "core/digits.hpp"
 #include "core/model/config_parts.hpp"
+#include "core/model/weight_format.hpp"
+#include "io/engine_db.hpp"
 #include "io/trace_reader.hpp"
 
 namespace kvplan {
@@ -122,6 +124,15 @@ CpuTierConfig cpu_tier_config(const std::string& size, const CapacityPlan& p, co
     return c;
 }
 
+// --weights-dtype as the engine's speed profile stores it (an int4 group's
+// scale and zero point), so that the pool holds what the step prices read;
+// nullopt for auto (the checkpoint as served).
+std::optional<WeightFormat> stored_weights(const SimulateOptions& o) {
+    if (o.weights_dtype == "auto") return std::nullopt;
+    const EngineProfile& p = find_engine("--engine", o.engine);
+    return int4_as_stored(parse_weight_format("--weights-dtype", o.weights_dtype), p.int4_group_bits, p.quantize_head);
+}
+
 // The KV pool and scheduler limits vLLM would start with (concurrency --engine vllm).
 SchedulerConfig engine_config(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu, std::int64_t& max_model_len, std::string& source) {
     CapacityInputs in;
@@ -129,6 +140,7 @@ SchedulerConfig engine_config(const SimulateOptions& o, const ModelSpec& model, 
     in.engine = Engine::Vllm;
     in.tp = o.tp;
     in.pp = o.pp;  // the pool of the binding stage (concurrency --pp)
+    in.weights_format = stored_weights(o);
     if (o.mem_util > 0) in.mem_util = o.mem_util;
     in.kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
     if (o.block_size > 0) in.block_size = o.block_size;
@@ -170,6 +182,7 @@ SglangConfig sglang_config(const SimulateOptions& o, const ModelSpec& model, con
     in.gpu = gpu;
     in.engine = Engine::Sglang;
     in.tp = o.tp;
+    in.weights_format = stored_weights(o);
     if (o.mem_util > 0) in.mem_util = o.mem_util;
     in.kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
     if (o.max_model_len > 0) in.max_model_len = o.max_model_len;

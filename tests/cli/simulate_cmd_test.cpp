@@ -66,6 +66,20 @@ TEST_CASE("simulate replays a trace: every request completes, twice the same, wi
     CHECK(t.out.find("met every SLO") != std::string::npos);
 }
 
+TEST_CASE("the pool holds the weights --weights-dtype stores: fp8 linear layers free 3,328 blocks of Llama-3.1-8B on an H100") {
+    // Llama-3.1-8B: 8,030,261,248 parameters, of which the untied embedding and head (2 x 128,256 x 4,096)
+    // and 65 norms of 4,096 stay 16-bit; the 6,979,321,856 linear weights go from 2 B to 1 B, freeing
+    // 6,979,321,856 B = exactly 3,328 blocks of 16 tokens x 131,072 B (32 layers x 8 KV heads x 128 x 2 x 2 B).
+    auto blocks = [](const char* weights) {
+        auto r = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "1", "--requests", "3", "--input-len",
+                             "fixed:10", "--output-len", "fixed:5", "--weights-dtype", weights, "--json"});
+        REQUIRE(r.code == 0);
+        return nlohmann::json::parse(r.out)["kv_blocks_total"].get<std::int64_t>();
+    };
+    CHECK(blocks("fp8") - blocks("auto") == 3328);
+    CHECK(blocks("nvfp4") > blocks("fp8"));  // 4.5 bits
+}
+
 TEST_CASE("a pool made small preempts, and Mooncake's shared prefixes hit the cache") {
     auto r = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", kTraces + "mooncake_conversation.jsonl",
                          "--limit", "300", "--max-model-len", "131072", "--json"});

@@ -2,7 +2,8 @@
 // Bytes -> trace (io/trace_reader, every format, auto-detected) -> Workload
 // -> the vLLM or SGLang scheduler over a small pool with a constant step, invariants
 // checked after every step, and vLLM's decode-run jump against stepping,
-// vLLM's pipeline and SGLang's replicas -> metrics. The reader must refuse every bad
+// vLLM's pipeline, KV offload and disaggregated pools, and SGLang's
+// replicas -> metrics. The reader must refuse every bad
 // line with a kvplan::Error; the scheduler must complete or reject every
 // request it is given. Anything else (a crash, a sanitizer report, a
 // logic_error from the invariants, a hang past -timeout) is a bug.
@@ -14,6 +15,7 @@
 
 #include "core/error.hpp"
 #include "core/sim/cluster.hpp"
+#include "core/sim/disagg.hpp"
 #include "core/sim/metrics.hpp"
 #include "core/sim/scheduler.hpp"
 #include "core/sim/sglang_scheduler.hpp"
@@ -76,6 +78,29 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const SimRun piped = simulate_cluster(w, c, ClusterConfig{1 + static_cast<std::int64_t>(size % 3), Router::LeastLoaded}, by_context,
                                               decode, true, stages);
         for (const RequestRecord& r : piped.requests)
+            if (!r.rejected && r.finish_s < 0) __builtin_trap();
+        // KV offload to a CPU tier of 16 to 271 blocks over a slow or a fast
+        // host link (one full-attention group with prefix caching, as the
+        // command allows): loads and stores interleave with preemptions.
+        if (c.groups.empty() && c.prefix_caching) {
+            SchedulerConfig o = c;
+            o.cpu_tier = CpuTierConfig{16 + static_cast<std::int64_t>(size % 256), 16'000, size % 5 == 0 ? 1e8 : 1e10, 0};
+            const SimRun off = simulate(w, o, by_context, decode, true);
+            for (const RequestRecord& r : off.requests)
+                if (!r.rejected && r.finish_s < 0) __builtin_trap();
+        }
+        // The same pool as disaggregated prefill and decode pools joined by a
+        // slow or a fast link, the decode side's runs jumped.
+        DisaggConfig k;
+        k.prefill_replicas = 1 + static_cast<std::int64_t>(size % 2);
+        k.decode_replicas = 1 + static_cast<std::int64_t>(size % 3);
+        k.router = size % 8 == 0 ? Router::LeastLoaded : Router::RoundRobin;
+        k.link = KvLink{size % 3 == 0 ? 1e8 : 1e10, 1e-4};
+        k.kv_bytes_per_token_per_rank = 1000;
+        k.layerwise = size % 5 == 1;
+        k.layers = 32;
+        const DisaggRun pd = simulate_disagg(w, c, c, k, by_context, decode, by_context, decode, true);
+        for (const RequestRecord& r : pd.run.requests)
             if (!r.rejected && r.finish_s < 0) __builtin_trap();
     } else {
         SglangConfig c;  // SGLang's, over a token pool

@@ -148,7 +148,7 @@ Settings resolve_settings(CapacityPlan& p, const ModelSpec& spec, const Capacity
     s.dt = Dtypes{in.kv_dtype.value_or(auto_kv_dtype(spec)), in.state_dtype.value_or(served),
                   in.ssm_state_dtype.value_or(in.state_dtype.value_or(served))};
     p.kv_dtype = s.dt.kv;
-    s.weights = size_weights(spec, in.weights_dtype);
+    s.weights = in.weights_format ? size_weights_in(spec, *in.weights_format) : size_weights(spec, in.weights_dtype);
     p.weights_dtype = s.weights.dtype;
     p.weights_quantization = s.weights.quantization;
     p.model_weights_bytes = s.weights.bytes;

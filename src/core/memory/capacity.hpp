@@ -14,6 +14,7 @@
 #include "core/memory/engine.hpp"
 #include "core/hardware.hpp"
 #include "core/model/model_spec.hpp"
+#include "core/model/weight_format.hpp"
 #include "core/memory/parallel.hpp"
 #include "core/memory/vllm_kv_cache.hpp"
 
@@ -37,6 +38,9 @@ struct CapacityInputs {
     std::optional<std::int64_t> kv_pool_bytes;   // replaces the whole budget
     std::optional<Dtype> kv_dtype;               // default: serving dtype (auto)
     std::optional<Dtype> weights_dtype;          // default: as the checkpoint is served
+    // A --weights-dtype format as the engine stores it (simulate, recommend
+    // --slo: the pool their step prices assume); replaces weights_dtype.
+    std::optional<WeightFormat> weights_format;
     std::optional<Dtype> state_dtype;            // Mamba conv/ssm state (auto)
     std::optional<Dtype> ssm_state_dtype;
     std::optional<std::int64_t> block_size;      // default: the engine's
