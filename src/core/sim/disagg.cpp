@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/checked.hpp"
+#include "core/sim/block_pool.hpp"
 #include "core/error.hpp"
 #include "core/memory/kv_size.hpp"
 
@@ -37,6 +38,18 @@ bool VllmEngine::admit_remote(std::size_t r, std::int64_t& budget) {
         return true;
     }
     const std::int64_t prompt = w_.requests[r].input_tokens;
+    // Every KV-cache group takes the whole prompt's blocks for the pull (a
+    // window's blocks that fall out of it are not nulled first), so a prompt
+    // needing more than the whole pool could never be admitted: it is
+    // rejected, as admit() rejects a request the pool cannot hold.
+    std::int64_t need = 0;
+    for (std::size_t g = 0; g < groups_.size(); ++g) need = checked_add(need, blocks_for(g, prompt));
+    if (need > pool_->total()) {
+        records_[r].rejected = true;
+        waiting_.pop_front();
+        ++done_;
+        return true;
+    }
     if (!allocate(r, prompt)) return false;  // live_[r].computed is 0: ceil(prompt / block) blocks per group
     records_[r].scheduled_s = t_;
     remote_state_[r] = 1;

@@ -154,6 +154,28 @@ TEST_CASE("a decode pool short of blocks makes the next request wait for the fir
     CHECK(summarise(small.run, {}).ttft_s.max > summarise(large.run, {}).ttft_s.max);
 }
 
+TEST_CASE("a decode pool with a sliding-window group rejects a prompt whose pull needs more blocks than the pool") {
+    // Two groups of 16-token blocks, full attention and a 100-token window. A
+    // 5,000-token prompt fits the worst case a local request needs (313 full
+    // blocks + ceil(99 / 16) + 1 = 8 window blocks, with its 10 outputs), but
+    // the pull takes the whole prompt in both groups: 2 x 313 = 626 blocks,
+    // more than the 500 of the pool, so it could never be admitted and is
+    // rejected; the 500-token prompt after it (2 x 32 = 64 blocks) is served.
+    // (Found by fuzz_trace as a decode side that never advanced.)
+    Workload w;
+    w.requests.push_back(SimRequest{0, 5000, 10, {}, 0});
+    w.requests.push_back(SimRequest{0.001, 500, 10, {}, 0});
+    SchedulerConfig p;
+    p.num_gpu_blocks = 1000;
+    p.groups = {KvGroup{KvGroupKind::Full, 0, 16}, KvGroup{KvGroupKind::Sliding, 100, 16}};
+    SchedulerConfig d = p;
+    d.num_gpu_blocks = 500;
+    const DisaggRun run = simulate_disagg(w, p, d, slow_link(), linear, linear_decode, linear, linear_decode, true);
+    CHECK(run.run.requests[0].rejected);
+    CHECK_FALSE(run.run.requests[1].rejected);
+    CHECK(run.run.requests[1].finish_s > 0);
+}
+
 TEST_CASE("every request of a P/D run is served in causal order, the same on every run and stepped one by one") {
     SyntheticSpec s;
     s.rate = 40;
