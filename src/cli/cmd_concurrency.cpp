@@ -1,5 +1,6 @@
 #include "cli/cmd_concurrency.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/scale_out_options.hpp"
 
 #include <cctype>
 
@@ -22,16 +23,7 @@ CLI::App* setup_concurrency(CLI::App& app, ConcurrencyOptions& o) {
     cmd->add_option("--gpus", o.gpus, "GPUs in all (default: tp x pp); the rest are data-parallel replicas")->check(count);
     cmd->add_option("--tp", o.tp, "tensor-parallel ranks per replica")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("--pp", o.pp, "pipeline-parallel stages per replica")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
-    cmd->add_option("--dp", o.dp, "attention data-parallel ranks (vLLM --data-parallel-size; SGLang --dp with --enable-dp-attention)")
-        ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
-    cmd->add_option("--ep", o.ep, "expert-parallel GPUs (SGLang --ep; vLLM: always tp x dp)")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
-    cmd->add_flag("--enable-expert-parallel", o.enable_expert_parallel, "vLLM: routed experts over EP = tp x dp GPUs");
-    cmd->add_option("--redundant-experts", o.redundant_experts, "extra physical experts per MoE layer, as EPLB adds them")
-        ->check(CLI::Range(std::int64_t{0}, std::int64_t{4096}));
-    cmd->add_option("--moe-dense-tp-size", o.moe_dense_tp, "SGLang: TP of the dense MLP layers (1 or --tp; default --tp)")
-        ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
-    cmd->add_option("--moe-a2a-backend", o.moe_a2a_backend, "SGLang: none|deepep (deepep: EP = tp, shared experts on every GPU)")
-        ->check(CLI::IsMember({"none", "deepep"}));
+    add_scale_out_options(*cmd, o, "attention data-parallel ranks (vLLM --data-parallel-size; SGLang --dp with --enable-dp-attention)");
     cmd->add_option("-c,--context", o.contexts, "tokens per request, comma-separated (default: 4096,32768,131072 up to max_model_len)")
         ->delimiter(',')
         ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));

@@ -1,5 +1,6 @@
 #include "cli/cmd_roofline.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/scale_out_options.hpp"
 
 #include "core/speed/calibration.hpp"
 #include "core/memory/capacity.hpp"
@@ -65,16 +66,7 @@ CLI::App* setup_roofline(CLI::App& app, RooflineOptions& o) {
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{16}));
     cmd->add_option("--acceptance", o.acceptance, "acceptance rate in [0,1] for every draft position, or K comma-separated conditional rates a1..aK");
     cmd->add_option("--draft-model", o.draft_model, "the draft model for --spec-method draft (a config.json, a model folder or a preset)");
-    cmd->add_option("--dp", o.dp, "attention data-parallel ranks; --batch is then the replica's, B / dp per rank (docs/scale-out.md)")
-        ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
-    cmd->add_option("--ep", o.ep, "expert-parallel GPUs (SGLang --ep; vLLM: always tp x dp)")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
-    cmd->add_flag("--enable-expert-parallel", o.enable_expert_parallel, "vLLM: routed experts over EP = tp x dp GPUs");
-    cmd->add_option("--redundant-experts", o.redundant_experts, "extra physical experts per MoE layer, as EPLB adds them")
-        ->check(CLI::Range(std::int64_t{0}, std::int64_t{4096}));
-    cmd->add_option("--moe-dense-tp-size", o.moe_dense_tp, "SGLang: TP of the dense MLP layers (1 or --tp; default --tp)")
-        ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
-    cmd->add_option("--moe-a2a-backend", o.moe_a2a_backend, "SGLang: none|deepep (deepep: EP = tp, shared experts on every GPU)")
-        ->check(CLI::IsMember({"none", "deepep"}));
+    add_scale_out_options(*cmd, o, "attention data-parallel ranks; --batch is then the replica's, B / dp per rank (docs/scale-out.md)");
     cmd->add_option("--expert-imbalance", o.expert_imbalance, "busiest EP rank's routed tokens over the mean, >= 1 (default 1: uniform routing)");
     cmd->footer(
         "Examples:\n"

@@ -14,6 +14,25 @@ namespace kvplan {
 // whose series ended earlier has nothing running, its blocks free). Walks the
 // points, not the seconds: each output point spans the seconds until the next
 // replica's point changes, so an idle stretch costs one point per replica.
+void add_engine_totals(SimRun& run, SimRun&& e, std::vector<std::vector<TimePoint>>& series, std::vector<std::int64_t>& blocks) {
+    run.itl_s.append(e.itl_s);
+    run.steps += e.steps;
+    run.decode_run_steps += e.decode_run_steps;
+    run.preemptions += e.preemptions;
+    run.recomputed_tokens += e.recomputed_tokens;
+    run.prompt_tokens += e.prompt_tokens;
+    run.prefix_hit_tokens += e.prefix_hit_tokens;
+    run.cpu_blocks += e.cpu_blocks;
+    run.cpu_hit_tokens += e.cpu_hit_tokens;
+    run.offload_bytes += e.offload_bytes;
+    run.onload_bytes += e.onload_bytes;
+    run.peak_blocks_used = std::max(run.peak_blocks_used, e.peak_blocks_used);
+    run.total_blocks += e.total_blocks;
+    run.end_s = std::max(run.end_s, e.end_s);
+    series.push_back(std::move(e.timeseries));
+    blocks.push_back(e.total_blocks);
+}
+
 std::vector<TimePoint> sum_series(const std::vector<std::vector<TimePoint>>& series, const std::vector<std::int64_t>& blocks,
                                   std::int64_t total_blocks) {
     std::vector<TimePoint> out;
@@ -159,22 +178,7 @@ private:
                 e.replicas = std::move(run.replicas);
                 return e;
             }
-            run.itl_s.append(e.itl_s);
-            run.steps += e.steps;
-            run.decode_run_steps += e.decode_run_steps;
-            run.preemptions += e.preemptions;
-            run.recomputed_tokens += e.recomputed_tokens;
-            run.prompt_tokens += e.prompt_tokens;
-            run.prefix_hit_tokens += e.prefix_hit_tokens;
-            run.cpu_blocks += e.cpu_blocks;
-            run.cpu_hit_tokens += e.cpu_hit_tokens;
-            run.offload_bytes += e.offload_bytes;
-            run.onload_bytes += e.onload_bytes;
-            run.peak_blocks_used = std::max(run.peak_blocks_used, e.peak_blocks_used);
-            run.total_blocks += e.total_blocks;
-            run.end_s = std::max(run.end_s, e.end_s);
-            series.push_back(std::move(e.timeseries));
-            blocks.push_back(e.total_blocks);
+            add_engine_totals(run, std::move(e), series, blocks);
         }
         run.timeseries = sum_series(series, blocks, run.total_blocks);
         run.requests = std::move(states_.records);

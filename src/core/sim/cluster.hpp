@@ -41,6 +41,11 @@ SimRun simulate_cluster(const Workload& w, const SchedulerConfig& c, const Clust
 std::vector<TimePoint> sum_series(const std::vector<std::vector<TimePoint>>& series, const std::vector<std::int64_t>& blocks,
                                   std::int64_t total_blocks);
 
+// Adds one engine's totals to `run` (ITL gaps, steps, preemptions, token and
+// byte counts summed; peak_blocks_used and end_s the larger; total_blocks the
+// sum) and its series and pool to those sum_series will add up.
+void add_engine_totals(SimRun& run, SimRun&& engine, std::vector<std::vector<TimePoint>>& series, std::vector<std::int64_t>& blocks);
+
 // The same with SGLang engines; the "blocks" are token slots.
 SimRun simulate_sglang_cluster(const Workload& w, const SglangConfig& c, const ClusterConfig& k, const StepPricer& price,
                                bool check_invariants = false);

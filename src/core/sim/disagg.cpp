@@ -229,16 +229,9 @@ DisaggRun simulate_disagg(const Workload& w, const SchedulerConfig& prefill, con
     for (std::size_t e = 0; e < engines.size(); ++e) {
         SimRun d = engines[e].take_totals();
         out.decode.push_back(ReplicaStats{routed[e], d.steps, d.preemptions, d.peak_blocks_used, d.total_blocks});
-        run.itl_s.append(d.itl_s);
-        run.steps += d.steps;
-        run.decode_run_steps += d.decode_run_steps;
-        run.preemptions += d.preemptions;
-        run.recomputed_tokens += d.recomputed_tokens;
-        run.peak_blocks_used = std::max(run.peak_blocks_used, d.peak_blocks_used);
-        run.total_blocks += d.total_blocks;
-        run.end_s = std::max(run.end_s, d.end_s);
-        series.push_back(std::move(d.timeseries));
-        blocks.push_back(d.total_blocks);
+        // The decode side admits no prompt of its own (a pull is not a first admission) and runs no CPU tier:
+        // its token counts add nothing to the prefill side's.
+        add_engine_totals(run, std::move(d), series, blocks);
     }
     run.timeseries = sum_series(series, blocks, run.total_blocks);
     run.replicas = out.prefill;
