@@ -51,6 +51,9 @@ CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
     cmd->add_option("--trace-format", o.trace_format, "auto|azure|mooncake|jsonl|csv")->check(CLI::IsMember({"auto", "azure", "mooncake", "jsonl", "csv"}));
     cmd->add_option("--time-scale", o.time_scale, "search: the trace's traffic this many times faster (its peak minute is the target)")->check(finite_range(1e-6, 1e6));
     cmd->add_option("--limit", o.limit, "search: only the first N requests of the trace")->check(CLI::Range(std::int64_t{2}, std::int64_t{100'000'000}));
+    cmd->add_flag("--disaggregated", o.disaggregated,
+                  "search: also disaggregated prefill/decode units (P prefill and D decode vLLM instances, each side its own TP)");
+    cmd->add_option("--kv-link", o.kv_link, "search, --disaggregated: the KV link, auto (NVLink where the device has it, else ib-ndr), nvlink, ib-ndr, ib-xdr, roce or NGB/s");
     cmd->footer(
         "Examples:\n"
         "  kvplan recommend --model llama-3.1-8b --context 8192 --ttft 0.5 --tpot 0.05\n"
@@ -59,7 +62,9 @@ CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
         "SLO search on the simulator (docs/recommend.md):\n"
         "  kvplan recommend --model llama-3.1-8b --slo ttft=2s,tpot=50ms --rate 20 --gpus h100-sxm,l40s \\\n"
         "      --price-per-hour h100-sxm=2.5,l40s=0.9\n"
-        "  kvplan recommend --model llama-3.1-8b --slo ttft=2s,tpot=50ms --trace azure-2023-conv --gpus h100-sxm,l40s");
+        "  kvplan recommend --model llama-3.1-8b --slo ttft=2s,tpot=50ms --trace azure-2023-conv --gpus h100-sxm,l40s\n"
+        "  kvplan recommend --model llama-3.1-8b --slo ttft=1s,tpot=30ms --rate 20 --input-len fixed:4096 --output-len fixed:256 \\\n"
+        "      --gpus h100-sxm --max-gpus 2 --disaggregated --price-per-hour h100-sxm=2.5");
     return cmd;
 }
 
@@ -93,7 +98,8 @@ std::map<std::string, double> prices(const RecommendOptions& o) {
 }
 
 bool wants_search(const RecommendOptions& o) {
-    return !o.slo.empty() || o.rate > 0 || !o.trace.empty() || !o.input_len.empty() || !o.output_len.empty() || o.requests > 0;
+    return !o.slo.empty() || o.rate > 0 || !o.trace.empty() || !o.input_len.empty() || !o.output_len.empty() || o.requests > 0 ||
+           o.disaggregated || o.kv_link != "auto";
 }
 
 CommandOutput run_analytic(const RecommendOptions& o) {
@@ -135,7 +141,7 @@ CommandOutput run_recommend(const RecommendOptions& o) {
     if (o.analytic || !wants_search(o)) {
         if (o.analytic && wants_search(o))
             usage_error("--analytic is the steady-batch search: it takes --context --ttft --tpot, not --slo, --rate, --trace, --input-len, "
-                        "--output-len or --requests");
+                        "--output-len, --requests, --disaggregated or --kv-link");
         return run_analytic(o);
     }
     return run_slo_search(o, chosen_gpus(o), prices(o));

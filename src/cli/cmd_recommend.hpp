@@ -48,6 +48,9 @@ struct RecommendOptions {
     std::string trace, trace_format = "auto";
     double time_scale = 1.0;
     std::int64_t limit = 0;
+    // Disaggregated prefill/decode units searched beside the aggregated candidates.
+    bool disaggregated = false;
+    std::string kv_link = "auto";  // auto: NVLink where the device has it, else ib-ndr
 };
 
 CLI::App* setup_recommend(CLI::App& app, RecommendOptions& options);

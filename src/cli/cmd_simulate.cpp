@@ -122,27 +122,6 @@ StagePricers stage_pricers(const std::vector<CostModel>& stages) {
     return out;
 }
 
-// --kv-link: a named link or "<N>GB/s" (10^9 bytes per second, per
-// direction per rank); "nvlink" needs both sides' devices on NVLink and
-// takes the slower one's bandwidth.
-KvLink parse_kv_link(const std::string& text, const Gpu& prefill, const Gpu& decode) {
-    if (text == "nvlink") {
-        for (const Gpu* g : {&prefill, &decode})
-            if (link_family(*g) != LinkFamily::Nvlink || g->interconnect_bytes_per_s <= 0)
-                usage_error("--kv-link nvlink: " + g->name + " has no NVLink figure; pass ib-ndr, ib-xdr, roce or a bandwidth such as 50GB/s");
-        return named_kv_link(KvLinkKind::Nvlink, std::min(prefill.interconnect_bytes_per_s, decode.interconnect_bytes_per_s));
-    }
-    if (text == "ib-ndr") return named_kv_link(KvLinkKind::IbNdr, 0);
-    if (text == "ib-xdr") return named_kv_link(KvLinkKind::IbXdr, 0);
-    if (text == "roce") return named_kv_link(KvLinkKind::Roce, 0);
-    double gbs = 0;
-    const std::string number = text.ends_with("GB/s") ? text.substr(0, text.size() - 4) : "";
-    auto [p, ec] = std::from_chars(number.data(), number.data() + number.size(), gbs);
-    if (number.empty() || ec != std::errc() || p != number.data() + number.size() || !std::isfinite(gbs) || !(gbs > 0) || gbs > 1e6)
-        usage_error("--kv-link " + text + ": expected nvlink, ib-ndr, ib-xdr, roce or a bandwidth such as 50GB/s");
-    return KvLink{gbs * 1e9, kRdmaLatencyS};
-}
-
 // The flags a P/D run needs, and those it cannot take.
 void check_disagg_flags(const SimulateOptions& o) {
     const bool pd = o.prefill_replicas > 0 || o.decode_replicas > 0;
@@ -184,15 +163,6 @@ PdSide pd_side(const SimulateOptions& o, const ModelSpec& model, const std::stri
     return out;
 }
 
-// The KV dtype `size` resolves ("auto": the serving dtype).
-Dtype kv_sizing_dtype(const ModelSpec& model, std::optional<Dtype> kv_dtype, std::int64_t tp) {
-    KvOptions k;
-    k.kv_dtype = kv_dtype;
-    k.context = 1;
-    k.tp = tp;
-    return size_kv(model, k).kv_dtype;
-}
-
 // Disaggregated prefill/decode (core/sim/disagg.hpp): each side its own
 // device, TP, vLLM pool and roofline; the KV priced for the decode side.
 // Fills `r` and writes the files asked for.
@@ -202,14 +172,9 @@ void run_disagg(const SimulateOptions& o, const ModelSpec& model, const Efficien
     const auto kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
     const CostModel pre_cost = make_cost_model(CostModelInputs{&model, pre.gpu, weights, kv_dtype, pre.tp, efficiency, std::nullopt});
     const CostModel dec_cost = make_cost_model(CostModelInputs{&model, dec.gpu, weights, kv_dtype, dec.tp, efficiency, std::nullopt});
-    DisaggConfig k;
-    k.prefill_replicas = o.prefill_replicas;
-    k.decode_replicas = o.decode_replicas;
+    DisaggConfig k = disagg_config(model, o.prefill_replicas, o.decode_replicas, parse_kv_link(o.kv_link, pre.gpu, dec.gpu), dec.tp, kv_dtype,
+                                   o.layerwise_transfer);
     k.router = o.router == "least-loaded" ? Router::LeastLoaded : Router::RoundRobin;
-    k.link = parse_kv_link(o.kv_link, pre.gpu, dec.gpu);
-    k.kv_bytes_per_token_per_rank = kv_transfer_bytes_per_token(model, dec.tp, kv_sizing_dtype(model, kv_dtype, dec.tp));
-    k.layerwise = o.layerwise_transfer;
-    k.layers = static_cast<std::int64_t>(model.layers.size());
     r.config = dec.config;
     r.max_model_len = std::min(pre.max_model_len, dec.max_model_len);
     r.pool_source = dec.pool_source;

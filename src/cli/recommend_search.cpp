@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <numeric>
 #include <thread>
 
 #include <fmt/format.h>
@@ -62,6 +63,9 @@ void check_flags(const RecommendOptions& o) {
     if (o.context > 0 || o.ttft > 0 || o.tpot > 0 || o.prompt > 0 || o.num_gpus > 0)
         usage_error("--context, --prompt, --ttft, --tpot and --num-gpus are the analytic search's (--analytic); the SLO search takes --slo");
     if (o.format == "markdown" || o.format == "csv") usage_error("--format " + o.format + ": the SLO search prints a table or --json");
+    if (o.disaggregated && o.engine != "vllm")
+        usage_error("--disaggregated: disaggregated prefill/decode is simulated with vLLM's engine only; pass --engine vllm");
+    if (!o.disaggregated && o.kv_link != "auto") usage_error("--kv-link: the KV transfer link of disaggregated units; add --disaggregated");
 }
 
 Slo targets(const std::string& text) {
@@ -92,13 +96,26 @@ SimulateOptions traffic_options(const RecommendOptions& o) {
     return s;
 }
 
-// One GPU x TP x knob setting, ready to search.
+// One GPU x TP x knob setting (or one disaggregated unit), ready to search.
 struct Setup {
     SloCandidate row;
-    std::unique_ptr<CostModel> cost;  // the pricers point into it
+    std::unique_ptr<CostModel> cost;          // the pricers point into it (a unit's decode side)
+    std::unique_ptr<CostModel> prefill_cost;  // a unit's prefill side
     SearchEngine engine;
     bool ready = false;
 };
+
+// The settings the engine commands carry for one vLLM instance.
+void serve_settings(Candidate& c, const Gpu& gpu, std::int64_t tp, const SchedulerConfig& v, std::int64_t max_model_len, Dtype kv_dtype) {
+    c.gpu = gpu.id;
+    c.tp = tp;
+    c.batch = v.max_num_seqs;
+    c.max_num_batched_tokens = v.max_num_batched_tokens;
+    c.max_model_len = max_model_len;
+    c.kv_dtype = kv_dtype;
+    c.vllm_mem_fraction = default_mem_fraction(Engine::Vllm, tp);
+    c.sglang_mem_fraction = default_mem_fraction(Engine::Sglang, tp);
+}
 
 // The engine configuration for `knobs` (default, latency, throughput), or a
 // rejection reason in row.reason.
@@ -153,7 +170,100 @@ void configure(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& 
     s.ready = true;
 }
 
-// Every GPU x TP x KV dtype x weight format x knob setting, in that order.
+// Disaggregated units: each side 1 to 4 instances, coprime (2:2 is 1:1
+// twice), and the unit within one node of 8 GPUs, where its KV moves over
+// the node's own link (docs/recommend.md, "Disaggregated units").
+constexpr std::int64_t kMaxInstancesPerSide = 4;
+constexpr std::int64_t kNodeGpus = 8;
+
+// --kv-link auto: NVLink where the device has it (P/D inside one NVLink
+// domain, as NIXL's UCX transport moves it with cuda_ipc), else one
+// 400 Gb/s InfiniBand NIC per GPU.
+std::string link_for(const std::string& flag, const Gpu& gpu) {
+    if (flag != "auto") return flag;
+    return link_family(gpu) == LinkFamily::Nvlink && gpu.interconnect_bytes_per_s > 0 ? "nvlink" : "ib-ndr";
+}
+
+// One disaggregated unit of vLLM instances with each side's engine
+// defaults, or a rejection reason in row.reason.
+void configure_pd(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& gpu, const Workload& w, const std::string& source,
+                  const std::string& link_flag) {
+    SchedulerConfig pre, dec;
+    std::int64_t pre_len = 0, dec_len = 0;
+    try {
+        std::string pool;
+        so.tp = s.row.prefill_tp;
+        pre = engine_config(so, model, gpu, pre_len, pool);
+        so.tp = s.row.tp;
+        dec = engine_config(so, model, gpu, dec_len, pool);
+        refuse_long_requests(w, std::min(pre_len, dec_len), source, false);
+    } catch (const Error& e) {
+        s.row.reason = std::string("memory: ") + e.what();
+        return;
+    }
+    const WeightFormat weights = parse_weight_format("--weights-dtype", so.weights_dtype);
+    const std::optional<Dtype> kv = parse_dtype_flag("--kv-dtype", so.kv_dtype);
+    s.prefill_cost = std::make_unique<CostModel>(
+        make_cost_model(CostModelInputs{&model, gpu, weights, kv, s.row.prefill_tp, engine_efficiency(so.engine), std::nullopt}));
+    s.cost = std::make_unique<CostModel>(make_cost_model(CostModelInputs{&model, gpu, weights, kv, s.row.tp, engine_efficiency(so.engine), std::nullopt}));
+    if (s.cost->flops_per_s <= 0) {
+        s.row.reason = "no FLOP/s figure for this device: prefill cannot be priced";
+        return;
+    }
+    s.row.kv_link = link_for(link_flag, gpu);
+    DisaggUnit u;
+    try {
+        u.pools = disagg_config(model, s.row.prefill_replicas, s.row.decode_replicas, parse_kv_link(s.row.kv_link, gpu, gpu), s.row.tp, kv, false);
+    } catch (const Error& e) {
+        s.row.reason = std::string("link: ") + e.what();
+        return;
+    }
+    u.prefill = pre;
+    u.decode = dec;
+    u.prefill_price = step_pricer(*s.prefill_cost);
+    u.prefill_decode = decode_pricer(*s.prefill_cost);
+    u.decode_price = step_pricer(*s.cost);
+    u.decode_decode = decode_pricer(*s.cost);
+    s.engine.pd = std::move(u);
+    const std::int64_t max_model_len = std::min(pre_len, dec_len);
+    serve_settings(s.row.prefill_serve, gpu, s.row.prefill_tp, pre, max_model_len, s.prefill_cost->kv_dtype);
+    serve_settings(s.row.serve, gpu, s.row.tp, dec, max_model_len, s.cost->kv_dtype);
+    s.ready = true;
+}
+
+// Every unit for one GPU, KV dtype and weight format: each side's TP and the P:D ratio.
+void add_units(std::vector<Setup>& out, const RecommendOptions& o, const SimulateOptions& so, const ModelSpec& model, const Gpu& gpu,
+               const Workload& w, const std::string& source) {
+    std::vector<std::int64_t> tps;
+    for (std::int64_t tp : {1, 2, 4, 8}) {
+        if (tp > o.max_gpus) continue;
+        try {
+            check_tp(model, tp);
+            tps.push_back(tp);
+        } catch (const Error&) {
+        }
+    }
+    for (std::int64_t ptp : tps)
+        for (std::int64_t dtp : tps)
+            for (std::int64_t p = 1; p <= kMaxInstancesPerSide; ++p)
+                for (std::int64_t d = 1; d <= kMaxInstancesPerSide; ++d) {
+                    if (std::gcd(p, d) != 1 || p * ptp + d * dtp > kNodeGpus) continue;
+                    Setup s;
+                    s.row.gpu = gpu.id;
+                    s.row.tp = dtp;
+                    s.row.prefill_tp = ptp;
+                    s.row.prefill_replicas = p;
+                    s.row.decode_replicas = d;
+                    s.row.knobs = "default";
+                    s.row.kv_dtype_flag = so.kv_dtype;
+                    s.row.weights_flag = so.weights_dtype;
+                    configure_pd(s, so, model, gpu, w, source, o.kv_link);
+                    out.push_back(std::move(s));
+                }
+}
+
+// Every GPU x TP x KV dtype x weight format x knob setting, in that order
+// (then, with --disaggregated, each GPU's units).
 std::vector<Setup> candidates(const RecommendOptions& o, const SimulateOptions& base, const ModelSpec& model, const std::vector<Gpu>& gpus,
                               const Workload& w, const std::string& source) {
     const std::vector<std::string> kv_dtypes = split_list(o.kv_dtype, "--kv-dtype");
@@ -184,6 +294,15 @@ std::vector<Setup> candidates(const RecommendOptions& o, const SimulateOptions& 
                         out.push_back(std::move(s));
                     }
         }
+    if (o.disaggregated)
+        for (const Gpu& gpu : gpus)
+            for (const std::string& kv : kv_dtypes)
+                for (const std::string& weights : formats) {
+                    SimulateOptions so = base;
+                    so.kv_dtype = kv;
+                    so.weights_dtype = weights;
+                    add_units(out, o, so, model, gpu, w, source);
+                }
     return out;
 }
 
@@ -200,13 +319,15 @@ std::string rejection(const SearchOutcome& x, const std::string& error, double t
     return fmt::format("slo: misses {} at every rate down to {:.3g} req/s", x.binding.empty() ? "a target" : x.binding, x.fail_rate_rps);
 }
 
-// Best first: priced before unpriced, then cheaper per hour, fewer GPUs, a
-// higher rate per replica; candidate order breaks the remaining ties.
+// Best first: priced before unpriced, then cheaper per hour, fewer GPUs,
+// more headroom (the fleet's capacity, replicas x rate per replica: two
+// replicas of one GPU against one unit of two compare as fleets);
+// candidate order breaks the remaining ties.
 bool better(const SloCandidate& a, const SloCandidate& b) {
     if (a.fleet.usd_per_hour.has_value() != b.fleet.usd_per_hour.has_value()) return a.fleet.usd_per_hour.has_value();
     if (a.fleet.usd_per_hour && *a.fleet.usd_per_hour != *b.fleet.usd_per_hour) return *a.fleet.usd_per_hour < *b.fleet.usd_per_hour;
     if (a.fleet.gpus != b.fleet.gpus) return a.fleet.gpus < b.fleet.gpus;
-    return a.outcome.max_rate_rps > b.outcome.max_rate_rps;
+    return static_cast<double>(a.fleet.replicas) * a.outcome.max_rate_rps > static_cast<double>(b.fleet.replicas) * b.outcome.max_rate_rps;
 }
 
 // Nothing qualifies: the rejected candidate closest to its target alone, and what would pass.
@@ -218,8 +339,10 @@ std::string nearest(const std::vector<SloCandidate>& rejected) {
             best = &c;
     if (!best) return "No GPU x TP up to --max-gpus holds the model and a request of this traffic.";
     const double need = std::ceil(best->outcome.alone_value_s * 1e4) / 1e4;  // rounded up to 0.1 ms
+    const std::string tp = best->pd() ? fmt::format("{}/{}", best->prefill_tp, best->tp) : std::to_string(best->tp);
+    const std::string knobs = best->pd() ? fmt::format("{}P:{}D", best->prefill_replicas, best->decode_replicas) : best->knobs;
     return fmt::format("The {} target binds: the closest is {} TP {} ({}), {:.1f} ms for a request alone; {}={:.1f}ms would pass at a low rate.",
-                       best->outcome.binding, best->gpu, best->tp, best->knobs, best->outcome.alone_value_s * 1e3, best->outcome.binding,
+                       best->outcome.binding, best->gpu, tp, knobs, best->outcome.alone_value_s * 1e3, best->outcome.binding,
                        need * 1e3);
 }
 
@@ -247,6 +370,7 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
     r.goodput = o.goodput;
     r.top = static_cast<std::size_t>(o.top);
     r.wide = o.wide;
+    r.disaggregated = o.disaggregated;
 
     const SimulateOptions base = traffic_options(o);
     Workload w = make_workload(base, r.workload);
@@ -294,7 +418,7 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
     for (std::size_t i : index) {
         const auto p = prices.find(setups[i].row.gpu);
         priced += p != prices.end();
-        prune.replica_cost.push_back(static_cast<double>(setups[i].row.tp) * (p != prices.end() ? p->second : 1.0));
+        prune.replica_cost.push_back(static_cast<double>(setups[i].row.gpus_per_replica()) * (p != prices.end() ? p->second : 1.0));
     }
     const bool prunable = priced == 0 || priced == index.size();
     const SearchAll found = search_all(rw, engines, SearchTargets{r.slo, r.goodput}, SearchSettings{},
@@ -309,17 +433,22 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
             continue;
         }
         const auto price = prices.find(c.gpu);
-        c.fleet = fleet_cost(r.target_rps, c.outcome.max_rate_rps, c.tp,
+        c.fleet = fleet_cost(r.target_rps, c.outcome.max_rate_rps, c.gpus_per_replica(),
                              price == prices.end() ? std::nullopt : std::optional<double>(price->second), r.mean_input_tokens,
                              r.mean_output_tokens);
-        c.serve.dp = c.fleet.replicas;
+        if (!c.pd()) c.serve.dp = c.fleet.replicas;  // a unit's instances are separate servers
         if (!minute_rates.empty())
-            c.scaled = replicas_over_time(minute_rates, 60, c.outcome.max_rate_rps, c.fleet, c.tp,
+            c.scaled = replicas_over_time(minute_rates, 60, c.outcome.max_rate_rps, c.fleet, c.gpus_per_replica(),
                                           price == prices.end() ? std::nullopt : std::optional<double>(price->second));
     }
     r.tried = static_cast<std::int64_t>(setups.size());
     for (Setup& s : setups) (s.row.reason.empty() ? r.candidates : r.rejected).push_back(std::move(s.row));
     std::stable_sort(r.candidates.begin(), r.candidates.end(), better);
+    for (const SloCandidate& c : r.candidates) {
+        std::optional<SloCandidate>& best = c.pd() ? r.best_disaggregated : r.best_aggregated;
+        if (!best) best = c;
+    }
+    r.disaggregated_wins = r.best_aggregated && r.best_disaggregated && better(*r.best_disaggregated, *r.best_aggregated);
     // Those that qualify but rank below --top lose on cost.
     for (std::size_t i = r.top; i < r.candidates.size(); ++i) {
         SloCandidate c = r.candidates[i];

@@ -5,12 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "cli/cmd_simulate.hpp"
 #include "core/hardware.hpp"
 #include "core/memory/capacity.hpp"
 #include "core/model/model_spec.hpp"
+#include "core/sim/disagg.hpp"
 #include "core/sim/metrics.hpp"
 #include "core/sim/scheduler.hpp"
 #include "core/sim/sglang_scheduler.hpp"
@@ -36,6 +38,17 @@ SchedulerConfig engine_config(const SimulateOptions& o, const ModelSpec& model, 
 SglangConfig sglang_config(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu, SimulateResult& r);
 // Error(Data) for a request longer than max_model_len (vLLM refuses it, SGLang would cut it).
 void refuse_long_requests(const Workload& w, std::int64_t max_model_len, const std::string& source, bool sglang);
+
+// --kv-link: nvlink, ib-ndr, ib-xdr, roce or "<N>GB/s" (10^9 bytes per
+// second, per direction per rank); "nvlink" needs both sides' devices on
+// NVLink and takes the slower one's bandwidth. Error(Usage) otherwise.
+KvLink parse_kv_link(const std::string& text, const Gpu& prefill, const Gpu& decode);
+// The KV dtype `size` resolves for the model at `tp` ("auto": the serving dtype).
+Dtype kv_sizing_dtype(const ModelSpec& model, std::optional<Dtype> kv_dtype, std::int64_t tp);
+// The pools of a P/D run: replicas per side (round robin), the link, and the
+// KV bytes per token each of the decode side's `decode_tp` ranks pulls.
+DisaggConfig disagg_config(const ModelSpec& model, std::int64_t prefill_replicas, std::int64_t decode_replicas, const KvLink& link,
+                           std::int64_t decode_tp, std::optional<Dtype> kv_dtype, bool layerwise);
 
 // The roofline's price of a step (mixed_step) and of a pure decode step from
 // its batch and context sum (decode_batch_step). Both keep a reference to

@@ -42,6 +42,9 @@ Args vllm_args(const Candidate& c, const ServeOptions& s) {
     a.push_back(fmt::format("--kv-cache-dtype {}", c.kv_dtype == Dtype::Fp8 ? "fp8" : "auto"));
     if (s.quantization) a.push_back("--quantization " + *s.quantization);
     if (s.dtype) a.push_back("--dtype " + *s.dtype);
+    // Both roles take kv_both: the proxy's kv_transfer_params decide who
+    // sends (docs.vllm.ai, features/nixl_connector_usage).
+    if (s.pd_role) a.push_back(R"(--kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_both"}')");
     return a;
 }
 
@@ -57,6 +60,12 @@ Args sglang_args(const Candidate& c, const ServeOptions& s) {
     a.push_back(fmt::format("--kv-cache-dtype {}", c.kv_dtype == Dtype::Fp8 ? "fp8_e4m3" : "auto"));
     if (s.quantization) a.push_back("--quantization " + *s.quantization);
     if (s.dtype) a.push_back("--dtype " + *s.dtype);
+    // docs.sglang.io, advanced_features/pd_disaggregation: --disaggregation-mode
+    // prefill|decode, with NIXL as the transfer engine.
+    if (s.pd_role) {
+        a.push_back("--disaggregation-mode " + *s.pd_role);
+        a.push_back("--disaggregation-transfer-backend nixl");
+    }
     return a;
 }
 
@@ -238,6 +247,17 @@ std::string sglang_command(const Candidate& c, const ServeOptions& s) { return j
 std::string trtllm_command(const Candidate& c, const ServeOptions& s) { return join(trtllm_line(c, s)); }
 std::string vllm_command_lines(const Candidate& c, const ServeOptions& s, bool wide) { return command(vllm_line(c, s), wide); }
 std::string sglang_command_lines(const Candidate& c, const ServeOptions& s, bool wide) { return command(sglang_line(c, s), wide); }
+
+namespace {
+// sgl-router's P/D mode (docs.sglang.io, advanced_features/pd_disaggregation):
+// one --prefill and one --decode per instance.
+Args sglang_router_line() {
+    return {"python -m sglang_router.launch_router --pd-disaggregation", "--prefill http://PREFILL_HOST:30000",
+            "--decode http://DECODE_HOST:30000", "--host 0.0.0.0 --port 8000"};
+}
+}  // namespace
+std::string sglang_pd_router_command() { return join(sglang_router_line()); }
+std::string sglang_pd_router_command_lines(bool wide) { return command(sglang_router_line(), wide); }
 
 std::string render_recommend_table(const RecommendResult& r) {
     const ServeOptions s = serve_options(r);

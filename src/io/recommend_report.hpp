@@ -26,6 +26,9 @@ struct ServeOptions {
     std::optional<std::string> quantization;  // --quantization, only where the engine cannot tell by itself
     std::optional<std::string> dtype;         // --dtype: a --weights-dtype the engines cast to on load
     std::vector<std::string> notes;           // what the commands cannot say
+    // "prefill" or "decode": one instance of a disaggregated unit, its KV
+    // moved by NIXL (vLLM's NixlConnector, SGLang's --disaggregation-mode).
+    std::optional<std::string> pd_role;
 };
 ServeOptions serve_options(const RecommendResult& r);
 
@@ -42,6 +45,9 @@ std::string trtllm_command(const Candidate& c, const ServeOptions& s);
 // still paste into a shell (one line each when `wide`).
 std::string vllm_command_lines(const Candidate& c, const ServeOptions& s, bool wide);
 std::string sglang_command_lines(const Candidate& c, const ServeOptions& s, bool wide);
+// SGLang's router in front of a disaggregated unit's instances.
+std::string sglang_pd_router_command();
+std::string sglang_pd_router_command_lines(bool wide);
 
 std::string render_recommend_table(const RecommendResult& r);
 std::string render_recommend_markdown(const RecommendResult& r);

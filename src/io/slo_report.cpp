@@ -34,13 +34,16 @@ std::string targets(const SloRecommendResult& r) {
 
 // The knob setting, and the KV dtype and weight format when the search tried more than one.
 std::string knobs(const SloRecommendResult& r, const SloCandidate& c) {
-    std::string out = c.knobs;
+    std::string out = c.pd() ? fmt::format("{}P:{}D", c.prefill_replicas, c.decode_replicas) : c.knobs;
     if (r.kv_axis) out += ", kv " + c.kv_dtype_flag;
     if (r.weights_axis) out += ", w " + c.weights_flag;
     return out;
 }
 
-std::string layout(const SloRecommendResult& r, const SloCandidate& c) { return fmt::format("{} TP {} ({})", c.gpu, c.tp, knobs(r, c)); }
+// A unit's TP is its prefill side's and its decode side's.
+std::string tp_text(const SloCandidate& c) { return c.pd() ? fmt::format("{}/{}", c.prefill_tp, c.tp) : std::to_string(c.tp); }
+
+std::string layout(const SloRecommendResult& r, const SloCandidate& c) { return fmt::format("{} TP {} ({})", c.gpu, tp_text(c), knobs(r, c)); }
 
 // The engine flags for a candidate's weight format (the checkpoint's, a quantization on load, or a what-if note).
 ServeOptions serve_for(const SloRecommendResult& r, const SloCandidate& c) {
@@ -67,7 +70,7 @@ Table fleet_table(const SloRecommendResult& r, bool slim) {
     Table t(head, 2);
     for (std::size_t i = 0; i < r.candidates.size() && i < r.top; ++i) {
         const SloCandidate& c = r.candidates[i];
-        std::vector<std::string> row = {std::to_string(i + 1), c.gpu, std::to_string(c.tp), knobs(r, c), rate(c.outcome.max_rate_rps),
+        std::vector<std::string> row = {std::to_string(i + 1), c.gpu, tp_text(c), knobs(r, c), rate(c.outcome.max_rate_rps),
                                         group_digits(c.fleet.replicas), group_digits(c.fleet.gpus), money(c.fleet.usd_per_hour, "{:.2f}")};
         if (!slim) row.insert(row.end(), {money(c.fleet.usd_per_million_input_tokens), money(c.fleet.usd_per_million_output_tokens)});
         row.insert(row.end(), {money(c.fleet.usd_per_million_tokens), c.outcome.binding});
@@ -85,7 +88,7 @@ Table latency_table(const SloRecommendResult& r, bool slim) {
     for (std::size_t i = 0; i < r.candidates.size() && i < r.top; ++i) {
         const SloCandidate& c = r.candidates[i];
         const SimSummary& s = c.outcome.at_max;
-        std::vector<std::string> row = {std::to_string(i + 1), c.gpu, std::to_string(c.tp), knobs(r, c), ms(s.ttft_s.p50), ms(s.ttft_s.p99),
+        std::vector<std::string> row = {std::to_string(i + 1), c.gpu, tp_text(c), knobs(r, c), ms(s.ttft_s.p50), ms(s.ttft_s.p99),
                                         ms(s.tpot_s.p50), ms(s.tpot_s.p99)};
         if (!slim) row.push_back(sec(s.e2e_s.p50));
         row.push_back(sec(s.e2e_s.p99));
@@ -147,6 +150,86 @@ std::string scaled_line(const SloCandidate& c) {
                        range, f.max_replicas > 1 ? "s" : "", f.replicas.size(), f.gpu_hours, f.fixed_gpu_hours, cost);
 }
 
+// A disaggregated unit's commands: each side's instance for vLLM and SGLang, and SGLang's router.
+std::string unit_commands(const SloRecommendResult& r, const SloCandidate& c, Width width) {
+    auto count = [](std::int64_t n, const char* what) { return fmt::format("{} {}{}", group_digits(n), what, n > 1 ? "s" : ""); };
+    std::string out = fit_line(fmt::format("Commands for the best ({}: {} of {} of TP {} and {} of TP {}, KV over {}):", c.gpu,
+                                           count(c.fleet.replicas, "unit"), count(c.prefill_replicas, "prefill instance"), c.prefill_tp,
+                                           count(c.decode_replicas, "decode instance"), c.tp, c.kv_link),
+                               width);
+    ServeOptions s = serve_for(r, c);
+    s.pd_role = "prefill";
+    const ServeOptions prefill = s;
+    s.pd_role = "decode";
+    out += vllm_command_lines(c.prefill_serve, prefill, r.wide) + vllm_command_lines(c.serve, s, r.wide);
+    out += sglang_command_lines(c.prefill_serve, prefill, r.wide) + sglang_command_lines(c.serve, s, r.wide);
+    out += sglang_pd_router_command_lines(r.wide);
+    out += fit_line(fmt::format("Start {} prefill and {} decode servers. vLLM's need a proxy that sends each request to a prefill "
+                                "instance with max_tokens 1, then to a decode instance (vLLM's toy_proxy_server.py, llm-d or Dynamo); "
+                                "SGLang's router does it, given one --prefill and one --decode per instance.",
+                                group_digits(c.fleet.replicas * c.prefill_replicas), group_digits(c.fleet.replicas * c.decode_replicas)),
+                    width, "  ", "  ");
+    return out;
+}
+
+// What binds a plan at the rate that fails, and what that says.
+std::string bound_by(const SloCandidate& c) {
+    const std::string& b = c.outcome.binding;
+    if (b == "tpot") return c.pd() ? "TPOT first (its decode instances limit it)" : "TPOT first (prefill chunks share its decode steps)";
+    if (b == "ttft") return c.pd() ? "TTFT first (its prefill instances or the KV transfer limit it)" : "TTFT first (prompts wait for the token budget)";
+    if (b == "e2e") return "E2E first";
+    return "no target first";
+}
+
+std::string fleet_words(const SloCandidate& c) {
+    return fmt::format("{} GPU{}{}", group_digits(c.fleet.gpus), c.fleet.gpus > 1 ? "s" : "", c.fleet.usd_per_hour ? fmt::format(", {:.2f} USD/hour", *c.fleet.usd_per_hour) : "");
+}
+
+// --disaggregated: which kind wins for this traffic, and why.
+std::string pd_verdict(const SloRecommendResult& r) {
+    if (!r.disaggregated || (!r.best_aggregated && !r.best_disaggregated)) return "";
+    if (!r.best_disaggregated) {
+        for (const SloCandidate& c : r.rejected)
+            if (c.pd()) return "No disaggregated unit qualifies; the first rejected: " + layout(r, c) + ": " + c.reason;
+        return "No disaggregated unit fits: each side needs a TP that holds the model, the unit at most 8 GPUs.";
+    }
+    const SloCandidate& d = *r.best_disaggregated;
+    if (!r.best_aggregated)
+        return fmt::format("Only disaggregated units qualify: the best, {}, takes {}; it misses {} at the rate that fails.", layout(r, d),
+                           fleet_words(d), bound_by(d));
+    const SloCandidate& a = *r.best_aggregated;
+    return fmt::format("Aggregated or disaggregated: the best aggregated plan, {}, takes {}; the best unit, {}, takes {}. {} wins. "
+                       "At the rate that fails, the aggregated replica misses {} and the unit {}.",
+                       layout(r, a), fleet_words(a), layout(r, d), fleet_words(d), r.disaggregated_wins ? "Disaggregated" : "Aggregated",
+                       bound_by(a), bound_by(d));
+}
+
+// A disaggregated unit's shape; null fields for an aggregated candidate.
+void add_unit_json(nlohmann::ordered_json& x, const SloCandidate& c) {
+    x["disaggregated"] = c.pd();
+    x["prefill_replicas"] = c.pd() ? nlohmann::ordered_json(c.prefill_replicas) : nlohmann::ordered_json(nullptr);
+    x["decode_replicas"] = c.pd() ? nlohmann::ordered_json(c.decode_replicas) : nlohmann::ordered_json(nullptr);
+    x["prefill_tp"] = c.pd() ? nlohmann::ordered_json(c.prefill_tp) : nlohmann::ordered_json(nullptr);
+    x["decode_tp"] = c.pd() ? nlohmann::ordered_json(c.tp) : nlohmann::ordered_json(nullptr);
+    x["kv_link"] = c.pd() ? nlohmann::ordered_json(c.kv_link) : nlohmann::ordered_json(nullptr);
+}
+
+nlohmann::ordered_json plan_json(const SloCandidate& c) {
+    nlohmann::ordered_json x;
+    x["gpu"] = c.gpu;
+    x["tp"] = c.tp;
+    x["knobs"] = c.knobs;
+    x["kv_dtype"] = c.kv_dtype_flag;
+    x["weights_dtype"] = c.weights_flag;
+    add_unit_json(x, c);
+    x["replicas"] = c.fleet.replicas;
+    x["gpus_total"] = c.fleet.gpus;
+    x["max_rate_per_replica_rps"] = c.outcome.max_rate_rps;
+    x["usd_per_hour"] = optional_json(c.fleet.usd_per_hour);
+    x["binding_slo"] = c.outcome.binding.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(c.outcome.binding);
+    return x;
+}
+
 }  // namespace
 
 std::string render_slo_table(const SloRecommendResult& r) {
@@ -159,16 +242,26 @@ std::string render_slo_table(const SloRecommendResult& r) {
         out += "\n" + fitted([&](bool slim) { return fleet_table(r, slim); }, width);
         out += "\nLatency at each candidate's rate per replica (one replica, simulated):\n" +
                fitted([&](bool slim) { return latency_table(r, slim); }, width);
+        if (std::any_of(r.candidates.begin(), r.candidates.begin() + static_cast<std::ptrdiff_t>(std::min(r.top, r.candidates.size())),
+                        [](const SloCandidate& c) { return c.pd(); }))
+            out += fit_line("TP a/b with nP:mD is a disaggregated unit: n prefill instances of TP a and m decode instances of TP b, "
+                            "simulated together; its req/s, replicas and latencies are per unit.",
+                            width);
         const SloCandidate& best = r.candidates.front();
-        out += "\n" + fit_line(fmt::format("Commands for the best ({}, TP {}, {} replica{}{}):", best.gpu, best.tp, best.fleet.replicas,
-                                           best.fleet.replicas > 1 ? "s" : "",
-                                           best.fleet.replicas > 1 ? ": data parallelism, or as many separate servers" : ""),
-                               width);
-        const ServeOptions s = serve_for(r, best);
-        out += vllm_command_lines(best.serve, s, r.wide);
-        out += sglang_command_lines(best.serve, s, r.wide);
+        if (best.pd()) {
+            out += "\n" + unit_commands(r, best, width);
+        } else {
+            out += "\n" + fit_line(fmt::format("Commands for the best ({}, TP {}, {} replica{}{}):", best.gpu, best.tp, best.fleet.replicas,
+                                               best.fleet.replicas > 1 ? "s" : "",
+                                               best.fleet.replicas > 1 ? ": data parallelism, or as many separate servers" : ""),
+                                   width);
+            const ServeOptions s = serve_for(r, best);
+            out += vllm_command_lines(best.serve, s, r.wide);
+            out += sglang_command_lines(best.serve, s, r.wide);
+        }
         if (best.scaled) out += "\n" + fit_line(scaled_line(best), width);
     }
+    if (const std::string v = pd_verdict(r); !v.empty()) out += "\n" + fit_line(v, width);
     out += rejected_list(r);
     out += fit_line(fmt::format("Searched {} candidates: {} simulations, {} simulated requests ({} per run).", r.tried,
                                 group_digits(r.simulations), group_digits(r.simulated_requests), group_digits(r.requests_per_run)),
@@ -202,6 +295,7 @@ std::string render_slo_json(const SloRecommendResult& r) {
         x["knobs"] = c.knobs;
         x["kv_dtype"] = c.kv_dtype_flag;
         x["weights_dtype"] = c.weights_flag;
+        add_unit_json(x, c);
         x["max_num_seqs"] = c.serve.batch;
         x["max_num_batched_tokens"] = c.serve.max_num_batched_tokens;
         x["replicas"] = c.fleet.replicas;
@@ -219,9 +313,18 @@ std::string render_slo_json(const SloRecommendResult& r) {
         x["usd_per_million_input_tokens"] = optional_json(c.fleet.usd_per_million_input_tokens);
         x["usd_per_million_output_tokens"] = optional_json(c.fleet.usd_per_million_output_tokens);
         x["usd_per_million_tokens"] = optional_json(c.fleet.usd_per_million_tokens);
-        const ServeOptions s = serve_for(r, c);
-        x["vllm_command"] = vllm_command(c.serve, s);
-        x["sglang_command"] = sglang_command(c.serve, s);
+        ServeOptions s = serve_for(r, c);
+        x["vllm_command"] = c.pd() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(vllm_command(c.serve, s));
+        x["sglang_command"] = c.pd() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(sglang_command(c.serve, s));
+        if (c.pd()) {
+            s.pd_role = "prefill";
+            x["vllm_prefill_command"] = vllm_command(c.prefill_serve, s);
+            x["sglang_prefill_command"] = sglang_command(c.prefill_serve, s);
+            s.pd_role = "decode";
+            x["vllm_decode_command"] = vllm_command(c.serve, s);
+            x["sglang_decode_command"] = sglang_command(c.serve, s);
+            x["sglang_router_command"] = sglang_pd_router_command();
+        }
         x["replicas_over_time"] = c.scaled ? scaled_json(*c.scaled) : nlohmann::ordered_json(nullptr);
         j["candidates"].push_back(x);
     }
@@ -234,8 +337,22 @@ std::string render_slo_json(const SloRecommendResult& r) {
         x["knobs"] = c.knobs;
         x["kv_dtype"] = c.kv_dtype_flag;
         x["weights_dtype"] = c.weights_flag;
+        add_unit_json(x, c);
         x["reason"] = c.reason;
         j["rejected"].push_back(x);
+    }
+    if (r.disaggregated) {
+        nlohmann::ordered_json d;
+        d["best_aggregated"] = r.best_aggregated ? plan_json(*r.best_aggregated) : nlohmann::ordered_json(nullptr);
+        d["best_disaggregated"] = r.best_disaggregated ? plan_json(*r.best_disaggregated) : nlohmann::ordered_json(nullptr);
+        d["winner"] = r.best_aggregated && r.best_disaggregated ? nlohmann::ordered_json(r.disaggregated_wins ? "disaggregated" : "aggregated")
+                      : r.best_aggregated                       ? nlohmann::ordered_json("aggregated")
+                      : r.best_disaggregated                    ? nlohmann::ordered_json("disaggregated")
+                                                                : nlohmann::ordered_json(nullptr);
+        d["verdict"] = pd_verdict(r);
+        j["disaggregation"] = d;
+    } else {
+        j["disaggregation"] = nullptr;
     }
     j["nearest"] = r.nearest.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.nearest);
     j["candidates_tried"] = r.tried;

@@ -25,6 +25,15 @@ struct SloCandidate {
     FleetCost fleet;
     std::optional<ScaledFleet> scaled;  // a trace: the fleet scaled minute by minute to its rate
     std::string reason;     // rejected: "memory: ...", "slo: ...", "cost: ..."
+    // A disaggregated unit (recommend --disaggregated): `prefill_replicas`
+    // prefill instances of `prefill_tp` GPUs and `decode_replicas` decode
+    // instances of `tp`; the outcome's rate, the fleet's replicas and
+    // `serve` (the decode side) are per unit.
+    std::int64_t prefill_replicas = 0, decode_replicas = 0, prefill_tp = 0;
+    Candidate prefill_serve;
+    std::string kv_link;    // the link as searched: nvlink, ib-ndr, ...
+    bool pd() const { return prefill_replicas > 0; }
+    std::int64_t gpus_per_replica() const { return pd() ? prefill_replicas * prefill_tp + decode_replicas * tp : tp; }
 };
 
 struct SloRecommendResult {
@@ -46,6 +55,10 @@ struct SloRecommendResult {
     bool weights_axis = false;  // --weights-dtype likewise
     std::size_t top = 5;
     bool wide = false;
+    // --disaggregated: the best of each kind, whatever their rank (unset when none qualifies).
+    bool disaggregated = false;
+    std::optional<SloCandidate> best_aggregated, best_disaggregated;
+    bool disaggregated_wins = false;  // both found: the unit ranks first
 };
 
 std::string render_slo_table(const SloRecommendResult& r);

@@ -204,3 +204,49 @@ TEST_CASE("recommend --price-file: the same ranking and costs as --price-per-hou
     CHECK(missing.exit_code == 2);
     CHECK_THAT(missing.err, Catch::Contains("--price-file"));
 }
+
+TEST_CASE("recommend --slo --disaggregated: units of every P:D ratio beside the aggregated candidates, each fleet by hand") {
+    // --max-gpus 1: every instance TP 1. The units: P and D from 1 to 4,
+    // coprime, at most 8 GPUs: 1:1, 1:2, 1:3, 1:4, 2:1, 2:3, 3:1, 3:2, 3:4,
+    // 4:1, 4:3 (11), beside TP 1 x three knob settings: 14 candidates.
+    const std::vector<std::string> args = {"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "30", "--gpus",
+                                           "h100-sxm", "--max-gpus", "1", "--requests", "200", "--price-per-hour", "h100-sxm=2",
+                                           "--disaggregated", "--top", "14"};
+    std::vector<std::string> json = args;
+    json.push_back("--json");
+    const Run r = Run::kvplan(json);
+    INFO(r.command << "\n" << r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["candidates_tried"].get<std::int64_t>() == 14);
+    int units = 0;
+    for (const auto& c : j["candidates"]) {
+        if (!c["disaggregated"].get<bool>()) continue;
+        ++units;
+        const auto p = c["prefill_replicas"].get<std::int64_t>(), d = c["decode_replicas"].get<std::int64_t>();
+        const auto replicas = c["replicas"].get<std::int64_t>();
+        // A unit of P + D one-GPU instances; as many units as cover 30 req/s; 2 USD per GPU-hour.
+        CHECK(c["gpus_total"].get<std::int64_t>() == replicas * (p + d));
+        CHECK(static_cast<double>(replicas) * c["max_rate_per_replica_rps"].get<double>() >= 30.0);
+        CHECK(c["usd_per_hour"].get<double>() == Approx(2.0 * static_cast<double>(replicas * (p + d))));
+        CHECK(c["kv_link"] == "nvlink");  // auto: the H100 SXM has NVLink
+        CHECK(c["vllm_command"].is_null());
+        CHECK_THAT(c["vllm_prefill_command"].get<std::string>(), Catch::Contains(R"("kv_connector":"NixlConnector")"));
+        CHECK_THAT(c["sglang_prefill_command"].get<std::string>(), Catch::Contains("--disaggregation-mode prefill"));
+        CHECK_THAT(c["sglang_decode_command"].get<std::string>(), Catch::Contains("--disaggregation-mode decode"));
+    }
+    CHECK(units > 0);
+    // The verdict names the kind the ranking put first.
+    const std::string first = j["candidates"][0]["disaggregated"].get<bool>() ? "disaggregated" : "aggregated";
+    CHECK(j["disaggregation"]["winner"] == first);
+    const Run t = Run::kvplan(args);
+    CHECK_THAT(t.out, Catch::Contains("Aggregated or disaggregated: the best aggregated plan"));
+    CHECK(widest_line(t.out) <= 100);
+    // Refused: another engine, and a link without units.
+    const Run sglang = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s", "--rate", "1", "--disaggregated", "--engine", "sglang"});
+    CHECK(sglang.exit_code == 2);
+    CHECK_THAT(sglang.err, Catch::Contains("--disaggregated: disaggregated prefill/decode is simulated with vLLM's engine only"));
+    const Run link = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s", "--rate", "1", "--kv-link", "roce"});
+    CHECK(link.exit_code == 2);
+    CHECK_THAT(link.err, Catch::Contains("--kv-link: the KV transfer link of disaggregated units; add --disaggregated"));
+}

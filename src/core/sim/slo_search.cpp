@@ -67,6 +67,10 @@ Attainment attainment(const SimRun& run, const Slo& slo) {
 namespace {
 
 SimRun run_engine(const Workload& w, const SearchEngine& e) {
+    if (e.pd)
+        return simulate_disagg(w, e.pd->prefill, e.pd->decode, e.pd->pools, e.pd->prefill_price, e.pd->prefill_decode, e.pd->decode_price,
+                               e.pd->decode_decode)
+            .run;
     if (e.sglang) return simulate_sglang(w, e.sglang_config, e.price);
     return e.decode ? simulate(w, e.vllm, e.price, e.decode) : simulate(w, e.vllm, e.price);
 }
@@ -179,6 +183,40 @@ bool misses_alone(const RateWorkload& w, const SearchEngine& e, const SearchTarg
 
 }  // namespace
 
+namespace {
+
+// Seconds of engine time a request of the mean lengths takes at least: its
+// prompt tokens at the marginal price of a token in a full chunk of `chunk`
+// (what one more token adds to the step; the weight reads and the step
+// overhead left out, since decodes share them), and its output tokens their
+// share of a decode step of `seqs` sequences, or of as many requests of the
+// mean length as `pool_tokens` holds, if fewer, at the mean context.
+struct RequestFloor {
+    double prefill_s = 0, decode_s = 0;
+};
+RequestFloor request_floor(double in, double outs, std::int64_t pool_tokens, std::int64_t seqs, std::int64_t chunk, const StepPricer& price,
+                           const DecodePricer& decode) {
+    // Clamped before the cast: a double past 2^63 does not convert.
+    const auto fit = static_cast<std::int64_t>(std::min(static_cast<double>(pool_tokens) / std::max(1.0, in + outs), 1e15));
+    const std::int64_t batch = std::max<std::int64_t>(1, std::min(seqs, fit));
+    const auto context = static_cast<std::int64_t>(std::llround(in + outs / 2));
+    std::optional<double> step = decode ? decode(batch, batch * context) : std::nullopt;
+    if (!step) step = price(std::vector<SeqWork>(static_cast<std::size_t>(batch), SeqWork{context, 1}));
+    chunk = std::max<std::int64_t>(2, chunk);
+    const double per_prompt_token = std::max(0.0, (price({SeqWork{0, chunk}}) - price({SeqWork{0, 1}})) / static_cast<double>(chunk - 1));
+    return {in * per_prompt_token, outs * *step / static_cast<double>(batch)};
+}
+
+RequestFloor vllm_floor(double in, double outs, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode) {
+    return request_floor(in, outs, checked_mul(c.num_gpu_blocks, c.block_size, "KV pool tokens"), c.max_num_seqs, c.max_num_batched_tokens,
+                         price, decode);
+}
+
+// A step that costs nothing bounds nothing: a million requests a second stands for no bound.
+double finite_bound(double rps) { return std::isfinite(rps) && rps > 0 ? std::min(rps, 1e6) : 1e6; }
+
+}  // namespace
+
 double rate_upper_bound(const RateWorkload& w, const SearchEngine& e) {
     double in = 0, outs = 0;
     for (const SimRequest& r : w.base.requests) {
@@ -188,30 +226,24 @@ double rate_upper_bound(const RateWorkload& w, const SearchEngine& e) {
     const double n = static_cast<double>(w.base.requests.size());
     in /= n;
     outs /= n;
-    std::int64_t seqs = 0, pool = 0;
-    if (e.sglang) {
-        pool = e.sglang_config.max_total_tokens;
-        seqs = e.sglang_config.max_running_requests > 0
-                   ? e.sglang_config.max_running_requests
-                   : sglang_default_max_running_requests(pool, e.sglang_config.context_len > 0 ? e.sglang_config.context_len : pool);
-    } else {
-        pool = e.vllm.num_gpu_blocks * e.vllm.block_size;
-        seqs = e.vllm.max_num_seqs;
+    if (e.pd) {
+        // Each side alone: the prefill instances take every prompt, the decode instances every output token.
+        const RequestFloor p = vllm_floor(in, 1, e.pd->prefill, e.pd->prefill_price, e.pd->prefill_decode);
+        const RequestFloor d = vllm_floor(in, outs, e.pd->decode, e.pd->decode_price, e.pd->decode_decode);
+        return std::min(finite_bound(static_cast<double>(e.pd->pools.prefill_replicas) / p.prefill_s),
+                        finite_bound(static_cast<double>(e.pd->pools.decode_replicas) / d.decode_s));
     }
-    // Clamped before the cast: a double past 2^63 does not convert.
-    const auto fit = static_cast<std::int64_t>(std::min(static_cast<double>(pool) / std::max(1.0, in + outs), 1e15));
-    const std::int64_t batch = std::max<std::int64_t>(1, std::min(seqs, fit));
-    const auto context = static_cast<std::int64_t>(std::llround(in + outs / 2));
-    std::optional<double> step = e.decode ? e.decode(batch, batch * context) : std::nullopt;
-    if (!step) step = e.price(std::vector<SeqWork>(static_cast<std::size_t>(batch), SeqWork{context, 1}));
-    // Each prompt token costs at least the marginal price of a token in a
-    // full prefill chunk (what one more token adds to the step, its share of
-    // the weight reads and the step overhead left out, since decodes share them).
-    const std::int64_t chunk = std::max<std::int64_t>(2, e.sglang ? e.sglang_config.chunked_prefill_size : e.vllm.max_num_batched_tokens);
-    const double per_prompt_token = std::max(0.0, (e.price({SeqWork{0, chunk}}) - e.price({SeqWork{0, 1}})) / static_cast<double>(chunk - 1));
-    const double bound = 1.0 / (in * per_prompt_token + outs * *step / static_cast<double>(batch));
-    // A step that costs nothing bounds nothing: a million requests a second stands for no bound.
-    return std::isfinite(bound) && bound > 0 ? std::min(bound, 1e6) : 1e6;
+    RequestFloor f;
+    if (e.sglang) {
+        const std::int64_t pool = e.sglang_config.max_total_tokens;
+        const std::int64_t seqs = e.sglang_config.max_running_requests > 0
+                                      ? e.sglang_config.max_running_requests
+                                      : sglang_default_max_running_requests(pool, e.sglang_config.context_len > 0 ? e.sglang_config.context_len : pool);
+        f = request_floor(in, outs, pool, seqs, e.sglang_config.chunked_prefill_size, e.price, e.decode);
+    } else {
+        f = vllm_floor(in, outs, e.vllm, e.price, e.decode);
+    }
+    return finite_bound(1.0 / (f.prefill_s + f.decode_s));
 }
 
 SearchOutcome search_max_rate(const RateWorkload& w, const SearchEngine& e, const SearchTargets& t, const SearchSettings& s) {
@@ -227,7 +259,7 @@ SearchOutcome search_max_rate(const RateWorkload& w, const SearchEngine& e, cons
         const Workload at = at_rate(w, rate);
         SimRun run;
         ++out.simulations;
-        if (e.sglang) {
+        if (e.sglang || e.pd) {
             run = run_engine(at, e);
             out.simulated_requests += n;
         } else {
@@ -295,18 +327,23 @@ void run_parallel(const std::vector<std::size_t>& items, unsigned threads, Job j
     for (std::thread& th : pool) th.join();
 }
 
-// The fleet cost of a found outcome, and the bar a candidate must clear to
-// rank among the `keep` cheapest: (cost, rate per replica) of the keep-th.
+// The fleet at a rate per replica: its cost, and its capacity (replicas x
+// rate), the headroom that breaks a tie in cost.
 struct Bar {
-    double cost = INFINITY, rate = 0;
+    double cost = INFINITY, capacity = 0;
 };
+Bar fleet_at(double target_rps, double rate_rps, double replica_cost) {
+    const double replicas = std::ceil(target_rps / rate_rps);
+    return {replicas * replica_cost, replicas * rate_rps};
+}
+// The bar a candidate must clear to rank among the `keep` cheapest: the keep-th's fleet.
 Bar bar(const std::vector<SearchOutcome>& out, const std::vector<bool>& done, const PruneBy& p) {
     std::vector<Bar> found;
     for (std::size_t i = 0; i < out.size(); ++i)
         if (done[i] && out[i].status == SearchOutcome::Status::Found && out[i].max_rate_rps > 0)
-            found.push_back({std::ceil(p.target_rps / out[i].max_rate_rps) * p.replica_cost[i], out[i].max_rate_rps});
+            found.push_back(fleet_at(p.target_rps, out[i].max_rate_rps, p.replica_cost[i]));
     if (found.size() < p.keep) return {};
-    std::sort(found.begin(), found.end(), [](const Bar& a, const Bar& b) { return a.cost != b.cost ? a.cost < b.cost : a.rate > b.rate; });
+    std::sort(found.begin(), found.end(), [](const Bar& a, const Bar& b) { return a.cost != b.cost ? a.cost < b.cost : a.capacity > b.capacity; });
     return found[p.keep - 1];
 }
 
@@ -332,14 +369,16 @@ SearchAll search_all(const RateWorkload& w, const std::vector<SearchEngine>& eng
         run_parallel(order, threads, job);
         return all;
     }
-    // The cheapest fleet each engine could give: at its bound.
-    std::vector<double> bound(engines.size()), floor_cost(engines.size());
+    // The cheapest fleet each engine could give: at its bound. At that cost
+    // its replicas are fixed, so its capacity is at most theirs x the bound.
+    std::vector<double> bound(engines.size());
+    std::vector<Bar> floor(engines.size());
     for (std::size_t i = 0; i < engines.size(); ++i) {
         bound[i] = rate_upper_bound(w, engines[i]);
-        floor_cost[i] = std::ceil(prune->target_rps / bound[i]) * prune->replica_cost[i];
+        floor[i] = fleet_at(prune->target_rps, bound[i], prune->replica_cost[i]);
     }
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-        return floor_cost[a] != floor_cost[b] ? floor_cost[a] < floor_cost[b] : bound[a] > bound[b];
+        return floor[a].cost != floor[b].cost ? floor[a].cost < floor[b].cost : floor[a].capacity > floor[b].capacity;
     });
     std::vector<bool> done(engines.size(), false);
     const std::size_t wave = std::max<std::size_t>(1, s.wave);
@@ -348,7 +387,7 @@ SearchAll search_all(const RateWorkload& w, const std::vector<SearchEngine>& eng
         std::vector<std::size_t> now;
         for (std::size_t j = k; j < std::min(order.size(), k + wave); ++j) {
             const std::size_t i = order[j];
-            if (floor_cost[i] > b.cost || (floor_cost[i] == b.cost && bound[i] < b.rate)) {
+            if (floor[i].cost > b.cost || (floor[i].cost == b.cost && floor[i].capacity < b.capacity)) {
                 all.outcomes[i].status = SearchOutcome::Status::Pruned;
                 all.outcomes[i].bound_rps = bound[i];
             } else now.push_back(i);

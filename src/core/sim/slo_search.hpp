@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "core/sim/disagg.hpp"
 #include "core/sim/metrics.hpp"
 #include "core/sim/scheduler.hpp"
 #include "core/sim/sglang_scheduler.hpp"
@@ -42,13 +43,24 @@ Workload at_rate(const RateWorkload& w, double rate_rps);
 // the peak-minute rate with window_s = 60. Arrivals as given.
 double peak_rate_rps(const Workload& w, double window_s);
 
-// One engine on one replica, priced step by step.
+// A disaggregated unit searched as one replica: `pools.prefill_replicas`
+// prefill and `pools.decode_replicas` decode instances of vLLM
+// (core/sim/disagg.hpp), each side with its own pool and prices.
+struct DisaggUnit {
+    SchedulerConfig prefill, decode;
+    DisaggConfig pools;
+    StepPricer prefill_price, decode_price;
+    DecodePricer prefill_decode, decode_decode;  // may be empty
+};
+
+// One engine on one replica (or one disaggregated unit), priced step by step.
 struct SearchEngine {
     bool sglang = false;
-    SchedulerConfig vllm;   // when !sglang
+    SchedulerConfig vllm;   // when !sglang and no pd
     SglangConfig sglang_config;  // when sglang
     StepPricer price;
     DecodePricer decode;    // vLLM's decode runs; may be empty
+    std::optional<DisaggUnit> pd;  // set: the unit replaces the fields above
 };
 
 struct SearchTargets {
@@ -101,12 +113,15 @@ SearchOutcome search_max_rate(const RateWorkload& w, const SearchEngine& e, cons
 // mean context, and its prompt tokens at least the marginal price of a
 // prefill token (a full chunk's price less a one-token step's, per token).
 // Mixed steps share the weight reads, which are counted once, in the decode.
+// A disaggregated unit: the lower of its prefill instances' rate (prompt
+// tokens only) and its decode instances' (output tokens only).
 double rate_upper_bound(const RateWorkload& w, const SearchEngine& e);
 
 // Ranking by cost lets most candidates go unsearched: a candidate's fleet
 // needs at least ceil(target / bound) replicas, so one whose cheapest
 // possible fleet costs more than the `keep` cheapest fleets found (or the
-// same, with a bound below their rate per replica) cannot rank among them.
+// same, with less capacity at its bound than theirs: replicas x rate) cannot
+// rank among them.
 struct PruneBy {
     double target_rps = 0;
     std::vector<double> replica_cost;  // per engine: what one replica costs (USD per hour, or GPUs)

@@ -179,3 +179,71 @@ TEST_CASE("slo search: a trace's fleet scaled minute by minute, by hand") {
     CHECK(window_rates_rps(Workload{}, 60).empty());
     CHECK_THROWS_AS(replicas_over_time(rates, 60, 0, fixed, 2, std::nullopt), Error);
 }
+
+namespace {
+
+// A disaggregated unit: `decode` instances as md1_engine() (10 ms steps, one
+// sequence at a time) behind one prefill instance whose steps cost 1 us, over
+// a link of 1 us and 10^15 bytes per second (a 100-token prompt of 1,000
+// bytes per token moves in 1e-10 s).
+SearchEngine md1_unit(std::int64_t decode) {
+    const SearchEngine one = md1_engine();
+    DisaggUnit u;
+    u.prefill = one.vllm;
+    u.prefill.max_num_seqs = 256;
+    u.decode = one.vllm;
+    u.pools.prefill_replicas = 1;
+    u.pools.decode_replicas = decode;
+    u.pools.link = KvLink{1e15, 1e-6};
+    u.pools.kv_bytes_per_token_per_rank = 1000;
+    u.prefill_price = [](const std::vector<SeqWork>&) { return 1e-6; };
+    u.decode_price = flat;
+    u.decode_decode = flat_decode;
+    SearchEngine e;
+    e.pd = std::move(u);
+    return e;
+}
+
+}  // namespace
+
+TEST_CASE("slo search: a disaggregated unit whose prefill and transfer take microseconds is its decode instance's M/D/1 queue") {
+    // The decode instance recomputes the last prompt token (the step that
+    // samples the first token) and runs 9 more decode steps: 10 steps of
+    // 10 ms, S = 0.1 s, one request at a time, as md1_engine(). Prefill
+    // (1 us a step) and the pull (1 us + 1e-10 s) add about 3 us, inside the
+    // 1 ms of slack below, so a request meets E2E <= S + 1 ms when it does
+    // not wait for the decode instance: the share 1 - rate x S of the M/D/1
+    // queue, at least 0.5 up to 5 requests per second.
+    const RateWorkload w = poisson(20000);
+    SearchTargets t;
+    t.slo.e2e_s = 0.1 + 1e-3;
+    t.goodput = 0.5;
+    const SearchOutcome x = search_max_rate(w, md1_unit(1), t);
+    REQUIRE(x.status == SearchOutcome::Status::Found);
+    CHECK(x.max_rate_rps == Approx(5.0).epsilon(0.02));
+    CHECK(x.binding == "e2e");
+}
+
+TEST_CASE("slo search: a disaggregated unit's bound is the slower side's, by hand") {
+    // 1,000-token prompts, 10 output tokens. The prefill instance's step
+    // costs 10 ms + 0.1 ms per prompt token: the marginal price of a prompt
+    // token is 0.1 ms, so a prompt takes at least 0.1 s and one prefill
+    // instance serves at most 10 req/s. A decode instance serves 10 output
+    // tokens of 10 ms at one sequence: 10 req/s; two of them 20.
+    SyntheticSpec s;
+    s.rate = 1;
+    s.requests = 100;
+    s.seed = 7;
+    s.input.a = 1000;
+    s.output.a = 10;
+    const RateWorkload w = rate_workload(synthetic_workload(s));
+    SearchEngine e = md1_unit(2);
+    e.pd->prefill_price = [](const std::vector<SeqWork>& seqs) {
+        double tokens = 0;
+        for (const SeqWork& q : seqs) tokens += static_cast<double>(q.new_tokens);
+        return 0.01 + 1e-4 * tokens;
+    };
+    CHECK(rate_upper_bound(w, e) == Approx(10.0));
+    e.pd->pools.prefill_replicas = 3;  // 30 req/s of prefill: the two decode instances' 20 bind
+    CHECK(rate_upper_bound(w, e) == Approx(20.0));
+}
