@@ -171,17 +171,18 @@ void configure(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& 
 }
 
 // Disaggregated units: each side 1 to 4 instances, coprime (2:2 is 1:1
-// twice), and the unit within one node of 8 GPUs, where its KV moves over
-// the node's own link (docs/recommend.md, "Disaggregated units").
+// twice), and the unit within two nodes of 8 GPUs (docs/recommend.md,
+// "Disaggregated units").
 constexpr std::int64_t kMaxInstancesPerSide = 4;
 constexpr std::int64_t kNodeGpus = 8;
+constexpr std::int64_t kMaxUnitGpus = 2 * kNodeGpus;
 
-// --kv-link auto: NVLink where the device has it (P/D inside one NVLink
-// domain, as NIXL's UCX transport moves it with cuda_ipc), else one
-// 400 Gb/s InfiniBand NIC per GPU.
-std::string link_for(const std::string& flag, const Gpu& gpu) {
+// --kv-link auto: a unit within one node on NVLink where the device has it
+// (as NIXL's UCX transport moves it with cuda_ipc), else one 400 Gb/s
+// InfiniBand NIC per GPU.
+std::string link_for(const std::string& flag, const Gpu& gpu, std::int64_t unit_gpus) {
     if (flag != "auto") return flag;
-    return link_family(gpu) == LinkFamily::Nvlink && gpu.interconnect_bytes_per_s > 0 ? "nvlink" : "ib-ndr";
+    return unit_gpus <= kNodeGpus && link_family(gpu) == LinkFamily::Nvlink && gpu.interconnect_bytes_per_s > 0 ? "nvlink" : "ib-ndr";
 }
 
 // One disaggregated unit of vLLM instances with each side's engine
@@ -210,7 +211,7 @@ void configure_pd(Setup& s, SimulateOptions so, const ModelSpec& model, const Gp
         s.row.reason = "no FLOP/s figure for this device: prefill cannot be priced";
         return;
     }
-    s.row.kv_link = link_for(link_flag, gpu);
+    s.row.kv_link = link_for(link_flag, gpu, s.row.gpus_per_replica());
     DisaggUnit u;
     try {
         u.pools = disagg_config(model, s.row.prefill_replicas, s.row.decode_replicas, parse_kv_link(s.row.kv_link, gpu, gpu), s.row.tp, kv, false);
@@ -247,7 +248,7 @@ void add_units(std::vector<Setup>& out, const RecommendOptions& o, const Simulat
         for (std::int64_t dtp : tps)
             for (std::int64_t p = 1; p <= kMaxInstancesPerSide; ++p)
                 for (std::int64_t d = 1; d <= kMaxInstancesPerSide; ++d) {
-                    if (std::gcd(p, d) != 1 || p * ptp + d * dtp > kNodeGpus) continue;
+                    if (std::gcd(p, d) != 1 || p * ptp + d * dtp > kMaxUnitGpus) continue;
                     Setup s;
                     s.row.gpu = gpu.id;
                     s.row.tp = dtp;

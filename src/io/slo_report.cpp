@@ -191,7 +191,7 @@ std::string pd_verdict(const SloRecommendResult& r) {
     if (!r.best_disaggregated) {
         for (const SloCandidate& c : r.rejected)
             if (c.pd()) return "No disaggregated unit qualifies; the first rejected: " + layout(r, c) + ": " + c.reason;
-        return "No disaggregated unit fits: each side needs a TP that holds the model, the unit at most 8 GPUs.";
+        return "No disaggregated unit fits: each side needs a TP that holds the model, the unit at most 16 GPUs.";
     }
     const SloCandidate& d = *r.best_disaggregated;
     if (!r.best_aggregated)
@@ -237,7 +237,7 @@ std::string render_slo_table(const SloRecommendResult& r) {
     std::string out = fit_line(fmt::format("{} on {}: {}", r.base.model, r.engine, r.workload), width);
     out += fit_line(fmt::format("SLO: {}; target {} req/s ({})", targets(r), rate(r.target_rps), r.target_source), width);
     if (r.candidates.empty()) {
-        out += "\nNothing qualifies. " + r.nearest + "\n";
+        out += fit_line("Nothing qualifies. " + r.nearest, width, "\n");
     } else {
         out += "\n" + fitted([&](bool slim) { return fleet_table(r, slim); }, width);
         out += "\nLatency at each candidate's rate per replica (one replica, simulated):\n" +

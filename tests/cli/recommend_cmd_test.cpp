@@ -207,7 +207,7 @@ TEST_CASE("recommend --price-file: the same ranking and costs as --price-per-hou
 
 TEST_CASE("recommend --slo --disaggregated: units of every P:D ratio beside the aggregated candidates, each fleet by hand") {
     // --max-gpus 1: every instance TP 1. The units: P and D from 1 to 4,
-    // coprime, at most 8 GPUs: 1:1, 1:2, 1:3, 1:4, 2:1, 2:3, 3:1, 3:2, 3:4,
+    // coprime, at most 16 GPUs: 1:1, 1:2, 1:3, 1:4, 2:1, 2:3, 3:1, 3:2, 3:4,
     // 4:1, 4:3 (11), beside TP 1 x three knob settings: 14 candidates.
     const std::vector<std::string> args = {"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "30", "--gpus",
                                            "h100-sxm", "--max-gpus", "1", "--requests", "200", "--price-per-hour", "h100-sxm=2",
@@ -229,7 +229,7 @@ TEST_CASE("recommend --slo --disaggregated: units of every P:D ratio beside the 
         CHECK(c["gpus_total"].get<std::int64_t>() == replicas * (p + d));
         CHECK(static_cast<double>(replicas) * c["max_rate_per_replica_rps"].get<double>() >= 30.0);
         CHECK(c["usd_per_hour"].get<double>() == Approx(2.0 * static_cast<double>(replicas * (p + d))));
-        CHECK(c["kv_link"] == "nvlink");  // auto: the H100 SXM has NVLink
+        CHECK(c["kv_link"] == "nvlink");  // auto: at most 7 GPUs, one node, and the H100 SXM has NVLink
         CHECK(c["vllm_command"].is_null());
         CHECK_THAT(c["vllm_prefill_command"].get<std::string>(), Catch::Contains(R"("kv_connector":"NixlConnector")"));
         CHECK_THAT(c["sglang_prefill_command"].get<std::string>(), Catch::Contains("--disaggregation-mode prefill"));
