@@ -39,7 +39,7 @@ CLI::App* setup_baseline(CLI::App& app, BaselineOptions& o) {
     cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
     cmd->add_option("--mem-util", o.mem_util, "memory fraction (default: the engine's)")->check(finite_range(0.01, 1.0));
     cmd->add_option("-b,--batch", o.batch, "also gate decode step time and tokens/s at this batch")->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
-    cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4: serve unquantized weights in this dtype");
+    cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4: serve unquantized weights in this dtype (a lower one leaves embeddings and head at 16 bits)");
     cmd->add_option("--max-model-len", o.max_model_len, "the engine's max_model_len (default: max_position_embeddings)")
         ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--max-num-seqs", o.max_num_seqs, "sequences the sampler is sized for (default: the engine's)")
@@ -148,7 +148,7 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
                 ScenarioInputs longest = base;
                 longest.tp = 1;
                 longest.context_tokens = *std::max_element(contexts.begin(), contexts.end());
-                const CapacityPlan plan = plan_capacity(model, scenario_capacity_inputs(gpu, longest));
+                const CapacityPlan plan = plan_capacity(model, scenario_capacity_inputs(gpu, longest, efficiency.profile));
                 if (plan.fits) base.tp = 1;
                 else if (plan.smallest_tp) base.tp = *plan.smallest_tp;
                 else {

@@ -1,5 +1,7 @@
 #include "cli/cmd_concurrency.hpp"
 #include "cli/flag_checks.hpp"
+#include "core/model/weight_format.hpp"
+#include "io/engine_db.hpp"
 #include "cli/scale_out_options.hpp"
 
 #include <cctype>
@@ -33,7 +35,7 @@ CLI::App* setup_concurrency(CLI::App& app, ConcurrencyOptions& o) {
     cmd->add_option("--overhead", o.overhead, "runtime overhead per GPU, replacing the estimate (e.g. 2GB)");
     cmd->add_option("--kv-pool", o.kv_pool, "KV pool per GPU, replacing the whole budget (e.g. a log's 'Available KV cache memory')");
     cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
-    cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4: serve unquantized weights in this dtype");
+    cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4: serve unquantized weights in this dtype (a lower one leaves embeddings and head at 16 bits)");
     cmd->add_option("--mamba-cache-dtype", o.mamba_cache_dtype, "Mamba/linear-attention state dtype (auto|fp32|fp16|bf16)");
     cmd->add_option("--mamba-ssm-cache-dtype", o.mamba_ssm_cache_dtype, "recurrent (SSM) part of that state (auto|fp32|fp16|bf16)");
     cmd->add_option("--block-size", o.block_size, "tokens per KV block (default: vLLM 16, SGLang 1, TRT-LLM 32, generic 16)")
@@ -122,7 +124,12 @@ std::string run_concurrency(const ConcurrencyOptions& o) {
     if (!o.weights.empty()) in.weights_bytes = parse_byte_size("--weights", o.weights, true);
     if (!o.overhead.empty()) in.overhead_bytes = parse_byte_size("--overhead", o.overhead, true);
     in.kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
-    in.weights_dtype = parse_dtype_flag("--weights-dtype", o.weights_dtype);
+    // As the engine stores it (linear layers in the dtype; embeddings and the
+    // LM head as the engine leaves them), the bytes simulate's pool assumes.
+    if (parse_dtype_flag("--weights-dtype", o.weights_dtype)) {
+        const EngineProfile& profile = find_engine("--engine", o.engine == "vllm-v0" ? "vllm" : o.engine);
+        in.weights_format = int4_as_stored(parse_weight_format("--weights-dtype", o.weights_dtype), profile.int4_group_bits, profile.quantize_head);
+    }
     in.state_dtype = parse_state_dtype_flag("--mamba-cache-dtype", o.mamba_cache_dtype);
     in.ssm_state_dtype = parse_state_dtype_flag("--mamba-ssm-cache-dtype", o.mamba_ssm_cache_dtype);
     if (o.block_size > 0) in.block_size = o.block_size;

@@ -303,3 +303,22 @@ TEST_CASE("concurrency without the scale-out flags prints no scale-out keys") {
     CHECK_FALSE(j.contains("kv_cache_tokens_total"));
     CHECK_FALSE(j["contexts"][0].contains("max_requests_all_dp_ranks"));
 }
+
+TEST_CASE("concurrency --weights-dtype fp8 sizes the weights as simulate's pool does: 3,328 blocks more for Llama-3.1-8B on an H100") {
+    // As simulate_cmd_test derives: the 6,979,321,856 linear weights go from
+    // 2 B to 1 B, the embedding, head and norms stay 16-bit, freeing exactly
+    // 3,328 blocks of 16 tokens x 131,072 B = 53,248 tokens.
+    auto tokens = [](const char* weights) {
+        auto r = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm", "--weights-dtype", weights, "--json"});
+        REQUIRE(r.code == 0);
+        const auto j = nlohmann::json::parse(r.out);
+        CHECK(j["weights_dtype"] == (std::string(weights) == "auto" ? "bf16" : weights));
+        return j["kv_cache_tokens"].get<std::int64_t>();
+    };
+    CHECK(tokens("fp8") - tokens("auto") == 53248);
+    // The same pool in simulate (tests/cli/simulate_cmd_test.cpp): 472,640 tokens.
+    auto s = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "1", "--requests", "3", "--input-len", "fixed:10",
+                         "--output-len", "fixed:5", "--weights-dtype", "fp8", "--json"});
+    REQUIRE(s.code == 0);
+    CHECK(nlohmann::json::parse(s.out)["kv_blocks_total"].get<std::int64_t>() * 16 == tokens("fp8"));
+}

@@ -10,7 +10,7 @@
 
 namespace kvplan {
 
-CapacityInputs scenario_capacity_inputs(const Gpu& gpu, const ScenarioInputs& in) {
+CapacityInputs scenario_capacity_inputs(const Gpu& gpu, const ScenarioInputs& in, const EngineProfile& profile) {
     CapacityInputs cap;
     cap.gpu = gpu;
     cap.engine = parse_engine(in.engine);
@@ -20,7 +20,8 @@ CapacityInputs scenario_capacity_inputs(const Gpu& gpu, const ScenarioInputs& in
     cap.contexts = {in.context_tokens};
     cap.mem_util = in.mem_util;
     if (in.kv_dtype != "auto") cap.kv_dtype = parse_dtype(in.kv_dtype);
-    if (in.weights_dtype != "auto") cap.weights_dtype = parse_dtype(in.weights_dtype);
+    if (in.weights_dtype != "auto")
+        cap.weights_format = int4_as_stored(parse_weight_format("weights_dtype", in.weights_dtype), profile.int4_group_bits, profile.quantize_head);
     cap.max_model_len = in.max_model_len;
     cap.max_num_seqs = in.max_num_seqs;
     cap.max_batched_tokens = in.max_num_batched_tokens;
@@ -43,7 +44,7 @@ ScenarioResult evaluate_scenario(const ModelSpec& model, const Gpu& gpu, const S
     set(Figure::KvBytesPerSequence, FigureValue::of(sizing.bytes_per_sequence));
 
     // Capacity: what `kvplan concurrency` prints for the one context.
-    const CapacityPlan plan = plan_capacity(model, scenario_capacity_inputs(gpu, in));
+    const CapacityPlan plan = plan_capacity(model, scenario_capacity_inputs(gpu, in, efficiency.profile));
     set(Figure::KvCacheTokens, plan.kv_cache_tokens ? FigureValue::of(*plan.kv_cache_tokens) : FigureValue::null());
     set(Figure::MaxRequests, FigureValue::of(plan.rows.at(0).max_requests));
     r.weights_bytes_per_gpu = plan.budget.weights_bytes;

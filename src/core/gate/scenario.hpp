@@ -26,8 +26,11 @@ struct ScenarioResult {
     std::vector<std::string> warnings;
 };
 
-// The `kvplan concurrency` inputs a scenario stands for, at its one context.
-CapacityInputs scenario_capacity_inputs(const Gpu& gpu, const ScenarioInputs& inputs);
+// The `kvplan concurrency` inputs a scenario stands for, at its one context;
+// a weights_dtype as `profile`'s engine stores it (weight_format.hpp:
+// linear layers in the format, embeddings and LM head as the engine leaves
+// them), as concurrency and simulate size it.
+CapacityInputs scenario_capacity_inputs(const Gpu& gpu, const ScenarioInputs& inputs, const EngineProfile& profile = {});
 
 // `gpu` is the scenario's device, already looked up; `efficiency` the
 // roofline's (its calibration already applied when the scenario names one).

@@ -149,7 +149,9 @@ Settings resolve_settings(CapacityPlan& p, const ModelSpec& spec, const Capacity
                   in.ssm_state_dtype.value_or(in.state_dtype.value_or(served))};
     p.kv_dtype = s.dt.kv;
     s.weights = in.weights_format ? size_weights_in(spec, *in.weights_format) : size_weights(spec, in.weights_dtype);
-    p.weights_dtype = s.weights.dtype;
+    // A format named by a dtype (fp8, int4) is what the header prints, though
+    // the tensors it leaves alone (embeddings, norms) keep 16 bits.
+    p.weights_dtype = in.weights_format ? parse_dtype(in.weights_format->name).value_or(s.weights.dtype) : s.weights.dtype;
     p.weights_quantization = s.weights.quantization;
     p.model_weights_bytes = s.weights.bytes;
 
