@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/memory/kv_size.hpp"
 #include "core/speed/roofline.hpp"
+#include "cli/spec_options.hpp"
 #include "core/speed/speculative.hpp"
 #include "core/memory/parallel.hpp"
 #include "core/model/weights.hpp"
@@ -82,46 +83,6 @@ CLI::App* setup_roofline(CLI::App& app, RooflineOptions& o) {
 
 namespace {
 
-// --acceptance: one rate for all K positions, or exactly K of them, each a number in [0, 1].
-std::vector<double> parse_acceptance(const std::string& text, std::int64_t k) {
-    std::vector<double> rates;
-    std::size_t start = 0;
-    while (true) {
-        const std::size_t comma = text.find(',', start);
-        const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        std::size_t used = 0;
-        double v = -1;
-        try {
-            v = std::stod(item, &used);
-        } catch (const std::exception&) {
-            used = 0;
-        }
-        if (item.empty() || used != item.size() || !(v >= 0.0 && v <= 1.0))
-            usage_error("--acceptance: expected a rate in [0,1] or a comma list of " + std::to_string(k) + " of them, got '" + item + "'");
-        rates.push_back(v);
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-    }
-    if (rates.size() == 1) return std::vector<double>(static_cast<std::size_t>(k), rates[0]);
-    if (static_cast<std::int64_t>(rates.size()) != k)
-        usage_error("--acceptance: expected one rate or " + std::to_string(k) + " (one per --spec-tokens position), got " + std::to_string(rates.size()));
-    return rates;
-}
-
-SpecMethod parse_spec_method(const std::string& name) {
-    if (name == "mtp") return SpecMethod::Mtp;
-    if (name == "draft") return SpecMethod::Draft;
-    return SpecMethod::Eagle;
-}
-
-// The MTP module exists only where the config declares it: DeepSeek-V3's
-// num_nextn_predict_layers, which the parameter count notes and skips
-// (core/model/param_count.cpp, count_params).
-bool has_mtp_layers(const ModelSpec& model) {
-    for (const std::string& n : model.notes)
-        if (n.find("num_nextn_predict_layers") != std::string::npos) return true;
-    return false;
-}
 
 }  // namespace
 
@@ -182,32 +143,8 @@ std::string run_roofline(const RooflineOptions& o) {
 
     const CostModelInputs target{&model, r.gpu, format, kv, o.tp, r.efficiency, std::nullopt};
     ModelSpec draft_spec;
-    if (o.spec_method.empty()) {
-        if (o.spec_tokens > 0 || !o.acceptance.empty() || !o.draft_model.empty())
-            usage_error("--spec-tokens, --acceptance and --draft-model need --spec-method mtp|eagle|draft");
-    } else {
-        if (o.spec_tokens <= 0) usage_error("--spec-method " + o.spec_method + " needs --spec-tokens K (1..16)");
-        if (o.acceptance.empty()) usage_error("--spec-method " + o.spec_method + " needs --acceptance (a rate in [0,1], or K of them)");
-        SpecInputs spec;
-        spec.method = parse_spec_method(o.spec_method);
-        spec.k = o.spec_tokens;
-        spec.rates = parse_acceptance(o.acceptance, o.spec_tokens);
-        if (spec.method == SpecMethod::Draft) {
-            if (o.draft_model.empty()) usage_error("--spec-method draft needs --draft-model M (a config.json, a model folder or a preset)");
-            ModelOptions d;
-            d.model = o.draft_model;
-            draft_spec = resolve_model(d);
-            check_tp(draft_spec, o.tp);
-            spec.draft = make_draft_model(CostModelInputs{&draft_spec, r.gpu, WeightFormat{}, kv, o.tp, r.efficiency, std::nullopt});
-            spec.draft_label = model_label(draft_spec);
-        } else {
-            if (!o.draft_model.empty()) usage_error("--draft-model is for --spec-method draft; " + o.spec_method + " drafts with the target's own layers");
-            if (spec.method == SpecMethod::Mtp && !has_mtp_layers(model))
-                usage_error("--spec-method mtp: " + model.name + " has no multi-token-prediction layers (num_nextn_predict_layers); use eagle or draft");
-            spec.draft = make_draft_head_model(target);
-        }
-        r.inputs.spec = spec;
-    }
+    r.inputs.spec = resolve_spec(SpecFlags{o.spec_method, o.spec_tokens, o.acceptance, o.draft_model}, model, target, draft_spec);
+    if (r.inputs.spec && r.inputs.spec->method == SpecMethod::Draft) r.inputs.spec->draft_label = model_label(draft_spec);
 
     r.roofline = make_roofline(r.cost, r.inputs);
     r.weights_label = format.as_checkpoint ? (model.quantization.method == QuantMethod::None ? std::string(dtype_name(serving_dtype(model.checkpoint_dtype)))

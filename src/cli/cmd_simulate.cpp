@@ -18,6 +18,7 @@
 #include "core/sim/cluster.hpp"
 #include "core/sim/disagg.hpp"
 #include "core/sim/synthetic.hpp"
+#include "core/speed/speculative.hpp"
 #include "io/file_writer.hpp"
 #include "io/plot_files.hpp"
 #include "io/simulate_report.hpp"
@@ -78,6 +79,7 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
     cmd->add_option("--decode-gpu", o.decode_gpu, "the decode instances' device (default --gpu)");
     cmd->add_option("--decode-tp", o.decode_tp, "the decode instances' TP ranks (default --tp)")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("--kv-link", o.kv_link, "the KV transfer link: nvlink, ib-ndr (default), ib-xdr, roce, or a bandwidth such as 50GB/s");
+    add_spec_options(*cmd, o.spec, "every decode step verifies K drafts (docs/simulate.md)");
     cmd->add_flag("--layerwise-transfer", o.layerwise_transfer, "send the KV layer by layer beside the last prefill chunk (only the last layer's share exposed)");
     cmd->add_option("--slo", o.slo, "targets for goodput, e.g. ttft=2s,tpot=50ms,e2e=30s");
     cmd->add_flag("--json", o.json, "print JSON (schema: docs/simulate.md)");
@@ -99,7 +101,9 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
         "  kvplan simulate --model llama-3.1-8b --gpu h100-sxm --trace azure-2023-code --limit 2000 \\\n"
         "      --prefill-replicas 1 --decode-replicas 3 --kv-link ib-ndr\n"
         "  kvplan simulate --model llama-3.1-8b --gpu h100-sxm --trace azure-2023-conv --limit 2000 \\\n"
-        "      --prefix-tokens 4000 --num-gpu-blocks 1500 --time-scale 0.5 --cpu-offload 64GiB");
+        "      --prefix-tokens 4000 --num-gpu-blocks 1500 --time-scale 0.5 --cpu-offload 64GiB\n"
+        "  kvplan simulate --model llama-3.1-8b --gpu h100-sxm --rate 2 --requests 200 --input-len fixed:1024 \\\n"
+        "      --output-len fixed:256 --spec-method eagle --spec-tokens 3 --acceptance 0.8,0.7,0.6");
     return cmd;
 }
 
@@ -120,6 +124,20 @@ StagePricers stage_pricers(const std::vector<CostModel>& stages) {
     StagePricers out;
     for (const CostModel& m : stages) out.push_back([&m](const std::vector<SeqWork>& seqs) { return mixed_step(m, seqs).total_s; });
     return out;
+}
+
+// The layouts speculative decoding is simulated in: vLLM's engine, one
+// pipeline stage, aggregated replicas.
+void check_spec_flags(const SimulateOptions& o) {
+    if (o.spec.method.empty()) {
+        if (o.spec.tokens > 0 || !o.spec.acceptance.empty() || !o.spec.draft_model.empty())
+            usage_error("--spec-tokens, --acceptance and --draft-model need --spec-method mtp|eagle|draft");
+        return;
+    }
+    if (o.engine == "sglang") usage_error("--spec-method: speculative decoding is simulated with vLLM's engine only; pass --engine vllm");
+    if (o.pp > 1) usage_error("--spec-method: speculative decoding with pipeline parallelism is not simulated; pass --pp 1");
+    if (o.prefill_replicas > 0 || o.decode_replicas > 0)
+        usage_error("--spec-method: speculative decoding in disaggregated pools is not simulated; drop --spec-method or the P/D flags");
 }
 
 // The flags a P/D run needs, and those it cannot take.
@@ -161,6 +179,39 @@ PdSide pd_side(const SimulateOptions& o, const ModelSpec& model, const std::stri
     check_tp(model, out.tp);
     out.config = engine_config(side, model, out.gpu, out.max_model_len, out.pool_source);
     return out;
+}
+
+// --spec-method: every decode step of vLLM's engine verifies K drafts
+// (SchedulerConfig::spec), the proposer priced as K passes of its own cost
+// model, and the pool shares its blocks with the drafter's KV, as vLLM
+// allocates the drafter's attention layers from the same KV cache
+// (get_kv_cache_spec covers them): the blocks shrink in proportion to the
+// bytes per token, unless --num-gpu-blocks fixed them.
+void add_speculation(const SimulateOptions& o, const ModelSpec& model, const ModelSpec& draft_model, const SpecInputs& spec,
+                     const DecodePricer& draft_decode, SimulateResult& r) {
+    const Dtype kv = kv_sizing_dtype(model, parse_dtype_flag("--kv-dtype", o.kv_dtype), o.tp);
+    const std::int64_t target_bytes = kv_transfer_bytes_per_token(model, o.tp, kv);
+    SpecReport rep;
+    rep.method = o.spec.method;
+    rep.proposer = spec.method == SpecMethod::Draft ? model_label(draft_model) : "one layer of the target's shape";
+    rep.rates = spec.rates;
+    rep.expected_tokens_per_step = expected_tokens_per_step(spec.rates);
+    rep.draft_kv_bytes_per_token = spec_kv_bytes_per_token(spec, model, draft_model, o.tp, kv);
+    rep.blocks_without_draft = r.config.num_gpu_blocks;
+    if (o.num_gpu_blocks == 0 && target_bytes > 0) {
+        const double share = static_cast<double>(target_bytes) / static_cast<double>(target_bytes + rep.draft_kv_bytes_per_token);
+        r.config.num_gpu_blocks = static_cast<std::int64_t>(std::floor(static_cast<double>(r.config.num_gpu_blocks) * share));
+    }
+    r.config.spec.k = spec.k;
+    r.config.spec.rates = spec.rates;
+    r.config.spec.seed = o.seed;
+    const std::int64_t k = spec.k;
+    r.config.spec.draft_s = [k, &draft_decode](std::int64_t batch, std::int64_t context_sum) {
+        const std::optional<double> pass = draft_decode(batch, context_sum);
+        if (!pass) throw std::logic_error("the drafter's decode step has no price");
+        return static_cast<double>(k) * *pass;
+    };
+    r.spec = std::move(rep);
 }
 
 // Disaggregated prefill/decode (core/sim/disagg.hpp): each side its own
@@ -218,6 +269,7 @@ std::string run_simulate(const SimulateOptions& o) {
     check_tp(model, o.tp);
     if (o.pp > 1) check_pp(o, model, gpu);
     check_disagg_flags(o);
+    check_spec_flags(o);
     if (!o.requests_csv.empty()) check_writable(o.requests_csv);
     if (!o.timeseries_csv.empty()) check_writable(o.timeseries_csv);
     if (!o.plot.empty()) prepare_plot_dir(o.plot);
@@ -251,6 +303,17 @@ std::string run_simulate(const SimulateOptions& o) {
                                                            parse_dtype_flag("--kv-dtype", o.kv_dtype), o.tp, efficiency,
                                                            std::nullopt});
     const StepPricer price = step_pricer(cost);
+    // Kept alive for the run: the drafter's pricer points into them.
+    ModelSpec draft_model;
+    std::optional<SpecInputs> spec;
+    std::optional<DecodePricer> draft_decode;
+    if (!o.spec.method.empty()) {
+        const CostModelInputs target{&model, gpu, parse_weight_format("--weights-dtype", o.weights_dtype), parse_dtype_flag("--kv-dtype", o.kv_dtype),
+                                     o.tp, efficiency, std::nullopt};
+        spec = resolve_spec(o.spec, model, target, draft_model);
+        draft_decode = decode_pricer(spec->draft);
+        add_speculation(o, model, draft_model, *spec, *draft_decode, r);
+    }
     if (o.engine == "sglang") {
         const ClusterConfig k{o.replicas, o.router == "least-loaded" ? Router::LeastLoaded : Router::RoundRobin};
         r.run = o.replicas > 1 ? simulate_sglang_cluster(w, sglang, k, price) : simulate_sglang(w, sglang, price);

@@ -13,6 +13,7 @@
 #include "cli/cmd_roofline.hpp"
 #include "cli/gpu_options.hpp"
 #include "cli/model_options.hpp"
+#include "cli/spec_options.hpp"
 
 namespace kvplan {
 
@@ -49,6 +50,7 @@ struct SimulateOptions {
     std::int64_t prefill_tp = 0, decode_tp = 0;  // 0: --tp
     std::string kv_link = "ib-ndr";         // nvlink|ib-ndr|ib-xdr|roce|<N>GB/s
     bool layerwise_transfer = false;
+    SpecFlags spec;  // speculative decoding (cli/spec_options.hpp)
     bool json = false;
     std::string requests_csv, timeseries_csv;
     std::string plot;  // --plot: a folder for the charts (io/plot_files.hpp)

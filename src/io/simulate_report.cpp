@@ -115,7 +115,11 @@ std::string render_simulate_table(const SimulateResult& r) {
                                                group_digits(r.config.cpu_tier.blocks),
                                                binary_size(r.config.cpu_tier.blocks * r.config.cpu_tier.block_bytes),
                                                r.config.cpu_tier.link_bytes_per_s / 1e9)
-                                 : ""),
+                                 : "") +
+                            (r.spec ? fmt::format("; speculative decoding ({}, {} drafts a step; the drafter's KV takes {} blocks)",
+                                                  r.spec->method, r.spec->rates.size(),
+                                                  group_digits(r.spec->blocks_without_draft - r.config.num_gpu_blocks))
+                                    : ""),
                         Width::Fit);
     out += "\n";
     Table t({"latency (ms)", "mean", "p50", "p90", "p99", "max"});
@@ -138,6 +142,12 @@ std::string render_simulate_table(const SimulateResult& r) {
         k.add({"CPU tier (offload)", fmt::format("{:.1f}% of prompt tokens (GPU {:.1f}%); {} stored, {} loaded per rank",
                                                  *s.prefix_cache_hit_rate_cpu * 100, s.prefix_cache_hit_rate_gpu * 100,
                                                  binary_size(s.offload_bytes), binary_size(s.onload_bytes))});
+    if (r.spec && r.run.spec_verifies > 0)
+        k.add({"speculative decoding", fmt::format("{:.2f} tokens per verified step (expected {:.2f}); {:.1f}% of {} drafts accepted",
+                                                   static_cast<double>(r.run.spec_kept_tokens) / static_cast<double>(r.run.spec_verifies),
+                                                   r.spec->expected_tokens_per_step,
+                                                   100.0 * static_cast<double>(r.run.spec_accepted) / static_cast<double>(std::max<std::int64_t>(1, r.run.spec_drafts)),
+                                                   group_digits(r.run.spec_drafts))});
     const char* unit = r.engine == "sglang" ? "tokens" : "blocks";
     if (r.disagg)
         k.add({"peak KV cache usage", fmt::format("{:.1f}%, the fullest of {} replicas ({} blocks in all)", s.kv_peak_usage * 100, s.replicas,
@@ -191,6 +201,25 @@ std::string render_simulate_json(const SimulateResult& r) {
     j["prefix_cache_hit_rate_cpu"] = s.prefix_cache_hit_rate_cpu ? nlohmann::ordered_json(*s.prefix_cache_hit_rate_cpu) : nlohmann::ordered_json(nullptr);
     j["offload_bytes"] = s.offload_bytes;
     j["onload_bytes"] = s.onload_bytes;
+    if (r.spec) {
+        nlohmann::ordered_json x;
+        x["method"] = r.spec->method;
+        x["proposer"] = r.spec->proposer;
+        x["spec_tokens"] = r.spec->rates.size();
+        x["acceptance"] = r.spec->rates;
+        x["expected_tokens_per_step"] = r.spec->expected_tokens_per_step;
+        x["verified_steps"] = r.run.spec_verifies;
+        x["drafts"] = r.run.spec_drafts;
+        x["accepted_drafts"] = r.run.spec_accepted;
+        x["kept_tokens"] = r.run.spec_kept_tokens;
+        x["mean_tokens_per_step"] = r.run.spec_verifies > 0 ? nlohmann::ordered_json(static_cast<double>(r.run.spec_kept_tokens) /
+                                                                                     static_cast<double>(r.run.spec_verifies))
+                                                            : nlohmann::ordered_json(nullptr);
+        x["draft_kv_bytes_per_token"] = r.spec->draft_kv_bytes_per_token;
+        j["speculative"] = x;
+    } else {
+        j["speculative"] = nullptr;
+    }
     j["kv_blocks_total"] = s.kv_blocks_total;
     j["block_size_tokens"] = r.config.block_size;
     if (!r.config.groups.empty()) {  // hybrid models: each group takes its own blocks

@@ -29,6 +29,16 @@ struct DisaggReport {
     Distribution transfer_s;          // every transfer, admission on the decode side to KV loaded
 };
 
+// Speculative decoding as simulated (simulate --spec-method).
+struct SpecReport {
+    std::string method;                      // mtp, eagle or draft
+    std::string proposer;                    // the draft model, or "one layer of the target's shape"
+    std::vector<double> rates;               // a_1..a_K
+    double expected_tokens_per_step = 0;     // 1 + sum of prod a_i
+    std::int64_t draft_kv_bytes_per_token = 0;  // per rank, taken from the pool
+    std::int64_t blocks_without_draft = 0;   // the pool before the drafter's KV
+};
+
 struct SimulateResult {
     std::string engine = "vllm";  // whose scheduler: vllm|sglang (config then holds SGLang's figures)
     std::string schedule_policy = "fcfs";
@@ -44,6 +54,7 @@ struct SimulateResult {
     SimSummary summary;
     Slo slo;
     std::optional<DisaggReport> disagg;  // P/D runs only
+    std::optional<SpecReport> spec;      // --spec-method runs only
 };
 
 std::string render_simulate_table(const SimulateResult& r);

@@ -314,3 +314,38 @@ TEST_CASE("concurrency --cpu-offload prints the tokens the CPU tier holds and th
     auto none = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm", "--json"});
     CHECK(nlohmann::json::parse(none.out)["cpu_kv_cache_tokens"].is_null());
 }
+
+TEST_CASE("simulate --spec-method eagle: the drafter's KV shares the pool, each step keeps about 1 + a1 + a1 a2 + a1 a2 a3 tokens, TPOT drops") {
+    // Llama-3.1-8B on an H100: 26,212 blocks of 131,072 B a token's 32 layers;
+    // the EAGLE head is one more layer of 4,096 B a token, so the pool keeps
+    // floor(26,212 x 32 / 33) = 25,417 blocks. Expected tokens per step
+    // 1 + 0.8 + 0.8 x 0.7 + 0.8 x 0.7 x 0.6 = 2.696.
+    const std::vector<std::string> base = {"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "2", "--requests", "200",
+                                           "--input-len", "fixed:1024", "--output-len", "fixed:256", "--json"};
+    std::vector<std::string> spec = base;
+    for (const char* a : {"--spec-method", "eagle", "--spec-tokens", "3", "--acceptance", "0.8,0.7,0.6"}) spec.push_back(a);
+    auto plain = kvplan_run(base), fast = kvplan_run(spec);
+    REQUIRE(plain.code == 0);
+    REQUIRE(fast.code == 0);
+    const auto p = nlohmann::json::parse(plain.out), f = nlohmann::json::parse(fast.out);
+    CHECK(p["kv_blocks_total"] == 26212);
+    CHECK(f["kv_blocks_total"] == 25417);
+    CHECK(p["speculative"].is_null());
+    CHECK(f["speculative"]["expected_tokens_per_step"].get<double>() == Approx(2.696));
+    CHECK(f["speculative"]["mean_tokens_per_step"].get<double>() == Approx(2.696).epsilon(0.03));
+    CHECK(f["speculative"]["draft_kv_bytes_per_token"] == 4096);
+    CHECK(f["tpot_s"]["p50"].get<double>() < 0.6 * p["tpot_s"]["p50"].get<double>());
+    CHECK(f["completed"] == 200);
+    // Refused where it is not simulated, before any work.
+    for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
+             {"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "1", "--requests", "5", "--spec-tokens", "3"},
+             {"simulate", "--engine", "sglang", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "1", "--requests", "5", "--spec-method", "eagle",
+              "--spec-tokens", "2", "--acceptance", "0.7"},
+             {"simulate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "2", "--pp", "2", "--rate", "1", "--requests", "5", "--spec-method",
+              "eagle", "--spec-tokens", "2", "--acceptance", "0.7"}}) {
+        auto r = kvplan_run(bad);
+        CHECK(r.code == 2);
+        CHECK(r.out.empty());
+        CHECK(r.err.find("kvplan: error: --spec") != std::string::npos);
+    }
+}

@@ -26,6 +26,10 @@ void add_engine_totals(SimRun& run, SimRun&& e, std::vector<std::vector<TimePoin
     run.cpu_hit_tokens += e.cpu_hit_tokens;
     run.offload_bytes += e.offload_bytes;
     run.onload_bytes += e.onload_bytes;
+    run.spec_verifies += e.spec_verifies;
+    run.spec_drafts += e.spec_drafts;
+    run.spec_accepted += e.spec_accepted;
+    run.spec_kept_tokens += e.spec_kept_tokens;
     run.peak_blocks_used = std::max(run.peak_blocks_used, e.peak_blocks_used);
     run.total_blocks += e.total_blocks;
     run.end_s = std::max(run.end_s, e.end_s);

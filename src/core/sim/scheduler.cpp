@@ -77,6 +77,10 @@ void check_scheduler_config(const SchedulerConfig& c) {
         if (g.kind == KvGroupKind::Mamba && c.prefix_caching)
             usage_error("simulate: prefix caching with a Mamba KV-cache group is not simulated (vLLM's default turns it off)");
     }
+    if (c.spec.k < 0 || c.spec.k > 16) usage_error("simulate: speculative decoding takes 1 to 16 draft tokens");
+    if (static_cast<std::int64_t>(c.spec.rates.size()) != c.spec.k) usage_error("simulate: one acceptance rate per draft position");
+    for (double a : c.spec.rates)
+        if (!(a >= 0 && a <= 1)) usage_error("simulate: an acceptance rate must be in [0, 1]");
     if (c.cpu_tier.blocks > 0) {
         // The CPU tier is keyed by the prefix cache's block hashes; with
         // several KV-cache groups vLLM offloads in blocks of their lcm
@@ -114,6 +118,7 @@ VllmEngine::VllmEngine(const Workload& w, const SchedulerConfig& c, const StepPr
         cpu_ = std::make_unique<CpuTier>(c.cpu_tier);
         run_.cpu_blocks = c.cpu_tier.blocks;
     }
+    if (c.spec.k > 0 && !stages.empty()) usage_error("--spec-method: speculative decoding with pipeline parallelism is not simulated; pass --pp 1");
     stage_free_s_.assign(stages.size(), 0.0);
 }
 
@@ -379,7 +384,10 @@ bool VllmEngine::schedule_running(std::int64_t& budget) {
     bool preempted = false;
     for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
         const std::size_t r = running_[i];
-        const std::int64_t n = cap(total_tokens(r) - live_[r].computed, budget);
+        // A decode carries k drafts, cut by the budget as vLLM cuts
+        // num_new_tokens (the spec tokens beyond it are not scheduled).
+        const std::int64_t drafts = c_.spec.k > 0 && decoding(r) ? c_.spec.k : 0;
+        const std::int64_t n = cap(total_tokens(r) + drafts - live_[r].computed, budget);
         if (n <= 0) continue;
         bool scheduled = true;
         while (!allocate(r, n)) {
@@ -642,10 +650,54 @@ void VllmEngine::sample(double until) {
     }
 }
 
+// How many of r's `drafts` drafts the step accepts: position i with
+// probability rates[i-1] given the ones before it were, drawn from a hash of
+// the seed, the request and the step, so that a run is reproducible.
+std::int64_t VllmEngine::accepted_drafts(std::size_t r, std::int64_t drafts) const {
+    std::uint64_t x = mix(mix(c_.spec.seed, static_cast<std::uint64_t>(r)), static_cast<std::uint64_t>(run_.steps));
+    for (std::int64_t i = 0; i < drafts; ++i) {
+        x = splitmix(x);
+        const double u = static_cast<double>(x >> 11) * 0x1.0p-53;  // uniform in [0, 1)
+        if (!(u < c_.spec.rates[static_cast<std::size_t>(i)])) return i;
+    }
+    return drafts;
+}
+
+// A decode step of 1 + d tokens verified d drafts: r keeps the accepted
+// ones and the token the target samples after them, at most what its output
+// still needs (the rest is discarded, as max_tokens stops vLLM's request);
+// the rejected drafts' slots count as not computed (num_computed_tokens -=
+// num_rejected, scheduler.py update_from_output).
+void VllmEngine::keep_spec_tokens(std::size_t r, std::int64_t n) {
+    LiveRequest& l = live_[r];
+    const std::int64_t accepted = accepted_drafts(r, n - 1);
+    const std::int64_t kept = std::min(accepted + 1, w_.requests[r].output_tokens - l.generated);
+    run_.spec_verifies += 1;
+    run_.spec_drafts += n - 1;
+    run_.spec_accepted += accepted;
+    run_.spec_kept_tokens += kept;
+    l.computed += kept;
+    if (c_.prefix_caching) register_full_blocks(r);
+    l.generated += kept;
+    interval_generation_ += static_cast<double>(kept);
+    run_.itl_s.push_back(t_ - l.last_token_s);  // the kept tokens arrive together, one gap (vllm bench serve's ITL per chunk)
+    l.last_token_s = t_;
+    if (l.generated >= w_.requests[r].output_tokens) finished_.push_back(r);
+}
+
 void VllmEngine::apply_step() {
     work_.clear();
-    for (const auto& [r, n] : step_) work_.push_back(SeqWork{live_[r].computed, n});
-    const double dt = price_(work_);
+    std::int64_t spec_seqs = 0, spec_context = 0;
+    for (const auto& [r, n] : step_) {
+        work_.push_back(SeqWork{live_[r].computed, n});
+        if (c_.spec.k > 0 && decoding(r)) {
+            spec_seqs += 1;
+            spec_context += live_[r].computed;
+        }
+    }
+    // The proposer runs after the target's forward pass, in the same engine
+    // step (gpu_model_runner.py, propose_draft_token_ids).
+    const double dt = price_(work_) + (spec_seqs > 0 && c_.spec.draft_s ? c_.spec.draft_s(spec_seqs, spec_context) : 0.0);
     if (!(dt > 0) || !std::isfinite(dt)) throw std::logic_error("a step priced at a non-positive time");
     last_step_start_ = t_;
     t_ += dt;
@@ -653,7 +705,11 @@ void VllmEngine::apply_step() {
     finished_.clear();
     for (const auto& [r, n] : step_) {
         LiveRequest& l = live_[r];
-        const bool decode = n == 1 && l.generated > 0 && l.computed + 1 == total_tokens(r);
+        if (c_.spec.k > 0 && decoding(r)) {
+            keep_spec_tokens(r, n);
+            continue;
+        }
+        const bool decode = n == 1 && decoding(r);
         if (!decode) interval_prompt_ += static_cast<double>(n);
         l.computed += n;
         if (c_.prefix_caching) register_full_blocks(r);
@@ -897,7 +953,8 @@ void VllmEngine::advance(double horizon, bool stop_on_done) {
         }
         if (t_ >= horizon) return;
         const std::int64_t done_before = done_;
-        if (c_.jump_decode_runs && decode_ && decode_run(horizon)) continue;  // a run finishes nothing
+        // A run of speculative steps is not identical step to step (each keeps a drawn number of tokens).
+        if (c_.jump_decode_runs && decode_ && c_.spec.k == 0 && decode_run(horizon)) continue;  // a run finishes nothing
         step_.clear();
         std::int64_t budget = c_.max_num_batched_tokens;
         if (schedule_running(budget)) schedule_waiting(budget);

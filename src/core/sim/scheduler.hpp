@@ -58,6 +58,22 @@ struct KvGroup {
 // max_model_len tokens, vLLM's mamba_block_size without prefix caching.
 std::vector<KvGroup> kv_groups_for(const VllmLayout& layout, std::int64_t max_model_len);
 
+// Speculative decoding (vLLM's --speculative-config; docs/simulate.md,
+// "Speculative decoding"): a decoding sequence schedules its next token
+// plus `k` drafts (Request.spec_token_ids, counted in num_new_tokens and the
+// token budget), the step verifies them, and the sequence keeps the
+// accepted prefix of the drafts plus one token the target samples
+// (rejection sampling: position i is accepted, given 1..i-1 were, with
+// probability rates[i-1]); the rejected drafts' slots are computed again.
+struct SpecDecode {
+    std::int64_t k = 0;          // drafts per step, 0..16; 0: off
+    std::vector<double> rates;   // a_1..a_k, each in [0, 1]
+    // The proposer's time for one step: its k passes over `batch` sequences
+    // whose contexts sum to `context_sum` (empty: free).
+    std::function<double(std::int64_t batch, std::int64_t context_sum)> draft_s;
+    std::uint64_t seed = 0;      // acceptance draws: the same inputs give the same run
+};
+
 struct SchedulerConfig {
     std::int64_t num_gpu_blocks = 0;
     std::int64_t block_size = 16;
@@ -74,6 +90,7 @@ struct SchedulerConfig {
     // KV offload to host memory (vLLM's OffloadingConnector, CPU spec):
     // blocks 0 leaves it off. One full-attention group only (cpu_tier.hpp).
     CpuTierConfig cpu_tier;
+    SpecDecode spec;
 };
 
 // What happened to one request; times in seconds from the trace's start.
@@ -169,6 +186,10 @@ struct SimRun {
     std::int64_t cpu_hit_tokens = 0;      // of prefix_hit_tokens, loaded from the CPU tier (first admission)
     std::int64_t offload_bytes = 0;       // copied GPU -> host (per rank)
     std::int64_t onload_bytes = 0;        // copied host -> GPU (per rank)
+    // Speculative decoding (SchedulerConfig::spec): sequence-steps that
+    // verified drafts, the drafts they verified and accepted, and the tokens
+    // they kept (accepted + the sampled one, cut at the request's end).
+    std::int64_t spec_verifies = 0, spec_drafts = 0, spec_accepted = 0, spec_kept_tokens = 0;
     double end_s = 0;
     std::vector<ReplicaStats> replicas;   // one per engine (simulate_cluster); empty from simulate()
 };
@@ -294,6 +315,11 @@ private:
     };
 
     std::int64_t total_tokens(std::size_t r) const { return w_.requests[r].input_tokens + live_[r].generated; }
+    // Speculative decoding: whether r's next step is a decode (it has sampled
+    // a token and computed everything before it), which then carries k drafts.
+    bool decoding(std::size_t r) const { return live_[r].generated > 0 && live_[r].computed + 1 == total_tokens(r); }
+    std::int64_t accepted_drafts(std::size_t r, std::int64_t drafts) const;
+    void keep_spec_tokens(std::size_t r, std::int64_t n);
     GroupBlocks& kv(std::size_t r, std::size_t g);
     std::uint64_t block_hash(std::size_t r, std::size_t g, std::int64_t j);
     std::uint64_t block_key(std::size_t r, std::int64_t j, std::int64_t bs) const;
