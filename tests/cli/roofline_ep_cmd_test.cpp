@@ -65,6 +65,7 @@ TEST_CASE("roofline refuses a bad expert imbalance or an EP that does not divide
         CHECK(r.code == 2);
         CHECK(r.out.empty());
         CHECK_THAT(r.err, Catch::Contains("--expert-imbalance"));
+        if (std::string(bad) == "0.9") CHECK_THAT(r.err, Catch::Contains("found 0.9") && !Catch::Contains("0.900000"));  // echoed as given
     }
     auto no_ep = kvplan_run({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--expert-imbalance", "1.5"});
     CHECK(no_ep.code == 2);

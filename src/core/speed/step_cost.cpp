@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "core/checked.hpp"
 #include "core/error.hpp"
@@ -35,9 +36,11 @@ double experts_touched(std::int64_t experts, std::int64_t per_token, std::int64_
 }
 
 void check_expert_imbalance(double imbalance) {
-    if (!(imbalance >= 1.0) || !std::isfinite(imbalance))
-        usage_error("--expert-imbalance: expected the busiest EP rank's routed tokens over the mean, a number >= 1, found " +
-                    std::to_string(imbalance));
+    if (!(imbalance >= 1.0) || !std::isfinite(imbalance)) {
+        std::ostringstream found;  // as given: 0.5, not std::to_string's 0.500000
+        found << imbalance;
+        usage_error("--expert-imbalance: expected the busiest EP rank's routed tokens over the mean, a number >= 1, found " + found.str());
+    }
 }
 
 namespace {
