@@ -25,12 +25,6 @@ namespace kvplan {
 
 namespace {
 
-// A candidate's step prices on the engine's speed profile, no flags.
-Efficiency engine_efficiency(const std::string& engine) {
-    Efficiency e;
-    e.profile = find_engine("--engine", engine);
-    return e;
-}
 
 // Requests per simulated run of synthetic traffic: at goodput 0.99 the 1% a
 // run may miss is 20 requests, enough that one request more or less moves
@@ -119,7 +113,8 @@ void serve_settings(Candidate& c, const Gpu& gpu, std::int64_t tp, const Schedul
 
 // The engine configuration for `knobs` (default, latency, throughput), or a
 // rejection reason in row.reason.
-void configure(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& gpu, const Workload& w, const std::string& source) {
+void configure(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& gpu, const Workload& w, const std::string& source,
+               const Efficiency& efficiency) {
     const bool sglang = so.engine == "sglang";
     std::int64_t max_model_len = 0;
     try {
@@ -153,7 +148,7 @@ void configure(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& 
         return;
     }
     s.cost = std::make_unique<CostModel>(make_cost_model(CostModelInputs{&model, gpu, parse_weight_format("--weights-dtype", so.weights_dtype),
-                                                                         parse_dtype_flag("--kv-dtype", so.kv_dtype), so.tp, engine_efficiency(so.engine),
+                                                                         parse_dtype_flag("--kv-dtype", so.kv_dtype), so.tp, efficiency,
                                                                          std::nullopt}));
     if (s.cost->flops_per_s <= 0) {
         s.row.reason = "no FLOP/s figure for this device: prefill cannot be priced";
@@ -188,7 +183,7 @@ std::string link_for(const std::string& flag, const Gpu& gpu, std::int64_t unit_
 // One disaggregated unit of vLLM instances with each side's engine
 // defaults, or a rejection reason in row.reason.
 void configure_pd(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& gpu, const Workload& w, const std::string& source,
-                  const std::string& link_flag) {
+                  const std::string& link_flag, const Efficiency& efficiency) {
     SchedulerConfig pre, dec;
     std::int64_t pre_len = 0, dec_len = 0;
     try {
@@ -205,8 +200,8 @@ void configure_pd(Setup& s, SimulateOptions so, const ModelSpec& model, const Gp
     const WeightFormat weights = parse_weight_format("--weights-dtype", so.weights_dtype);
     const std::optional<Dtype> kv = parse_dtype_flag("--kv-dtype", so.kv_dtype);
     s.prefill_cost = std::make_unique<CostModel>(
-        make_cost_model(CostModelInputs{&model, gpu, weights, kv, s.row.prefill_tp, engine_efficiency(so.engine), std::nullopt}));
-    s.cost = std::make_unique<CostModel>(make_cost_model(CostModelInputs{&model, gpu, weights, kv, s.row.tp, engine_efficiency(so.engine), std::nullopt}));
+        make_cost_model(CostModelInputs{&model, gpu, weights, kv, s.row.prefill_tp, efficiency, std::nullopt}));
+    s.cost = std::make_unique<CostModel>(make_cost_model(CostModelInputs{&model, gpu, weights, kv, s.row.tp, efficiency, std::nullopt}));
     if (s.cost->flops_per_s <= 0) {
         s.row.reason = "no FLOP/s figure for this device: prefill cannot be priced";
         return;
@@ -234,7 +229,7 @@ void configure_pd(Setup& s, SimulateOptions so, const ModelSpec& model, const Gp
 
 // Every unit for one GPU, KV dtype and weight format: each side's TP and the P:D ratio.
 void add_units(std::vector<Setup>& out, const RecommendOptions& o, const SimulateOptions& so, const ModelSpec& model, const Gpu& gpu,
-               const Workload& w, const std::string& source) {
+               const Workload& w, const std::string& source, const Efficiency& efficiency) {
     std::vector<std::int64_t> tps;
     for (std::int64_t tp : {1, 2, 4, 8}) {
         if (tp > o.max_gpus) continue;
@@ -258,7 +253,7 @@ void add_units(std::vector<Setup>& out, const RecommendOptions& o, const Simulat
                     s.row.knobs = "default";
                     s.row.kv_dtype_flag = so.kv_dtype;
                     s.row.weights_flag = so.weights_dtype;
-                    configure_pd(s, so, model, gpu, w, source, o.kv_link);
+                    configure_pd(s, so, model, gpu, w, source, o.kv_link, efficiency);
                     out.push_back(std::move(s));
                 }
 }
@@ -266,7 +261,7 @@ void add_units(std::vector<Setup>& out, const RecommendOptions& o, const Simulat
 // Every GPU x TP x KV dtype x weight format x knob setting, in that order
 // (then, with --disaggregated, each GPU's units).
 std::vector<Setup> candidates(const RecommendOptions& o, const SimulateOptions& base, const ModelSpec& model, const std::vector<Gpu>& gpus,
-                              const Workload& w, const std::string& source) {
+                              const Workload& w, const std::string& source, const Efficiency& efficiency) {
     const std::vector<std::string> kv_dtypes = split_list(o.kv_dtype, "--kv-dtype");
     const std::vector<std::string> formats = split_list(o.weights_dtype, "--weights-dtype");
     std::vector<Setup> out;
@@ -291,7 +286,7 @@ std::vector<Setup> candidates(const RecommendOptions& o, const SimulateOptions& 
                         so.tp = tp;
                         so.kv_dtype = kv;
                         so.weights_dtype = weights;
-                        configure(s, so, model, gpu, w, source);
+                        configure(s, so, model, gpu, w, source, efficiency);
                         out.push_back(std::move(s));
                     }
         }
@@ -302,7 +297,7 @@ std::vector<Setup> candidates(const RecommendOptions& o, const SimulateOptions& 
                     SimulateOptions so = base;
                     so.kv_dtype = kv;
                     so.weights_dtype = weights;
-                    add_units(out, o, so, model, gpu, w, source);
+                    add_units(out, o, so, model, gpu, w, source, efficiency);
                 }
     return out;
 }
@@ -403,7 +398,9 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
     }
     r.requests_per_run = static_cast<std::int64_t>(w.requests.size());
 
-    std::vector<Setup> setups = candidates(o, base, model, gpus, w, source);
+    // The speed profile with the efficiency flags and any --calibration over it, as the analytic search prices.
+    const Efficiency efficiency = resolve_efficiency(o.efficiency, o.engine);
+    std::vector<Setup> setups = candidates(o, base, model, gpus, w, source, efficiency);
     const RateWorkload rw = rate_workload(std::move(w));
     std::vector<std::size_t> index;  // setups searched
     std::vector<SearchEngine> engines;

@@ -250,3 +250,17 @@ TEST_CASE("recommend --slo --disaggregated: units of every P:D ratio beside the 
     CHECK(link.exit_code == 2);
     CHECK_THAT(link.err, Catch::Contains("--kv-link: the KV transfer link of disaggregated units; add --disaggregated"));
 }
+
+TEST_CASE("recommend --slo prices steps with the efficiency flags: a 100 ms step overhead misses a 50 ms TPOT everywhere") {
+    // Every decode step costs at least the 100 ms fixed overhead, so no
+    // request's TPOT can be under 100 ms, alone or not: nothing qualifies
+    // and TPOT binds, at more than 100 ms for a request alone.
+    const Run r = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "1", "--gpus", "h100-sxm",
+                               "--max-gpus", "1", "--requests", "50", "--step-overhead-ms", "100", "--json"});
+    INFO(r.command << "\n" << r.out << r.err);
+    CHECK(r.exit_code == 1);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["candidates"].empty());
+    for (const auto& c : j["rejected"]) CHECK_THAT(c["reason"].get<std::string>(), Catch::StartsWith("slo: tpot is 1"));
+    CHECK_THAT(j["nearest"].get<std::string>(), Catch::Contains("The tpot target binds"));
+}
