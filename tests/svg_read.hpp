@@ -1,5 +1,6 @@
 // Reads back what io/svg_chart.cpp draws: each panel's axis transform (its
-// data-* attributes) and each series' polyline points mapped back to data,
+// data-* attributes) and each series' polyline points (a scatter's circles)
+// mapped back to data, and the x of each reference line,
 // so tests can compare a chart with the CSV written beside it.
 #pragma once
 
@@ -18,6 +19,7 @@ struct SvgPanel {
     std::map<std::string, std::vector<std::pair<double, double>>> series;  // data coordinates
     std::vector<std::string> order;                                          // series names as drawn
     int ref_lines = 0;
+    std::vector<double> ref_x;                                               // vertical reference lines, in data x
 };
 
 inline std::string svg_attr(const std::string& tag, const std::string& name) {
@@ -45,7 +47,16 @@ inline std::vector<SvgPanel> read_svg_panels(const std::string& svg) {
         p.py1 = std::stod(svg_attr(tag, "data-py1"));
         p.log_x = svg_attr(tag, "data-log-x") == "1";
         const std::string body = svg.substr(pos, end - pos);
-        for (std::size_t r = 0; (r = body.find("<line class=\"ref\"", r)) != std::string::npos; ++r) ++p.ref_lines;
+        const auto data_x = [&p](double sx) {
+            const double f = (sx - p.px0) / (p.px1 - p.px0);
+            return p.log_x ? std::pow(10.0, std::log10(p.x0) + f * (std::log10(p.x1) - std::log10(p.x0))) : p.x0 + f * (p.x1 - p.x0);
+        };
+        const auto data_y = [&p](double sy) { return p.y0 + (sy - p.py0) / (p.py1 - p.py0) * (p.y1 - p.y0); };
+        for (std::size_t r = 0; (r = body.find("<line class=\"ref\"", r)) != std::string::npos; ++r) {
+            ++p.ref_lines;
+            const std::string line = body.substr(r, body.find("/>", r) - r);
+            if (svg_attr(line, "x1") == svg_attr(line, "x2")) p.ref_x.push_back(data_x(std::stod(svg_attr(line, "x1"))));
+        }
         for (std::size_t q = 0; (q = body.find("<polyline", q)) != std::string::npos; ++q) {
             const std::string line = body.substr(q, body.find("/>", q) - q);
             const std::string name = svg_attr(line, "data-series");
@@ -54,12 +65,14 @@ inline std::vector<SvgPanel> read_svg_panels(const std::string& svg) {
             std::string xy;
             while (pts >> xy) {
                 const std::size_t comma = xy.find(',');
-                const double sx = std::stod(xy.substr(0, comma)), sy = std::stod(xy.substr(comma + 1));
-                const double f = (sx - p.px0) / (p.px1 - p.px0);
-                const double x = p.log_x ? std::pow(10.0, std::log10(p.x0) + f * (std::log10(p.x1) - std::log10(p.x0))) : p.x0 + f * (p.x1 - p.x0);
-                const double y = p.y0 + (sy - p.py0) / (p.py1 - p.py0) * (p.y1 - p.y0);
-                p.series[name].emplace_back(x, y);
+                p.series[name].emplace_back(data_x(std::stod(xy.substr(0, comma))), data_y(std::stod(xy.substr(comma + 1))));
             }
+        }
+        for (std::size_t q = 0; (q = body.find("<circle data-series=", q)) != std::string::npos; ++q) {
+            const std::string dot = body.substr(q, body.find("/>", q) - q);
+            const std::string name = svg_attr(dot, "data-series");
+            if (!p.series.count(name)) p.order.push_back(name);
+            p.series[name].emplace_back(data_x(std::stod(svg_attr(dot, "cx"))), data_y(std::stod(svg_attr(dot, "cy"))));
         }
         out.push_back(std::move(p));
         pos = end;

@@ -54,6 +54,9 @@ CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
     cmd->add_flag("--disaggregated", o.disaggregated,
                   "search: also disaggregated prefill/decode units (P prefill and D decode vLLM instances, each side its own TP)");
     cmd->add_option("--kv-link", o.kv_link, "search, --disaggregated: the KV link, auto (NVLink where the device has it, else ib-ndr), nvlink, ib-ndr, ib-xdr, roce or NGB/s");
+    cmd->add_option("--plot", o.plot, "search: write goodput.svg (throughput and goodput against offered rate, best three) and "
+                                      "pareto.svg (tokens/s per GPU against per user), each with its CSV, into this folder");
+    cmd->add_option("--report", o.report, "search: write one self-contained HTML file: the printed output and both charts inline");
     cmd->footer(
         "Examples:\n"
         "  kvplan recommend --model llama-3.1-8b --context 8192 --ttft 0.5 --tpot 0.05\n"
@@ -142,6 +145,8 @@ CommandOutput run_recommend(const RecommendOptions& o) {
         if (o.analytic && wants_search(o))
             usage_error("--analytic is the steady-batch search: it takes --context --ttft --tpot, not --slo, --rate, --trace, --input-len, "
                         "--output-len, --requests, --disaggregated or --kv-link");
+        if (!o.plot.empty() || !o.report.empty())
+            usage_error(std::string(o.plot.empty() ? "--report" : "--plot") + ": the charts are the SLO search's; give --slo with --rate or --trace");
         return run_analytic(o);
     }
     return run_slo_search(o, chosen_gpus(o), prices(o));

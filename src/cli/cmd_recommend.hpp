@@ -51,6 +51,8 @@ struct RecommendOptions {
     // Disaggregated prefill/decode units searched beside the aggregated candidates.
     bool disaggregated = false;
     std::string kv_link = "auto";  // auto: NVLink where the device has it, else ib-ndr
+    // The search's charts (io/plot_files.hpp) and the HTML report (io/html_report.hpp).
+    std::string plot, report;
 };
 
 CLI::App* setup_recommend(CLI::App& app, RecommendOptions& options);

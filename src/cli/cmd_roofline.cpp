@@ -15,6 +15,8 @@
 #include "io/engine_db.hpp"
 #include "io/model_loader.hpp"
 #include "io/roofline_report.hpp"
+#include "io/file_writer.hpp"
+#include "io/html_report.hpp"
 #include "io/plot_files.hpp"
 
 namespace kvplan {
@@ -60,7 +62,9 @@ CLI::App* setup_roofline(CLI::App& app, RooflineOptions& o) {
     CLI::Option* json_flag = cmd->add_flag("--json", o.json, "print JSON (schema: docs/roofline.md)");
     cmd->add_option("--format", o.format, "table|json|markdown|csv")->check(CLI::IsMember({"table", "json", "markdown", "csv"}))->excludes(json_flag);  // one way to say it
     add_wide_flag(*cmd, o.wide);
-    cmd->add_option("--plot", o.plot, "write step_time.svg (step time and its terms against batch) and its CSV into this folder");
+    cmd->add_option("--plot", o.plot, "write step_time.svg (step time and its terms against batch) and pareto.svg (tokens/s per GPU "
+                                      "against per user), each with its CSV, into this folder");
+    cmd->add_option("--report", o.report, "write one self-contained HTML file: the printed output and both charts inline");
     cmd->add_option("--spec-method", o.spec_method, "speculative decoding: mtp|eagle|draft, priced next to plain decode (docs/roofline.md)")
         ->check(CLI::IsMember({"mtp", "eagle", "draft"}));
     cmd->add_option("--spec-tokens", o.spec_tokens, "draft tokens per step, K (vLLM's num_speculative_tokens), 1..16")
@@ -116,6 +120,7 @@ std::string run_roofline(const RooflineOptions& o) {
         usage_error("--expert-imbalance needs expert parallelism (--ep N, or --enable-expert-parallel with --dp)");
     check_tp(model, attention_tp);
     if (!o.plot.empty()) prepare_plot_dir(o.plot);
+    if (!o.report.empty()) check_writable(o.report);
     const CostModelInputs cost_in{&model, r.gpu, format, kv, attention_tp, r.efficiency, std::nullopt};
     r.cost = layout ? make_cost_model(cost_in, *layout) : make_cost_model(cost_in);
 
@@ -152,10 +157,12 @@ std::string run_roofline(const RooflineOptions& o) {
                                            : format.name;
     if (!o.plot.empty()) write_plot_files(o.plot, render_roofline_plots(r));
     const std::string f = o.json ? "json" : o.format;
-    if (f == "json") return render_roofline_json(r);
-    if (f == "markdown") return render_roofline_markdown(r);
-    if (f == "csv") return render_roofline_csv(r);
-    return render_roofline_table(r, o.wide ? Width::Wide : Width::Fit);
+    const std::string text = f == "json"       ? render_roofline_json(r)
+                             : f == "markdown" ? render_roofline_markdown(r)
+                             : f == "csv"      ? render_roofline_csv(r)
+                                               : render_roofline_table(r, o.wide ? Width::Wide : Width::Fit);
+    if (!o.report.empty()) write_file_atomically(o.report, render_html_report(roofline_report_title(r), text, render_roofline_plots(r)));
+    return text;
 }
 
 }  // namespace kvplan

@@ -43,7 +43,8 @@ struct RooflineOptions {
     bool json = false;
     std::string format = "table";
     bool wide = false;  // table: every column and line at full width
-    std::string plot;   // --plot: a folder for step_time.svg and .csv (io/plot_files.hpp)
+    std::string plot;   // --plot: a folder for step_time.svg, pareto.svg and their CSVs (io/plot_files.hpp)
+    std::string report; // --report: one HTML file with the output and the charts (io/html_report.hpp)
     // Speculative decoding (docs/roofline.md, "Speculative decoding").
     std::string spec_method;   // mtp|eagle|draft; "": off
     std::int64_t spec_tokens = 0;

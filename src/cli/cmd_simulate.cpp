@@ -20,6 +20,7 @@
 #include "core/sim/synthetic.hpp"
 #include "core/speed/speculative.hpp"
 #include "io/file_writer.hpp"
+#include "io/html_report.hpp"
 #include "io/plot_files.hpp"
 #include "io/simulate_report.hpp"
 #include "io/trace_reader.hpp"
@@ -86,6 +87,7 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
     cmd->add_option("--requests-csv", o.requests_csv, "write one row per request to this file");
     cmd->add_option("--timeseries-csv", o.timeseries_csv, "write the per-second series to this file");
     cmd->add_option("--plot", o.plot, "write latency_cdf.svg and timeseries.svg, each with its CSV, into this folder (created when missing)");
+    cmd->add_option("--report", o.report, "write one self-contained HTML file: the printed output and both charts inline");
     cmd->footer(
         "Examples:\n"
         "  kvplan simulate --model llama-3.1-8b --gpu h100-sxm --trace azure-2023-conv --limit 2000 \\\n"
@@ -216,7 +218,7 @@ void add_speculation(const SimulateOptions& o, const ModelSpec& model, const Mod
 
 // Disaggregated prefill/decode (core/sim/disagg.hpp): each side its own
 // device, TP, vLLM pool and roofline; the KV priced for the decode side.
-// Fills `r` and writes the files asked for.
+// Fills `r`.
 void run_disagg(const SimulateOptions& o, const ModelSpec& model, const Efficiency& efficiency, const Workload& w, SimulateResult& r) {
     const PdSide pre = pd_side(o, model, o.prefill_gpu, o.prefill_tp), dec = pd_side(o, model, o.decode_gpu, o.decode_tp);
     const auto weights = parse_weight_format("--weights-dtype", o.weights_dtype);
@@ -245,9 +247,16 @@ void run_disagg(const SimulateOptions& o, const ModelSpec& model, const Efficien
     r.run = std::move(run.run);
     r.router = o.router;
     r.summary = summarise(r.run, r.slo);
+}
+
+// The files a run writes, after it: the CSVs, the charts, the HTML report.
+std::string finish(const SimulateOptions& o, const SimulateResult& r) {
     if (!o.requests_csv.empty()) write_file_atomically(o.requests_csv, render_requests_csv(r));
     if (!o.timeseries_csv.empty()) write_file_atomically(o.timeseries_csv, render_timeseries_csv(r));
     if (!o.plot.empty()) write_plot_files(o.plot, render_simulate_plots(r));
+    std::string text = o.json ? render_simulate_json(r) : render_simulate_table(r);
+    if (!o.report.empty()) write_file_atomically(o.report, render_html_report(simulate_report_title(r), text, render_simulate_plots(r)));
+    return text;
 }
 
 }  // namespace
@@ -273,6 +282,7 @@ std::string run_simulate(const SimulateOptions& o) {
     if (!o.requests_csv.empty()) check_writable(o.requests_csv);
     if (!o.timeseries_csv.empty()) check_writable(o.timeseries_csv);
     if (!o.plot.empty()) prepare_plot_dir(o.plot);
+    if (!o.report.empty()) check_writable(o.report);
 
     SimulateResult r;
     r.model_label = model_label(model);
@@ -297,7 +307,7 @@ std::string run_simulate(const SimulateOptions& o) {
 
     if (o.prefill_replicas > 0) {
         run_disagg(o, model, efficiency, w, r);
-        return o.json ? render_simulate_json(r) : render_simulate_table(r);
+        return finish(o, r);
     }
     const CostModel cost = make_cost_model(CostModelInputs{&model, gpu, parse_weight_format("--weights-dtype", o.weights_dtype),
                                                            parse_dtype_flag("--kv-dtype", o.kv_dtype), o.tp, efficiency,
@@ -335,11 +345,7 @@ std::string run_simulate(const SimulateOptions& o) {
         r.pp = o.pp;
     }
     r.summary = summarise(r.run, r.slo);
-
-    if (!o.requests_csv.empty()) write_file_atomically(o.requests_csv, render_requests_csv(r));
-    if (!o.timeseries_csv.empty()) write_file_atomically(o.timeseries_csv, render_timeseries_csv(r));
-    if (!o.plot.empty()) write_plot_files(o.plot, render_simulate_plots(r));
-    return o.json ? render_simulate_json(r) : render_simulate_table(r);
+    return finish(o, r);
 }
 
 }  // namespace kvplan

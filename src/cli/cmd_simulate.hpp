@@ -54,6 +54,7 @@ struct SimulateOptions {
     bool json = false;
     std::string requests_csv, timeseries_csv;
     std::string plot;  // --plot: a folder for the charts (io/plot_files.hpp)
+    std::string report;  // --report: one HTML file with the output and the charts (io/html_report.hpp)
 };
 
 CLI::App* setup_simulate(CLI::App& app, SimulateOptions& options);

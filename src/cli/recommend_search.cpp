@@ -18,7 +18,10 @@
 #include "core/model/config_parts.hpp"
 #include "core/sim/slo_search.hpp"
 #include "io/engine_db.hpp"
+#include "io/file_writer.hpp"
+#include "io/html_report.hpp"
 #include "io/model_loader.hpp"
+#include "io/plot_files.hpp"
 #include "io/slo_report.hpp"
 
 namespace kvplan {
@@ -46,6 +49,8 @@ constexpr const char* kDefaultOutput = "fixed:128";
 // docs/configuration/optimization.md, chunked prefill).
 constexpr std::int64_t kLatencySeqs = 64;
 constexpr std::int64_t kLatencyTokens = 2048;
+// --plot and --report: the goodput curves of this many of the best candidates.
+constexpr std::size_t kCurves = 3;
 
 void check_flags(const RecommendOptions& o) {
     if (o.slo.empty()) usage_error("--slo: the SLO search needs targets, e.g. --slo ttft=2s,tpot=50ms (or --analytic with --context --ttft --tpot)");
@@ -352,6 +357,8 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
     for (const std::string& f : formats) parse_weight_format("--weights-dtype", f);
     for (const std::string& d : kv_dtypes) parse_dtype_flag("--kv-dtype", d);
     if (formats.empty() || kv_dtypes.empty()) usage_error("--weights-dtype and --kv-dtype need a value (auto, or a list such as auto,fp8)");
+    if (!o.plot.empty()) prepare_plot_dir(o.plot);
+    if (!o.report.empty()) check_writable(o.report);
     const auto start = std::chrono::steady_clock::now();
     ModelSpec model = resolve_model(o.model);
     SloRecommendResult r;
@@ -367,6 +374,7 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
     r.top = static_cast<std::size_t>(o.top);
     r.wide = o.wide;
     r.disaggregated = o.disaggregated;
+    for (const Gpu& g : gpus) r.gpu_ids.push_back(g.id);
 
     const SimulateOptions base = traffic_options(o);
     Workload w = make_workload(base, r.workload);
@@ -401,6 +409,7 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
     // The speed profile with the efficiency flags and any --calibration over it, as the analytic search prices.
     const Efficiency efficiency = resolve_efficiency(o.efficiency, o.engine);
     std::vector<Setup> setups = candidates(o, base, model, gpus, w, source, efficiency);
+    for (std::size_t i = 0; i < setups.size(); ++i) setups[i].row.order = i;
     const RateWorkload rw = rate_workload(std::move(w));
     std::vector<std::size_t> index;  // setups searched
     std::vector<SearchEngine> engines;
@@ -442,6 +451,7 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
     r.tried = static_cast<std::int64_t>(setups.size());
     for (Setup& s : setups) (s.row.reason.empty() ? r.candidates : r.rejected).push_back(std::move(s.row));
     std::stable_sort(r.candidates.begin(), r.candidates.end(), better);
+    if (!o.plot.empty() || !o.report.empty()) r.qualified = r.candidates;
     for (const SloCandidate& c : r.candidates) {
         std::optional<SloCandidate>& best = c.pd() ? r.best_disaggregated : r.best_aggregated;
         if (!best) best = c;
@@ -462,8 +472,21 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
     std::stable_sort(r.rejected.begin(), r.rejected.end(), [&](const SloCandidate& a, const SloCandidate& b) { return rank(a) < rank(b); });
     if (r.candidates.empty()) r.nearest = nearest(r.rejected);
     r.search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!r.qualified.empty()) {
+        // The goodput curves of the best three, on the search's own workload and engines.
+        std::vector<const SearchEngine*> best;
+        std::vector<double> chosen;
+        for (std::size_t k = 0; k < r.qualified.size() && k < kCurves; ++k) {
+            best.push_back(&setups[r.qualified[k].order].engine);
+            chosen.push_back(r.qualified[k].outcome.max_rate_rps);
+        }
+        r.curves = goodput_curves(rw, best, chosen, SearchTargets{r.slo, r.goodput}, goodput_multiples(), std::max(1u, std::thread::hardware_concurrency()));
+    }
     const int code = r.candidates.empty() ? 1 : 0;
-    return {o.json ? render_slo_json(r) : render_slo_table(r), code};
+    std::string text = o.json ? render_slo_json(r) : render_slo_table(r);
+    if (!o.plot.empty()) write_plot_files(o.plot, render_recommend_plots(r));
+    if (!o.report.empty()) write_file_atomically(o.report, render_html_report(recommend_report_title(r), text, render_recommend_plots(r)));
+    return {std::move(text), code};
 }
 
 }  // namespace kvplan

@@ -10,6 +10,7 @@
 #include "core/digits.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "core/pareto.hpp"
 #include "core/speed/step_cost.hpp"
 #include "io/file_writer.hpp"
 #include "io/svg_chart.hpp"
@@ -68,6 +69,180 @@ PlotFile latency_cdf_csv(const std::vector<Cdf>& cdfs) {
     for (const Cdf& c : cdfs)
         for (std::size_t i = 0; i < c.value_s.size(); ++i) out += fmt::format("{},{:.6f},{:.6f}\n", c.metric, c.value_s[i], c.fraction[i]);
     return {"latency_cdf.csv", out};
+}
+
+
+// The front as a line through the points it keeps, left to right.
+ChartSeries front_series(const std::vector<ParetoPoint>& pts, const std::vector<std::size_t>& front) {
+    ChartSeries s{"Pareto front", {}, {}, false};
+    s.colour = "#333333";
+    for (std::size_t i : front) {
+        s.x.push_back(pts[i].x);
+        s.y.push_back(pts[i].y);
+    }
+    return s;
+}
+
+std::vector<bool> on_front(std::size_t n, const std::vector<std::size_t>& front) {
+    std::vector<bool> out(n, false);
+    for (std::size_t i : front) out[i] = true;
+    return out;
+}
+
+// roofline's pareto.{svg,csv}: each batch's decode as tokens/s per user
+// (1 / step) and tokens/s per GPU (batch / step over the replica's GPUs,
+// as the $/M column divides them); the front over the batches that fit.
+std::vector<PlotFile> roofline_pareto(const RooflineResult& r) {
+    const CostModel& m = r.cost;
+    const std::int64_t gpus = m.layout.active() ? m.layout.gpus : m.tp;
+    std::vector<ParetoPoint> pts, fitting;
+    std::vector<std::size_t> fitting_index;
+    ChartSeries fits{"fits in memory", {}, {}, false}, over{"exceeds memory", {}, {}, false};
+    fits.markers = over.markers = true;
+    fits.colour = "#1f77b4";
+    over.colour = "#bbbbbb";
+    for (const RooflineRow& row : r.roofline.rows) {
+        const ParetoPoint p{rounded(row.tokens_per_s_per_user, 3), rounded(row.tokens_per_s_total / static_cast<double>(gpus), 2)};
+        pts.push_back(p);
+        if (row.fits) {
+            fitting.push_back(p);
+            fitting_index.push_back(pts.size() - 1);
+        }
+        ChartSeries& s = row.fits ? fits : over;
+        s.x.push_back(p.x);
+        s.y.push_back(p.y);
+        s.labels.push_back(std::to_string(row.batch));
+    }
+    // When no batch fits (a model too large for the device at this context) the front is drawn over them all.
+    std::vector<std::size_t> front;
+    if (fitting.empty()) front = pareto_front(pts);
+    for (std::size_t k : fitting.empty() ? std::vector<std::size_t>{} : pareto_front(fitting)) front.push_back(fitting_index[k]);
+    const std::vector<bool> kept = on_front(pts.size(), front);
+    std::string csv = fmt::format("# decode at {} tokens of context per batch: tokens/s per user = 1 / step, tokens/s per GPU = batch / step / {} GPU{}; "
+                                  "the front joins the batches that fit (all of them when none fits) that no other beats on both\n",
+                                  r.inputs.context, gpus, gpus > 1 ? "s" : "");
+    csv += "batch,step_ms,tokens_per_s_per_user,tokens_per_s_per_gpu,fits,on_front\n";
+    for (std::size_t i = 0; i < pts.size(); ++i) {
+        const RooflineRow& row = r.roofline.rows[i];
+        csv += fmt::format("{},{:.4f},{:.3f},{:.2f},{},{}\n", row.batch, row.step.total_s * 1e3, pts[i].x, pts[i].y, row.fits ? 1 : 0, kept[i] ? 1 : 0);
+    }
+    Chart c;
+    c.title = fmt::format("Decode throughput against speed: {} on {}, TP {}", short_model(r.model_label), r.gpu.name, m.tp);
+    ChartPanel p;
+    p.title = fmt::format("roofline, any engine: one point per batch (labelled, {} to {}), {} tokens of context", r.roofline.rows.empty() ? 0 : r.roofline.rows.front().batch,
+                          r.roofline.rows.empty() ? 0 : r.roofline.rows.back().batch, group_digits(r.inputs.context));
+    p.x_label = "tokens/s per user (1 / step time)";
+    p.y_label = "output tokens/s per GPU";
+    p.series.push_back(front_series(pts, front));
+    p.series.push_back(std::move(fits));
+    if (!over.x.empty()) p.series.push_back(std::move(over));
+    c.panels.push_back(std::move(p));
+    return {{"pareto.svg", render_svg(c)}, {"pareto.csv", csv}};
+}
+
+// "h100-sxm TP 1 default" or "h100-sxm TP 1/2 1P:3D", with the KV dtype and
+// weight format when the search tried more than one; no commas (a CSV field).
+std::string candidate_label(const SloRecommendResult& r, const SloCandidate& c) {
+    std::string out = c.pd() ? fmt::format("{} TP {}/{} {}P:{}D", c.gpu, c.prefill_tp, c.tp, c.prefill_replicas, c.decode_replicas)
+                             : fmt::format("{} TP {} {}", c.gpu, c.tp, c.knobs);
+    if (r.kv_axis) out += " kv=" + c.kv_dtype_flag;
+    if (r.weights_axis) out += " w=" + c.weights_flag;
+    return out;
+}
+
+// The colour group of the Pareto chart: the device and its TP.
+std::string gpu_tp(const SloCandidate& c) { return c.pd() ? fmt::format("{} TP {}/{}", c.gpu, c.prefill_tp, c.tp) : fmt::format("{} TP {}", c.gpu, c.tp); }
+
+std::string joined(const std::vector<std::string>& items) {
+    std::string out;
+    for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
+    return out;
+}
+
+// recommend's goodput.{svg,csv}: one panel per curve, the candidates in rank order.
+std::vector<PlotFile> goodput_plot(const SloRecommendResult& r) {
+    std::string csv = fmt::format("# each candidate replayed at multiples of the rate the search chose (multiple 1.000), every run to its end; "
+                                  "goodput counts the requests meeting every SLO; the knee (knee 1) is the highest offered rate whose goodput "
+                                  "share is at least {:g}%\n",
+                                  r.goodput * 100);
+    csv += "rank,candidate,multiple,offered_rps,throughput_rps,goodput_rps,goodput_share,knee\n";
+    Chart c;
+    c.title = fmt::format("Throughput and goodput against offered rate: {}, {}", r.base.model, engine_title(r.engine));
+    for (std::size_t k = 0; k < r.curves.size() && k < r.qualified.size(); ++k) {
+        const GoodputCurve& g = r.curves[k];
+        const std::string label = candidate_label(r, r.qualified[k]);
+        ChartSeries through{"throughput", {}, {}, false}, good{"goodput", {}, {}, false}, offered{"offered (y = x)", {}, {}, false};
+        through.colour = "#1f77b4";
+        good.colour = "#2ca02c";
+        offered.colour = "#999999";
+        offered.dashed = true;
+        for (std::size_t i = 0; i < g.points.size(); ++i) {
+            const GoodputPoint& q = g.points[i];
+            csv += fmt::format("{},{},{:.3f},{:.4f},{:.4f},{:.4f},{:.4f},{}\n", k + 1, label, q.multiple, q.offered_rps, q.throughput_rps, q.goodput_rps,
+                               q.goodput_share, g.knee == i ? 1 : 0);
+            const double x = rounded(q.offered_rps, 4);
+            offered.x.push_back(x);
+            offered.y.push_back(x);
+            through.x.push_back(x);
+            through.y.push_back(rounded(q.throughput_rps, 4));
+            good.x.push_back(x);
+            good.y.push_back(rounded(q.goodput_rps, 4));
+        }
+        ChartPanel p;
+        p.x_label = "offered rate (req/s)";
+        p.y_label = "requests/s";
+        p.series = {std::move(offered), std::move(through), std::move(good)};
+        const double chosen = rounded(g.chosen_rps, 4);
+        p.refs.push_back({true, chosen, fmt::format("chosen {:.2f} req/s", g.chosen_rps)});
+        if (g.knee) {
+            const GoodputPoint& q = g.points[*g.knee];
+            p.refs.push_back({true, rounded(q.offered_rps, 4), fmt::format("knee {:.2f} req/s ({:.1f}% good)", q.offered_rps, q.goodput_share * 100), 1});
+        }
+        p.title = fmt::format("#{} {}: chosen {:.2f} req/s, knee {}", k + 1, label, g.chosen_rps,
+                              g.knee ? fmt::format("{:.2f} req/s", g.points[*g.knee].offered_rps) : std::string("none"));
+        c.panels.push_back(std::move(p));
+    }
+    return {{"goodput.svg", render_svg(c)}, {"goodput.csv", csv}};
+}
+
+// recommend's pareto.{svg,csv}: every qualifying candidate at its chosen
+// rate, as simulated there on one replica.
+std::vector<PlotFile> recommend_pareto(const SloRecommendResult& r) {
+    std::vector<ParetoPoint> pts;
+    std::vector<std::string> groups;  // in order of first appearance: the best's first
+    std::string csv = "# every qualifying candidate at its chosen rate on one replica (unit): tokens/s per user = 1 / TPOT p50, "
+                      "output tokens/s per GPU = output tokens/s over its GPUs; the front joins those no other beats on both\n";
+    csv += "rank,candidate,gpus,rate_rps,tpot_p50_ms,tokens_per_s_per_user,output_tokens_per_s_per_gpu,on_front\n";
+    for (const SloCandidate& c : r.qualified) {
+        const SimSummary& s = c.outcome.at_max;
+        pts.push_back({rounded(s.tpot_s.p50 > 0 ? 1 / s.tpot_s.p50 : 0, 3), rounded(s.output_tokens_per_s / static_cast<double>(c.gpus_per_replica()), 2)});
+        if (std::find(groups.begin(), groups.end(), gpu_tp(c)) == groups.end()) groups.push_back(gpu_tp(c));
+    }
+    const std::vector<std::size_t> front = pareto_front(pts);
+    const std::vector<bool> kept = on_front(pts.size(), front);
+    std::vector<ChartSeries> by_group;
+    for (const std::string& g : groups) {
+        by_group.push_back({g, {}, {}, false});
+        by_group.back().markers = true;
+    }
+    for (std::size_t i = 0; i < r.qualified.size(); ++i) {
+        const SloCandidate& c = r.qualified[i];
+        csv += fmt::format("{},{},{},{:.4f},{:.3f},{:.3f},{:.2f},{}\n", i + 1, candidate_label(r, c), c.gpus_per_replica(), c.outcome.max_rate_rps,
+                           c.outcome.at_max.tpot_s.p50 * 1e3, pts[i].x, pts[i].y, kept[i] ? 1 : 0);
+        ChartSeries& s = by_group[static_cast<std::size_t>(std::find(groups.begin(), groups.end(), gpu_tp(c)) - groups.begin())];
+        s.x.push_back(pts[i].x);
+        s.y.push_back(pts[i].y);
+    }
+    Chart chart;
+    chart.title = fmt::format("Output tokens/s per GPU against tokens/s per user: {}, {}", r.base.model, engine_title(r.engine));
+    ChartPanel p;
+    p.title = fmt::format("{} qualifying candidate{} at their chosen rates, of {}", r.qualified.size(), r.qualified.size() == 1 ? "" : "s", joined(r.gpu_ids));
+    p.x_label = "tokens/s per user (1 / TPOT p50)";
+    p.y_label = "output tokens/s per GPU";
+    p.series.push_back(front_series(pts, front));
+    for (ChartSeries& s : by_group) p.series.push_back(std::move(s));
+    chart.panels.push_back(std::move(p));
+    return {{"pareto.svg", render_svg(chart)}, {"pareto.csv", csv}};
 }
 
 }  // namespace
@@ -188,7 +363,16 @@ std::vector<PlotFile> render_roofline_plots(const RooflineResult& r) {
         p.refs.push_back({true, static_cast<double>(*r.roofline.max_batch), fmt::format("{} fit in memory", group_digits(*r.roofline.max_batch))});
     c.panels.push_back(std::move(p));
     std::string head = any_allreduce ? "# decode step time and its terms per batch (ms)\n" : "# decode step time and its terms per batch (ms); no all-reduce at TP 1 (column is 0, not drawn)\n";
-    return {{"step_time.svg", render_svg(c)}, {"step_time.csv", head + csv}};
+    std::vector<PlotFile> out = {{"step_time.svg", render_svg(c)}, {"step_time.csv", head + csv}};
+    for (PlotFile& f : roofline_pareto(r)) out.push_back(std::move(f));
+    return out;
+}
+
+std::vector<PlotFile> render_recommend_plots(const SloRecommendResult& r) {
+    if (r.qualified.empty()) return {};
+    std::vector<PlotFile> out = goodput_plot(r);
+    for (PlotFile& f : recommend_pareto(r)) out.push_back(std::move(f));
+    return out;
 }
 
 void prepare_plot_dir(const std::string& dir) {

@@ -1,5 +1,6 @@
-// `--plot DIR`: the charts of `simulate` and `roofline` as SVG, each beside
-// the CSV of exactly the points it draws (io/svg_chart.hpp).
+// `--plot DIR`: the charts of `simulate`, `roofline` and `recommend --slo`
+// as SVG, each beside the CSV of exactly the points it draws
+// (io/svg_chart.hpp).
 #pragma once
 
 #include <string>
@@ -7,6 +8,7 @@
 
 #include "io/roofline_report.hpp"
 #include "io/simulate_report.hpp"
+#include "io/slo_report.hpp"
 
 namespace kvplan {
 
@@ -21,8 +23,11 @@ inline constexpr std::size_t kMaxPlotPoints = 2000;
 
 // latency_cdf.{svg,csv} and timeseries.{svg,csv}.
 std::vector<PlotFile> render_simulate_plots(const SimulateResult& r);
-// step_time.{svg,csv}.
+// step_time.{svg,csv} and pareto.{svg,csv}.
 std::vector<PlotFile> render_roofline_plots(const RooflineResult& r);
+// goodput.{svg,csv} (from r.curves) and pareto.{svg,csv} (from r.qualified);
+// nothing when no candidate qualified.
+std::vector<PlotFile> render_recommend_plots(const SloRecommendResult& r);
 
 // Before the work: creates `dir` when missing; throws Error(Usage) naming
 // --plot when it exists and is not a folder or cannot be written.

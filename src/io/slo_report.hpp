@@ -32,6 +32,7 @@ struct SloCandidate {
     std::int64_t prefill_replicas = 0, decode_replicas = 0, prefill_tp = 0;
     Candidate prefill_serve;
     std::string kv_link;    // the link as searched: nvlink, ib-ndr, ...
+    std::size_t order = 0;  // its place in the search's candidate order (the engine that was searched)
     bool pd() const { return prefill_replicas > 0; }
     std::int64_t gpus_per_replica() const { return pd() ? prefill_replicas * prefill_tp + decode_replicas * tp : tp; }
 };
@@ -59,6 +60,12 @@ struct SloRecommendResult {
     bool disaggregated = false;
     std::optional<SloCandidate> best_aggregated, best_disaggregated;
     bool disaggregated_wins = false;  // both found: the unit ranks first
+    // --plot and --report (io/plot_files.hpp): the devices searched, every
+    // candidate that qualified, best first (the tables show the --top of
+    // them), and the goodput curves of the first three.
+    std::vector<std::string> gpu_ids;
+    std::vector<SloCandidate> qualified;
+    std::vector<GoodputCurve> curves;
 };
 
 std::string render_slo_table(const SloRecommendResult& r);

@@ -17,7 +17,9 @@ constexpr double kPlotLeft = 80;                 // room for the y tick labels a
 constexpr double kPlotRight = kSvgWidth - 200;   // the legend sits to the right
 constexpr double kPanelTop = 30;                 // panel title above the plot
 constexpr double kPanelBottom = 50;              // x tick labels and the x label below it
-constexpr std::array<const char*, 6> kColours = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"};
+// Matplotlib's tab10, so that up to ten series (a scatter's GPU x TP groups) keep apart.
+constexpr std::array<const char*, 10> kColours = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+                                                  "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
 std::string escape(const std::string& s) {
     std::string out;
@@ -92,6 +94,38 @@ std::pair<double, double> extent(const ChartPanel& p, bool x_axis) {
     return {lo, hi};
 }
 
+// A line (or step) series as one polyline.
+std::string polyline(const ChartSeries& s, const Axis& x, const Axis& y, const std::string& colour) {
+    std::string points;
+    auto add = [&](double vx, double vy) {
+        if (!points.empty()) points += ' ';
+        points += px(x.map(vx)) + "," + px(y.map(vy));
+    };
+    const std::size_t n = std::min(s.x.size(), s.y.size());
+    for (std::size_t k = 0; k < n; ++k) {
+        if (s.step && k > 0) add(s.x[k], s.y[k - 1]);
+        add(s.x[k], s.y[k]);
+    }
+    return fmt::format("<polyline data-series=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\" stroke-linejoin=\"round\"{} points=\"{}\"/>\n",
+                       escape(s.name), colour, s.dashed ? " stroke-dasharray=\"6 4\"" : "", points);
+}
+
+// A scatter series: one dot per point, each carrying the series' name (no
+// <marker> definitions, whose ids would clash when several charts share one
+// HTML page).
+std::string scatter(const ChartSeries& s, const Axis& x, const Axis& y, const std::string& colour) {
+    std::string out;
+    const std::size_t n = std::min(s.x.size(), s.y.size());
+    for (std::size_t k = 0; k < n; ++k) {
+        out += fmt::format("<circle data-series=\"{}\" cx=\"{}\" cy=\"{}\" r=\"4.5\" fill=\"{}\" fill-opacity=\"0.85\" stroke=\"#ffffff\" stroke-width=\"0.8\"/>\n",
+                           escape(s.name), px(x.map(s.x[k])), px(y.map(s.y[k])), colour);
+        if (k < s.labels.size() && !s.labels[k].empty())
+            out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" fill=\"#555555\">{}</text>\n", px(x.map(s.x[k]) + 6), px(y.map(s.y[k]) - 6),
+                               escape(s.labels[k]));
+    }
+    return out;
+}
+
 std::string render_panel(const ChartPanel& p, double top, std::size_t first_colour) {
     const double plot_top = top + kPanelTop, plot_bottom = top + kPanelHeight - kPanelBottom;
     const auto [xlo, xhi] = extent(p, true);
@@ -135,7 +169,7 @@ std::string render_panel(const ChartPanel& p, double top, std::size_t first_colo
             // Labelled on the side with more room, so that a line at the right edge keeps its label inside the frame.
             const bool left = at > (kPlotLeft + kPlotRight) / 2;
             out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"#555555\" text-anchor=\"{}\">{}</text>\n", px(left ? at - 3 : at + 3),
-                               px(plot_top + 12), left ? "end" : "start", escape(r.label));
+                               px(plot_top + 12 + 13 * r.label_row), left ? "end" : "start", escape(r.label));
         } else {
             const double at = y.map(r.at);
             out += fmt::format("<line class=\"ref\" x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"#555555\" stroke-dasharray=\"6 4\"/>\n",
@@ -145,24 +179,18 @@ std::string render_panel(const ChartPanel& p, double top, std::size_t first_colo
         }
     }
     // Series, then their legend entries.
+    // A series with a colour of its own takes none from the palette: the others keep its order.
+    std::size_t next_colour = first_colour;
     for (std::size_t i = 0; i < p.series.size(); ++i) {
         const ChartSeries& s = p.series[i];
-        const char* colour = kColours[(first_colour + i) % kColours.size()];
-        std::string points;
-        auto add = [&](double vx, double vy) {
-            if (!points.empty()) points += ' ';
-            points += px(x.map(vx)) + "," + px(y.map(vy));
-        };
-        const std::size_t n = std::min(s.x.size(), s.y.size());
-        for (std::size_t k = 0; k < n; ++k) {
-            if (s.step && k > 0) add(s.x[k], s.y[k - 1]);
-            add(s.x[k], s.y[k]);
-        }
-        out += fmt::format("<polyline data-series=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\" stroke-linejoin=\"round\" points=\"{}\"/>\n",
-                           escape(s.name), colour, points);
+        const std::string colour = s.colour.empty() ? kColours[next_colour++ % kColours.size()] : s.colour;
+        out += s.markers ? scatter(s, x, y, colour) : polyline(s, x, y, colour);
         const double ly = plot_top + 10 + 18 * static_cast<double>(i);
-        out += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"{3}\" stroke-width=\"3\"/>\n", px(kPlotRight + 15), px(ly),
-                           px(kPlotRight + 40), colour);
+        if (s.markers)
+            out += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{}\"/>\n", px(kPlotRight + 27), px(ly), colour);
+        else
+            out += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"{3}\" stroke-width=\"3\"{4}/>\n", px(kPlotRight + 15), px(ly),
+                               px(kPlotRight + 40), colour, s.dashed ? " stroke-dasharray=\"6 4\"" : "");
         out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"12\">{}</text>\n", px(kPlotRight + 46), px(ly + 4), escape(s.name));
     }
     out += "</g>\n";

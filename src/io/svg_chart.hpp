@@ -1,5 +1,5 @@
-// A small, self-contained SVG chart writer for `--plot`: line and step
-// series on linear or logarithmic axes, ticks at round numbers (1-2-5
+// A small, self-contained SVG chart writer for `--plot`: line, step and
+// scatter series on linear or logarithmic axes, ticks at round numbers (1-2-5
 // steps), a title, a legend, vertical and horizontal reference lines, one or
 // more panels stacked in one image. No scripts, no external fonts (the
 // generic family `sans-serif`), numbers printed with fixed precision, so the
@@ -7,7 +7,8 @@
 //
 // Each panel is a <g class="panel"> carrying its axis transform as data-*
 // attributes (data x range, pixel range, log flag) and each series is a
-// <polyline data-series="NAME">, so a reader can map the points back to data.
+// <polyline data-series="NAME"> (a scatter series: one <circle
+// data-series="NAME"> per point), so a reader can map the points back to data.
 #pragma once
 
 #include <string>
@@ -19,12 +20,17 @@ struct ChartSeries {
     std::string name;              // legend text
     std::vector<double> x, y;      // same length
     bool step = false;             // hold y until the next x (a post step)
+    bool markers = false;          // a dot at each point and no line (a scatter)
+    std::string colour = "";       // "#rrggbb"; empty: the palette's next colour
+    bool dashed = false;           // a dashed line (a reference drawn as a series, e.g. y = x)
+    std::vector<std::string> labels = {};  // a scatter: a short text beside each point (e.g. its batch); may be empty
 };
 
 struct RefLine {
     bool vertical = true;          // x = at; else y = at
     double at = 0;
     std::string label;
+    int label_row = 0;             // lines close together: each label one row lower than the last
 };
 
 struct ChartPanel {

@@ -596,6 +596,12 @@ TEST_CASE("bad input: a broken calibration file exits 65 naming the file and fie
     std::ofstream(file) << "x\n";
     expect_clean_error(Run::kvplan({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100", "--plot", file.string()}), kExitUsage,
                        {"--plot", "report.txt", "not a folder"});
+    // --report FILE.html in a folder that does not exist, or that is a folder itself.
+    expect_clean_error(Run::kvplan({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100", "--report", (dir.path() / "no" / "r.html").string()}),
+                       kExitUsage, {"cannot write", "r.html"});
+    expect_clean_error(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "10", "--gpus", "h100",
+                                    "--report", dir.path().string()}),
+                       kExitUsage, {"cannot write", "it is a folder"});
 }
 
 TEST_CASE("bad input: recommend without its targets, or with a bad price, exits 2", "[bad-input][recommend]") {

@@ -1,11 +1,16 @@
-// `--plot DIR` of `simulate` and `roofline` end to end (in process): each SVG
-// is well-formed XML, the points it draws are the rows of the CSV beside it
-// (read back through the panel's axis transform), a rerun writes the same
-// bytes, long runs are thinned to at most 2,000 points and say so, a path
-// that is not a folder is refused, and rsvg-convert renders each chart to a
-// PNG of the chart's size that is not blank.
+// `--plot DIR` of `simulate`, `roofline` and `recommend --slo`, and their
+// `--report FILE.html`, end to end (in process): each SVG is well-formed XML,
+// the points it draws are the rows of the CSV beside it (read back through
+// the panel's axis transform), the reference lines stand where the CSV puts
+// them, a rerun writes the same bytes, long runs are thinned to at most
+// 2,000 points and say so, a path that is not a folder (or a report that
+// cannot be written) is refused, the report holds the escaped text and the
+// charts, and rsvg-convert renders each chart to a PNG of the chart's size
+// that is not blank.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -89,6 +94,65 @@ std::vector<std::string> with_plot(std::vector<std::string> args, const std::str
     args.push_back("--plot");
     args.push_back(dir);
     return args;
+}
+
+std::vector<std::string> with_report(std::vector<std::string> args, const std::string& file) {
+    args.push_back("--report");
+    args.push_back(file);
+    return args;
+}
+
+const std::vector<std::string> kRoofline = {"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm"};
+
+// Small enough to run in a second or two: 300 requests per run, two devices.
+const std::vector<std::string> kRecommend = {"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "10",
+                                             "--gpus", "h100-sxm,l40s", "--requests", "300", "--price-per-hour", "h100-sxm=2.5,l40s=1.0"};
+
+// A rate as the recommend table prints it.
+std::string fmt_rate(double rps) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f", rps);
+    return buf;
+}
+
+// The rows of `c` whose column `col` is `value`.
+std::vector<std::vector<std::string>> rows_where(const Csv& c, std::size_t col, const std::string& value) {
+    std::vector<std::vector<std::string>> out;
+    for (const auto& r : c.rows)
+        if (r[col] == value) out.push_back(r);
+    return out;
+}
+
+// The five characters the report escapes (io/html_report.cpp).
+std::string html_escaped(const std::string& s) {
+    std::string out;
+    for (char ch : s) {
+        if (ch == '&') out += "&amp;";
+        else if (ch == '<') out += "&lt;";
+        else if (ch == '>') out += "&gt;";
+        else if (ch == '"') out += "&quot;";
+        else if (ch == '\'') out += "&#39;";
+        else out += ch;
+    }
+    return out;
+}
+
+// Self-contained: no scripts, nothing fetched (the only URL is the SVG namespace).
+void check_report(const std::string& html, const std::string& title, const std::string& text, const std::vector<fs::path>& svgs) {
+    CHECK_THAT(html, Catch::StartsWith("<!DOCTYPE html>\n<html lang=\"en\">"));
+    CHECK_THAT(html, Catch::EndsWith("</body>\n</html>\n"));
+    CHECK_THAT(html, Catch::Contains("<title>" + title + "</title>"));
+    CHECK_THAT(html, Catch::Contains("<h1>" + title + "</h1>"));
+    CHECK_THAT(html, Catch::Contains("<pre>" + html_escaped(text) + "</pre>"));
+    for (const char* bad : {"<script", "src=", "href=", "@import", "url(", "<?xml"}) CHECK(html.find(bad) == std::string::npos);
+    std::size_t urls = 0;
+    for (std::size_t at = 0; (at = html.find("http", at)) != std::string::npos; ++at) ++urls;
+    CHECK(urls == svgs.size());  // xmlns="http://www.w3.org/2000/svg", once per chart
+    for (const fs::path& svg : svgs) {
+        INFO(svg);
+        const std::string text_svg = slurp(svg);
+        CHECK_THAT(html, Catch::Contains(text_svg.substr(text_svg.find("<svg"))));
+    }
 }
 
 }  // namespace
@@ -226,22 +290,25 @@ TEST_CASE("rsvg-convert renders each chart to a PNG of its size that is not blan
         WARN("rsvg-convert not found (Debian package librsvg2-bin, which `make test` installs): PNG rendering not checked");
         return;
     }
-    const std::string dir = temp_dir();
+    const std::string dir = temp_dir(), rec = temp_dir();
     REQUIRE(kvplan_run(with_plot(kSimulate, dir)).code == 0);
     REQUIRE(kvplan_run({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--plot", dir}).code == 0);
+    REQUIRE(kvplan_run(with_plot(kRecommend, rec)).code == 0);
     // A PNG's IHDR chunk holds the width and height, big-endian, at bytes 16 and 20 (PNG spec, 11.2.2).
     auto be32 = [](const std::string& s, std::size_t at) {
         return (static_cast<std::uint32_t>(static_cast<unsigned char>(s[at])) << 24) | (static_cast<unsigned char>(s[at + 1]) << 16) |
                (static_cast<unsigned char>(s[at + 2]) << 8) | static_cast<unsigned char>(s[at + 3]);
     };
-    for (const char* name : {"latency_cdf", "timeseries", "step_time"}) {
-        INFO(name);
-        const fs::path svg = fs::path(dir) / (std::string(name) + ".svg");
+    const std::vector<std::pair<std::string, std::string>> charts = {
+        {dir, "latency_cdf"}, {dir, "timeseries"}, {dir, "step_time"}, {dir, "pareto"}, {rec, "goodput"}, {rec, "pareto"}};
+    for (const auto& [folder, name] : charts) {
+        INFO(folder << "/" << name);
+        const fs::path svg = fs::path(folder) / (name + ".svg");
         const std::string text = slurp(svg);
         const std::string width = svg_attr(text.substr(text.find("<svg"), 200), "width");
         const std::string height = svg_attr(text.substr(text.find("<svg"), 200), "height");
         // The control: an all-white image of the same size, which compresses to almost nothing.
-        const fs::path blank = fs::path(dir) / (std::string(name) + "-blank.svg");
+        const fs::path blank = fs::path(folder) / (name + "-blank.svg");
         std::ofstream(blank) << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height << "\"><rect width=\""
                              << width << "\" height=\"" << height << "\" fill=\"#ffffff\"/></svg>\n";
         for (const fs::path& in : {svg, blank}) {
@@ -267,8 +334,188 @@ TEST_CASE("the charts in docs/img are what the commands docs/simulate.md and doc
                         "ttft=2s,tpot=50ms", "--plot", dir})
                 .code == 0);
     REQUIRE(kvplan_run({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--plot", dir}).code == 0);
-    for (const char* f : {"latency_cdf.svg", "timeseries.svg", "step_time.svg"}) {
+    for (const char* f : {"latency_cdf.svg", "timeseries.svg", "step_time.svg", "pareto.svg"}) {
         INFO(f);
         CHECK(slurp(fs::path(dir) / f) == slurp(fs::path(KVPLAN_SOURCE_DIR) / "docs" / "img" / f));
     }
+}
+
+TEST_CASE("the charts in docs/img/recommend are what the worked example of docs/recommend.md writes") {
+    // After a change that moves them: that command with --plot docs/img/recommend (the CSVs are not kept).
+    const std::string dir = temp_dir();
+    REQUIRE(kvplan_run({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--trace", "azure-2023-conv", "--gpus",
+                        "h100-sxm,a100-sxm-80gb,l40s,l4", "--price-per-hour", "h100-sxm=2.5,a100-sxm-80gb=1.6,l40s=1.0,l4=0.5", "--plot", dir})
+                .code == 0);
+    for (const char* f : {"goodput.svg", "pareto.svg"}) {
+        INFO(f);
+        CHECK(slurp(fs::path(dir) / f) == slurp(fs::path(KVPLAN_SOURCE_DIR) / "docs" / "img" / "recommend" / f));
+    }
+}
+
+TEST_CASE("roofline --plot draws each batch as tokens/s per GPU against tokens/s per user, the front joined") {
+    const std::string dir = temp_dir();
+    REQUIRE(kvplan_run(with_plot(kRoofline, dir)).code == 0);
+    const std::string svg = slurp(fs::path(dir) / "pareto.svg");
+    CHECK(xml_problem(svg) == "");
+    CHECK_THAT(svg, Catch::Contains("llama-3.1-8b on NVIDIA H100 SXM 80GB, TP 1"));
+    const std::vector<SvgPanel> panels = read_svg_panels(svg);
+    REQUIRE(panels.size() == 1);
+    const Csv csv = read_csv(fs::path(dir) / "pareto.csv");
+    CHECK(csv.header == std::vector<std::string>{"batch", "step_ms", "tokens_per_s_per_user", "tokens_per_s_per_gpu", "fits", "on_front"});
+    REQUIRE(csv.rows.size() == 10);
+    const Csv steps = read_csv(fs::path(dir) / "step_time.csv");
+    for (std::size_t i = 0; i < csv.rows.size(); ++i) {
+        INFO("batch " << csv.rows[i][0]);
+        // Per user: one token per step; per GPU at TP 1: batch tokens per step.
+        CHECK(csv.rows[i][1] == steps.rows[i][2]);
+        const double step_s = std::stod(csv.rows[i][1]) / 1e3;
+        CHECK(std::stod(csv.rows[i][2]) == Approx(1 / step_s).epsilon(1e-4));
+        CHECK(std::stod(csv.rows[i][3]) == Approx(std::stod(csv.rows[i][0]) / step_s).epsilon(1e-4));
+    }
+    check_series(panels[0], "fits in memory", rows_where(csv, 4, "1"), 2, 3);
+    if (!rows_where(csv, 4, "0").empty()) check_series(panels[0], "exceeds memory", rows_where(csv, 4, "0"), 2, 3);
+    // The step grows more slowly than the batch, so every batch that fits is on the front, by x ascending (batch descending).
+    auto front = rows_where(csv, 5, "1");
+    CHECK(front.size() == rows_where(csv, 4, "1").size());
+    std::reverse(front.begin(), front.end());
+    check_series(panels[0], "Pareto front", front, 2, 3);
+}
+
+TEST_CASE("recommend --slo --plot draws throughput and goodput against offered rate with the knee and the chosen rate where the CSV puts them") {
+    const std::string dir = temp_dir() + "/charts";
+    const CliResult plain = kvplan_run(kRecommend);
+    const CliResult r = kvplan_run(with_plot(kRecommend, dir));
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    CHECK(r.out == plain.out);  // the printed report does not change
+    const std::string svg = slurp(fs::path(dir) / "goodput.svg");
+    CHECK(xml_problem(svg) == "");
+    CHECK_THAT(svg, Catch::Contains("Throughput and goodput against offered rate: llama-3.1-8b, vLLM"));
+    const Csv csv = read_csv(fs::path(dir) / "goodput.csv");
+    CHECK(csv.header == std::vector<std::string>{"rank", "candidate", "multiple", "offered_rps", "throughput_rps", "goodput_rps", "goodput_share", "knee"});
+    const std::vector<SvgPanel> panels = read_svg_panels(svg);
+    REQUIRE(panels.size() == 3);  // the best three
+    REQUIRE(csv.rows.size() == 3 * 15);
+    for (std::size_t k = 0; k < panels.size(); ++k) {
+        INFO("candidate " << k + 1);
+        const auto rows = rows_where(csv, 0, std::to_string(k + 1));
+        REQUIRE(rows.size() == 15);
+        check_series(panels[k], "throughput", rows, 3, 4);
+        check_series(panels[k], "goodput", rows, 3, 5);
+        check_series(panels[k], "offered (y = x)", rows, 3, 3);
+        // The chosen rate is multiple 1; the knee the highest offered rate whose share is at least 99%.
+        double chosen = 0, knee = 0;
+        std::size_t knees = 0;
+        for (const auto& row : rows) {
+            if (row[2] == "1.000") chosen = std::stod(row[3]);
+            if (std::stod(row[6]) >= 0.99) knee = std::max(knee, std::stod(row[3]));
+            knees += row[7] == "1";
+        }
+        REQUIRE(knees == 1);
+        CHECK(std::stod(rows_where(Csv{{}, {}, rows}, 7, "1").at(0)[3]) == knee);
+        CHECK(knee >= chosen);  // the search's rate passed
+        REQUIRE(panels[k].ref_x.size() == 2);
+        CHECK(std::abs(panels[k].ref_x[0] - chosen) <= svg_x_tolerance(panels[k], chosen));
+        CHECK(std::abs(panels[k].ref_x[1] - knee) <= svg_x_tolerance(panels[k], knee));
+        // The search's own rate per replica, as the table prints it.
+        CHECK_THAT(r.out, Catch::Contains(fmt_rate(chosen)));
+    }
+}
+
+TEST_CASE("recommend --slo --plot draws every qualifying candidate as tokens/s per GPU against tokens/s per user, the front joined") {
+    const std::string dir = temp_dir();
+    REQUIRE(kvplan_run(with_plot(kRecommend, dir)).code == 0);
+    const std::string svg = slurp(fs::path(dir) / "pareto.svg");
+    CHECK(xml_problem(svg) == "");
+    const std::vector<SvgPanel> panels = read_svg_panels(svg);
+    REQUIRE(panels.size() == 1);
+    const Csv csv = read_csv(fs::path(dir) / "pareto.csv");
+    CHECK(csv.header == std::vector<std::string>{"rank", "candidate", "gpus", "rate_rps", "tpot_p50_ms", "tokens_per_s_per_user",
+                                                 "output_tokens_per_s_per_gpu", "on_front"});
+    REQUIRE(csv.rows.size() >= 3);
+    // Every point is drawn once, in its GPU x TP colour.
+    std::size_t drawn = 0;
+    for (const auto& [name, pts] : panels[0].series)
+        if (name != "Pareto front") drawn += pts.size();
+    CHECK(drawn == csv.rows.size());
+    for (const auto& row : csv.rows) {
+        INFO(row[1]);
+        const std::string group = row[1].substr(0, row[1].rfind(' '));  // "h100-sxm TP 1 default" -> "h100-sxm TP 1"
+        REQUIRE(panels[0].series.count(group) == 1);
+        CHECK(std::stod(row[5]) == Approx(1e3 / std::stod(row[4])).epsilon(2e-3));
+        // On the front exactly when no other point is at least as good on both axes and better on one.
+        const double x = std::stod(row[5]), y = std::stod(row[6]);
+        bool dominated = false;
+        for (const auto& other : csv.rows) {
+            const double ox = std::stod(other[5]), oy = std::stod(other[6]);
+            dominated = dominated || (ox >= x && oy >= y && (ox > x || oy > y));
+        }
+        if (dominated) CHECK(row[7] == "0");
+    }
+    auto front = rows_where(csv, 7, "1");
+    REQUIRE(!front.empty());
+    std::sort(front.begin(), front.end(), [](const auto& a, const auto& b) { return std::stod(a[5]) < std::stod(b[5]); });
+    check_series(panels[0], "Pareto front", front, 5, 6);
+}
+
+TEST_CASE("recommend --slo --plot and --report write the same bytes on a rerun") {
+    const std::string a = temp_dir(), b = temp_dir();
+    REQUIRE(kvplan_run(with_report(with_plot(kRecommend, a), a + "/report.html")).code == 0);
+    REQUIRE(kvplan_run(with_report(with_plot(kRecommend, b), b + "/report.html")).code == 0);
+    for (const char* f : {"goodput.svg", "goodput.csv", "pareto.svg", "pareto.csv", "report.html"}) {
+        INFO(f);
+        CHECK(slurp(fs::path(a) / f) == slurp(fs::path(b) / f));
+    }
+}
+
+TEST_CASE("the report of simulate, roofline and recommend is one self-contained HTML page with the escaped output and the charts inline") {
+    const std::string dir = temp_dir();
+    SECTION("simulate") {
+        const CliResult r = kvplan_run(with_report(with_plot(kSimulate, dir), dir + "/sim.html"));
+        REQUIRE(r.code == 0);
+        CHECK(r.out == kvplan_run(kSimulate).out);
+        check_report(slurp(fs::path(dir) / "sim.html"), "kvplan simulate: llama-3.1-8b on NVIDIA H100 SXM 80GB, vLLM", r.out,
+                     {fs::path(dir) / "latency_cdf.svg", fs::path(dir) / "timeseries.svg"});
+    }
+    SECTION("roofline") {
+        const std::vector<std::string> args = kRoofline;
+        const CliResult r = kvplan_run(with_report(with_plot(args, dir), dir + "/roof.html"));
+        REQUIRE(r.code == 0);
+        check_report(slurp(fs::path(dir) / "roof.html"), "kvplan roofline: llama-3.1-8b on NVIDIA H100 SXM 80GB, TP 1", r.out,
+                     {fs::path(dir) / "step_time.svg", fs::path(dir) / "pareto.svg"});
+    }
+    SECTION("recommend --slo") {
+        const CliResult r = kvplan_run(with_report(with_plot(kRecommend, dir), dir + "/rec.html"));
+        REQUIRE(r.code == 0);
+        CHECK(r.out.find("TTFT <= 2000.0 ms") != std::string::npos);  // escaped in the page as "TTFT &lt;= 2000.0 ms"
+        CHECK_THAT(slurp(fs::path(dir) / "rec.html"), Catch::Contains("TTFT &lt;= 2000.0 ms"));
+        check_report(slurp(fs::path(dir) / "rec.html"), "kvplan recommend --slo: llama-3.1-8b on h100-sxm, l40s, vLLM", r.out,
+                     {fs::path(dir) / "goodput.svg", fs::path(dir) / "pareto.svg"});
+    }
+}
+
+TEST_CASE("a plot folder that is a file, or a report that cannot be written, is refused before any work") {
+    const std::string dir = temp_dir();
+    const std::string file = dir + "/report.txt";
+    std::ofstream(file) << "keep me\n";
+    const std::string nowhere = dir + "/missing/folder/report.html";
+    for (const std::vector<std::string>& args : {kSimulate, kRoofline, kRecommend}) {
+        INFO(args[0]);
+        const CliResult bad_report = kvplan_run(with_report(args, nowhere));
+        CHECK(bad_report.code == 2);
+        CHECK(bad_report.out.empty());
+        CHECK_THAT(bad_report.err, Catch::Contains("cannot write " + nowhere));
+        CHECK(std::count(bad_report.err.begin(), bad_report.err.end(), '\n') == 1);
+        const CliResult bad_plot = kvplan_run(with_plot(args, file));
+        CHECK(bad_plot.code == 2);
+        CHECK(bad_plot.out.empty());
+        CHECK_THAT(bad_plot.err, Catch::Contains("--plot: " + file + " exists and is not a folder"));
+    }
+    CHECK(!fs::exists(dir + "/missing"));
+    CHECK(slurp(file) == "keep me\n");
+    // The analytic search draws no charts.
+    const CliResult analytic = kvplan_run({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.05",
+                                           "--plot", dir});
+    CHECK(analytic.code == 2);
+    CHECK_THAT(analytic.err, Catch::Contains("--plot: the charts are the SLO search's"));
 }

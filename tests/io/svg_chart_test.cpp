@@ -1,6 +1,7 @@
 // io/svg_chart: round ticks (hand-derived 1-2-5 cases), well-formed XML, the
 // points drawn equal the data given, step series hold their value, the same
-// chart gives the same bytes, and text is escaped.
+// chart gives the same bytes, text is escaped, and a scatter draws one dot
+// per point in its own colour.
 #include <catch2/catch.hpp>
 
 #include "io/svg_chart.hpp"
@@ -113,4 +114,47 @@ TEST_CASE("a reference line at the end of an axis gets one more tick, not the fr
     CHECK(read_svg_panels(render_svg(c)).at(0).y1 == Approx(1.2));
     c.panels[0].refs[0].at = 0.5;
     CHECK(read_svg_panels(render_svg(c)).at(0).y1 == Approx(1.0));
+}
+
+TEST_CASE("a scatter series is one dot per point, labelled, and a series with its own colour takes none from the palette") {
+    Chart c;
+    ChartPanel p;
+    ChartSeries front{"front", {1, 2}, {4, 2}, false};
+    front.colour = "#333333";
+    ChartSeries dots{"dots", {1, 1.5, 2}, {4, 3, 2}, false};
+    dots.markers = true;
+    dots.labels = {"b=1", "", "b<2>"};
+    p.series = {front, dots};
+    p.refs.push_back({true, 1.5, "first", 0});
+    p.refs.push_back({true, 1.5, "second", 1});
+    c.panels = {p};
+    const std::string svg = render_svg(c);
+    CHECK(xml_problem(svg) == "");
+    const std::vector<SvgPanel> panels = read_svg_panels(svg);
+    REQUIRE(panels.size() == 1);
+    const auto& pts = panels[0].series.at("dots");
+    REQUIRE(pts.size() == 3);
+    CHECK(std::abs(pts[1].first - 1.5) <= svg_x_tolerance(panels[0], 1.5));
+    CHECK(std::abs(pts[1].second - 3) <= svg_y_tolerance(panels[0]));
+    // Three dots and one legend dot, no polyline for the scatter.
+    std::size_t circles = 0, polylines = 0;
+    for (std::size_t at = 0; (at = svg.find("<circle", at)) != std::string::npos; ++at) ++circles;
+    for (std::size_t at = 0; (at = svg.find("<polyline", at)) != std::string::npos; ++at) ++polylines;
+    CHECK(circles == 4);
+    CHECK(polylines == 1);
+    // The scatter is the panel's first series without a colour: the palette's first, blue.
+    CHECK(svg.find("fill=\"#1f77b4\" fill-opacity") != std::string::npos);
+    CHECK(svg.find("stroke=\"#333333\"") != std::string::npos);
+    CHECK(svg.find(">b=1</text>") != std::string::npos);
+    CHECK(svg.find(">b&lt;2&gt;</text>") != std::string::npos);
+    // Two lines at one x: the second label one row (13 px) below the first.
+    CHECK(panels[0].ref_x.size() == 2);
+    const std::size_t first = svg.find(">first</text>"), second = svg.find(">second</text>");
+    REQUIRE(first != std::string::npos);
+    REQUIRE(second != std::string::npos);
+    const auto y_of = [&](std::size_t end) {
+        const std::size_t tag = svg.rfind("<text", end);
+        return std::stod(svg_attr(svg.substr(tag, end - tag), "y"));
+    };
+    CHECK(y_of(second) - y_of(first) == Approx(13));
 }

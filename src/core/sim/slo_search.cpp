@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <limits>
 #include <cmath>
 #include <numeric>
@@ -396,6 +397,44 @@ SearchAll search_all(const RateWorkload& w, const std::vector<SearchEngine>& eng
         for (std::size_t i : now) done[i] = true;
     }
     return all;
+}
+
+std::vector<double> goodput_multiples() {
+    std::vector<double> out;
+    for (int k = 2; k <= 16; ++k) out.push_back(0.125 * k);
+    return out;
+}
+
+std::vector<GoodputCurve> goodput_curves(const RateWorkload& w, const std::vector<const SearchEngine*>& engines,
+                                         const std::vector<double>& chosen_rps, const SearchTargets& t, const std::vector<double>& multiples,
+                                         unsigned threads) {
+    std::vector<GoodputCurve> out(engines.size());
+    for (std::size_t i = 0; i < engines.size(); ++i) {
+        out[i].chosen_rps = chosen_rps.at(i);
+        out[i].points.resize(multiples.size());
+    }
+    // One job per (engine, multiple): the slowest runs, at twice the rate, are spread too.
+    std::vector<std::size_t> jobs(engines.size() * multiples.size());
+    std::iota(jobs.begin(), jobs.end(), std::size_t{0});
+    // A run that throws is rethrown after all have ended, the first in job order.
+    std::vector<std::exception_ptr> failed(jobs.size());
+    run_parallel(jobs, threads, [&](std::size_t job) {
+        const std::size_t e = job / multiples.size(), m = job % multiples.size();
+        const double rate = out[e].chosen_rps * multiples[m];
+        try {
+            const SimRun run = run_engine(at_rate(w, rate), *engines[e]);
+            const SimSummary s = summarise(run, t.slo, false);
+            out[e].points[m] = GoodputPoint{multiples[m], rate, s.requests_per_s, s.goodput_requests_per_s.value_or(0), attainment(run, t.slo).all};
+        } catch (...) {
+            failed[job] = std::current_exception();
+        }
+    });
+    for (const std::exception_ptr& f : failed)
+        if (f) std::rethrow_exception(f);
+    for (GoodputCurve& c : out)
+        for (std::size_t m = 0; m < c.points.size(); ++m)
+            if (c.points[m].goodput_share >= t.goodput && (!c.knee || c.points[m].offered_rps > c.points[*c.knee].offered_rps)) c.knee = m;
+    return out;
 }
 
 FleetCost fleet_cost(double target_rps, double per_replica_rps, std::int64_t gpus_per_replica, std::optional<double> usd_per_gpu_hour,

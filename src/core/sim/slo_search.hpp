@@ -141,6 +141,37 @@ struct SearchAll {
 SearchAll search_all(const RateWorkload& w, const std::vector<SearchEngine>& engines, const SearchTargets& t, const SearchSettings& s,
                      unsigned threads, const PruneBy* prune = nullptr);
 
+// The chart behind `recommend --slo --plot` (goodput.svg): one searched
+// engine replayed at multiples of the rate the search chose, each run to
+// the end (no early stop: the throughput of a failing rate is what it
+// shows), with the figures of `vllm bench serve`: completed requests over
+// the duration (first arrival to last finish, metrics.hpp) as throughput,
+// the requests meeting every SLO over the same duration as goodput, and
+// their share of all requests (Attainment::all, what the search compares
+// with the goodput target).
+struct GoodputPoint {
+    double multiple = 0;        // of the chosen rate
+    double offered_rps = 0;     // the replay's mean arrival rate (at_rate)
+    double throughput_rps = 0;
+    double goodput_rps = 0;
+    double goodput_share = 0;
+};
+struct GoodputCurve {
+    double chosen_rps = 0;
+    std::vector<GoodputPoint> points;  // by multiple, ascending
+    // The highest offered rate whose goodput share still meets the target
+    // (an index into points); none when no multiple meets it.
+    std::optional<std::size_t> knee;
+};
+// 0.25 to 2 times the chosen rate in steps of 0.125: 15 rates, the chosen
+// one among them, half of them within a factor of 1.5 of it.
+std::vector<double> goodput_multiples();
+// One curve per engine at `chosen_rps[i]`, the runs spread over `threads`
+// threads; results in engine order whatever the threads' timing.
+std::vector<GoodputCurve> goodput_curves(const RateWorkload& w, const std::vector<const SearchEngine*>& engines,
+                                         const std::vector<double>& chosen_rps, const SearchTargets& t, const std::vector<double>& multiples,
+                                         unsigned threads);
+
 // What a fleet of replicas serving `target_rps` costs: replicas =
 // ceil(target / per-replica rate), GPUs = replicas x GPUs per replica, USD per
 // hour = GPUs x the GPU-hour price, and per million tokens the fleet's cost

@@ -247,3 +247,43 @@ TEST_CASE("slo search: a disaggregated unit's bound is the slower side's, by han
     e.pd->pools.prefill_replicas = 3;  // 30 req/s of prefill: the two decode instances' 20 bind
     CHECK(rate_upper_bound(w, e) == Approx(20.0));
 }
+
+TEST_CASE("slo search: the goodput curve of an M/D/1 queue follows 1 - rate x S, its knee where that crosses the target") {
+    // md1_engine serves one request at a time in S = 0.1 s. With the E2E
+    // target S + 1 us a request is good only if it never waits, which by
+    // PASTA happens with probability 1 - rate x S. Goodput target 0.525:
+    // met while rate <= 0.475 / 0.1 s = 4.75 req/s. At a chosen rate of 4
+    // the multiples 0.25 ... 2 are the rates 1, 1.5, ..., 8, so the knee is
+    // 4.5 req/s (multiple 1.125, share 0.55; 5 req/s has 0.5). Below the
+    // server's 1 / S = 10 req/s every request completes: throughput is the
+    // offered rate, goodput the rate times its share.
+    const RateWorkload w = poisson(10000);
+    const SearchEngine e = md1_engine();
+    SearchTargets t;
+    t.slo.e2e_s = 0.1 + 1e-6;
+    t.goodput = 0.525;
+    const std::vector<double> m = goodput_multiples();
+    REQUIRE(m.size() == 15);
+    CHECK(m.front() == 0.25);
+    CHECK(m[6] == 1.0);
+    CHECK(m.back() == 2.0);
+    const std::vector<GoodputCurve> curves = goodput_curves(w, {&e, &e}, {4.0, 8.0}, t, m, 2);
+    REQUIRE(curves.size() == 2);
+    const GoodputCurve& c = curves[0];
+    REQUIRE(c.points.size() == 15);
+    REQUIRE(c.knee.has_value());
+    CHECK(c.points[*c.knee].multiple == 1.125);
+    CHECK(c.points[*c.knee].offered_rps == Approx(4.5));
+    for (const GoodputPoint& p : c.points) {
+        INFO("offered " << p.offered_rps);
+        CHECK(p.throughput_rps == Approx(p.offered_rps).epsilon(0.01));
+        CHECK(p.goodput_share == Approx(1 - 0.1 * p.offered_rps).margin(0.03));
+        CHECK(p.goodput_rps == Approx(p.throughput_rps * p.goodput_share).epsilon(0.01));
+    }
+    // Chosen 8: twice it is 16 req/s offered, past the server's 10; it completes 10 a second.
+    CHECK(curves[1].points.back().offered_rps == Approx(16.0));
+    CHECK(curves[1].points.back().throughput_rps == Approx(10.0).epsilon(0.02));
+    // Threads change nothing.
+    const std::vector<GoodputCurve> one = goodput_curves(w, {&e}, {4.0}, t, m, 1);
+    for (std::size_t i = 0; i < m.size(); ++i) CHECK(one[0].points[i].goodput_share == c.points[i].goodput_share);
+}
