@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/checked.hpp"
 #include "core/error.hpp"
 #include "core/memory/capacity.hpp"
 #include "core/memory/kv_size.hpp"
@@ -14,6 +15,7 @@
 #include "core/digits.hpp"
 #include "core/model/config_parts.hpp"
 #include "core/model/weight_format.hpp"
+#include "core/model/weights.hpp"
 #include "core/sim/sglang_scheduler.hpp"
 #include "core/sim/cluster.hpp"
 #include "core/sim/disagg.hpp"
@@ -200,9 +202,14 @@ void add_speculation(const SimulateOptions& o, const ModelSpec& model, const Mod
     rep.expected_tokens_per_step = expected_tokens_per_step(spec.rates);
     rep.draft_kv_bytes_per_token = spec_kv_bytes_per_token(spec, model, draft_model, o.tp, kv);
     rep.blocks_without_draft = r.config.num_gpu_blocks;
+    // A draft model's weights are loaded beside the target's, from the same budget: its checkpoint's bytes over TP.
+    if (spec.method == SpecMethod::Draft) rep.draft_weights_bytes_per_gpu = ceil_div(size_weights(draft_model).bytes, o.tp);
     if (o.num_gpu_blocks == 0 && target_bytes > 0) {
-        const double share = static_cast<double>(target_bytes) / static_cast<double>(target_bytes + rep.draft_kv_bytes_per_token);
-        r.config.num_gpu_blocks = static_cast<std::int64_t>(std::floor(static_cast<double>(r.config.num_gpu_blocks) * share));
+        const double pool = static_cast<double>(r.config.num_gpu_blocks) * static_cast<double>(r.config.block_size) * static_cast<double>(target_bytes) -
+                            static_cast<double>(rep.draft_weights_bytes_per_gpu);
+        const double block = static_cast<double>(r.config.block_size) * static_cast<double>(target_bytes + rep.draft_kv_bytes_per_token);
+        if (!(pool >= block)) usage_error("--spec-method draft: the draft model's weights leave no KV cache memory; pass a smaller --draft-model or a larger --tp");
+        r.config.num_gpu_blocks = static_cast<std::int64_t>(std::floor(pool / block));
     }
     r.config.spec.k = spec.k;
     r.config.spec.rates = spec.rates;

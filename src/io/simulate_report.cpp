@@ -216,6 +216,7 @@ std::string render_simulate_json(const SimulateResult& r) {
                                                                                      static_cast<double>(r.run.spec_verifies))
                                                             : nlohmann::ordered_json(nullptr);
         x["draft_kv_bytes_per_token"] = r.spec->draft_kv_bytes_per_token;
+        x["draft_weights_bytes_per_gpu"] = r.spec->draft_weights_bytes_per_gpu;
         j["speculative"] = x;
     } else {
         j["speculative"] = nullptr;

@@ -36,6 +36,7 @@ struct SpecReport {
     std::vector<double> rates;               // a_1..a_K
     double expected_tokens_per_step = 0;     // 1 + sum of prod a_i
     std::int64_t draft_kv_bytes_per_token = 0;  // per rank, taken from the pool
+    std::int64_t draft_weights_bytes_per_gpu = 0;  // a draft model's weights, taken from the pool first
     std::int64_t blocks_without_draft = 0;   // the pool before the drafter's KV
 };
 

@@ -349,3 +349,23 @@ TEST_CASE("simulate --spec-method eagle: the drafter's KV shares the pool, each 
         CHECK(r.err.find("kvplan: error: --spec") != std::string::npos);
     }
 }
+
+TEST_CASE("simulate --spec-method draft: the draft model's weights and KV come out of the pool, by hand") {
+    // Llama-3.1-70B at TP 4 on H100s: 26,871 blocks of 16 tokens x 81,920 B
+    // (80 layers x 2 KV heads per rank x 128 x 2 x 2 B) = 35,219,865,600 B.
+    // The Llama-3.1-8B draft: 16,060,522,496 B of weights / 4 = 4,015,130,624
+    // per GPU first, then 32,768 B a token per rank beside the target's:
+    // floor(31,204,734,976 / (16 x 114,688)) = 17,005 blocks.
+    const std::vector<std::string> base = {"simulate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--rate", "1", "--requests", "20",
+                                           "--input-len", "fixed:1024", "--output-len", "fixed:64", "--json"};
+    std::vector<std::string> spec = base;
+    for (const char* a : {"--spec-method", "draft", "--draft-model", "llama-3.1-8b", "--spec-tokens", "4", "--acceptance", "0.7"}) spec.push_back(a);
+    auto plain = kvplan_run(base), draft = kvplan_run(spec);
+    REQUIRE(plain.code == 0);
+    REQUIRE(draft.code == 0);
+    CHECK(nlohmann::json::parse(plain.out)["kv_blocks_total"] == 26871);
+    const auto j = nlohmann::json::parse(draft.out);
+    CHECK(j["kv_blocks_total"] == 17005);
+    CHECK(j["speculative"]["draft_weights_bytes_per_gpu"] == 4015130624LL);
+    CHECK(j["speculative"]["draft_kv_bytes_per_token"] == 32768);
+}
