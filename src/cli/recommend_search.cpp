@@ -170,6 +170,20 @@ void configure(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& 
     s.ready = true;
 }
 
+// TP 1, 2, 4, 8 up to `max_gpus`, those the model's heads divide.
+std::vector<std::int64_t> tp_degrees(const ModelSpec& model, std::int64_t max_gpus) {
+    std::vector<std::int64_t> out;
+    for (std::int64_t tp : {1, 2, 4, 8}) {
+        if (tp > max_gpus) continue;
+        try {
+            check_tp(model, tp);
+            out.push_back(tp);
+        } catch (const Error&) {
+        }
+    }
+    return out;
+}
+
 // Disaggregated units: each side 1 to 4 instances, coprime (2:2 is 1:1
 // twice), and the unit within two nodes of 8 GPUs (docs/recommend.md,
 // "Disaggregated units").
@@ -235,15 +249,7 @@ void configure_pd(Setup& s, SimulateOptions so, const ModelSpec& model, const Gp
 // Every unit for one GPU, KV dtype and weight format: each side's TP and the P:D ratio.
 void add_units(std::vector<Setup>& out, const RecommendOptions& o, const SimulateOptions& so, const ModelSpec& model, const Gpu& gpu,
                const Workload& w, const std::string& source, const Efficiency& efficiency) {
-    std::vector<std::int64_t> tps;
-    for (std::int64_t tp : {1, 2, 4, 8}) {
-        if (tp > o.max_gpus) continue;
-        try {
-            check_tp(model, tp);
-            tps.push_back(tp);
-        } catch (const Error&) {
-        }
-    }
+    const std::vector<std::int64_t> tps = tp_degrees(model, o.max_gpus);
     for (std::int64_t ptp : tps)
         for (std::int64_t dtp : tps)
             for (std::int64_t p = 1; p <= kMaxInstancesPerSide; ++p)
@@ -271,13 +277,7 @@ std::vector<Setup> candidates(const RecommendOptions& o, const SimulateOptions& 
     const std::vector<std::string> formats = split_list(o.weights_dtype, "--weights-dtype");
     std::vector<Setup> out;
     for (const Gpu& gpu : gpus)
-        for (std::int64_t tp : {1, 2, 4, 8}) {
-            if (tp > o.max_gpus) continue;
-            try {
-                check_tp(model, tp);
-            } catch (const Error&) {
-                continue;  // the model's heads do not split this way
-            }
+        for (std::int64_t tp : tp_degrees(model, o.max_gpus)) {
             for (const std::string& kv : kv_dtypes)
                 for (const std::string& weights : formats)
                     for (const char* knobs : {"default", "latency", "throughput"}) {
