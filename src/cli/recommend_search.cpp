@@ -104,6 +104,17 @@ struct Setup {
     bool ready = false;
 };
 
+// A candidate's row as the tables name it, before it is configured.
+Setup named(const Gpu& gpu, std::int64_t tp, const char* knobs, const std::string& kv_dtype, const std::string& weights) {
+    Setup s;
+    s.row.gpu = gpu.id;
+    s.row.tp = tp;
+    s.row.knobs = knobs;
+    s.row.kv_dtype_flag = kv_dtype;
+    s.row.weights_flag = weights;
+    return s;
+}
+
 // The settings the engine commands carry for one vLLM instance.
 void serve_settings(Candidate& c, const Gpu& gpu, std::int64_t tp, const SchedulerConfig& v, std::int64_t max_model_len, Dtype kv_dtype) {
     c.gpu = gpu.id;
@@ -255,15 +266,10 @@ void add_units(std::vector<Setup>& out, const RecommendOptions& o, const Simulat
             for (std::int64_t p = 1; p <= kMaxInstancesPerSide; ++p)
                 for (std::int64_t d = 1; d <= kMaxInstancesPerSide; ++d) {
                     if (std::gcd(p, d) != 1 || p * ptp + d * dtp > kMaxUnitGpus) continue;
-                    Setup s;
-                    s.row.gpu = gpu.id;
-                    s.row.tp = dtp;
+                    Setup s = named(gpu, dtp, "default", so.kv_dtype, so.weights_dtype);
                     s.row.prefill_tp = ptp;
                     s.row.prefill_replicas = p;
                     s.row.decode_replicas = d;
-                    s.row.knobs = "default";
-                    s.row.kv_dtype_flag = so.kv_dtype;
-                    s.row.weights_flag = so.weights_dtype;
                     configure_pd(s, so, model, gpu, w, source, o.kv_link, efficiency);
                     out.push_back(std::move(s));
                 }
@@ -281,12 +287,7 @@ std::vector<Setup> candidates(const RecommendOptions& o, const SimulateOptions& 
             for (const std::string& kv : kv_dtypes)
                 for (const std::string& weights : formats)
                     for (const char* knobs : {"default", "latency", "throughput"}) {
-                        Setup s;
-                        s.row.gpu = gpu.id;
-                        s.row.tp = tp;
-                        s.row.knobs = knobs;
-                        s.row.kv_dtype_flag = kv;
-                        s.row.weights_flag = weights;
+                        Setup s = named(gpu, tp, knobs, kv, weights);
                         SimulateOptions so = base;
                         so.tp = tp;
                         so.kv_dtype = kv;

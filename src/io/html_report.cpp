@@ -2,26 +2,14 @@
 
 #include <fmt/format.h>
 
+#include "io/svg_chart.hpp"
+
 namespace kvplan {
 
 namespace {
 
 // The five characters HTML gives a meaning in text and attributes.
-std::string escape_html(const std::string& s) {
-    std::string out;
-    out.reserve(s.size());
-    for (char c : s) {
-        switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            case '\'': out += "&#39;"; break;
-            default: out += c;
-        }
-    }
-    return out;
-}
+std::string escape_html(const std::string& s) { return escape_markup(s, true); }
 
 bool ends_with(const std::string& s, const std::string& tail) { return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0; }
 

@@ -206,22 +206,29 @@ std::string pd_verdict(const SloRecommendResult& r) {
 
 // A disaggregated unit's shape; null fields for an aggregated candidate.
 void add_unit_json(nlohmann::ordered_json& x, const SloCandidate& c) {
+    auto unit = [&](const auto& v) { return c.pd() ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr); };
     x["disaggregated"] = c.pd();
-    x["prefill_replicas"] = c.pd() ? nlohmann::ordered_json(c.prefill_replicas) : nlohmann::ordered_json(nullptr);
-    x["decode_replicas"] = c.pd() ? nlohmann::ordered_json(c.decode_replicas) : nlohmann::ordered_json(nullptr);
-    x["prefill_tp"] = c.pd() ? nlohmann::ordered_json(c.prefill_tp) : nlohmann::ordered_json(nullptr);
-    x["decode_tp"] = c.pd() ? nlohmann::ordered_json(c.tp) : nlohmann::ordered_json(nullptr);
-    x["kv_link"] = c.pd() ? nlohmann::ordered_json(c.kv_link) : nlohmann::ordered_json(nullptr);
+    x["prefill_replicas"] = unit(c.prefill_replicas);
+    x["decode_replicas"] = unit(c.decode_replicas);
+    x["prefill_tp"] = unit(c.prefill_tp);
+    x["decode_tp"] = unit(c.tp);
+    x["kv_link"] = unit(c.kv_link);
 }
 
-nlohmann::ordered_json plan_json(const SloCandidate& c) {
-    nlohmann::ordered_json x;
+// What names a candidate: device, TP (and PP, in the candidate lists), knobs, dtypes, unit shape.
+void add_identity_json(nlohmann::ordered_json& x, const SloCandidate& c, bool with_pp) {
     x["gpu"] = c.gpu;
     x["tp"] = c.tp;
+    if (with_pp) x["pp"] = 1;
     x["knobs"] = c.knobs;
     x["kv_dtype"] = c.kv_dtype_flag;
     x["weights_dtype"] = c.weights_flag;
     add_unit_json(x, c);
+}
+
+nlohmann::ordered_json plan_json(const SloCandidate& c) {
+    nlohmann::ordered_json x;
+    add_identity_json(x, c, false);
     x["replicas"] = c.fleet.replicas;
     x["gpus_total"] = c.fleet.gpus;
     x["max_rate_per_replica_rps"] = c.outcome.max_rate_rps;
@@ -289,13 +296,7 @@ std::string render_slo_json(const SloRecommendResult& r) {
         const SloCandidate& c = r.candidates[i];
         const SimSummary& m = c.outcome.at_max;
         nlohmann::ordered_json x;
-        x["gpu"] = c.gpu;
-        x["tp"] = c.tp;
-        x["pp"] = 1;
-        x["knobs"] = c.knobs;
-        x["kv_dtype"] = c.kv_dtype_flag;
-        x["weights_dtype"] = c.weights_flag;
-        add_unit_json(x, c);
+        add_identity_json(x, c, true);
         x["max_num_seqs"] = c.serve.batch;
         x["max_num_batched_tokens"] = c.serve.max_num_batched_tokens;
         x["replicas"] = c.fleet.replicas;
@@ -331,13 +332,7 @@ std::string render_slo_json(const SloRecommendResult& r) {
     j["rejected"] = nlohmann::ordered_json::array();
     for (const SloCandidate& c : r.rejected) {
         nlohmann::ordered_json x;
-        x["gpu"] = c.gpu;
-        x["tp"] = c.tp;
-        x["pp"] = 1;
-        x["knobs"] = c.knobs;
-        x["kv_dtype"] = c.kv_dtype_flag;
-        x["weights_dtype"] = c.weights_flag;
-        add_unit_json(x, c);
+        add_identity_json(x, c, true);
         x["reason"] = c.reason;
         j["rejected"].push_back(x);
     }

@@ -9,6 +9,22 @@
 
 namespace kvplan {
 
+std::string escape_markup(const std::string& s, bool apostrophe) {
+    std::string out;
+    out.reserve(s.size());
+    for (char c : s) {
+        switch (c) {
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&quot;"; break;
+            case '\'': out += apostrophe ? "&#39;" : "'"; break;
+            default: out += c;
+        }
+    }
+    return out;
+}
+
 namespace {
 
 // Layout, in SVG user units (pixels at 100%).
@@ -21,19 +37,7 @@ constexpr double kPanelBottom = 50;              // x tick labels and the x labe
 constexpr std::array<const char*, 10> kColours = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                                                   "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
-std::string escape(const std::string& s) {
-    std::string out;
-    for (char c : s) {
-        switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            default: out += c;
-        }
-    }
-    return out;
-}
+std::string escape(const std::string& s) { return escape_markup(s); }
 
 std::string px(double v) { return fmt::format("{:.2f}", v); }
 
