@@ -360,6 +360,8 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
     if (formats.empty() || kv_dtypes.empty()) usage_error("--weights-dtype and --kv-dtype need a value (auto, or a list such as auto,fp8)");
     if (!o.plot.empty()) prepare_plot_dir(o.plot);
     if (!o.report.empty()) check_writable(o.report);
+    // A malformed --kv-link stops here, not as every unit's rejection; nvlink is checked per device.
+    if (o.disaggregated && o.kv_link != "auto" && o.kv_link != "nvlink" && !gpus.empty()) parse_kv_link(o.kv_link, gpus.front(), gpus.front());
     const auto start = std::chrono::steady_clock::now();
     ModelSpec model = resolve_model(o.model);
     SloRecommendResult r;

@@ -77,9 +77,8 @@ std::optional<SpecInputs> resolve_spec(const SpecFlags& f, const ModelSpec& mode
     spec.rates = parse_acceptance(f.acceptance, f.tokens);
     if (spec.method == SpecMethod::Draft) {
         if (f.draft_model.empty()) usage_error("--spec-method draft needs --draft-model M (a config.json, a model folder or a preset)");
-        ModelOptions d;
-        d.model = f.draft_model;
-        draft_model = resolve_model(d);
+        draft_model = load_model(f.draft_model, "--draft-model");  // an error names the flag
+        draft_model.use_stored_weights = true;                     // as --weights-from auto does for --model
         check_tp(draft_model, target.tp);
         spec.draft = make_draft_model(CostModelInputs{&draft_model, target.gpu, WeightFormat{}, target.kv_dtype, target.tp, target.efficiency, std::nullopt});
     } else {

@@ -246,6 +246,11 @@ TEST_CASE("recommend --slo --disaggregated: units of every P:D ratio beside the 
     const Run sglang = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s", "--rate", "1", "--disaggregated", "--engine", "sglang"});
     CHECK(sglang.exit_code == 2);
     CHECK_THAT(sglang.err, Catch::Contains("--disaggregated: disaggregated prefill/decode is simulated with vLLM's engine only"));
+    const Run bogus = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s", "--rate", "1", "--gpus", "h100-sxm", "--disaggregated",
+                                   "--kv-link", "0GB/s"});
+    CHECK(bogus.exit_code == 2);
+    CHECK(bogus.out.empty());
+    CHECK_THAT(bogus.err, Catch::Contains("--kv-link 0GB/s: expected nvlink, ib-ndr, ib-xdr, roce or a bandwidth"));
     const Run link = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s", "--rate", "1", "--kv-link", "roce"});
     CHECK(link.exit_code == 2);
     CHECK_THAT(link.err, Catch::Contains("--kv-link: the KV transfer link of disaggregated units; add --disaggregated"));

@@ -368,4 +368,11 @@ TEST_CASE("simulate --spec-method draft: the draft model's weights and KV come o
     CHECK(j["kv_blocks_total"] == 17005);
     CHECK(j["speculative"]["draft_weights_bytes_per_gpu"] == 4015130624LL);
     CHECK(j["speculative"]["draft_kv_bytes_per_token"] == 32768);
+    // A draft model that is not there is named by its own flag.
+    std::vector<std::string> missing = base;
+    for (const char* a : {"--spec-method", "draft", "--draft-model", "/nonexistent/config.json", "--spec-tokens", "2", "--acceptance", "0.7"}) missing.push_back(a);
+    auto m = kvplan_run(missing);
+    CHECK(m.code == 2);
+    CHECK(m.out.empty());
+    CHECK(m.err.find("--draft-model /nonexistent/config.json: no such file") != std::string::npos);
 }
