@@ -122,14 +122,6 @@ void check_pp(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu) 
     pipeline_stages(static_cast<std::int64_t>(model.layers.size()), o.pp);  // refuses more stages than layers
 }
 
-// One pricer per pipeline stage: the roofline's mixed step over that stage's
-// layers (the memory wing's split), with the send to the next stage.
-StagePricers stage_pricers(const std::vector<CostModel>& stages) {
-    StagePricers out;
-    for (const CostModel& m : stages) out.push_back([&m](const std::vector<SeqWork>& seqs) { return mixed_step(m, seqs).total_s; });
-    return out;
-}
-
 // The layouts speculative decoding is simulated in: vLLM's engine, one
 // pipeline stage, aggregated replicas.
 void check_spec_flags(const SimulateOptions& o) {
@@ -337,14 +329,11 @@ std::string run_simulate(const SimulateOptions& o) {
         r.router = o.router;
     } else {
         const DecodePricer decode = decode_pricer(cost);
-        std::vector<CostModel> stage_costs;
-        if (o.pp > 1)
-            for (const PipelineStage& st : pipeline_stages(static_cast<std::int64_t>(model.layers.size()), o.pp)) {
-                stage_costs.push_back(make_stage_cost_model(CostModelInputs{&model, gpu, parse_weight_format("--weights-dtype", o.weights_dtype),
-                                                                            parse_dtype_flag("--kv-dtype", o.kv_dtype), o.tp, efficiency,
-                                                                            std::nullopt},
-                                                            st, o.pp));
-            }
+        const std::vector<CostModel> stage_costs =
+            o.pp > 1 ? stage_cost_models(CostModelInputs{&model, gpu, parse_weight_format("--weights-dtype", o.weights_dtype),
+                                                         parse_dtype_flag("--kv-dtype", o.kv_dtype), o.tp, efficiency, std::nullopt},
+                                         o.pp)
+                     : std::vector<CostModel>{};
         const StagePricers stages = stage_pricers(stage_costs);
         r.run = simulate_cluster(w, r.config, ClusterConfig{o.replicas, o.router == "least-loaded" ? Router::LeastLoaded : Router::RoundRobin},
                                  price, decode, false, stages);

@@ -100,15 +100,17 @@ struct Setup {
     SloCandidate row;
     std::unique_ptr<CostModel> cost;          // the pricers point into it (a unit's decode side)
     std::unique_ptr<CostModel> prefill_cost;  // a unit's prefill side
+    std::unique_ptr<std::vector<CostModel>> stage_costs;  // a pipeline's stages (the stage pricers point into them)
     SearchEngine engine;
     bool ready = false;
 };
 
 // A candidate's row as the tables name it, before it is configured.
-Setup named(const Gpu& gpu, std::int64_t tp, const char* knobs, const std::string& kv_dtype, const std::string& weights) {
+Setup named(const Gpu& gpu, std::int64_t tp, std::int64_t pp, const char* knobs, const std::string& kv_dtype, const std::string& weights) {
     Setup s;
     s.row.gpu = gpu.id;
     s.row.tp = tp;
+    s.row.pp = pp;
     s.row.knobs = knobs;
     s.row.kv_dtype_flag = kv_dtype;
     s.row.weights_flag = weights;
@@ -163,17 +165,22 @@ void configure(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& 
         s.row.reason = std::string("memory: ") + e.what();
         return;
     }
-    s.cost = std::make_unique<CostModel>(make_cost_model(CostModelInputs{&model, gpu, parse_weight_format("--weights-dtype", so.weights_dtype),
-                                                                         parse_dtype_flag("--kv-dtype", so.kv_dtype), so.tp, efficiency,
-                                                                         std::nullopt}));
+    const CostModelInputs in{&model, gpu, parse_weight_format("--weights-dtype", so.weights_dtype), parse_dtype_flag("--kv-dtype", so.kv_dtype),
+                             so.tp, efficiency, std::nullopt};
+    s.cost = std::make_unique<CostModel>(make_cost_model(in));
     if (s.cost->flops_per_s <= 0) {
         s.row.reason = "no FLOP/s figure for this device: prefill cannot be priced";
         return;
     }
     s.engine.price = step_pricer(*s.cost);
     if (!sglang) s.engine.decode = decode_pricer(*s.cost);
+    if (so.pp > 1) {
+        s.stage_costs = std::make_unique<std::vector<CostModel>>(stage_cost_models(in, so.pp));
+        s.engine.stages = stage_pricers(*s.stage_costs);
+    }
     s.row.serve.gpu = gpu.id;
     s.row.serve.tp = so.tp;
+    s.row.serve.pp = so.pp;
     s.row.serve.max_model_len = max_model_len;
     s.row.serve.kv_dtype = s.cost->kv_dtype;
     s.row.serve.vllm_mem_fraction = default_mem_fraction(Engine::Vllm, so.tp);
@@ -192,6 +199,27 @@ std::vector<std::int64_t> tp_degrees(const ModelSpec& model, std::int64_t max_gp
         } catch (const Error&) {
         }
     }
+    return out;
+}
+
+// A replica's GPUs: TP stages of PP, within `max_gpus`.
+struct Layout {
+    std::int64_t tp = 1, pp = 1;
+};
+
+// TP 1, 2, 4, 8 (tp_degrees), and with vLLM, pipelines of 2 and 4 stages
+// of those TPs, TP x PP within `max_gpus`, on a device whose interconnect
+// times the sends between stages and for a model with a layer per stage at
+// least. vLLM runs them with its batch queue (simulate --pp); SGLang's
+// pipeline is not simulated.
+std::vector<Layout> layouts(const ModelSpec& model, const Gpu& gpu, const std::string& engine, std::int64_t max_gpus) {
+    std::vector<Layout> out;
+    const std::vector<std::int64_t> tps = tp_degrees(model, max_gpus);
+    for (std::int64_t tp : tps) out.push_back({tp, 1});
+    if (engine != "vllm" || gpu.interconnect_bytes_per_s <= 0) return out;
+    for (std::int64_t pp : {2, 4})
+        for (std::int64_t tp : tps)
+            if (tp * pp <= max_gpus && pp <= static_cast<std::int64_t>(model.layers.size())) out.push_back({tp, pp});
     return out;
 }
 
@@ -266,7 +294,7 @@ void add_units(std::vector<Setup>& out, const RecommendOptions& o, const Simulat
             for (std::int64_t p = 1; p <= kMaxInstancesPerSide; ++p)
                 for (std::int64_t d = 1; d <= kMaxInstancesPerSide; ++d) {
                     if (std::gcd(p, d) != 1 || p * ptp + d * dtp > kMaxUnitGpus) continue;
-                    Setup s = named(gpu, dtp, "default", so.kv_dtype, so.weights_dtype);
+                    Setup s = named(gpu, dtp, 1, "default", so.kv_dtype, so.weights_dtype);
                     s.row.prefill_tp = ptp;
                     s.row.prefill_replicas = p;
                     s.row.decode_replicas = d;
@@ -275,7 +303,7 @@ void add_units(std::vector<Setup>& out, const RecommendOptions& o, const Simulat
                 }
 }
 
-// Every GPU x TP x KV dtype x weight format x knob setting, in that order
+// Every GPU x TP x PP x KV dtype x weight format x knob setting, in that order
 // (then, with --disaggregated, each GPU's units).
 std::vector<Setup> candidates(const RecommendOptions& o, const SimulateOptions& base, const ModelSpec& model, const std::vector<Gpu>& gpus,
                               const Workload& w, const std::string& source, const Efficiency& efficiency) {
@@ -283,13 +311,14 @@ std::vector<Setup> candidates(const RecommendOptions& o, const SimulateOptions& 
     const std::vector<std::string> formats = split_list(o.weights_dtype, "--weights-dtype");
     std::vector<Setup> out;
     for (const Gpu& gpu : gpus)
-        for (std::int64_t tp : tp_degrees(model, o.max_gpus)) {
+        for (const Layout& l : layouts(model, gpu, o.engine, o.max_gpus)) {
             for (const std::string& kv : kv_dtypes)
                 for (const std::string& weights : formats)
                     for (const char* knobs : {"default", "latency", "throughput"}) {
-                        Setup s = named(gpu, tp, knobs, kv, weights);
+                        Setup s = named(gpu, l.tp, l.pp, knobs, kv, weights);
                         SimulateOptions so = base;
-                        so.tp = tp;
+                        so.tp = l.tp;
+                        so.pp = l.pp;
                         so.kv_dtype = kv;
                         so.weights_dtype = weights;
                         configure(s, so, model, gpu, w, source, efficiency);
@@ -341,7 +370,9 @@ std::string nearest(const std::vector<SloCandidate>& rejected) {
             best = &c;
     if (!best) return "No GPU x TP up to --max-gpus holds the model and a request of this traffic.";
     const double need = std::ceil(best->outcome.alone_value_s * 1e4) / 1e4;  // rounded up to 0.1 ms
-    const std::string tp = best->pd() ? fmt::format("{}/{}", best->prefill_tp, best->tp) : std::to_string(best->tp);
+    const std::string tp = best->pd()      ? fmt::format("{}/{}", best->prefill_tp, best->tp)
+                           : best->pp > 1 ? fmt::format("{} PP {}", best->tp, best->pp)
+                                          : std::to_string(best->tp);
     const std::string knobs = best->pd() ? fmt::format("{}P:{}D", best->prefill_replicas, best->decode_replicas) : best->knobs;
     return fmt::format("The {} target binds: the closest is {} TP {} ({}), {:.1f} ms for a request alone; {}={:.1f}ms would pass at a low rate.",
                        best->outcome.binding, best->gpu, tp, knobs, best->outcome.alone_value_s * 1e3, best->outcome.binding,

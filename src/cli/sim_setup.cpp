@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "core/memory/capacity.hpp"
 #include "core/memory/kv_size.hpp"
+#include "core/memory/parallel.hpp"
 #include "core/digits.hpp"
 #include "core/model/config_parts.hpp"
 #include "core/model/weight_format.hpp"
@@ -123,6 +124,19 @@ CpuTierConfig cpu_tier_config(const std::string& size, const CapacityPlan& p, co
     c.blocks = cpu_tier_blocks(bytes, checked_mul(p.tp, p.pp), c.block_bytes);
     c.link_bytes_per_s = static_cast<double>(gpu.host_link_bytes_per_s);
     return c;
+}
+
+std::vector<CostModel> stage_cost_models(const CostModelInputs& in, std::int64_t pp) {
+    std::vector<CostModel> out;
+    for (const PipelineStage& st : pipeline_stages(static_cast<std::int64_t>(in.model->layers.size()), pp))
+        out.push_back(make_stage_cost_model(in, st, pp));
+    return out;
+}
+
+StagePricers stage_pricers(const std::vector<CostModel>& stages) {
+    StagePricers out;
+    for (const CostModel& m : stages) out.push_back([&m](const std::vector<SeqWork>& seqs) { return mixed_step(m, seqs).total_s; });
+    return out;
 }
 
 // --weights-dtype as the engine's speed profile stores it (an int4 group's

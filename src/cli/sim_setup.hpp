@@ -36,6 +36,12 @@ CpuTierConfig cpu_tier_config(const std::string& size, const CapacityPlan& p, co
 SchedulerConfig engine_config(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu, std::int64_t& max_model_len, std::string& source);
 // SGLang's pool in tokens and its scheduler's defaults; r.config gets the same figures for the report.
 SglangConfig sglang_config(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu, SimulateResult& r);
+// Pipeline parallelism: the cost model of each of `pp` stages of in.model
+// (the memory wing's split of its layers), and one pricer per stage (the
+// roofline's mixed step over its layers, with the send to the next stage)
+// pointing into them.
+std::vector<CostModel> stage_cost_models(const CostModelInputs& in, std::int64_t pp);
+StagePricers stage_pricers(const std::vector<CostModel>& stages);
 // Error(Data) for a request longer than max_model_len (vLLM refuses it, SGLang would cut it).
 void refuse_long_requests(const Workload& w, std::int64_t max_model_len, const std::string& source, bool sglang);
 

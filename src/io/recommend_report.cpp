@@ -34,6 +34,7 @@ std::string shell_word(const std::string& word) {
 
 Args vllm_args(const Candidate& c, const ServeOptions& s) {
     Args a{fmt::format("--tensor-parallel-size {}", c.tp)};
+    if (c.pp > 1) a.push_back(fmt::format("--pipeline-parallel-size {}", c.pp));
     if (c.dp > 1) a.push_back(fmt::format("--data-parallel-size {}", c.dp));
     a.push_back(fmt::format("--max-num-seqs {}", c.batch));
     a.push_back(fmt::format("--max-model-len {}", c.max_model_len));
@@ -48,10 +49,12 @@ Args vllm_args(const Candidate& c, const ServeOptions& s) {
     return a;
 }
 
-// SGLang's server_args.py: --tp, --dp (--data-parallel-size), --mem-fraction-static,
-// --context-length, --max-running-requests, --chunked-prefill-size.
+// SGLang's server_args.py: --tp, --pp-size (--pipeline-parallel-size), --dp
+// (--data-parallel-size), --mem-fraction-static, --context-length,
+// --max-running-requests, --chunked-prefill-size.
 Args sglang_args(const Candidate& c, const ServeOptions& s) {
     Args a{fmt::format("--tp {}", c.tp)};
+    if (c.pp > 1) a.push_back(fmt::format("--pp-size {}", c.pp));
     if (c.dp > 1) a.push_back(fmt::format("--dp {}", c.dp));
     a.push_back(fmt::format("--max-running-requests {}", c.batch));
     a.push_back(fmt::format("--context-length {}", c.max_model_len));

@@ -41,9 +41,16 @@ std::string knobs(const SloRecommendResult& r, const SloCandidate& c) {
 }
 
 // A unit's TP is its prefill side's and its decode side's.
-std::string tp_text(const SloCandidate& c) { return c.pd() ? fmt::format("{}/{}", c.prefill_tp, c.tp) : std::to_string(c.tp); }
+// A pipeline's, its stages' TP and the stage count.
+std::string tp_text(const SloCandidate& c) {
+    if (c.pd()) return fmt::format("{}/{}", c.prefill_tp, c.tp);
+    return c.pp > 1 ? fmt::format("{} pp{}", c.tp, c.pp) : std::to_string(c.tp);
+}
 
-std::string layout(const SloRecommendResult& r, const SloCandidate& c) { return fmt::format("{} TP {} ({})", c.gpu, tp_text(c), knobs(r, c)); }
+std::string layout(const SloRecommendResult& r, const SloCandidate& c) {
+    const std::string tp = c.pp > 1 ? fmt::format("{} PP {}", c.tp, c.pp) : tp_text(c);
+    return fmt::format("{} TP {} ({})", c.gpu, tp, knobs(r, c));
+}
 
 // The engine flags for a candidate's weight format (the checkpoint's, a quantization on load, or a what-if note).
 ServeOptions serve_for(const SloRecommendResult& r, const SloCandidate& c) {
@@ -219,7 +226,7 @@ void add_unit_json(nlohmann::ordered_json& x, const SloCandidate& c) {
 void add_identity_json(nlohmann::ordered_json& x, const SloCandidate& c, bool with_pp) {
     x["gpu"] = c.gpu;
     x["tp"] = c.tp;
-    if (with_pp) x["pp"] = 1;
+    if (with_pp) x["pp"] = c.pp;
     x["knobs"] = c.knobs;
     x["kv_dtype"] = c.kv_dtype_flag;
     x["weights_dtype"] = c.weights_flag;
@@ -258,7 +265,8 @@ std::string render_slo_table(const SloRecommendResult& r) {
         if (best.pd()) {
             out += "\n" + unit_commands(r, best, width);
         } else {
-            out += "\n" + fit_line(fmt::format("Commands for the best ({}, TP {}, {} replica{}{}):", best.gpu, best.tp, best.fleet.replicas,
+            out += "\n" + fit_line(fmt::format("Commands for the best ({}, TP {}{}, {} replica{}{}):", best.gpu, best.tp,
+                                               best.pp > 1 ? fmt::format(" PP {}", best.pp) : "", best.fleet.replicas,
                                                best.fleet.replicas > 1 ? "s" : "",
                                                best.fleet.replicas > 1 ? ": data parallelism, or as many separate servers" : ""),
                                    width);

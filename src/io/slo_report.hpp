@@ -17,6 +17,7 @@ namespace kvplan {
 struct SloCandidate {
     std::string gpu;
     std::int64_t tp = 1;
+    std::int64_t pp = 1;    // pipeline stages of `tp` GPUs each (vLLM's batch queue; aggregated only)
     std::string knobs;      // "default", "latency" or "throughput" (docs/recommend.md)
     std::string kv_dtype_flag = "auto";  // the --kv-dtype item it was searched with
     std::string weights_flag = "auto";   // the --weights-dtype item
@@ -34,7 +35,7 @@ struct SloCandidate {
     std::string kv_link;    // the link as searched: nvlink, ib-ndr, ...
     std::size_t order = 0;  // its place in the search's candidate order (the engine that was searched)
     bool pd() const { return prefill_replicas > 0; }
-    std::int64_t gpus_per_replica() const { return pd() ? prefill_replicas * prefill_tp + decode_replicas * tp : tp; }
+    std::int64_t gpus_per_replica() const { return pd() ? prefill_replicas * prefill_tp + decode_replicas * tp : tp * pp; }
 };
 
 struct SloRecommendResult {

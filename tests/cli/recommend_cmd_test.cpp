@@ -256,6 +256,45 @@ TEST_CASE("recommend --slo --disaggregated: units of every P:D ratio beside the 
     CHECK_THAT(link.err, Catch::Contains("--kv-link: the KV transfer link of disaggregated units; add --disaggregated"));
 }
 
+TEST_CASE("recommend --slo: pipelines of TP x PP within --max-gpus, vLLM only, each fleet and command by hand") {
+    // --max-gpus 2 on an H100: TP 1, TP 2 and TP 1 x PP 2, each with three
+    // knob settings (9 candidates); with SGLang, whose pipeline is not
+    // simulated, TP 1 and 2 only (6).
+    const std::vector<std::string> args = {"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "30", "--gpus",
+                                           "h100-sxm", "--max-gpus", "2", "--requests", "200", "--price-per-hour", "h100-sxm=2",
+                                           "--top", "9"};
+    std::vector<std::string> json = args;
+    json.push_back("--json");
+    const Run r = Run::kvplan(json);
+    INFO(r.command << "\n" << r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["candidates_tried"].get<std::int64_t>() == 9);
+    int pipelines = 0;
+    for (const auto& c : j["candidates"]) {
+        const auto tp = c["tp"].get<std::int64_t>(), pp = c["pp"].get<std::int64_t>(), replicas = c["replicas"].get<std::int64_t>();
+        // Every replica holds TP x PP GPUs, 2 USD each an hour.
+        CHECK(c["gpus_total"].get<std::int64_t>() == replicas * tp * pp);
+        CHECK(c["usd_per_hour"].get<double>() == Approx(2.0 * static_cast<double>(replicas * tp * pp)));
+        if (pp == 1) continue;
+        ++pipelines;
+        CHECK(tp == 1);
+        CHECK(pp == 2);
+        CHECK_THAT(c["vllm_command"].get<std::string>(), Catch::Contains("--tensor-parallel-size 1 --pipeline-parallel-size 2"));
+        CHECK_THAT(c["sglang_command"].get<std::string>(), Catch::Contains("--tp 1 --pp-size 2"));
+    }
+    CHECK(pipelines > 0);
+    const Run t = Run::kvplan(args);
+    CHECK_THAT(t.out, Catch::Contains("h100-sxm  1 pp2"));
+    CHECK(widest_line(t.out) <= 100);
+    std::vector<std::string> sglang = json;
+    sglang.insert(sglang.end(), {"--engine", "sglang"});
+    const Run g = Run::kvplan(sglang);
+    INFO(g.err);
+    REQUIRE(g.exit_code == 0);
+    CHECK(nlohmann::json::parse(g.out)["candidates_tried"].get<std::int64_t>() == 6);
+}
+
 TEST_CASE("recommend --slo prices steps with the efficiency flags: a 100 ms step overhead misses a 50 ms TPOT everywhere") {
     // Every decode step costs at least the 100 ms fixed overhead, so no
     // request's TPOT can be under 100 ms, alone or not: nothing qualifies

@@ -1018,11 +1018,13 @@ SimRun simulate(const Workload& w, const SchedulerConfig& c, const StepPricer& p
     return simulate(w, c, price, DecodePricer{}, check_invariants);
 }
 
-SimRun simulate(const Workload& w, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode, bool check_invariants) {
+SimRun simulate(const Workload& w, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode, bool check_invariants,
+                const StagePricers& stages) {
     check_scheduler_config(c);
     check_arrivals(w);
+    if (stages.size() == 1) usage_error("simulate: a pipeline needs two or more stages");
     RequestStates states = request_states(w);
-    VllmEngine e(w, c, price, decode, check_invariants, states);
+    VllmEngine e(w, c, price, decode, check_invariants, states, stages);
     drive_alone(e, w, states.records);
     SimRun run = e.take_totals();
     run.requests = std::move(states.records);

@@ -199,14 +199,18 @@ using StepPricer = std::function<double(const std::vector<SeqWork>&)>;
 // `context_sum`: exactly what the StepPricer gives for that batch, or
 // nullopt when it cannot say (the engine then steps one by one).
 using DecodePricer = std::function<std::optional<double>(std::int64_t batch, std::int64_t context_sum)>;
+// Pipeline parallelism: one pricer per stage, each giving that stage's time
+// for a batch (its layers, the send to the next stage). Empty: no pipeline.
+using StagePricers = std::vector<StepPricer>;
 
 // Replays `w` (arrivals sorted). Throws Error(Usage) for a config that
 // cannot run (no blocks, a zero budget). `check_invariants` verifies the
 // block pool after every step (tests; costs a pass over the pool). Without
 // a DecodePricer every step is priced by `price` (no decode-run jumps).
+// With `stages` (two or more) the engine is a pipeline (VllmEngine below).
 SimRun simulate(const Workload& w, const SchedulerConfig& c, const StepPricer& price, bool check_invariants = false);
 SimRun simulate(const Workload& w, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode,
-                bool check_invariants = false);
+                bool check_invariants = false, const StagePricers& stages = {});
 
 // A request's blocks in one KV-cache group.
 struct GroupBlocks {
@@ -244,9 +248,6 @@ void check_scheduler_config(const SchedulerConfig& c);
 
 class BlockPool;
 
-// Pipeline parallelism: one pricer per stage, each giving that stage's time
-// for a batch (its layers, the send to the next stage). Empty: no pipeline.
-using StagePricers = std::vector<StepPricer>;
 
 // One vLLM V1 engine (the rules above). It is handed its requests one by one
 // (add), and advanced up to a time: simulate() drives one, simulate_cluster

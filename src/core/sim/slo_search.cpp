@@ -73,7 +73,7 @@ SimRun run_engine(const Workload& w, const SearchEngine& e) {
                                e.pd->decode_decode)
             .run;
     if (e.sglang) return simulate_sglang(w, e.sglang_config, e.price);
-    return e.decode ? simulate(w, e.vllm, e.price, e.decode) : simulate(w, e.vllm, e.price);
+    return simulate(w, e.vllm, e.price, e.decode, false, e.stages);
 }
 
 // Which targets request r has already missed at time `now` (bits: 1 TTFT,
@@ -104,7 +104,8 @@ std::optional<std::string> vllm_stopped_early(const Workload& w, const SearchEng
                                               std::int64_t& arrived) {
     check_scheduler_config(e.vllm);
     RequestStates states = request_states(w);
-    VllmEngine engine(w, e.vllm, e.price, e.decode, false, states);
+    if (e.stages.size() == 1) usage_error("the SLO search: a pipeline needs two or more stages");
+    VllmEngine engine(w, e.vllm, e.price, e.decode, false, states, e.stages);
     for (std::size_t i = 0; i < w.requests.size(); ++i) engine.add(i);
     const double n = static_cast<double>(w.requests.size());
     const auto allowed = static_cast<std::int64_t>(std::floor((1 - t.goodput) * n + 1e-9));
@@ -213,6 +214,22 @@ RequestFloor vllm_floor(double in, double outs, const SchedulerConfig& c, const 
                          price, decode);
 }
 
+// A pipeline of P stages keeps P batches in flight, the running requests
+// (at most max_num_seqs, as the pool holds) shared among them, and sends one
+// out of its slowest stage per that stage's step: a request's floor is its
+// share of the slowest stage's step for one batch of max_num_seqs / P (and
+// 1/P of the pool), with the prompt tokens at that stage's marginal price.
+RequestFloor pipeline_floor(double in, double outs, const SchedulerConfig& c, const StagePricers& stages) {
+    const auto p = static_cast<std::int64_t>(stages.size());
+    const StepPricer slowest = [&stages](const std::vector<SeqWork>& seqs) {
+        double worst = 0;
+        for (const StepPricer& stage : stages) worst = std::max(worst, stage(seqs));
+        return worst;
+    };
+    return request_floor(in, outs, checked_mul(c.num_gpu_blocks, c.block_size, "KV pool tokens") / p, (c.max_num_seqs + p - 1) / p,
+                         c.max_num_batched_tokens, slowest, DecodePricer{});
+}
+
 // A step that costs nothing bounds nothing: a million requests a second stands for no bound.
 double finite_bound(double rps) { return std::isfinite(rps) && rps > 0 ? std::min(rps, 1e6) : 1e6; }
 
@@ -241,6 +258,8 @@ double rate_upper_bound(const RateWorkload& w, const SearchEngine& e) {
                                       ? e.sglang_config.max_running_requests
                                       : sglang_default_max_running_requests(pool, e.sglang_config.context_len > 0 ? e.sglang_config.context_len : pool);
         f = request_floor(in, outs, pool, seqs, e.sglang_config.chunked_prefill_size, e.price, e.decode);
+    } else if (!e.stages.empty()) {
+        f = pipeline_floor(in, outs, e.vllm, e.stages);
     } else {
         f = vllm_floor(in, outs, e.vllm, e.price, e.decode);
     }

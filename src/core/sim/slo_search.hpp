@@ -60,6 +60,10 @@ struct SearchEngine {
     SglangConfig sglang_config;  // when sglang
     StepPricer price;
     DecodePricer decode;    // vLLM's decode runs; may be empty
+    // vLLM with pipeline parallelism: one pricer per stage (two or more;
+    // VllmEngine's batch queue), `price` and `decode` then the whole model's,
+    // used for nothing but the bound. Empty: no pipeline.
+    StagePricers stages;
     std::optional<DisaggUnit> pd;  // set: the unit replaces the fields above
 };
 
@@ -114,7 +118,9 @@ SearchOutcome search_max_rate(const RateWorkload& w, const SearchEngine& e, cons
 // prefill token (a full chunk's price less a one-token step's, per token).
 // Mixed steps share the weight reads, which are counted once, in the decode.
 // A disaggregated unit: the lower of its prefill instances' rate (prompt
-// tokens only) and its decode instances' (output tokens only).
+// tokens only) and its decode instances' (output tokens only). A pipeline of
+// P stages: one batch of max_num_seqs / P sequences (and 1/P of the pool)
+// leaves its slowest stage per that stage's step, P batches in flight.
 double rate_upper_bound(const RateWorkload& w, const SearchEngine& e);
 
 // Ranking by cost lets most candidates go unsearched: a candidate's fleet

@@ -41,7 +41,8 @@ enum class Target { Memory, Ttft, Tpot };
 struct Candidate {
     std::string gpu;
     std::int64_t tp = 1;
-    std::int64_t dp = 1;                // data-parallel replicas of `tp` GPUs each
+    std::int64_t pp = 1;                // pipeline stages of `tp` GPUs each (the SLO search's; 1 in the analytic one)
+    std::int64_t dp = 1;                // data-parallel replicas of tp x pp GPUs each
     std::int64_t batch = 1;             // concurrent sequences per replica that still meet the TPOT target
     std::int64_t max_requests = 0;      // what memory holds at the context, per replica
     double ttft_s = 0;                  // one replica's: DP does not change latency
@@ -59,7 +60,7 @@ struct Candidate {
     double sglang_mem_fraction = 0.9;  // --mem-fraction-static (SGLang's default for this TP)
     double trtllm_free_fraction = 0.9; // --kv_cache_free_gpu_memory_fraction giving the same KV pool
 
-    std::int64_t gpus() const { return tp * dp; }
+    std::int64_t gpus() const { return tp * pp * dp; }
 };
 
 struct Recommendation {

@@ -248,6 +248,51 @@ TEST_CASE("slo search: a disaggregated unit's bound is the slower side's, by han
     CHECK(rate_upper_bound(w, e) == Approx(20.0));
 }
 
+TEST_CASE("slo search: a pipeline of two 10 ms stages at one sequence is an M/D/1 queue of twice the step") {
+    // vLLM's batch queue (VllmEngine with stages) keeps a request's next
+    // batch back until its last one has left the last stage; with
+    // max_num_seqs 1 nothing else runs meanwhile, so each of a request's 10
+    // steps (the prompt, then 9 decodes) takes both stages, 20 ms: S = 0.2 s
+    // and the share that never waits, 1 - rate x S, is at least 0.5 up to
+    // 0.5 / 0.2 s = 2.5 requests per second.
+    const RateWorkload w = poisson(20000);
+    SearchEngine e = md1_engine();
+    e.stages = {flat, flat};
+    SearchTargets t;
+    t.slo.e2e_s = 0.2 + 1e-6;
+    t.goodput = 0.5;
+    const SearchOutcome x = search_max_rate(w, e, t);
+    REQUIRE(x.status == SearchOutcome::Status::Found);
+    CHECK(x.max_rate_rps == Approx(2.5).epsilon(0.02));
+    CHECK(x.binding == "e2e");
+    // The bound: batches of ceil(1 / 2) = 1 sequence leave the slowest stage every 10 ms:
+    // 10 output tokens x 10 ms = 0.1 s a request, 10 req/s, four times the answer.
+    CHECK(x.bound_rps == Approx(10.0));
+    const auto share = [&](double rate) {
+        return attainment(simulate(at_rate(w, rate), e.vllm, e.price, e.decode, false, e.stages), t.slo).all;
+    };
+    CHECK(share(x.max_rate_rps) >= 0.5);
+    CHECK(share(1.1 * x.max_rate_rps) < 0.5);
+}
+
+TEST_CASE("slo search: a pipeline's bound is its slowest stage's, for batches of max_num_seqs / P, by hand") {
+    // 100-token prompts, 10 output tokens; max_num_seqs 8 over 2 stages:
+    // batches of 4 (the pool's 16,000 tokens, 8,000 per batch, hold 72
+    // requests of 110 tokens). Stage 1 costs 10 ms + 1 ms a sequence, stage 2
+    // 12 ms + 1 ms: the slowest, 16 ms at 4 sequences, sends out 4 tokens, so
+    // a request's 10 take 10 x 16 / 4 = 40 ms: 25 req/s. Neither stage's
+    // price grows with prompt tokens: their marginal price is 0.
+    SearchEngine e = md1_engine();
+    e.vllm.max_num_seqs = 8;
+    const auto stage = [](double fixed_s) {
+        return StepPricer([fixed_s](const std::vector<SeqWork>& seqs) { return fixed_s + 1e-3 * static_cast<double>(seqs.size()); });
+    };
+    e.stages = {stage(0.010), stage(0.012)};
+    CHECK(rate_upper_bound(poisson(100), e) == Approx(25.0));
+    e.stages = {stage(0.012), stage(0.010), stage(0.010), stage(0.010)};  // batches of 2: 10 x 14 / 2 = 70 ms
+    CHECK(rate_upper_bound(poisson(100), e) == Approx(1 / 0.07));
+}
+
 TEST_CASE("slo search: the goodput curve of an M/D/1 queue follows 1 - rate x S, its knee where that crosses the target") {
     // md1_engine serves one request at a time in S = 0.1 s. With the E2E
     // target S + 1 us a request is good only if it never waits, which by
