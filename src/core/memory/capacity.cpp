@@ -34,7 +34,7 @@ struct LayerRun {
 
 struct Stage {
     PipelineStage where;
-    ModelSpec spec;
+    std::vector<LayerSpec> layers;  // the stage's own (stage_model's, without copying the rest of the spec)
     std::vector<LayerRun> runs;
     MemoryBudget budget;
     std::int64_t bytes_per_token = 0;  // every caching layer at full length, one GPU
@@ -203,7 +203,8 @@ std::vector<OverheadTerm> overhead_terms(const ModelSpec& spec, const CapacityIn
 // One pipeline stage: its budget, then the pages its engine cuts the pool into.
 Stage size_stage(const ModelSpec& spec, const CapacityInputs& in, const CapacityPlan& p, const Settings& s,
                  const PipelineStage& where, const std::vector<OverheadTerm>& overhead) {
-    Stage st{where, stage_model(spec, where), {}, {}, 0, std::nullopt, 0, std::nullopt, std::nullopt};
+    const auto first = spec.layers.begin() + where.first_layer;
+    Stage st{where, std::vector<LayerSpec>(first, first + where.layers), {}, {}, 0, std::nullopt, 0, std::nullopt, std::nullopt};
     BudgetInputs b;
     b.engine = in.engine;
     b.total_bytes = in.gpu.engine_total_bytes();
@@ -218,13 +219,13 @@ Stage size_stage(const ModelSpec& spec, const CapacityInputs& in, const Capacity
     b.kv_pool_bytes = in.kv_pool_bytes;
     st.budget = make_budget(b);
     const std::int64_t kv_tp = attention_tp(p, in);  // the MLA latent is whole on every attention-TP rank
-    st.runs = layer_runs(st.spec.layers, kv_tp, s.dt);
+    st.runs = layer_runs(st.layers, kv_tp, s.dt);
     for (const LayerRun& l : st.runs)
         st.bytes_per_token = checked_add(st.bytes_per_token, checked_mul(l.per_token, l.count, "KV bytes per token"), "KV bytes per token");
     const std::int64_t pool = std::max<std::int64_t>(0, st.budget.kv_pool_bytes);
     if (in.engine == Engine::Vllm) {
         VllmLayoutInputs li{kv_tp, s.dt.kv, s.dt.conv, s.dt.ssm, p.block_size, p.max_model_len, p.max_batched_tokens};
-        st.layout = vllm_layout(st.spec.layers, li);
+        st.layout = vllm_layout(st.layers, li);
         st.num_blocks = vllm_num_blocks(*st.layout, pool);
         st.tokens = vllm_reported_tokens(*st.layout, st.num_blocks);
     } else if (st.bytes_per_token > 0) {
@@ -413,7 +414,7 @@ std::optional<EngineLogFigures> engine_log_figures(const CapacityPlan& p, const 
     }
     if ((p.engine == Engine::Sglang || p.engine == Engine::Trtllm) && p.kv_cache_tokens) {
         f.kv_cache_bytes = checked_mul(*p.kv_cache_tokens, b.bytes_per_token, "bytes");
-        f.mla = std::any_of(b.spec.layers.begin(), b.spec.layers.end(), [](const LayerSpec& l) { return l.kind == LayerKind::Mla; });
+        f.mla = std::any_of(b.layers.begin(), b.layers.end(), [](const LayerSpec& l) { return l.kind == LayerKind::Mla; });
         return f;
     }
     return std::nullopt;

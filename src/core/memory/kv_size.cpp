@@ -102,33 +102,38 @@ KvSizing size_sequence(const ModelSpec& spec, const KvOptions& o) {
     }
     const std::int64_t context = out.context_tokens.value_or(0);
 
+    // A layer's bytes depend on its spec alone: a run of equal layers (most
+    // models are one) computes them once.
+    const LayerSpec* last = nullptr;
+    std::size_t group = 0;
+    std::int64_t per_token_bytes = 0, held = 0, state_bytes = 0, seq_bytes = 0, rank_bytes = 0;
     for (const LayerSpec& l : spec.layers) {
-        auto it = std::find_if(out.groups.begin(), out.groups.end(), [&](const LayerGroup& g) { return g.spec == l; });
-        if (it == out.groups.end()) {
-            out.groups.push_back(LayerGroup{l});
-            it = out.groups.end() - 1;
+        if (!last || !(*last == l)) {
+            auto it = std::find_if(out.groups.begin(), out.groups.end(), [&](const LayerGroup& g) { return g.spec == l; });
+            if (it == out.groups.end()) {
+                out.groups.push_back(LayerGroup{l});
+                it = out.groups.end() - 1;
+            }
+            group = static_cast<std::size_t>(it - out.groups.begin());
+            // Whole model.
+            per_token_bytes = bytes_for(elements_per_token(l), out.kv_dtype);
+            held = holds_per_token(l.kind) ? (l.window_tokens > 0 ? std::min(context, l.window_tokens) : context) : 0;
+            state_bytes = l.kind == LayerKind::State ? checked_add(bytes_for(l.conv_state_elements, out.conv_state_dtype),
+                                                                   bytes_for(l.ssm_state_elements, out.ssm_state_dtype))
+                                                     : 0;
+            seq_bytes = checked_add(checked_mul(per_token_bytes, held, "KV bytes per sequence"), state_bytes);
+            // One TP rank: attention heads split (or replicate), MLA latents
+            // replicate on every rank, recurrent states split by their heads.
+            rank_bytes = checked_add(checked_mul(layer_bytes_per_token_per_gpu(l, o.tp, out.kv_dtype), held, "KV bytes per sequence"),
+                                     layer_state_bytes_per_gpu(l, o.tp, out.conv_state_dtype, out.ssm_state_dtype));
+            last = &l;
         }
-        LayerGroup& g = *it;
+        LayerGroup& g = out.groups[group];
         g.layers += 1;
-
-        // Whole model.
-        const std::int64_t per_token_bytes = bytes_for(elements_per_token(l), out.kv_dtype);
-        const std::int64_t held = holds_per_token(l.kind) ? (l.window_tokens > 0 ? std::min(context, l.window_tokens) : context) : 0;
-        const std::int64_t state_bytes =
-            l.kind == LayerKind::State
-                ? checked_add(bytes_for(l.conv_state_elements, out.conv_state_dtype), bytes_for(l.ssm_state_elements, out.ssm_state_dtype))
-                : 0;
-        const std::int64_t seq_bytes = checked_add(checked_mul(per_token_bytes, held, "KV bytes per sequence"), state_bytes);
         g.tokens_held = held;
         g.bytes_per_token = checked_add(g.bytes_per_token, per_token_bytes);
         g.state_bytes_per_sequence = checked_add(g.state_bytes_per_sequence, state_bytes);
         g.bytes_per_sequence = checked_add(g.bytes_per_sequence, seq_bytes, "KV bytes per sequence");
-
-        // One TP rank: attention heads split (or replicate), MLA latents
-        // replicate on every rank, recurrent states split by their heads.
-        const std::int64_t rank_bytes =
-            checked_add(checked_mul(layer_bytes_per_token_per_gpu(l, o.tp, out.kv_dtype), held, "KV bytes per sequence"),
-                        layer_state_bytes_per_gpu(l, o.tp, out.conv_state_dtype, out.ssm_state_dtype));
         g.bytes_per_sequence_per_gpu = checked_add(g.bytes_per_sequence_per_gpu, rank_bytes);
 
         out.bytes_per_token = checked_add(out.bytes_per_token, per_token_bytes, "KV bytes per token");

@@ -257,35 +257,50 @@ namespace {
 
 // `expert_tokens`: the tokens whose routed-expert FLOPs this GPU computes
 // (< 0: `tokens`, the plain TP step).
-StepCost finish(const CostModel& m, StepCost c, std::int64_t tokens, double expert_tokens = -1) {
+// A step's terms that depend on its weight bytes and token count only.
+DecodeBatchTerms token_terms(const CostModel& m, double weight_bytes, double expert_weight_bytes, std::int64_t tokens, double expert_tokens) {
+    DecodeBatchTerms b;
+    b.weight_bytes = weight_bytes;
+    b.expert_weight_bytes = expert_weight_bytes;
     // Routed experts stream at the profile's MoE efficiency of the weight bandwidth (grouped GEMMs).
-    const double weights_s = m.expert_bandwidth_factor == 1.0
-                                 ? c.weight_bytes / m.weights_bandwidth_bytes_per_s
-                                 : (c.weight_bytes - c.expert_weight_bytes) / m.weights_bandwidth_bytes_per_s +
-                                       c.expert_weight_bytes / (m.weights_bandwidth_bytes_per_s * m.expert_bandwidth_factor);
-    c.memory_s = weights_s + (c.kv_read_bytes + c.kv_write_bytes) / m.bandwidth_bytes_per_s;
+    b.weights_s = m.expert_bandwidth_factor == 1.0 ? weight_bytes / m.weights_bandwidth_bytes_per_s
+                                                   : (weight_bytes - expert_weight_bytes) / m.weights_bandwidth_bytes_per_s +
+                                                         expert_weight_bytes / (m.weights_bandwidth_bytes_per_s * m.expert_bandwidth_factor);
     // GEMMs over few tokens reach less of the peak (the profile's prefill_half_tokens; 0: no fall-off).
     const double T = static_cast<double>(std::max<std::int64_t>(1, tokens));
     const double gemm_efficiency = m.prefill_half_tokens > 0 ? T / (T + m.prefill_half_tokens) : 1.0;
-    c.compute_s = m.flops_per_s > 0 ? c.flops() / (m.flops_per_s * gemm_efficiency) : 0;
+    b.flops_per_s = m.flops_per_s > 0 ? m.flops_per_s * gemm_efficiency : 0;
     // The routed experts' grouped GEMMs run at the profile's MoE efficiency of that.
-    if (m.flops_per_s > 0 && m.expert_bandwidth_factor != 1.0)
-        c.compute_s += (expert_tokens < 0 ? T : expert_tokens) * m.expert_flops_per_token * (1.0 / m.expert_bandwidth_factor - 1.0) /
-                       (m.flops_per_s * gemm_efficiency);
-    c.compute_bound = c.compute_s > c.memory_s;
-    c.overhead_s = m.step_overhead_s + m.layer_overhead_s;
+    if (b.flops_per_s > 0 && m.expert_bandwidth_factor != 1.0)
+        b.expert_compute_s = (expert_tokens < 0 ? T : expert_tokens) * m.expert_flops_per_token * (1.0 / m.expert_bandwidth_factor - 1.0) / b.flops_per_s;
+    b.overhead_s = m.step_overhead_s + m.layer_overhead_s;
     if (m.allreduces_per_step > 0 && m.link_bytes_per_s > 0) {
         // Ring all-reduce: each rank sends and receives 2 (tp - 1) / tp of the message.
         const double tp = static_cast<double>(m.tp);
         const double message = m.activation_bytes_per_token * static_cast<double>(tokens);
-        c.allreduce_s = static_cast<double>(m.allreduces_per_step) * (m.allreduce_latency_s + 2.0 * (tp - 1) / tp * message / m.link_bytes_per_s);
+        b.allreduce_s = static_cast<double>(m.allreduces_per_step) * (m.allreduce_latency_s + 2.0 * (tp - 1) / tp * message / m.link_bytes_per_s);
     }
-    if (m.send_bytes_per_token > 0 && m.link_bytes_per_s > 0)
-        c.send_s = m.send_bytes_per_token * static_cast<double>(tokens) / m.link_bytes_per_s;
+    if (m.send_bytes_per_token > 0 && m.link_bytes_per_s > 0) b.send_s = m.send_bytes_per_token * static_cast<double>(tokens) / m.link_bytes_per_s;
+    return b;
+}
+
+// The step's times from its bytes and FLOPs and the terms above.
+StepCost combine(const CostModel& m, StepCost c, const DecodeBatchTerms& b) {
+    c.memory_s = b.weights_s + (c.kv_read_bytes + c.kv_write_bytes) / m.bandwidth_bytes_per_s;
+    c.compute_s = b.flops_per_s > 0 ? c.flops() / b.flops_per_s : 0;
+    c.compute_s += b.expert_compute_s;
+    c.compute_bound = c.compute_s > c.memory_s;
+    c.overhead_s = b.overhead_s;
+    c.allreduce_s = b.allreduce_s;
+    c.send_s = b.send_s;
     c.total_s = std::max(c.memory_s, c.compute_s) + c.overhead_s + c.allreduce_s;
     if (c.send_s > 0) c.total_s += c.send_s;
     if (c.all_to_all_s > 0) c.total_s += c.all_to_all_s;
     return c;
+}
+
+StepCost finish(const CostModel& m, StepCost c, std::int64_t tokens, double expert_tokens = -1) {
+    return combine(m, c, token_terms(m, c.weight_bytes, c.expert_weight_bytes, tokens, expert_tokens));
 }
 
 double routed_weight_bytes(const CostModel& m, std::int64_t tokens) {
@@ -359,18 +374,27 @@ DecodeSeqTerms decode_seq_terms(const CostModel& m, std::int64_t context) {
 // Every sequence of the batch costs the same: the batch's terms are B times
 // one sequence's, plus the weights read once (the experts the batch's
 // tokens touch, for MoE layers).
-StepCost decode_step(const CostModel& m, std::int64_t batch, const DecodeSeqTerms& seq) {
-    if (m.layout.active()) return layout_step(m, batch, 1, seq);
+DecodeBatchTerms decode_batch_terms(const CostModel& m, std::int64_t batch) {
+    const double experts = routed_weight_bytes(m, batch);
+    DecodeBatchTerms b = token_terms(m, m.dense_weight_bytes + experts, experts, batch, -1);
+    b.batch = batch;
+    return b;
+}
+
+StepCost decode_step(const CostModel& m, const DecodeBatchTerms& b, const DecodeSeqTerms& seq) {
+    if (m.layout.active()) return layout_step(m, b.batch, 1, seq);
     StepCost c;
-    const double B = static_cast<double>(batch);
-    c.expert_weight_bytes = routed_weight_bytes(m, batch);
-    c.weight_bytes = m.dense_weight_bytes + c.expert_weight_bytes;
+    const double B = static_cast<double>(b.batch);
+    c.expert_weight_bytes = b.expert_weight_bytes;
+    c.weight_bytes = b.weight_bytes;
     c.kv_read_bytes = B * seq.kv_read_bytes;
     c.kv_write_bytes = B * seq.kv_write_bytes;
     c.attention_flops = B * seq.attention_flops;
     c.matmul_flops = B * m.matmul_flops_per_token;
-    return finish(m, c, batch);
+    return combine(m, c, b);
 }
+
+StepCost decode_step(const CostModel& m, std::int64_t batch, const DecodeSeqTerms& seq) { return decode_step(m, decode_batch_terms(m, batch), seq); }
 
 StepCost decode_step(const CostModel& m, std::int64_t batch, std::int64_t context) {
     return decode_step(m, batch, decode_seq_terms(m, context));

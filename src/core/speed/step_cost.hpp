@@ -179,6 +179,21 @@ struct DecodeSeqTerms {
 DecodeSeqTerms decode_seq_terms(const CostModel& m, std::int64_t context);
 // decode_step from those terms: what decode_step(m, batch, context) gives.
 StepCost decode_step(const CostModel& m, std::int64_t batch, const DecodeSeqTerms& seq);
+// The batch-only part of decode_step: the weights (and the routed experts
+// `batch` tokens touch) and their read time, the FLOP/s the GEMMs reach at
+// that many tokens, the fixed overheads, the all-reduce and the stage send;
+// computed once per batch size by a sweep over contexts.
+struct DecodeBatchTerms {
+    std::int64_t batch = 0;
+    double weight_bytes = 0, expert_weight_bytes = 0;
+    double weights_s = 0;          // the weight reads
+    double flops_per_s = 0;        // at this token count's GEMM efficiency; 0: compute not modelled
+    double expert_compute_s = 0;   // the routed experts' grouped-GEMM shortfall
+    double overhead_s = 0, allreduce_s = 0, send_s = 0;
+};
+DecodeBatchTerms decode_batch_terms(const CostModel& m, std::int64_t batch);
+// decode_step from both: what decode_step(m, batch, context) gives, bit for bit.
+StepCost decode_step(const CostModel& m, const DecodeBatchTerms& b, const DecodeSeqTerms& seq);
 
 // A prefill: `batch` prompts of `prompt` tokens each, from an empty cache, in one step.
 StepCost prefill_step(const CostModel& m, std::int64_t batch, std::int64_t prompt);

@@ -9,6 +9,8 @@
 #include "core/error.hpp"
 #include "core/speed/roofline.hpp"
 #include "core/speed/step_cost.hpp"
+#include "core/memory/parallel.hpp"
+#include "io/engine_db.hpp"
 #include "io/gpu_db.hpp"
 #include "speed_fixtures.hpp"
 #include "test_support.hpp"
@@ -181,4 +183,30 @@ TEST_CASE("roofline rows: throughput per user falls, total rises, rows beyond me
     REQUIRE(r.ceiling);
     CHECK(r.ceiling->batch == 100);
     CHECK(r.ttft_s == Approx(prefill_step(c, 1, in.prompt).total_s));
+}
+
+TEST_CASE("a decode step from its batch-only and context-only terms is decode_step's, bit for bit") {
+    // The sweep's hoisted terms must not change a figure: the same sums in
+    // the same order. A dense model at TP 2 (all-reduces), an MoE (expert
+    // reads, the grouped-GEMM shortfall) and a pipeline stage (the send), on
+    // the vLLM profile (fixed costs, the GEMM fall-off at few tokens).
+    Efficiency vllm;
+    vllm.profile = find_engine("--engine", "vllm");
+    const ModelSpec dense = preset("llama-3.1-8b"), moe = preset("mixtral-8x7b");
+    const CostModelInputs staged{&dense, gpu("h100-sxm"), WeightFormat{}, std::nullopt, 2, vllm, std::nullopt};
+    const std::vector<CostModel> models = {cost(dense, gpu("h100-sxm"), vllm, 2), cost(moe, gpu("a100-sxm-80gb"), vllm, 1),
+                                           make_stage_cost_model(staged, pipeline_stages(32, 2)[0], 2)};
+    for (const CostModel& m : models)
+        for (std::int64_t batch : {1, 7, 256})
+            for (std::int64_t context : {1, 4096, 131072}) {
+                const StepCost a = decode_step(m, batch, context);
+                const StepCost b = decode_step(m, decode_batch_terms(m, batch), decode_seq_terms(m, context));
+                CHECK(a.total_s == b.total_s);
+                CHECK(a.memory_s == b.memory_s);
+                CHECK(a.compute_s == b.compute_s);
+                CHECK(a.allreduce_s == b.allreduce_s);
+                CHECK(a.send_s == b.send_s);
+                CHECK(a.weight_bytes == b.weight_bytes);
+            }
+    CHECK(decode_step(models[2], 8, 1024).send_s > 0);  // the stage's send is in the comparison
 }
