@@ -51,6 +51,8 @@ CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
     cmd->add_option("--trace-format", o.trace_format, "auto|azure|mooncake|jsonl|csv")->check(CLI::IsMember({"auto", "azure", "mooncake", "jsonl", "csv"}));
     cmd->add_option("--time-scale", o.time_scale, "search: the trace's traffic this many times faster (its peak minute is the target)")->check(finite_range(1e-6, 1e6));
     cmd->add_option("--limit", o.limit, "search: only the first N requests of the trace")->check(CLI::Range(std::int64_t{2}, std::int64_t{100'000'000}));
+    cmd->add_option("--pp", o.pp, "search: pipeline stages to try, auto (2 and 4 where vLLM advises pipelines: PCIe devices, or the heads "
+                                  "cap TP) or a list such as 1,2,4 (every device); TP x PP within --max-gpus");
     cmd->add_flag("--disaggregated", o.disaggregated,
                   "search: also disaggregated prefill/decode units (P prefill and D decode vLLM instances, each side its own TP)");
     cmd->add_option("--kv-link", o.kv_link, "search, --disaggregated: the KV link, auto (NVLink where the device has it, else ib-ndr), nvlink, ib-ndr, ib-xdr, roce or NGB/s");
@@ -102,7 +104,7 @@ std::map<std::string, double> prices(const RecommendOptions& o) {
 
 bool wants_search(const RecommendOptions& o) {
     return !o.slo.empty() || o.rate > 0 || !o.trace.empty() || !o.input_len.empty() || !o.output_len.empty() || o.requests > 0 ||
-           o.disaggregated || o.kv_link != "auto";
+           o.disaggregated || o.kv_link != "auto" || o.pp != "auto";
 }
 
 CommandOutput run_analytic(const RecommendOptions& o) {
@@ -144,7 +146,7 @@ CommandOutput run_recommend(const RecommendOptions& o) {
     if (o.analytic || !wants_search(o)) {
         if (o.analytic && wants_search(o))
             usage_error("--analytic is the steady-batch search: it takes --context --ttft --tpot, not --slo, --rate, --trace, --input-len, "
-                        "--output-len, --requests, --disaggregated or --kv-link");
+                        "--output-len, --requests, --disaggregated, --kv-link or --pp");
         if (!o.plot.empty() || !o.report.empty())
             usage_error(std::string(o.plot.empty() ? "--report" : "--plot") + ": the charts are the SLO search's; give --slo with --rate or --trace");
         return run_analytic(o);

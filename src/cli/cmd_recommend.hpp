@@ -50,6 +50,7 @@ struct RecommendOptions {
     std::int64_t limit = 0;
     // Disaggregated prefill/decode units searched beside the aggregated candidates.
     bool disaggregated = false;
+    std::string pp = "auto";       // the SLO search's pipeline stages: auto (docs/recommend.md) or a list such as 1,2,4
     std::string kv_link = "auto";  // auto: NVLink where the device has it, else ib-ndr
     // The search's charts (io/plot_files.hpp) and the HTML report (io/html_report.hpp).
     std::string plot, report;

@@ -1,6 +1,7 @@
 #include "cli/recommend_search.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -52,6 +53,21 @@ constexpr std::int64_t kLatencyTokens = 2048;
 // --plot and --report: the goodput curves of this many of the best candidates.
 constexpr std::size_t kCurves = 3;
 
+// --pp: auto, or the stage counts listed (each 1 to 8).
+std::optional<std::vector<std::int64_t>> pp_list(const std::string& text) {
+    if (text == "auto") return std::nullopt;
+    std::vector<std::int64_t> out;
+    for (const std::string& item : split_list(text, "--pp")) {
+        std::int64_t v = 0;
+        const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+        if (ec != std::errc() || end != item.data() + item.size() || v < 1 || v > 8)
+            usage_error("--pp " + text + ": expected auto or a list of pipeline stage counts from 1 to 8, e.g. 1,2,4");
+        if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+    }
+    if (out.empty()) usage_error("--pp " + text + ": expected auto or a list of pipeline stage counts from 1 to 8, e.g. 1,2,4");
+    return out;
+}
+
 void check_flags(const RecommendOptions& o) {
     if (o.slo.empty()) usage_error("--slo: the SLO search needs targets, e.g. --slo ttft=2s,tpot=50ms (or --analytic with --context --ttft --tpot)");
     if (!(o.goodput > 0 && o.goodput <= 1)) usage_error(fmt::format("--goodput {}: expected a share of requests in (0, 1], e.g. 0.99", o.goodput));
@@ -65,6 +81,9 @@ void check_flags(const RecommendOptions& o) {
     if (o.disaggregated && o.engine != "vllm")
         usage_error("--disaggregated: disaggregated prefill/decode is simulated with vLLM's engine only; pass --engine vllm");
     if (!o.disaggregated && o.kv_link != "auto") usage_error("--kv-link: the KV transfer link of disaggregated units; add --disaggregated");
+    const std::optional<std::vector<std::int64_t>> pp = pp_list(o.pp);
+    if (pp && o.engine != "vllm" && std::any_of(pp->begin(), pp->end(), [](std::int64_t v) { return v > 1; }))
+        usage_error("--pp " + o.pp + ": pipelines are simulated with vLLM's engine only; pass --engine vllm, or --pp 1");
 }
 
 Slo targets(const std::string& text) {
@@ -207,19 +226,28 @@ struct Layout {
     std::int64_t tp = 1, pp = 1;
 };
 
-// TP 1, 2, 4, 8 (tp_degrees), and with vLLM, pipelines of 2 and 4 stages
-// of those TPs, TP x PP within `max_gpus`, on a device whose interconnect
-// times the sends between stages and for a model with a layer per stage at
-// least. vLLM runs them with its batch queue (simulate --pp); SGLang's
-// pipeline is not simulated.
-std::vector<Layout> layouts(const ModelSpec& model, const Gpu& gpu, const std::string& engine, std::int64_t max_gpus) {
-    std::vector<Layout> out;
+// TP 1, 2, 4, 8 (tp_degrees) x the stage counts: --pp's list, or with auto
+// 1, and 2 and 4 where vLLM's guide advises a pipeline within a node
+// (docs/serving/parallelism_scaling.md, "Edge case: uneven GPU splits"):
+// GPUs without NVLink ("leverage pipeline parallelism instead of tensor
+// parallelism for higher throughput and lower communication overhead"), or
+// more GPUs than the TPs the heads allow (then only the layouts past the
+// largest TP). Pipelines run with vLLM only (simulate --pp; SGLang's is not
+// simulated), on a device whose interconnect times the sends, with a layer
+// per stage at least; TP x PP within `max_gpus`.
+std::vector<Layout> layouts(const ModelSpec& model, const Gpu& gpu, const std::string& engine, std::int64_t max_gpus,
+                            const std::optional<std::vector<std::int64_t>>& listed) {
     const std::vector<std::int64_t> tps = tp_degrees(model, max_gpus);
-    for (std::int64_t tp : tps) out.push_back({tp, 1});
-    if (engine != "vllm" || gpu.interconnect_bytes_per_s <= 0) return out;
-    for (std::int64_t pp : {2, 4})
-        for (std::int64_t tp : tps)
-            if (tp * pp <= max_gpus && pp <= static_cast<std::int64_t>(model.layers.size())) out.push_back({tp, pp});
+    const std::int64_t widest = tps.empty() ? 0 : tps.back();
+    const bool pipelines = engine == "vllm" && gpu.interconnect_bytes_per_s > 0;
+    const bool advised = link_family(gpu) == LinkFamily::Pcie;
+    std::vector<Layout> out;
+    for (std::int64_t pp : listed ? *listed : std::vector<std::int64_t>{1, 2, 4})
+        for (std::int64_t tp : tps) {
+            if (pp > 1 && (!pipelines || tp * pp > max_gpus || pp > static_cast<std::int64_t>(model.layers.size()))) continue;
+            if (pp > 1 && !listed && !advised && tp * pp <= widest) continue;
+            out.push_back({tp, pp});
+        }
     return out;
 }
 
@@ -311,7 +339,7 @@ std::vector<Setup> candidates(const RecommendOptions& o, const SimulateOptions& 
     const std::vector<std::string> formats = split_list(o.weights_dtype, "--weights-dtype");
     std::vector<Setup> out;
     for (const Gpu& gpu : gpus)
-        for (const Layout& l : layouts(model, gpu, o.engine, o.max_gpus)) {
+        for (const Layout& l : layouts(model, gpu, o.engine, o.max_gpus, pp_list(o.pp))) {
             for (const std::string& kv : kv_dtypes)
                 for (const std::string& weights : formats)
                     for (const char* knobs : {"default", "latency", "throughput"}) {
@@ -339,6 +367,12 @@ std::vector<Setup> candidates(const RecommendOptions& o, const SimulateOptions& 
 
 std::string rejection(const SearchOutcome& x, const std::string& error, double target_rps, std::size_t top) {
     if (!error.empty()) return "simulation: " + error;
+    if (x.status == SearchOutcome::Status::Pruned && x.simulations > 0) {
+        const double replicas = std::ceil(target_rps / x.fail_rate_rps);
+        return fmt::format("cost: it fails at {:.3g} req/s per replica, so it needs more than {} replica{} and costs more than the {} "
+                           "cheapest found",
+                           x.fail_rate_rps, replicas, replicas > 1 ? "s" : "", top);
+    }
     if (x.status == SearchOutcome::Status::Pruned) {
         const double replicas = std::ceil(target_rps / x.bound_rps);
         return fmt::format("cost: even at its bound of {:.2f} req/s per replica ({} replica{}) it costs more than the {} cheapest found",

@@ -256,13 +256,13 @@ TEST_CASE("recommend --slo --disaggregated: units of every P:D ratio beside the 
     CHECK_THAT(link.err, Catch::Contains("--kv-link: the KV transfer link of disaggregated units; add --disaggregated"));
 }
 
-TEST_CASE("recommend --slo: pipelines of TP x PP within --max-gpus, vLLM only, each fleet and command by hand") {
-    // --max-gpus 2 on an H100: TP 1, TP 2 and TP 1 x PP 2, each with three
-    // knob settings (9 candidates); with SGLang, whose pipeline is not
-    // simulated, TP 1 and 2 only (6).
+TEST_CASE("recommend --slo --pp: pipelines of TP x PP within --max-gpus, vLLM only, each fleet and command by hand") {
+    // --pp 1,2 --max-gpus 2 on an H100: TP 1, TP 2 and TP 1 x PP 2, each
+    // with three knob settings (9 candidates); with SGLang, whose pipeline
+    // is not simulated, --pp 2 is refused.
     const std::vector<std::string> args = {"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "30", "--gpus",
                                            "h100-sxm", "--max-gpus", "2", "--requests", "200", "--price-per-hour", "h100-sxm=2",
-                                           "--top", "9"};
+                                           "--top", "9", "--pp", "1,2"};
     std::vector<std::string> json = args;
     json.push_back("--json");
     const Run r = Run::kvplan(json);
@@ -290,9 +290,31 @@ TEST_CASE("recommend --slo: pipelines of TP x PP within --max-gpus, vLLM only, e
     std::vector<std::string> sglang = json;
     sglang.insert(sglang.end(), {"--engine", "sglang"});
     const Run g = Run::kvplan(sglang);
-    INFO(g.err);
-    REQUIRE(g.exit_code == 0);
-    CHECK(nlohmann::json::parse(g.out)["candidates_tried"].get<std::int64_t>() == 6);
+    CHECK(g.exit_code == 2);
+    CHECK(g.out.empty());
+    CHECK_THAT(g.err, Catch::Contains("--pp 1,2: pipelines are simulated with vLLM's engine only"));
+    // --pp auto (the default) follows vLLM's guide: pipelines on an L40S
+    // (PCIe, no NVLink: 9 candidates), none on an H100 whose TP 2 already
+    // covers --max-gpus 2 (6); with SGLang none anywhere (6).
+    auto tried = [](const std::vector<std::string>& a) {
+        const Run x = Run::kvplan(a);
+        INFO(x.command << "\n" << x.err);
+        REQUIRE(x.out.find('{') != std::string::npos);
+        return nlohmann::json::parse(x.out)["candidates_tried"].get<std::int64_t>();
+    };
+    const std::vector<std::string> base = {"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "5",
+                                           "--max-gpus", "2", "--requests", "100", "--json", "--gpus"};
+    auto with = [&](std::initializer_list<std::string> more) {
+        std::vector<std::string> a = base;
+        a.insert(a.end(), more);
+        return a;
+    };
+    CHECK(tried(with({"l40s"})) == 9);
+    CHECK(tried(with({"h100-sxm"})) == 6);
+    CHECK(tried(with({"l40s", "--engine", "sglang"})) == 6);
+    const Run bad = Run::kvplan(with({"l40s", "--pp", "3x"}));
+    CHECK(bad.exit_code == 2);
+    CHECK_THAT(bad.err, Catch::Contains("--pp 3x: expected auto or a list of pipeline stage counts from 1 to 8"));
 }
 
 TEST_CASE("recommend --slo prices steps with the efficiency flags: a 100 ms step overhead misses a 50 ms TPOT everywhere") {

@@ -14,9 +14,17 @@ constexpr std::int64_t kGiB = std::int64_t{1} << 30;
 // 70 * GiB_bytes and 'a100' not in device_name" picks the larger defaults.
 bool vllm_large_device(const Gpu& gpu) {
     if (gpu.engine_total_bytes() < 70 * kGiB) return false;
-    std::string lower;
-    for (char c : gpu.name + " " + gpu.id) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return lower.find("a100") == std::string::npos;
+    // "a100" anywhere in the name or id, in any case (without building a lowered copy: sweeps ask per plan).
+    auto has_a100 = [](const std::string& text) {
+        static constexpr char kWord[] = "a100";
+        for (std::size_t i = 0; i + 4 <= text.size(); ++i) {
+            std::size_t k = 0;
+            while (k < 4 && std::tolower(static_cast<unsigned char>(text[i + k])) == kWord[k]) ++k;
+            if (k == 4) return true;
+        }
+        return false;
+    };
+    return !has_a100(gpu.name) && !has_a100(gpu.id);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <cmath>
 #include <numeric>
@@ -266,7 +267,8 @@ double rate_upper_bound(const RateWorkload& w, const SearchEngine& e) {
     return finite_bound(1.0 / (f.prefill_s + f.decode_s));
 }
 
-SearchOutcome search_max_rate(const RateWorkload& w, const SearchEngine& e, const SearchTargets& t, const SearchSettings& s) {
+SearchOutcome search_max_rate(const RateWorkload& w, const SearchEngine& e, const SearchTargets& t, const SearchSettings& s,
+                              const std::function<bool(double)>& hopeless) {
     SearchOutcome out;
     if (!t.slo.any()) usage_error("the SLO search needs at least one target (ttft, tpot or e2e)");
     if (!(t.goodput > 0 && t.goodput <= 1)) usage_error("goodput must be in (0, 1]");
@@ -275,7 +277,7 @@ SearchOutcome search_max_rate(const RateWorkload& w, const SearchEngine& e, cons
 
     const auto n = static_cast<std::int64_t>(w.base.requests.size());
     Attainment at_fail;
-    auto passes = [&](double rate, SimSummary* summary) {
+    auto simulate_at = [&](double rate, SimSummary* summary) {
         const Workload at = at_rate(w, rate);
         SimRun run;
         ++out.simulations;
@@ -297,6 +299,20 @@ SearchOutcome search_max_rate(const RateWorkload& w, const SearchEngine& e, cons
         if (!ok) at_fail = a;
         return ok;
     };
+    // A failing rate is above the answer: once `hopeless` says even it
+    // cannot rank, neither can the answer, and the search stops there.
+    bool gave_up = false;
+    auto passes = [&](double rate, SimSummary* summary) {
+        const bool ok = simulate_at(rate, summary);
+        if (!ok && hopeless && hopeless(rate)) gave_up = true;
+        return ok;
+    };
+    auto given_up = [&](double fail_rps) {
+        out.status = SearchOutcome::Status::Pruned;
+        out.fail_rate_rps = fail_rps;
+        out.binding = at_fail.binding;
+        return out;
+    };
     // The bracket: the bound should fail (it leaves prefill out); if it does
     // not, double it. Then halve down to a passing rate, no further than a
     // replay of 200,000 simulated seconds (its per-second series stays small).
@@ -305,6 +321,7 @@ SearchOutcome search_max_rate(const RateWorkload& w, const SearchEngine& e, cons
         lo = hi;
         hi *= 2;
     }
+    if (gave_up) return given_up(hi);
     if (lo == 0) {
         const double floor = std::max(out.bound_rps / 1024, static_cast<double>(n) / 2e5);
         for (double r = hi / 2; lo == 0; r /= 2) {
@@ -316,6 +333,7 @@ SearchOutcome search_max_rate(const RateWorkload& w, const SearchEngine& e, cons
             }
             if (passes(r, &out.at_max)) lo = r;
             else hi = r;
+            if (gave_up) return given_up(hi);
         }
     }
     // Geometric bisection: the rate is a scale, and its relative error is what the tolerance bounds.
@@ -323,6 +341,7 @@ SearchOutcome search_max_rate(const RateWorkload& w, const SearchEngine& e, cons
         const double mid = std::sqrt(lo * hi);
         if (passes(mid, &out.at_max)) lo = mid;
         else hi = mid;
+        if (gave_up) return given_up(hi);
     }
     out.max_rate_rps = lo;
     out.fail_rate_rps = hi;
@@ -374,9 +393,10 @@ SearchAll search_all(const RateWorkload& w, const std::vector<SearchEngine>& eng
     SearchAll all;
     all.outcomes.resize(engines.size());
     all.errors.resize(engines.size());
+    std::vector<std::function<bool(double)>> hopeless(engines.size());  // set per wave with pruning
     auto job = [&](std::size_t i) {
         try {
-            all.outcomes[i] = search_max_rate(w, engines[i], t, s);
+            all.outcomes[i] = search_max_rate(w, engines[i], t, s, hopeless[i]);
         } catch (const std::exception& ex) {
             all.outcomes[i] = SearchOutcome{};
             all.outcomes[i].status = SearchOutcome::Status::NoRate;
@@ -404,13 +424,20 @@ SearchAll search_all(const RateWorkload& w, const std::vector<SearchEngine>& eng
     const std::size_t wave = std::max<std::size_t>(1, s.wave);
     for (std::size_t k = 0; k < order.size(); k += wave) {
         const Bar b = bar(all.outcomes, done, *prune);
+        const auto worse = [b](const Bar& f) { return f.cost > b.cost || (f.cost == b.cost && f.capacity < b.capacity); };
         std::vector<std::size_t> now;
         for (std::size_t j = k; j < std::min(order.size(), k + wave); ++j) {
             const std::size_t i = order[j];
-            if (floor[i].cost > b.cost || (floor[i].cost == b.cost && floor[i].capacity < b.capacity)) {
+            if (worse(floor[i])) {
                 all.outcomes[i].status = SearchOutcome::Status::Pruned;
                 all.outcomes[i].bound_rps = bound[i];
-            } else now.push_back(i);
+            } else {
+                // A rate that fails bounds the answer as the bound did: its
+                // fleet is the cheapest left, its capacity the most.
+                const double target = prune->target_rps, cost = prune->replica_cost[i];
+                hopeless[i] = [worse, target, cost](double fail_rps) { return worse(fleet_at(target, fail_rps, cost)); };
+                now.push_back(i);
+            }
         }
         run_parallel(now, threads, job);
         for (std::size_t i : now) done[i] = true;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -90,7 +91,8 @@ Attainment attainment(const SimRun& run, const Slo& slo);
 
 struct SearchOutcome {
     // Pruned: not searched, because even at its bound the fleet would cost
-    // more than the `keep` cheapest found (search_all with PruneBy).
+    // more than the `keep` cheapest found (search_all with PruneBy), or its
+    // search stopped at a failing rate whose fleet would (simulations > 0).
     enum class Status { Found, SloAlone, NoRate, Pruned } status = Status::Found;
     double bound_rps = 0;       // the analytic upper bound the search starts from
     double max_rate_rps = 0;    // Found: the highest rate that passed
@@ -109,7 +111,11 @@ struct SearchOutcome {
 // goodput quantile of the input lengths for TTFT, of the output lengths for
 // E2E and of the total for TPOT, each replayed alone; a miss there is a miss
 // at any rate), the analytic bound, then geometric bisection on the rate.
-SearchOutcome search_max_rate(const RateWorkload& w, const SearchEngine& e, const SearchTargets& t, const SearchSettings& s = {});
+// With `hopeless`, called with each rate that fails: when it returns true
+// the search stops there, Status::Pruned with that rate in fail_rate_rps
+// (search_all: the candidate cannot rank among the cheapest).
+SearchOutcome search_max_rate(const RateWorkload& w, const SearchEngine& e, const SearchTargets& t, const SearchSettings& s = {},
+                              const std::function<bool(double)>& hopeless = {});
 
 // The requests per second one engine cannot exceed: each request's output
 // tokens take their share of a decode step of `max_num_seqs` sequences (or

@@ -3,6 +3,9 @@
 // that misses its target, the peak-minute rate, and the fleet's cost.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <vector>
+
 #include "core/error.hpp"
 #include "core/sim/slo_search.hpp"
 #include "core/sim/synthetic.hpp"
@@ -95,6 +98,32 @@ TEST_CASE("slo search: an M/D/1 queue's rate at which half the requests never wa
             CHECK(all.outcomes[2].simulations == 0);
         }
     }
+}
+
+TEST_CASE("slo search: a search stops at the first failing rate its caller calls hopeless") {
+    // The M/D/1 queue at goodput 0.8 sustains (1 - 0.8) / 0.1 s = 2 req/s.
+    // The bracket: the 10 req/s bound fails, 5 and 2.5 fail, 1.25 passes;
+    // bisection tries sqrt(1.25 x 2.5) = 1.77 (passes), then
+    // sqrt(1.77 x 2.5) = 2.10, which fails, and is below the 2.2 req/s the
+    // caller needs: the search stops there, after the lone request and 6 runs.
+    const RateWorkload w = poisson(20000);
+    SearchTargets t;
+    t.slo.e2e_s = 0.1 + 1e-6;
+    t.goodput = 0.8;
+    std::vector<double> asked;
+    const SearchOutcome x = search_max_rate(w, md1_engine(), t, SearchSettings{}, [&](double fail_rps) {
+        asked.push_back(fail_rps);
+        return fail_rps < 2.2;
+    });
+    CHECK(x.status == SearchOutcome::Status::Pruned);
+    const double expected = std::sqrt(std::sqrt(1.25 * 2.5) * 2.5);
+    CHECK(x.fail_rate_rps == Approx(expected));
+    CHECK(x.simulations == 7);
+    REQUIRE(asked.size() == 4);  // each failing rate, in order
+    CHECK(asked[0] == Approx(10.0));
+    CHECK(asked[1] == Approx(5.0));
+    CHECK(asked[2] == Approx(2.5));
+    CHECK(asked[3] == Approx(expected));
 }
 
 TEST_CASE("slo search: a request that misses its target alone drops the candidate without a search") {
