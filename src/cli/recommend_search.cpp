@@ -337,9 +337,10 @@ std::vector<Setup> candidates(const RecommendOptions& o, const SimulateOptions& 
                               const Workload& w, const std::string& source, const Efficiency& efficiency) {
     const std::vector<std::string> kv_dtypes = split_list(o.kv_dtype, "--kv-dtype");
     const std::vector<std::string> formats = split_list(o.weights_dtype, "--weights-dtype");
+    const std::optional<std::vector<std::int64_t>> pp = pp_list(o.pp);
     std::vector<Setup> out;
     for (const Gpu& gpu : gpus)
-        for (const Layout& l : layouts(model, gpu, o.engine, o.max_gpus, pp_list(o.pp))) {
+        for (const Layout& l : layouts(model, gpu, o.engine, o.max_gpus, pp)) {
             for (const std::string& kv : kv_dtypes)
                 for (const std::string& weights : formats)
                     for (const char* knobs : {"default", "latency", "throughput"}) {
