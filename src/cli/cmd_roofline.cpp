@@ -73,6 +73,7 @@ CLI::App* setup_roofline(CLI::App& app, RooflineOptions& o) {
     cmd->add_option("--draft-model", o.draft_model, "the draft model for --spec-method draft (a config.json, a model folder or a preset)");
     add_scale_out_options(*cmd, o, "attention data-parallel ranks; --batch is then the replica's, B / dp per rank (docs/scale-out.md)");
     cmd->add_option("--expert-imbalance", o.expert_imbalance, "busiest EP rank's routed tokens over the mean, >= 1 (default 1: uniform routing)");
+    add_node_options(*cmd, o.nodes);
     cmd->footer(
         "Examples:\n"
         "  kvplan roofline --model llama-3.1-8b --gpu h100-sxm --context 4096 --prompt 2048 --plot plots\n"
@@ -81,12 +82,18 @@ CLI::App* setup_roofline(CLI::App& app, RooflineOptions& o) {
         "  kvplan roofline --model llama-3.1-8b --gpu h100-sxm --spec-method eagle --spec-tokens 3 --acceptance 0.8,0.7,0.6\n"
         "  kvplan roofline --model llama-3.1-70b --gpu h100-sxm --tp 4 --spec-method draft --draft-model llama-3.1-8b --spec-tokens 4 --acceptance 0.7\n"
         "  kvplan roofline --model deepseek-v3 --gpu h200 --engine vllm --dp 8 --enable-expert-parallel \\\n"
-        "      --batch 64,512 --expert-imbalance 1.2   # docs/scale-out.md, \"Step cost\"");
+        "      --batch 64,512 --expert-imbalance 1.2   # docs/scale-out.md, \"Step cost\"\n"
+        "  kvplan roofline --model deepseek-v3 --gpu h800 --engine sglang --tp 144 --dp 144 --ep 144 \\\n"
+        "      --moe-a2a-backend deepep --redundant-experts 32 --nodes 18 --batch 18432   # \"Nodes and NICs\"");
     return cmd;
 }
 
 namespace {
 
+// GPUs on one scale-up link when --gpus-per-node is not given: an NVL72
+// rack's 72 (models/gpus.json says "NVL72" in the device's interconnect),
+// else an HGX/DGX node's 8.
+std::int64_t default_gpus_per_node(const Gpu& gpu) { return gpu.interconnect.find("NVL72") != std::string::npos ? 72 : 8; }
 
 }  // namespace
 
@@ -109,13 +116,16 @@ std::string run_roofline(const RooflineOptions& o) {
     if (scale_in) {
         const ScaleOut so = plan_scale_out(model, *scale_in);
         if (so.dp > 1 || so.ep > 1) {
-            layout = ExpertLayoutInputs{so, o.expert_imbalance != 0 ? o.expert_imbalance : 1.0, bundled_all_to_all_latencies()};
+            layout = ExpertLayoutInputs{so, o.expert_imbalance != 0 ? o.expert_imbalance : 1.0, bundled_all_to_all_latencies(),
+                                        resolve_gpus_per_node(o.nodes, so.gpus, default_gpus_per_node(r.gpu)), find_nic(o.nodes.nic)};
             attention_tp = so.attention_tp;
             if (!o.spec_method.empty()) usage_error("--spec-method: speculative steps are priced for the plain TP layout; drop --dp / --ep");
             const WeightSizing w = size_weights_in(model, format);
             r.weights_per_gpu_bytes = stage_weights_scaled(w, model, pipeline_stages(static_cast<std::int64_t>(model.layers.size()), 1).at(0), 1, so).total_bytes;
         }
     }
+    if ((o.nodes.nodes > 0 || o.nodes.gpus_per_node > 0 || o.nodes.nic != "ib-ndr") && !layout)
+        usage_error("--nodes, --gpus-per-node and --nic place a DP attention + EP layout: add --dp or --ep");
     if (o.expert_imbalance != 0 && (!layout || layout->scale_out.ep < 2))
         usage_error("--expert-imbalance needs expert parallelism (--ep N, or --enable-expert-parallel with --dp)");
     check_tp(model, attention_tp);

@@ -10,6 +10,7 @@
 
 #include "cli/gpu_options.hpp"
 #include "cli/model_options.hpp"
+#include "cli/scale_out_options.hpp"
 #include "core/speed/step_cost.hpp"
 
 namespace kvplan {
@@ -58,6 +59,7 @@ struct RooflineOptions {
     std::int64_t moe_dense_tp = 0;
     std::string moe_a2a_backend;
     double expert_imbalance = 0;  // 0: not given (1.0)
+    NodeFlags nodes;              // --nodes, --gpus-per-node, --nic
 };
 
 CLI::App* setup_roofline(CLI::App& app, RooflineOptions& options);

@@ -8,6 +8,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/error.hpp"
+
 namespace kvplan {
 
 // Options: any struct with dp, ep, enable_expert_parallel, redundant_experts,
@@ -23,6 +25,39 @@ void add_scale_out_options(CLI::App& cmd, Options& o, const std::string& dp_help
     cmd.add_option("--moe-dense-tp-size", o.moe_dense_tp, "SGLang: TP of the dense MLP layers (1 or --tp; default --tp)")->check(ranks);
     cmd.add_option("--moe-a2a-backend", o.moe_a2a_backend, "SGLang: none|deepep (deepep: EP = tp, shared experts on every GPU)")
         ->check(CLI::IsMember({"none", "deepep"}));
+}
+
+// Where a layout's GPUs sit (docs/scale-out.md, "Nodes and NICs"): 0 = not given.
+struct NodeFlags {
+    std::int64_t nodes = 0;
+    std::int64_t gpus_per_node = 0;
+    std::string nic = "ib-ndr";
+};
+
+inline void add_node_options(CLI::App& cmd, NodeFlags& o) {
+    const auto count = CLI::Range(std::int64_t{1}, std::int64_t{4096});
+    cmd.add_option("--nodes", o.nodes, "nodes the layout's GPUs span (default: GPUs / --gpus-per-node, rounded up)")->check(count);
+    cmd.add_option("--gpus-per-node", o.gpus_per_node, "GPUs on one scale-up link: 8 in an HGX node (default), 72 in an NVL72 rack (default there)")
+        ->check(count);
+    cmd.add_option("--nic", o.nic, "the NIC per GPU between nodes: ib-hdr, ib-ndr (default), ib-xdr, roce-400, efa-p5");
+}
+
+// GPUs per node from the flags, for a layout of `gpus` GPUs on a device
+// whose scale-up domain is `device_default` GPUs; Error(Usage) when --nodes
+// and --gpus-per-node disagree with the layout.
+inline std::int64_t resolve_gpus_per_node(const NodeFlags& f, std::int64_t gpus, std::int64_t device_default) {
+    if (f.nodes > 0 && f.gpus_per_node > 0) {
+        if (f.nodes * f.gpus_per_node != gpus)
+            usage_error("--nodes " + std::to_string(f.nodes) + " x --gpus-per-node " + std::to_string(f.gpus_per_node) + " is " +
+                        std::to_string(f.nodes * f.gpus_per_node) + " GPUs; the layout has " + std::to_string(gpus));
+        return f.gpus_per_node;
+    }
+    if (f.nodes > 0) {
+        if (gpus % f.nodes != 0)
+            usage_error("--nodes " + std::to_string(f.nodes) + ": the layout's " + std::to_string(gpus) + " GPUs do not split evenly over them");
+        return gpus / f.nodes;
+    }
+    return f.gpus_per_node > 0 ? f.gpus_per_node : device_default;
 }
 
 }  // namespace kvplan

@@ -29,6 +29,20 @@ const std::vector<AllToAllLatency>& bundled_all_to_all_latencies() {
     return table;
 }
 
+const std::vector<Nic>& bundled_nics() {
+    static const std::vector<Nic> table = parse_nics(parse_json_text(embedded::kInterconnects, "models/interconnects.json"), "models/interconnects.json");
+    return table;
+}
+
+const Nic& find_nic(const std::string& id) {
+    std::string ids;
+    for (const Nic& n : bundled_nics()) {
+        if (n.id == id) return n;
+        ids += (ids.empty() ? "" : ", ") + n.id;
+    }
+    usage_error("--nic " + id + ": expected one of " + ids);
+}
+
 const std::vector<EngineProfile>& bundled_engines() {
     static const std::vector<EngineProfile> engines = [] {
         std::vector<EngineProfile> out;

@@ -30,5 +30,9 @@ const EngineProfile& find_engine(const std::string& flag, const std::string& id)
 const std::vector<LinkLatency>& bundled_link_latencies();
 // models/interconnects.json all_to_all_latency: DeepEP's published dispatch and combine times.
 const std::vector<AllToAllLatency>& bundled_all_to_all_latencies();
+// models/interconnects.json nics, and one of them by id (Error(Usage)
+// naming --nic and the ids when there is none).
+const std::vector<Nic>& bundled_nics();
+const Nic& find_nic(const std::string& id);
 
 }  // namespace kvplan

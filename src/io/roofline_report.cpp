@@ -67,12 +67,16 @@ std::string layout_line(const RooflineResult& r) {
     const std::string experts = L.local_experts == 0 ? "no routed experts"
                                 : L.ep > 1 ? fmt::format("routed experts over EP {} ({} per GPU), expert imbalance {:.2f}", L.ep, L.local_experts, L.imbalance)
                                            : "routed experts as tensor shards over every GPU (no EP)";
+    const std::string nodes = L.nodes > 1 ? fmt::format("; {} nodes of {} GPUs, {} between them ({:.0f} GB/s a GPU per direction)", L.nodes,
+                                                        L.gpus_per_node, L.nic, L.nic_bytes_per_s / 1e9)
+                                          : std::string();
     return fmt::format("Layout: {} DP ranks of attention TP {}; {}; "
-                       "batch = the replica's sequences, {} per DP rank at most; the step is the slowest rank's{}.",
+                       "batch = the replica's sequences, {} per DP rank at most; the step is the slowest rank's{}{}.",
                        L.dp, r.cost.tp, experts, L.dp > 1 ? "batch / " + std::to_string(L.dp) : "all",
                        L.ep > 1 ? fmt::format("; all-to-all {} dispatch, bf16 combine, {:.0f} + {:.0f} us per MoE layer at least (DeepEP)",
                                               L.fp8_dispatch ? "fp8" : "bf16", L.dispatch_latency_s * 1e6, L.combine_latency_s * 1e6)
-                                : std::string());
+                                : std::string(),
+                       nodes);
 }
 
 Table rows_table(const RooflineResult& r) {
@@ -285,6 +289,10 @@ std::string render_roofline_json(const RooflineResult& r) {
         lj["combine_bytes_per_token_copy"] = L.combine_bytes_per_copy;
         lj["dispatch_latency_s"] = L.dispatch_latency_s;
         lj["combine_latency_s"] = L.combine_latency_s;
+        lj["nodes"] = L.nodes;
+        lj["gpus_per_node"] = L.gpus_per_node;
+        lj["nic"] = L.nodes > 1 ? nlohmann::ordered_json(L.nic) : nlohmann::ordered_json(nullptr);
+        lj["nic_bytes_per_s"] = L.nodes > 1 ? nlohmann::ordered_json(L.nic_bytes_per_s) : nlohmann::ordered_json(nullptr);
         lj["batch_is"] = "the replica's sequences, spread over the DP ranks; the step is the slowest rank's";
         j["layout"] = lj;
     }
@@ -310,6 +318,7 @@ std::string render_roofline_json(const RooflineResult& r) {
         if (L.active()) {
             x["all_to_all_s"] = row.step.all_to_all_s;
             x["all_to_all_bytes"] = row.step.all_to_all_bytes;
+            x["all_to_all_nic_bytes"] = row.step.all_to_all_nic_bytes;
             x["rank_sequences"] = row.step.rank_sequences;
             x["rank_expert_tokens"] = row.step.rank_expert_tokens;
             x["experts_read_per_layer"] = row.step.experts_read;

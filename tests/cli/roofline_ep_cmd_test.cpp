@@ -86,3 +86,60 @@ TEST_CASE("roofline --format csv adds the layout columns only with a layout") {
     auto plain = kvplan_run({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--format", "csv"});
     CHECK_THAT(plain.out.substr(0, plain.out.find('\n')), Catch::EndsWith("allreduce_s"));
 }
+
+TEST_CASE("roofline --nodes: the layout's nodes, NIC and the NIC's share of the all-to-all bytes") {
+    // DeepSeek-V3, vLLM DP 16 + EP 16 on H200 at 256 sequences a rank: two
+    // nodes of 8 by default; 1,024 of the busiest rank's 2,048 pairs cross the
+    // NIC (tests/core/speed/expert_parallel_step_test.cpp derives the step).
+    const std::vector<std::string> a{"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--dp", "16",
+                                     "--enable-expert-parallel", "--batch", "4096", "--json"};
+    auto r = kvplan_run(a);
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["layout"]["nodes"] == 2);
+    CHECK(j["layout"]["gpus_per_node"] == 8);
+    CHECK(j["layout"]["nic"] == "ib-ndr");
+    CHECK(j["rows"][0]["all_to_all_nic_bytes"].get<double>() == Approx(58.0 * 1024 * 21'728));
+    CHECK(j["rows"][0]["all_to_all_s"].get<double>() == Approx(25.809e-3).epsilon(1e-4));
+    // --nodes 2 says the same; --nic ib-xdr halves the NIC time: 58 x max(118, 75.7) + max(195, 146.8) us.
+    auto same = kvplan_run([&] { auto b = a; b.insert(b.end(), {"--nodes", "2"}); return b; }());
+    REQUIRE(same.code == 0);
+    CHECK(same.out == r.out);
+    auto xdr = kvplan_run([&] { auto b = a; b.insert(b.end(), {"--nic", "ib-xdr"}); return b; }());
+    REQUIRE(xdr.code == 0);
+    CHECK(nlohmann::json::parse(xdr.out)["rows"][0]["all_to_all_s"].get<double>() == Approx(58 * 313e-6));
+    // One NVL-style domain of 16: nothing crosses a NIC.
+    auto one = kvplan_run([&] { auto b = a; b.insert(b.end(), {"--gpus-per-node", "16"}); return b; }());
+    REQUIRE(one.code == 0);
+    auto jo = nlohmann::json::parse(one.out);
+    CHECK(jo["layout"]["nodes"] == 1);
+    CHECK(jo["layout"]["nic"].is_null());
+    CHECK(jo["rows"][0]["all_to_all_nic_bytes"] == 0);
+    // The text names the nodes.
+    auto text = kvplan_run({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--dp", "16", "--enable-expert-parallel", "--batch", "4096"});
+    REQUIRE(text.code == 0);
+    CHECK_THAT(text.out, Catch::Contains("2 nodes") && Catch::Contains("ib-ndr between them (50 GB/s a GPU per direction)"));
+}
+
+TEST_CASE("roofline --nodes, --gpus-per-node and --nic refuse a layout they do not describe") {
+    const std::vector<std::string> a{"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--dp", "16",
+                                     "--enable-expert-parallel", "--batch", "4096"};
+    const std::vector<std::pair<std::vector<std::string>, std::string>> bad{
+        {{"--nodes", "3"}, "--nodes 3: the layout's 16 GPUs do not split evenly over them"},
+        {{"--nodes", "2", "--gpus-per-node", "4"}, "--nodes 2 x --gpus-per-node 4 is 8 GPUs; the layout has 16"},
+        {{"--nic", "bogus"}, "--nic bogus: expected one of ib-hdr, ib-ndr, ib-xdr, roce-400, efa-p5"},
+        {{"--nodes", "0"}, "--nodes"},
+    };
+    for (const auto& [extra, message] : bad) {
+        auto b = a;
+        b.insert(b.end(), extra.begin(), extra.end());
+        auto r = kvplan_run(b);
+        INFO(message);
+        CHECK(r.code == 2);
+        CHECK(r.out.empty());
+        CHECK_THAT(r.err, Catch::Contains(message));
+    }
+    auto plain = kvplan_run({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--nodes", "1"});
+    CHECK(plain.code == 2);
+    CHECK_THAT(plain.err, Catch::Contains("place a DP attention + EP layout: add --dp or --ep"));
+}

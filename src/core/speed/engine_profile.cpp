@@ -150,6 +150,35 @@ std::vector<AllToAllLatency> parse_all_to_all_latencies(const nlohmann::json& va
     return out;
 }
 
+std::vector<Nic> parse_nics(const nlohmann::json& value, const std::string& source) {
+    if (!value.is_object()) ConfigReader(nlohmann::json::object(), source).fail("(top level)", "expected a JSON object, found " + json_type_name(value));
+    ConfigReader top(value, source);
+    const nlohmann::json* list = top.find({"nics"});
+    if (!list || !list->is_array()) top.fail("nics", "expected an array of {id, name, bytes_per_s_per_direction, source}");
+    std::vector<Nic> out;
+    for (std::size_t i = 0; i < list->size(); ++i) {
+        const nlohmann::json& e = (*list)[i];
+        const std::string prefix = "nics[" + std::to_string(i) + "].";
+        if (!e.is_object()) top.fail(prefix.substr(0, prefix.size() - 1), "expected an object");
+        ConfigReader r(e, source, prefix);
+        refuse_unknown(r, e, {"id", "name", "bytes_per_s_per_direction", "source"});
+        Nic n;
+        n.id = r.get_string("id").value_or("");
+        if (n.id.empty()) r.fail("id", "expected a short name such as \"ib-ndr\"");
+        for (const Nic& seen : out)
+            if (seen.id == n.id) r.fail("id", "expected a name not used before, found \"" + n.id + "\" twice");
+        n.name = r.get_string("name").value_or("");
+        if (n.name.empty()) r.fail("name", "expected the NIC's name");
+        const std::optional<double> bw = r.get_number("bytes_per_s_per_direction");
+        if (!bw || !(*bw >= 1e9 && *bw <= 1e13)) r.fail("bytes_per_s_per_direction", "expected bytes per second in [1e9, 1e13]");
+        n.bytes_per_s = *bw;
+        n.source = r.get_string("source").value_or("");
+        if (n.source.empty()) r.fail("source", "expected where the figure was published");
+        out.push_back(n);
+    }
+    return out;
+}
+
 std::optional<double> all_to_all_latency(const std::vector<AllToAllLatency>& table, AllToAllOp op, std::int64_t gpus) {
     std::vector<std::pair<double, double>> points;  // (log2 GPUs, latency)
     for (const AllToAllLatency& l : table)

@@ -67,6 +67,19 @@ std::vector<AllToAllLatency> parse_all_to_all_latencies(const nlohmann::json& va
 // counts (held flat beyond them). nullopt when the table has none for `op`.
 std::optional<double> all_to_all_latency(const std::vector<AllToAllLatency>& table, AllToAllOp op, std::int64_t gpus);
 
+// A scale-out NIC, one per GPU (models/interconnects.json, nics): the line
+// rate per direction that traffic between nodes crosses.
+struct Nic {
+    std::string id;                    // "ib-ndr"
+    std::string name;
+    double bytes_per_s = 0;            // per direction, per GPU
+    std::string source;
+};
+
+// The nics entries of models/interconnects.json (already parsed JSON);
+// errors name `source` and the field (exit 65).
+std::vector<Nic> parse_nics(const nlohmann::json& value, const std::string& source);
+
 struct EngineProfile {
     std::string id = "generic";
     std::string name = "generic";

@@ -76,6 +76,14 @@ ExpertLayout make_layout(const CostModel& m, const ModelSpec& spec, const Expert
         L.dispatch_latency_s = all_to_all_latency(in.all_to_all, AllToAllOp::Dispatch, so.ep).value_or(0.0);
         L.combine_latency_s = all_to_all_latency(in.all_to_all, AllToAllOp::Combine, so.ep).value_or(0.0);
     }
+    // Nodes: GPUs beyond one scale-up link are reached over the NIC.
+    L.gpus_per_node = in.gpus_per_node > 0 ? std::min(in.gpus_per_node, L.gpus) : L.gpus;
+    L.nodes = ceil_div(L.gpus, L.gpus_per_node);
+    if (L.nodes > 1) {
+        if (!(in.nic.bytes_per_s > 0)) usage_error("--gpus-per-node: a layout over " + std::to_string(L.nodes) + " nodes needs the NIC between them (--nic)");
+        L.nic_bytes_per_s = in.nic.bytes_per_s;
+        L.nic = in.nic.id;
+    }
     return L;
 }
 
@@ -179,6 +187,13 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
         if (sample || staged) usage_error("--dp / --ep: the data-parallel step is priced for the whole model, without --pp or a sample");
         m.layout = make_layout(m, spec, *layout);
         if (m.layout.ep > 1 && m.link_bytes_per_s <= 0) m.notes.push_back("no interconnect figure for " + in.gpu.id + ": all-to-alls timed by latency only");
+        if (in.tp > m.layout.gpus_per_node) {
+            // A ring all-reduce over nodes runs at the slowest hop's rate: the NIC.
+            m.link_bytes_per_s = m.layout.nic_bytes_per_s;
+            m.notes.push_back("attention TP " + std::to_string(in.tp) + " spans nodes of " + std::to_string(m.layout.gpus_per_node) +
+                              " GPUs: its all-reduces cross the NIC (" + m.layout.nic + "), priced at its line rate with the in-node latency, "
+                              "a lower bound; engines put data or pipeline parallelism, not TP, across nodes");
+        }
     }
     m.layer_overhead_s = profile.layer_overhead_s * static_cast<double>(part_layers);
 
@@ -343,16 +358,25 @@ StepCost layout_step(const CostModel& m, std::int64_t seqs, std::int64_t tokens_
     if (L.ep > 1 && m.moe_layers > 0) {
         // Dispatch and combine per MoE layer: the busiest rank receives its
         // pairs and sends their results back; (EP - 1) / EP of them cross the link.
-        const double remote = c.rank_expert_tokens * static_cast<double>(L.ep - 1) / static_cast<double>(L.ep);
-        const double dispatch = remote * L.dispatch_bytes_per_copy;
-        const double combine = remote * L.combine_bytes_per_copy;
+        // EP ranks fill nodes in order: min(G, EP) - 1 peers share this
+        // rank's scale-up link, the other EP - min(G, EP) sit behind the NIC.
+        const double ep = static_cast<double>(L.ep);
+        const double in_node = static_cast<double>(std::min(L.gpus_per_node, L.ep));
+        const double pairs = c.rank_expert_tokens;
+        const double copy = L.dispatch_bytes_per_copy + L.combine_bytes_per_copy;
+        const double near = pairs * (in_node - 1.0) / ep;   // over the scale-up link
+        const double far = pairs * (ep - in_node) / ep;      // over the NIC
         const double layers = static_cast<double>(m.moe_layers);
-        c.all_to_all_bytes = layers * (dispatch + combine);
-        // Each call takes at least DeepEP's published time of one call, else its bytes over the link.
-        const double link = m.link_bytes_per_s;
-        const double dispatch_s = std::max(L.dispatch_latency_s, link > 0 ? dispatch / link : 0.0);
-        const double combine_s = std::max(L.combine_latency_s, link > 0 ? combine / link : 0.0);
-        c.all_to_all_s = layers * (dispatch_s + combine_s);
+        c.all_to_all_bytes = layers * (near + far) * copy;
+        c.all_to_all_nic_bytes = layers * far * copy;
+        // Each call takes at least DeepEP's published time of one call, else
+        // the longer of its bytes over the link and over the NIC (both run at once).
+        const auto call_s = [&](double floor_s, double bytes_per_copy) {
+            const double link = m.link_bytes_per_s > 0 ? near * bytes_per_copy / m.link_bytes_per_s : 0.0;
+            const double nic = far > 0 ? far * bytes_per_copy / L.nic_bytes_per_s : 0.0;
+            return std::max({floor_s, link, nic});
+        };
+        c.all_to_all_s = layers * (call_s(L.dispatch_latency_s, L.dispatch_bytes_per_copy) + call_s(L.combine_latency_s, L.combine_bytes_per_copy));
     }
     return finish(m, c, rank_tokens, expert_tokens);
 }

@@ -51,6 +51,11 @@ struct ExpertLayoutInputs {
     ScaleOut scale_out;
     double expert_imbalance = 1.0;               // busiest rank's routed tokens / the mean, >= 1
     std::vector<AllToAllLatency> all_to_all;     // models/interconnects.json all_to_all_latency
+    // Nodes: GPUs that share the scale-up link (an HGX node's 8, a GB200
+    // NVL72's 72); the replica's GPUs beyond them are reached over `nic`
+    // (docs/scale-out.md, "Nodes and NICs"). 0: every GPU on one link.
+    std::int64_t gpus_per_node = 0;
+    Nic nic;
 };
 
 // Throws Error(Usage) naming --expert-imbalance unless it is a finite number >= 1.
@@ -92,6 +97,10 @@ struct ExpertLayout {
     double combine_bytes_per_copy = 0;     // its result sent back: hidden x 2 B (bf16)
     double dispatch_latency_s = 0;         // per MoE layer, per call
     double combine_latency_s = 0;
+    std::int64_t gpus_per_node = 1;        // GPUs on one scale-up link (all of them: one node)
+    std::int64_t nodes = 1;                // ceil(gpus / gpus_per_node)
+    double nic_bytes_per_s = 0;            // per direction, per GPU, between nodes (0: one node)
+    std::string nic;                       // its id
     bool fp8_dispatch = false;
     bool active() const { return dp > 1 || ep > 1; }
 };
@@ -158,6 +167,7 @@ struct StepCost {
     double experts_read = 0;           // distinct local experts those pairs touch, per MoE layer
     double all_to_all_bytes = 0;       // dispatch + combine over the link, all MoE layers
     double all_to_all_s = 0;
+    double all_to_all_nic_bytes = 0;   // of all_to_all_bytes, those to GPUs in other nodes
     double total_s = 0;
     bool compute_bound = false;
 

@@ -179,3 +179,35 @@ TEST_CASE("a profile's per-layer cost and kernel factor and GEMM fall-off each i
     CHECK(i8.weights_bandwidth_bytes_per_s == Approx(g.profile.weights_hbm * g.profile.kernel("int8") * 2.039e12));
     CHECK(i8.engine == "gpt-fast");
 }
+
+TEST_CASE("the NIC table: line rates per GPU, and a bad entry names the file, the entry and the field") {
+    // 400 Gb/s NDR = 50 GB/s per direction; 800 Gb/s XDR = 100 GB/s; 200 Gb/s HDR = 25 GB/s.
+    CHECK(find_nic("ib-ndr").bytes_per_s == 50e9);
+    CHECK(find_nic("ib-xdr").bytes_per_s == 100e9);
+    CHECK(find_nic("ib-hdr").bytes_per_s == 25e9);
+    for (const Nic& n : bundled_nics()) CHECK_FALSE(n.source.empty());
+    const nlohmann::json good = {{"id", "x"}, {"name", "X"}, {"bytes_per_s_per_direction", 50e9}, {"source", "s"}};
+    auto error_of = [](const nlohmann::json& entry) -> std::string {
+        try {
+            parse_nics(nlohmann::json{{"nics", nlohmann::json::array({entry})}}, "i.json");
+        } catch (const Error& e) {
+            CHECK(e.kind() == ErrorKind::Data);
+            return e.what();
+        }
+        return "";
+    };
+    CHECK(error_of(good).empty());
+    for (const nlohmann::json& bad : {nlohmann::json(1e308), nlohmann::json(-1), nlohmann::json(9.3e18), nlohmann::json("50e9"),
+                                      nlohmann::json(nullptr), nlohmann::json::array({1})}) {
+        nlohmann::json e = good;
+        e["bytes_per_s_per_direction"] = bad;
+        CHECK_THAT(error_of(e), Catch::Contains("i.json: nics[0].bytes_per_s_per_direction: expected"));
+    }
+    nlohmann::json no_source = good;
+    no_source.erase("source");
+    CHECK_THAT(error_of(no_source), Catch::Contains("nics[0].source"));
+    nlohmann::json extra = good;
+    extra["latency"] = 1;
+    CHECK_THAT(error_of(extra), Catch::Contains("nics[0].latency"));
+    CHECK_THROWS_WITH(parse_nics(nlohmann::json{{"nics", nlohmann::json::array({good, good})}}, "i.json"), Catch::Contains("found \"x\" twice"));
+}

@@ -42,7 +42,7 @@ CostModel plain(std::int64_t tp = 1) {
 
 CostModel layout(const ScaleOut& so, double imbalance = 1.0) {
     const CostModelInputs in{&v3(), gpu("h200"), WeightFormat{}, std::nullopt, so.attention_tp, pure(), std::nullopt};
-    return make_cost_model(in, ExpertLayoutInputs{so, imbalance, bundled_all_to_all_latencies()});
+    return make_cost_model(in, ExpertLayoutInputs{so, imbalance, bundled_all_to_all_latencies(), 8, find_nic("ib-ndr")});
 }
 
 // (31/32)^n: a local expert missed by n tokens that each pick 8 of 256.
@@ -149,4 +149,65 @@ TEST_CASE("an EP size that does not divide DeepSeek-V3's 256 experts is refused"
     in.dp = 6;
     in.enable_expert_parallel = true;  // EP 6
     CHECK_THROWS_WITH(plan_scale_out(v3(), in), Catch::Contains("EP 6 does not divide the 256 routed experts"));
+}
+
+// Two nodes of 8 H200: vLLM --dp 16 --enable-expert-parallel, NDR
+// InfiniBand (50 GB/s a GPU per direction) between the nodes; DeepEP's
+// published EP 16 floor is 118 us dispatch, 195 us combine.
+namespace {
+
+CostModel two_nodes(std::int64_t gpus_per_node) {
+    ScaleOutInputs si;
+    si.tp = 1;
+    si.dp = 16;
+    si.enable_expert_parallel = true;
+    const ScaleOut so = plan_scale_out(v3(), si);
+    const CostModelInputs in{&v3(), gpu("h200"), WeightFormat{}, std::nullopt, 1, pure(), std::nullopt};
+    return make_cost_model(in, ExpertLayoutInputs{so, 1.0, bundled_all_to_all_latencies(), gpus_per_node, find_nic("ib-ndr")});
+}
+
+}  // namespace
+
+TEST_CASE("DP 16 + EP 16 over two nodes of 8: half of a rank's pairs cross the NIC, and at 256 a rank the NIC sets the all-to-all") {
+    const CostModel m = two_nodes(8);
+    CHECK(m.layout.nodes == 2);
+    CHECK(m.layout.gpus_per_node == 8);
+    CHECK(m.layout.nic_bytes_per_s == 50e9);
+    // Batch 4,096 = 256 a rank: 4,096 x 8 / 16 = 2,048 pairs on the busiest rank;
+    // 7 of its 15 peers in its node (896 pairs), 8 behind the NIC (1,024 pairs).
+    const StepCost s = decode_step(m, 4096, 2560);
+    CHECK(s.rank_expert_tokens == Approx(2048));
+    // Per layer (896 + 1,024) x (7,392 + 14,336) B = 41,717,760 B, x 58 layers.
+    CHECK(s.all_to_all_bytes == Approx(58.0 * 41'717'760));
+    CHECK(s.all_to_all_nic_bytes == Approx(58.0 * 1024 * 21'728));  // 1,290,469,376 B
+    // Dispatch: max(118 us, 896 x 7,392 / 450e9 = 14.7 us, 1,024 x 7,392 / 50e9 = 151.39 us) = 151.39 us;
+    // combine: max(195 us, 1,024 x 14,336 / 50e9 = 293.60 us) = 293.60 us; x 58 = 25.81 ms.
+    CHECK(s.all_to_all_s == Approx(58 * (1024 * 7392 / 50e9 + 1024 * 14336 / 50e9)));
+    CHECK(s.all_to_all_s == Approx(25.809e-3).epsilon(1e-4));
+    // Batch 2,048 = 128 a rank (DeepEP's published load): 512 pairs over the
+    // NIC take 75.7 and 146.8 us, under the floor, so the floor holds: 58 x 313 us.
+    CHECK(decode_step(m, 2048, 2560).all_to_all_s == Approx(58 * 313e-6));
+}
+
+TEST_CASE("the same 16 GPUs on one scale-up link send nothing over the NIC") {
+    const CostModel m = two_nodes(16);
+    CHECK(m.layout.nodes == 1);
+    const StepCost s = decode_step(m, 4096, 2560);
+    CHECK(s.all_to_all_nic_bytes == 0);
+    // 15/16 of 2,048 pairs over NVLink: 1,920 x 7,392 / 450e9 = 31.5 us < 118 us, so the floors: 58 x 313 us.
+    CHECK(s.all_to_all_bytes == Approx(58.0 * 1920 * 21'728));
+    CHECK(s.all_to_all_s == Approx(58 * 313e-6));
+    // Not given (0): one link, the same step.
+    CHECK(decode_step(two_nodes(0), 4096, 2560).all_to_all_s == Approx(s.all_to_all_s));
+}
+
+TEST_CASE("a layout over several nodes without a NIC is refused") {
+    ScaleOutInputs si;
+    si.tp = 1;
+    si.dp = 16;
+    si.enable_expert_parallel = true;
+    const ScaleOut so = plan_scale_out(v3(), si);
+    const CostModelInputs in{&v3(), gpu("h200"), WeightFormat{}, std::nullopt, 1, pure(), std::nullopt};
+    CHECK_THROWS_WITH(make_cost_model(in, ExpertLayoutInputs{so, 1.0, bundled_all_to_all_latencies(), 8, Nic{}}),
+                      Catch::Contains("needs the NIC between them (--nic)"));
 }
