@@ -143,3 +143,40 @@ TEST_CASE("roofline --nodes, --gpus-per-node and --nic refuse a layout they do n
     CHECK(plain.code == 2);
     CHECK_THAT(plain.err, Catch::Contains("place a DP attention + EP layout: add --dp or --ep"));
 }
+
+TEST_CASE("published DeepSeek deployments beside kvplan at their layouts: the figures docs/scale-out.md tabulates") {
+    // Each row: kvplan's decode tokens/s per GPU at the deployment's layout
+    // and a stated batch a rank; `published` is the deployment's own figure
+    // per GPU (per node / 8), `miss` the table's signed error.
+    struct Row {
+        std::vector<std::string> args;
+        std::int64_t batch, context;
+        double kvplan_per_gpu, published_per_gpu;
+    };
+    const std::vector<Row> rows{
+        // DeepSeek Day 6: 14.8k output tokens/s per H800 node, decode EP 144 over 18 nodes.
+        {{"--gpu", "h800", "--engine", "sglang", "--tp", "144", "--dp", "144", "--ep", "144", "--moe-a2a-backend", "deepep",
+          "--redundant-experts", "32", "--nodes", "18"}, 144 * 128, 4096, 17346.0 / 8, 14800.0 / 8},
+        // lmsys.org 2025-05-05: 22.3k per H100 node, decode EP 72 over 9 nodes.
+        {{"--gpu", "h100-sxm", "--engine", "sglang", "--tp", "72", "--dp", "72", "--ep", "72", "--moe-a2a-backend", "deepep",
+          "--redundant-experts", "32", "--nodes", "9"}, 72 * 128, 2048, 19751.0 / 8, 22300.0 / 8},
+        {{"--gpu", "h100-sxm", "--engine", "sglang", "--tp", "72", "--dp", "72", "--ep", "72", "--moe-a2a-backend", "deepep",
+          "--redundant-experts", "32", "--nodes", "9"}, 72 * 256, 2048, 25912.0 / 8, 22300.0 / 8},
+        // lmsys.org 2025-09-25: 9,087 per GB200, 48 decode GPUs in one NVL72.
+        {{"--gpu", "gb200", "--engine", "sglang", "--tp", "48", "--dp", "48", "--ep", "48", "--moe-a2a-backend", "deepep",
+          "--redundant-experts", "32"}, 48 * 512, 2048, 9591.0, 9087.0},
+        // blog.vllm.ai wide-EP: 2.2k per H200.
+        {{"--gpu", "h200", "--engine", "vllm", "--dp", "16", "--enable-expert-parallel"}, 16 * 128, 2048, 2772.0, 2200.0},
+    };
+    for (const Row& row : rows) {
+        std::vector<std::string> a{"roofline", "--model", "deepseek-v3", "--batch", std::to_string(row.batch), "--context", std::to_string(row.context), "--json"};
+        a.insert(a.end(), row.args.begin(), row.args.end());
+        auto r = kvplan_run(a);
+        REQUIRE(r.code == 0);
+        auto j = nlohmann::json::parse(r.out);
+        const double per_gpu = j["rows"][0]["tokens_per_s_total"].get<double>() / j["layout"]["gpus"].get<double>();
+        INFO(row.args[1] << " batch " << row.batch << ": " << per_gpu << " tokens/s per GPU, published " << row.published_per_gpu);
+        CHECK(per_gpu == Approx(row.kvplan_per_gpu).epsilon(0.001));
+        CHECK(j["rows"][0]["fits"] == true);
+    }
+}
