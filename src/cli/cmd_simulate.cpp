@@ -194,13 +194,17 @@ void add_speculation(const SimulateOptions& o, const ModelSpec& model, const Mod
     rep.expected_tokens_per_step = expected_tokens_per_step(spec.rates);
     rep.draft_kv_bytes_per_token = spec_kv_bytes_per_token(spec, model, draft_model, o.tp, kv);
     rep.blocks_without_draft = r.config.num_gpu_blocks;
-    // A draft model's weights are loaded beside the target's, from the same budget: its checkpoint's bytes over TP.
-    if (spec.method == SpecMethod::Draft) rep.draft_weights_bytes_per_gpu = ceil_div(size_weights(draft_model).bytes, o.tp);
+    // The drafter's weights are loaded beside the target's, before vLLM
+    // profiles, so they come out of the same budget, over TP: a draft
+    // model's checkpoint, or an EAGLE/MTP head's one layer and projection.
+    rep.draft_weights_bytes_per_gpu = ceil_div(spec.method == SpecMethod::Draft ? size_weights(draft_model).bytes : draft_head_weight_bytes(model), o.tp);
     if (o.num_gpu_blocks == 0 && target_bytes > 0) {
         const double pool = static_cast<double>(r.config.num_gpu_blocks) * static_cast<double>(r.config.block_size) * static_cast<double>(target_bytes) -
                             static_cast<double>(rep.draft_weights_bytes_per_gpu);
         const double block = static_cast<double>(r.config.block_size) * static_cast<double>(target_bytes + rep.draft_kv_bytes_per_token);
-        if (!(pool >= block)) usage_error("--spec-method draft: the draft model's weights leave no KV cache memory; pass a smaller --draft-model or a larger --tp");
+        if (!(pool >= block))
+            usage_error("--spec-method " + std::string(spec_method_name(spec.method)) + ": the drafter's weights leave no KV cache memory; pass a larger --tp" +
+                        (spec.method == SpecMethod::Draft ? " or a smaller --draft-model" : ""));
         r.config.num_gpu_blocks = static_cast<std::int64_t>(std::floor(pool / block));
     }
     r.config.spec.k = spec.k;

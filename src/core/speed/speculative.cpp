@@ -1,5 +1,9 @@
 #include "core/speed/speculative.hpp"
 
+#include "core/checked.hpp"
+#include "core/dtype.hpp"
+#include "core/model/weights.hpp"
+
 #include <algorithm>
 
 namespace kvplan {
@@ -40,6 +44,29 @@ CostModel make_draft_head_model(const CostModelInputs& target) {
     head.step_overhead_s = 0;
     head.notes.clear();
     return head;
+}
+
+std::int64_t draft_head_weight_bytes(const ModelSpec& target) {
+    // The MoE layers: an expert tensor has layers x experts copies.
+    std::int64_t moe_layers = 0;
+    for (const ParamTensor& t : target.params)
+        if (t.part == ParamPart::Experts && target.experts > 0) moe_layers = std::max(moe_layers, t.copies / target.experts);
+    const std::int64_t layers = static_cast<std::int64_t>(target.layers.size());
+    // One layer's copy of every per-layer tensor. With MoE layers the last
+    // layer is one of them, so a dense MLP held by fewer than all layers
+    // (DeepSeek's first_k_dense_replace) is not in it.
+    ModelSpec one = target;
+    one.params.clear();
+    one.use_stored_weights = false;  // the formula's tensors, not the checkpoint's files
+    for (ParamTensor t : target.params) {
+        if (t.part == ParamPart::Embedding || t.part == ParamPart::Head) continue;
+        const bool expert_side = t.part == ParamPart::Experts || t.part == ParamPart::SharedExperts || t.part == ParamPart::Router;
+        if (moe_layers > 0 && t.part == ParamPart::Mlp && t.copies < layers) continue;
+        t.copies = expert_side && moe_layers > 0 ? std::max<std::int64_t>(1, t.copies / moe_layers) : 1;
+        one.params.push_back(t);
+    }
+    const std::int64_t projection = checked_mul(checked_mul(2, target.hidden, "draft head projection"), target.hidden, "draft head projection");
+    return checked_add(size_weights(one).bytes, bytes_for(projection, serving_dtype(target.checkpoint_dtype)), "draft head weights");
 }
 
 CostModel make_draft_model(const CostModelInputs& draft) {

@@ -34,6 +34,16 @@ double expected_tokens_per_step(const std::vector<double>& rates);
 // step: vllm/v1/worker/gpu_model_runner.py, propose_draft_token_ids).
 CostModel make_draft_head_model(const CostModelInputs& target);
 
+// The weight bytes an EAGLE or MTP head adds to the target's, on all GPUs
+// together: one decoder layer of the target's shape (its last layer, which
+// for DeepSeek's MTP is a mixture-of-experts layer like the MTP module's) and
+// the 2 x hidden -> hidden projection that joins the token's embedding to
+// the hidden state (EAGLE's fc, DeepSeek's eh_proj), in the serving dtype.
+// The embedding and the LM head are the target's: vLLM's EagleProposer
+// shares them rather than loading its own (docs/simulate.md, "Speculative
+// decoding").
+std::int64_t draft_head_weight_bytes(const ModelSpec& target);
+
 // A separate draft model's cost model, on the target's GPU, TP and
 // efficiency, without a step overhead of its own.
 CostModel make_draft_model(const CostModelInputs& draft);
