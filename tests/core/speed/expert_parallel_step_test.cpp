@@ -156,14 +156,14 @@ TEST_CASE("an EP size that does not divide DeepSeek-V3's 256 experts is refused"
 // published EP 16 floor is 118 us dispatch, 195 us combine.
 namespace {
 
-CostModel two_nodes(std::int64_t gpus_per_node) {
+CostModel two_nodes(std::int64_t gpus_per_node, const Nic& nic = find_nic("ib-ndr")) {
     ScaleOutInputs si;
     si.tp = 1;
     si.dp = 16;
     si.enable_expert_parallel = true;
     const ScaleOut so = plan_scale_out(v3(), si);
     const CostModelInputs in{&v3(), gpu("h200"), WeightFormat{}, std::nullopt, 1, pure(), std::nullopt};
-    return make_cost_model(in, ExpertLayoutInputs{so, 1.0, bundled_all_to_all_latencies(), gpus_per_node, find_nic("ib-ndr")});
+    return make_cost_model(in, ExpertLayoutInputs{so, 1.0, bundled_all_to_all_latencies(), gpus_per_node, nic});
 }
 
 }  // namespace
@@ -202,12 +202,5 @@ TEST_CASE("the same 16 GPUs on one scale-up link send nothing over the NIC") {
 }
 
 TEST_CASE("a layout over several nodes without a NIC is refused") {
-    ScaleOutInputs si;
-    si.tp = 1;
-    si.dp = 16;
-    si.enable_expert_parallel = true;
-    const ScaleOut so = plan_scale_out(v3(), si);
-    const CostModelInputs in{&v3(), gpu("h200"), WeightFormat{}, std::nullopt, 1, pure(), std::nullopt};
-    CHECK_THROWS_WITH(make_cost_model(in, ExpertLayoutInputs{so, 1.0, bundled_all_to_all_latencies(), 8, Nic{}}),
-                      Catch::Contains("needs the NIC between them (--nic)"));
+    CHECK_THROWS_WITH(two_nodes(8, Nic{}), Catch::Contains("needs the NIC between them (--nic)"));
 }
