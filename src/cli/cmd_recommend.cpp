@@ -1,4 +1,5 @@
 #include "cli/cmd_recommend.hpp"
+#include "io/engine_db.hpp"
 #include "cli/flag_checks.hpp"
 
 #include <cstdlib>
@@ -129,6 +130,7 @@ CommandOutput run_analytic(const RecommendOptions& o) {
     in.weights = parse_weight_format("--weights-dtype", o.weights_dtype);
     in.kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
     in.efficiency = resolve_efficiency(o.efficiency, o.engine);
+    in.all_to_all = bundled_all_to_all_latencies();
     r.top = static_cast<std::size_t>(o.top);
     r.wide = o.wide;
     r.rec = recommend(in);

@@ -1,5 +1,7 @@
 #include "io/recommend_report.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -35,8 +37,13 @@ std::string shell_word(const std::string& word) {
 Args vllm_args(const Candidate& c, const ServeOptions& s) {
     Args a{fmt::format("--tensor-parallel-size {}", c.tp)};
     if (c.pp > 1) a.push_back(fmt::format("--pipeline-parallel-size {}", c.pp));
-    if (c.dp > 1) a.push_back(fmt::format("--data-parallel-size {}", c.dp));
-    a.push_back(fmt::format("--max-num-seqs {}", c.batch));
+    // DP attention + EP (docs/scale-out.md): one server's DP ranks share the
+    // experts; further replicas are separate servers.
+    if (c.expert_parallel()) {
+        a.push_back(fmt::format("--data-parallel-size {}", c.attention_dp));
+        a.push_back("--enable-expert-parallel");
+    } else if (c.dp > 1) a.push_back(fmt::format("--data-parallel-size {}", c.dp));
+    a.push_back(fmt::format("--max-num-seqs {}", c.rank_batch()));  // per engine core (DP rank)
     a.push_back(fmt::format("--max-model-len {}", c.max_model_len));
     a.push_back(fmt::format("--max-num-batched-tokens {}", c.max_num_batched_tokens));
     a.push_back(fmt::format("--gpu-memory-utilization {:.2f}", c.vllm_mem_fraction));
@@ -53,12 +60,22 @@ Args vllm_args(const Candidate& c, const ServeOptions& s) {
 // (--data-parallel-size), --mem-fraction-static, --context-length,
 // --max-running-requests, --chunked-prefill-size.
 Args sglang_args(const Candidate& c, const ServeOptions& s) {
-    Args a{fmt::format("--tp {}", c.tp)};
+    // DP attention + EP: --tp counts every GPU, --dp the attention ranks
+    // (dp_attention.py: attn_tp_size = tp_size // dp_size), --ep the experts' group.
+    Args a{fmt::format("--tp {}", c.tp * c.attention_dp)};
+    if (c.expert_parallel()) {
+        a.push_back(fmt::format("--dp {}", c.attention_dp));
+        a.push_back("--enable-dp-attention");
+        a.push_back(fmt::format("--ep {}", c.attention_dp));
+    }
     if (c.pp > 1) a.push_back(fmt::format("--pp-size {}", c.pp));
-    if (c.dp > 1) a.push_back(fmt::format("--dp {}", c.dp));
-    a.push_back(fmt::format("--max-running-requests {}", c.batch));
+    if (c.dp > 1 && !c.expert_parallel()) a.push_back(fmt::format("--dp {}", c.dp));
+    // Under DP attention both are the server's totals, which SGLang divides
+    // over the ranks (server_args.py: chunked_prefill_size // dp_size; the
+    // scheduler's max_running_requests // dp_size).
+    a.push_back(fmt::format("--max-running-requests {}", c.rank_batch() * c.attention_dp));
     a.push_back(fmt::format("--context-length {}", c.max_model_len));
-    a.push_back(fmt::format("--chunked-prefill-size {}", c.max_num_batched_tokens));
+    a.push_back(fmt::format("--chunked-prefill-size {}", c.max_num_batched_tokens * c.attention_dp));
     a.push_back(fmt::format("--mem-fraction-static {:.2f}", c.sglang_mem_fraction));
     a.push_back(fmt::format("--kv-cache-dtype {}", c.kv_dtype == Dtype::Fp8 ? "fp8_e4m3" : "auto"));
     if (s.quantization) a.push_back("--quantization " + *s.quantization);
@@ -77,10 +94,19 @@ Args sglang_args(const Candidate& c, const ServeOptions& s) {
 // --kv_cache_free_gpu_memory_fraction ("free GPU memory fraction reserved for
 // KV cache, after allocating model weights and buffers"). It has no
 // data-parallel flag: DP replicas are separate servers.
+// With DP attention + EP, --tp_size counts every GPU and --ep_size the
+// experts' group; attention data parallelism is the LLM API's
+// enable_attention_dp, set in the YAML file --extra_llm_api_options reads.
 Args trtllm_args(const Candidate& c) {
-    return {fmt::format("--tp_size {}", c.tp), fmt::format("--max_batch_size {}", c.batch),
-            fmt::format("--max_num_tokens {}", c.max_num_batched_tokens), fmt::format("--max_seq_len {}", c.max_model_len),
-            fmt::format("--kv_cache_free_gpu_memory_fraction {:.2f}", c.trtllm_free_fraction)};
+    Args a{fmt::format("--tp_size {}", c.tp * c.attention_dp)};
+    if (c.expert_parallel()) a.push_back(fmt::format("--ep_size {}", c.attention_dp));
+    // Each attention-DP rank schedules its own batch: the limits are per rank.
+    for (std::string x : {fmt::format("--max_batch_size {}", c.rank_batch()), fmt::format("--max_num_tokens {}", c.max_num_batched_tokens),
+                          fmt::format("--max_seq_len {}", c.max_model_len),
+                          fmt::format("--kv_cache_free_gpu_memory_fraction {:.2f}", c.trtllm_free_fraction)})
+        a.push_back(std::move(x));
+    if (c.expert_parallel()) a.push_back("--extra_llm_api_options attention_dp.yaml");
+    return a;
 }
 
 Args with_head(std::string head, Args args) {
@@ -110,7 +136,14 @@ std::string continued(const Args& args, std::size_t width) {
 
 std::string command(const Args& args, bool wide) { return wide ? "  " + join(args) + "\n" : continued(args, kWidth); }
 
-std::string layout(const Candidate& c) { return c.dp > 1 ? fmt::format("TP {} x DP {}", c.tp, c.dp) : fmt::format("TP {}", c.tp); }
+std::string layout(const Candidate& c) {
+    if (!c.expert_parallel()) return c.dp > 1 ? fmt::format("TP {} x DP {}", c.tp, c.dp) : fmt::format("TP {}", c.tp);
+    const std::string one = fmt::format("DP {} + EP {}", c.attention_dp, c.attention_dp);
+    return c.dp > 1 ? fmt::format("{}, {} replicas", one, c.dp) : one;
+}
+
+// The table's tp cell: "1 ep8" for DP attention over 8 GPUs (TP 1 each) with EP 8.
+std::string tp_cell(const Candidate& c) { return c.expert_parallel() ? fmt::format("{} ep{}", c.tp, c.attention_dp) : std::to_string(c.tp); }
 
 std::string usd(const Candidate& c) { return c.usd_per_million_tokens ? fmt::format("{:.3f}", *c.usd_per_million_tokens) : "-"; }
 
@@ -120,7 +153,7 @@ Table candidates_table(const RecommendResult& r, bool wide) {
                    : Table({"#", "gpu", "tp", "dp", "batch", "TTFT ms", "TPOT ms", "tok/s/GPU", "tok/s", "$/M tok", "fits"}, 2);
     for (std::size_t i = 0; i < r.rec.candidates.size() && i < r.top; ++i) {
         const Candidate& c = r.rec.candidates[i];
-        std::vector<std::string> row{std::to_string(i + 1), c.gpu, std::to_string(c.tp), std::to_string(c.dp)};
+        std::vector<std::string> row{std::to_string(i + 1), c.gpu, tp_cell(c), std::to_string(c.dp)};
         if (wide) row.push_back(std::to_string(c.gpus()));
         for (std::string cell : {group_digits(c.batch), ms(c.ttft_s), ms(c.tpot_s), fmt::format("{:.0f}", c.tokens_per_s_per_gpu),
                                  fmt::format("{:.0f}", c.tokens_per_s), usd(c), group_digits(c.max_requests)})
@@ -200,10 +233,17 @@ std::string best_commands(const RecommendResult& r, const ServeOptions& s) {
     out += command(vllm_line(best, s), r.wide);
     out += command(sglang_line(best, s), r.wide);
     out += command(trtllm_line(best, s), r.wide);
+    const std::size_t width = r.wide ? std::string::npos : kWidth;
+    if (best.expert_parallel())
+        out += wrap_text("attention_dp.yaml holds the line \"enable_attention_dp: true\"; vLLM and SGLang take the layout from their flags.",
+                         width, "  ", "  ");
     if (best.dp > 1)
-        out += wrap_text(fmt::format("trtllm-serve has no data-parallel flag: start {} such servers, each on its own {} "
-                                     "(CUDA_VISIBLE_DEVICES) and --port.", best.dp, best.tp > 1 ? fmt::format("{} GPUs", best.tp) : "GPU"),
-                         r.wide ? std::string::npos : kWidth, "  ", "  ");
+        out += wrap_text(fmt::format("{}: start {} such servers, each on its own {} "
+                                     "(CUDA_VISIBLE_DEVICES) and --port.",
+                                     best.expert_parallel() ? "The replicas are separate servers in every engine" : "trtllm-serve has no data-parallel flag",
+                                     best.dp,
+                                     best.replica_gpus() > 1 ? fmt::format("{} GPUs", best.replica_gpus()) : "GPU"),
+                         width, "  ", "  ");
     return out;
 }
 
@@ -264,9 +304,14 @@ std::string sglang_pd_router_command_lines(bool wide) { return command(sglang_ro
 
 std::string render_recommend_table(const RecommendResult& r) {
     const ServeOptions s = serve_options(r);
-    std::string out = targets(r) + fmt::format("\n{} GPU x TP configurations tried, {} hold a request of this context.\n\n", r.rec.configurations, r.rec.fitting);
+    std::string out = targets(r) + fmt::format("\n{} GPU x layout configurations tried, {} hold a request of this context.\n\n", r.rec.configurations, r.rec.fitting);
     if (r.rec.candidates.empty()) return out + wrap_text(nothing(r), kWidth) + rejected_list(r) + notes(r, s);
     out += candidates_table(r, r.wide).render_text();
+    const auto shown_end = r.rec.candidates.begin() + static_cast<std::ptrdiff_t>(std::min(r.top, r.rec.candidates.size()));
+    if (std::any_of(r.rec.candidates.begin(), shown_end, [](const Candidate& c) { return c.expert_parallel(); }))
+        out += wrap_text("1 epN: data-parallel attention on N GPUs (TP 1 each) with the routed experts over EP N, vLLM's "
+                         "--data-parallel-size N --enable-expert-parallel; batch and fits count all N ranks (docs/scale-out.md).",
+                         r.wide ? std::string::npos : kWidth, "", "");
     out += best_commands(r, s);
     out += rejected_list(r) + "\n";
     out += wrap_text("TTFT is one prompt's prefill on an idle replica (no queueing); TPOT is a decode step at the batch and the full "
@@ -298,6 +343,8 @@ nlohmann::ordered_json candidate_json(const Candidate& c, const ServeOptions& s)
     x["gpu"] = c.gpu;
     x["tp"] = c.tp;
     x["dp"] = c.dp;
+    x["attention_dp"] = c.attention_dp;
+    x["ep"] = c.expert_parallel() ? c.tp * c.attention_dp : 1;
     x["gpus"] = c.gpus();
     x["batch"] = c.batch;
     x["ttft_s"] = c.ttft_s;
@@ -323,6 +370,7 @@ nlohmann::ordered_json rejected_json(const Candidate& c) {
     x["gpu"] = c.gpu;
     x["tp"] = c.tp;
     x["dp"] = c.dp;
+    x["attention_dp"] = c.attention_dp;
     x["ttft_s"] = c.ttft_s;
     x["tpot_s"] = c.tpot_s;  // at batch 1, the best this configuration reaches
     x["max_requests"] = c.max_requests;

@@ -6,6 +6,8 @@
 #include "core/error.hpp"
 #include "core/memory/capacity.hpp"
 #include "core/memory/kv_size.hpp"
+#include "core/memory/parallel.hpp"
+#include "core/model/weights.hpp"
 #include "core/speed/roofline.hpp"
 
 namespace kvplan {
@@ -29,6 +31,16 @@ std::vector<std::int64_t> tp_degrees(const ModelSpec& spec, const RecommendInput
     return out;
 }
 
+// DP + EP layouts tried for a mixture-of-experts model: 2, 4 and 8 GPUs (one
+// node) up to --max-gpus, dividing --num-gpus when it is given.
+std::vector<std::int64_t> expert_layout_sizes(const ModelSpec& spec, const RecommendInputs& in) {
+    std::vector<std::int64_t> out;
+    if (spec.experts <= 0 || in.all_to_all.empty()) return out;
+    for (std::int64_t g : {2, 4, 8})
+        if (g <= in.max_gpus && (in.num_gpus == 0 || in.num_gpus % g == 0)) out.push_back(g);
+    return out;
+}
+
 // Memory for one replica: vLLM's accounting at max_model_len = context, weights in the chosen format.
 CapacityPlan replica_memory(const RecommendInputs& in, const Gpu& gpu, std::int64_t tp, const WeightSizing& weights) {
     CapacityInputs cap;
@@ -43,6 +55,42 @@ CapacityPlan replica_memory(const RecommendInputs& in, const Gpu& gpu, std::int6
     return plan_capacity(*in.model, cap);
 }
 
+// vLLM's DP attention + EP over `gpus` GPUs of one node (--tensor-parallel-size 1
+// --data-parallel-size gpus --enable-expert-parallel), or nullopt where the
+// layout cannot run (EP must divide the experts): its memory, with each DP
+// rank's own pool, and its step (docs/scale-out.md).
+struct ExpertLayoutPlan {
+    CapacityPlan memory;
+    CostModel cost;
+};
+
+std::optional<ExpertLayoutPlan> expert_layout(const RecommendInputs& in, const Gpu& gpu, std::int64_t gpus, const WeightSizing& weights) {
+    ScaleOutInputs si;
+    si.rules = ScaleOutRules::Vllm;
+    si.tp = 1;
+    si.dp = gpus;
+    si.enable_expert_parallel = true;
+    ScaleOut so;
+    try {
+        so = plan_scale_out(*in.model, si);
+    } catch (const Error&) {
+        return std::nullopt;  // EP does not divide the experts, or the model has none
+    }
+    CapacityInputs cap;
+    cap.gpu = gpu;
+    cap.engine = Engine::Vllm;
+    cap.tp = 1;
+    cap.contexts = {in.context};
+    cap.max_model_len = in.context;
+    cap.kv_dtype = in.kv_dtype;
+    cap.longest_lengths = false;
+    cap.scale_out = si;
+    if (!in.weights.as_checkpoint)
+        cap.weights_bytes = stage_weights_scaled(weights, *in.model, pipeline_stages(static_cast<std::int64_t>(in.model->layers.size()), 1).at(0), 1, so).total_bytes;
+    const CostModelInputs cost_in{in.model, gpu, in.weights, in.kv_dtype, so.attention_tp, in.efficiency, std::nullopt};
+    return ExpertLayoutPlan{plan_capacity(*in.model, cap), make_cost_model(cost_in, ExpertLayoutInputs{so, 1.0, in.all_to_all, 0, Nic{}})};
+}
+
 // TensorRT-LLM sizes its pool as a fraction of the memory free after weights
 // and buffers (KvCacheConfig.free_gpu_memory_fraction); this fraction gives
 // the pool vLLM's accounting planned, under the same overhead estimate.
@@ -52,16 +100,19 @@ double trtllm_fraction(const MemoryBudget& b) {
     return std::min(1.0, static_cast<double>(b.kv_pool_bytes) / static_cast<double>(free));
 }
 
-// One replica of `tp` GPUs at batch 1 (the best TPOT it can reach), and which targets it misses.
-Candidate replica(const RecommendInputs& in, const CostModel& m, const CapacityPlan& plan, std::int64_t tp, std::int64_t prompt) {
+// One replica of `tp` x `attention_dp` GPUs at batch 1 (the best TPOT it can
+// reach), and which targets it misses.
+Candidate replica(const RecommendInputs& in, const CostModel& m, const CapacityPlan& plan, std::int64_t tp, std::int64_t prompt,
+                  std::int64_t attention_dp = 1) {
     Candidate c;
     c.gpu = plan.gpu.id;
     c.tp = tp;
-    c.dp = in.num_gpus > 0 ? in.num_gpus / tp : 1;
-    c.max_requests = plan.rows.at(0).max_requests;
+    c.attention_dp = attention_dp;
+    c.dp = in.num_gpus > 0 ? in.num_gpus / c.replica_gpus() : 1;
+    c.max_requests = plan.rows.at(0).max_requests_replica;  // = max_requests without DP attention
     c.ttft_s = prefill_step(m, 1, prompt).total_s;
     c.tpot_s = decode_step(m, 1, in.context).total_s;
-    c.tokens_per_s_per_gpu = 1.0 / c.tpot_s / static_cast<double>(tp);
+    c.tokens_per_s_per_gpu = 1.0 / c.tpot_s / static_cast<double>(c.replica_gpus());
     c.tokens_per_s = static_cast<double>(c.dp) / c.tpot_s;
     if (c.max_requests < 1) c.missed.push_back(Target::Memory);
     else {
@@ -71,7 +122,7 @@ Candidate replica(const RecommendInputs& in, const CostModel& m, const CapacityP
     c.max_model_len = in.context;
     c.kv_dtype = plan.kv_dtype;
     c.vllm_mem_fraction = plan.budget.mem_fraction;
-    c.sglang_mem_fraction = default_mem_fraction(Engine::Sglang, tp);
+    c.sglang_mem_fraction = default_mem_fraction(Engine::Sglang, c.tp * c.attention_dp);  // SGLang's --tp counts every GPU
     c.trtllm_free_fraction = trtllm_fraction(plan.budget);
     return c;
 }
@@ -90,11 +141,12 @@ void fill_batch(Candidate& c, const RecommendInputs& in, const CostModel& m, std
     c.tpot_s = decode_step(m, lo, in.context).total_s;
     const double replica_tokens_per_s = static_cast<double>(lo) / c.tpot_s;
     c.tokens_per_s = static_cast<double>(c.dp) * replica_tokens_per_s;
-    c.tokens_per_s_per_gpu = replica_tokens_per_s / static_cast<double>(c.tp);
+    c.tokens_per_s_per_gpu = replica_tokens_per_s / static_cast<double>(c.replica_gpus());
     // Room for one whole prompt beside a decode token for every sequence, so
     // that a prompt is prefilled in one step, as TTFT assumes (vLLM and SGLang
     // otherwise split it into chunks of this many tokens).
-    c.max_num_batched_tokens = checked_add(prompt, lo, "max_num_batched_tokens");
+    // Per engine core: with DP attention each rank schedules its own share of the batch.
+    c.max_num_batched_tokens = checked_add(prompt, c.rank_batch(), "max_num_batched_tokens");
     if (auto p = in.prices.find(c.gpu); p != in.prices.end())
         c.usd_per_million_tokens = usd_per_million_tokens(p->second, c.gpus(), c.tokens_per_s);
 }
@@ -167,6 +219,30 @@ Recommendation recommend(const RecommendInputs& in) {
                 fill_batch(c, in, m, prompt);
                 out.candidates.push_back(c);
                 chosen = true;
+            }
+        }
+        // Mixture-of-experts models: the smallest DP + EP layout that meets both targets is a second candidate.
+        bool ep_chosen = false;
+        for (std::int64_t g : expert_layout_sizes(spec, in)) {
+            const std::optional<ExpertLayoutPlan> p = expert_layout(in, gpu, g, weights);
+            if (!p || p->cost.flops_per_s <= 0) continue;
+            ++out.configurations;
+            Candidate c = replica(in, p->cost, p->memory, 1, prompt, g);
+            if (c.max_requests < 1) {
+                out.rejected.push_back(c);
+                continue;
+            }
+            ++out.fitting;
+            if (!out.best_ttft || c.ttft_s < out.best_ttft->ttft_s) out.best_ttft = c;
+            if (!out.best_tpot || c.tpot_s < out.best_tpot->tpot_s) out.best_tpot = c;
+            ttft_met = ttft_met || c.ttft_s <= in.ttft_s;
+            tpot_met = tpot_met || c.tpot_s <= in.tpot_s;
+            if (!c.missed.empty()) out.rejected.push_back(c);
+            else if (ep_chosen) ++out.larger_tp_meeting;
+            else {
+                fill_batch(c, in, p->cost, prompt);
+                out.candidates.push_back(c);
+                ep_chosen = true;
             }
         }
     }

@@ -32,6 +32,10 @@ struct RecommendInputs {
     WeightFormat weights;
     std::optional<Dtype> kv_dtype;
     Efficiency efficiency;
+    // Mixture-of-experts models: also vLLM's data-parallel attention with
+    // expert parallelism on 2, 4 and 8 GPUs of one node (docs/scale-out.md),
+    // priced with this published all-to-all table; empty: not tried.
+    std::vector<AllToAllLatency> all_to_all;
 };
 
 // A target a configuration can miss: memory (not one request of the context
@@ -42,7 +46,10 @@ struct Candidate {
     std::string gpu;
     std::int64_t tp = 1;
     std::int64_t pp = 1;                // pipeline stages of `tp` GPUs each (the SLO search's; 1 in the analytic one)
-    std::int64_t dp = 1;                // data-parallel replicas of tp x pp GPUs each
+    std::int64_t dp = 1;                // data-parallel replicas of tp x pp x attention_dp GPUs each
+    // Data-parallel attention ranks of one replica, the routed experts over
+    // EP = tp x attention_dp (vLLM --data-parallel-size --enable-expert-parallel); 1: plain TP.
+    std::int64_t attention_dp = 1;
     std::int64_t batch = 1;             // concurrent sequences per replica that still meet the TPOT target
     std::int64_t max_requests = 0;      // what memory holds at the context, per replica
     double ttft_s = 0;                  // one replica's: DP does not change latency
@@ -54,19 +61,23 @@ struct Candidate {
     // The engine settings the plan assumes; the printer writes them as each
     // engine's flags (src/io/recommend_report.cpp).
     std::int64_t max_model_len = 0;
-    std::int64_t max_num_batched_tokens = 0;  // a whole prompt plus a decode token per sequence
+    std::int64_t max_num_batched_tokens = 0;  // a whole prompt plus a decode token per sequence, per engine core (DP rank)
     Dtype kv_dtype = Dtype::Bf16;
     double vllm_mem_fraction = 0.9;    // --gpu-memory-utilization
     double sglang_mem_fraction = 0.9;  // --mem-fraction-static (SGLang's default for this TP)
     double trtllm_free_fraction = 0.9; // --kv_cache_free_gpu_memory_fraction giving the same KV pool
 
-    std::int64_t gpus() const { return tp * pp * dp; }
+    std::int64_t replica_gpus() const { return tp * pp * attention_dp; }
+    std::int64_t gpus() const { return replica_gpus() * dp; }
+    bool expert_parallel() const { return attention_dp > 1; }
+    // Sequences on the busiest DP rank: vLLM's --max-num-seqs is per engine core.
+    std::int64_t rank_batch() const { return (batch + attention_dp - 1) / attention_dp; }
 };
 
 struct Recommendation {
     std::vector<Candidate> candidates;  // per device, the smallest TP that meets both targets; best first
     std::vector<Candidate> rejected;    // every TP tried that misses a target, closest first
-    std::int64_t configurations = 0;    // GPU x TP pairs tried
+    std::int64_t configurations = 0;    // GPU x layout pairs tried (TP degrees, and DP + EP layouts for MoE models)
     std::int64_t fitting = 0;           // ... that hold at least one request
     std::int64_t larger_tp_meeting = 0; // pairs that meet both targets at a larger TP than the candidate's
     // When nothing meets both targets: which one binds ("ttft", "tpot", "both",
