@@ -406,12 +406,12 @@ std::string render_recommend_json(const RecommendResult& r) {
 std::string render_recommend_csv(const RecommendResult& r) {
     // One row per configuration, candidates (best first, at most --top) then
     // every rejected one; `missed` is empty for candidates.
-    Table t({"model", "gpu", "tp", "dp", "gpus", "batch", "ttft_s", "tpot_s", "tokens_per_s_per_gpu", "tokens_per_s",
+    Table t({"model", "gpu", "tp", "dp", "attention_dp", "gpus", "batch", "ttft_s", "tpot_s", "tokens_per_s_per_gpu", "tokens_per_s",
              "usd_per_million_tokens", "max_requests", "max_model_len", "max_num_batched_tokens", "missed"});
     auto row = [&](const Candidate& c, bool candidate) {
         std::string missed;
         for (Target m : c.missed) missed += (missed.empty() ? "" : " ") + std::string(target_key(m));
-        t.add({r.model, c.gpu, std::to_string(c.tp), std::to_string(c.dp), std::to_string(c.gpus()), candidate ? std::to_string(c.batch) : "",
+        t.add({r.model, c.gpu, std::to_string(c.tp), std::to_string(c.dp), std::to_string(c.attention_dp), std::to_string(c.gpus()), candidate ? std::to_string(c.batch) : "",
                fmt::format("{:.6g}", c.ttft_s), fmt::format("{:.6g}", c.tpot_s), fmt::format("{:.6g}", c.tokens_per_s_per_gpu),
                fmt::format("{:.6g}", c.tokens_per_s), c.usd_per_million_tokens ? fmt::format("{:.6g}", *c.usd_per_million_tokens) : "",
                std::to_string(c.max_requests), std::to_string(c.max_model_len), candidate ? std::to_string(c.max_num_batched_tokens) : "",
