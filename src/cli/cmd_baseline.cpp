@@ -1,4 +1,5 @@
 #include "cli/cmd_baseline.hpp"
+#include "io/engine_db.hpp"
 #include "cli/flag_checks.hpp"
 
 #include <filesystem>
@@ -101,6 +102,7 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
     if (!o.tolerance.empty()) tolerance = parse_tolerance("--tolerance", o.tolerance);
     if (o.batch > 0 && o.pp > 1) usage_error("--batch: decode figures model tensor parallelism only; use --pp 1");
     Efficiency efficiency;
+    efficiency.profile.all_to_all = bundled_all_to_all_latencies();  // as `check` prices a DP + EP layout's decode step
     if (!o.calibration.empty()) {
         if (o.batch == 0) usage_error("--calibration calibrates the decode figures: give --batch too");
         efficiency = apply_calibration(efficiency, parse_calibration(read_json_file(o.calibration), o.calibration), o.calibration);

@@ -51,6 +51,7 @@ const std::vector<EngineProfile>& bundled_engines() {
             EngineProfile p = parse_engine_profile(parse_json_text(embedded::kEngineProfiles[i].text, source), source);
             if (source != "models/engines/" + p.id + ".json") data_error(source + ": id: expected the file's name, found \"" + p.id + "\"");
             p.links = bundled_link_latencies();
+            p.all_to_all = bundled_all_to_all_latencies();
             out.push_back(std::move(p));
         }
         // generic first: the default, then the rest by name.
@@ -86,6 +87,7 @@ void use_engine_file(const std::string& path) {
         const std::string where = value.is_array() ? file + ": [" + std::to_string(i) + "]" : file;
         EngineProfile p = parse_engine_profile(one, where);
         p.links = bundled_link_latencies();
+        p.all_to_all = bundled_all_to_all_latencies();
         auto same = std::find_if(out.begin(), out.end(), [&](const EngineProfile& b) { return b.id == p.id; });
         if (same != out.end()) *same = p;
         else out.push_back(p);

@@ -921,7 +921,7 @@ TEST_CASE("a scenario with data-parallel attention and expert parallelism gates 
         {{{"moe_dense_tp_size", 1}}, "scenarios[0].moe_dense_tp_size: applies to engine sglang only"},
         {{{"dp", 0}}, "scenarios[0].dp"},
         {{{"enable_expert_parallel", "yes"}}, "scenarios[0].enable_expert_parallel"},
-        {{{"batch", 8}}, "scenarios[0].batch: decode figures model tensor parallelism only"},
+        {{{"dp", 16}, {"batch", 8}}, "scenarios[0].batch: decode figures of a DP/EP layout are priced within one node of 8 GPUs; this one has 16"},
     };
     for (const auto& [change, message] : bad) {
         nlohmann::ordered_json s2 = scenario;
@@ -932,4 +932,35 @@ TEST_CASE("a scenario with data-parallel attention and expert parallelism gates 
         CHECK(r.exit_code == 65);
         CHECK_THAT(r.err, Catch::Contains(message));
     }
+}
+
+TEST_CASE("a DP + EP scenario with a batch gates the layout's decode step, the one roofline prices") {
+    // DeepSeek-V3, vLLM rules, TP 1 x DP 8 with expert parallelism on H200,
+    // 512 sequences of 2,560 tokens over the 8 ranks: the step `kvplan
+    // roofline --dp 8 --enable-expert-parallel --batch 512` prints with the
+    // generic profile a baseline's decode figures use, its all-to-all at
+    // DeepEP's floor, 58 x (77 + 114) us = 11.08 ms.
+    const fs::path dir = scratch().path() / "scale-out-decode";
+    fs::create_directories(dir);
+    const fs::path file = dir / "capacity.json";
+    const Run made = Run::kvplan({"baseline", "--model", "deepseek-v3", "--gpu", "h200", "--context", "2560", "--engine", "vllm",
+                                  "--batch", "512", "--output", file.string()});
+    INFO(made.command << "\n" << made.err);
+    REQUIRE(made.exit_code == 0);
+    nlohmann::ordered_json top = nlohmann::ordered_json::parse(read_file(file));
+    top["scenarios"][0]["dp"] = 8;
+    top["scenarios"][0]["enable_expert_parallel"] = true;
+    std::ofstream(file) << top.dump(2) << "\n";
+    const Run update = Run::kvplan({"check", "--baseline", file.string(), "--update"});
+    INFO(update.command << "\n" << update.err);
+    REQUIRE(update.exit_code == 0);
+    const nlohmann::json s = nlohmann::json::parse(read_file(file))["scenarios"][0];
+    const Run roof = Run::kvplan({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--dp", "8",
+                                  "--enable-expert-parallel", "--batch", "512", "--context", "2560", "--json"});
+    REQUIRE(roof.exit_code == 0);
+    const nlohmann::json row = nlohmann::json::parse(roof.out)["rows"][0];
+    CHECK(row["all_to_all_s"].get<double>() == Approx(58 * 191e-6));
+    CHECK(s["expected"]["decode_step_s"].get<double>() == Approx(row["decode_step_s"].get<double>()).epsilon(1e-3));
+    CHECK(s["expected"]["decode_tokens_per_s"].get<double>() == Approx(row["tokens_per_s_total"].get<double>()).epsilon(1e-3));
+    CHECK(Run::kvplan({"check", "--baseline", file.string()}).exit_code == 0);
 }

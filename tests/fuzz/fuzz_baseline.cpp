@@ -13,6 +13,7 @@
 #include "core/gate/baseline.hpp"
 #include "core/gate/regression.hpp"
 #include "core/gate/scenario.hpp"
+#include "io/engine_db.hpp"
 #include "core/model/config_parser.hpp"
 #include "io/baseline_file.hpp"
 #include "io/check_report.hpp"
@@ -30,7 +31,9 @@ ScenarioCheck check_one(const Scenario& s, const ModelSpec& model, std::int64_t 
     c.line = s.line;
     try {
         const Gpu& gpu = find_gpu(bundled_gpus(), s.inputs.gpu);
-        const ScenarioResult result = evaluate_scenario(model, gpu, s.inputs);
+        Efficiency efficiency;
+        efficiency.profile.all_to_all = bundled_all_to_all_latencies();  // as `kvplan check` runs it
+        const ScenarioResult result = evaluate_scenario(model, gpu, s.inputs, efficiency);
         current = result.figures;
         c.figures = compare_scenario(s.inputs, s.expected, result.figures, tolerance_ppb);
     } catch (const Error& e) {

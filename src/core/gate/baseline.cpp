@@ -126,8 +126,12 @@ Scenario read_scenario(const nlohmann::json& object, const std::string& source, 
         in.calibration = *c;
     }
     if (in.batch && in.pp > 1) r.fail("batch", "decode figures model tensor parallelism only; drop \"batch\" or use pp 1");
-    if (in.batch && scale_out_from_flags(scenario_layout(in), in.engine == "sglang"))
-        r.fail("batch", "decode figures model tensor parallelism only; drop \"batch\" or the dp/ep keys");
+    // A layout's decode figures are priced on one node's scale-up link: scenarios take no nodes or NIC.
+    if (in.batch)
+        if (const std::optional<ScaleOutInputs> si = scale_out_from_flags(scenario_layout(in), in.engine == "sglang")) {
+            const std::int64_t gpus = in.engine == "sglang" ? si->tp : si->tp * si->dp;
+            if (gpus > 8) r.fail("batch", "decode figures of a DP/EP layout are priced within one node of 8 GPUs; this one has " + std::to_string(gpus));
+        }
 
     const bool has_expected = object.contains("expected");
     if (has_expected && !object.at("expected").is_object())

@@ -5,6 +5,7 @@
 #include "core/memory/engine.hpp"
 #include "core/error.hpp"
 #include "core/memory/kv_size.hpp"
+#include "core/memory/parallel.hpp"
 #include "core/speed/step_cost.hpp"
 #include "core/model/weight_format.hpp"
 
@@ -54,9 +55,20 @@ ScenarioResult evaluate_scenario(const ModelSpec& model, const Gpu& gpu, const S
     r.warnings = plan.warnings;
 
     // Decode: what `kvplan roofline --batch B --context N` prints for the row.
+    // With a DP + EP layout, roofline's layout step: `batch` is the replica's
+    // sequences over the DP ranks, on one node (docs/scale-out.md).
     if (in.batch) {
         const WeightFormat weights = parse_weight_format("weights_dtype", in.weights_dtype);
-        const CostModel cost = make_cost_model(CostModelInputs{&model, gpu, weights, kv_dtype, in.tp, efficiency, std::nullopt});
+        CostModelInputs cost_in{&model, gpu, weights, kv_dtype, in.tp, efficiency, std::nullopt};
+        std::optional<ExpertLayoutInputs> layout;
+        if (const std::optional<ScaleOutInputs> si = scale_out_from_flags(scenario_layout(in), parse_engine(in.engine) == Engine::Sglang)) {
+            const ScaleOut so = plan_scale_out(model, *si);
+            if (so.dp > 1 || so.ep > 1) {
+                cost_in.tp = so.attention_tp;
+                layout = ExpertLayoutInputs{so, 1.0, efficiency.profile.all_to_all, 0, Nic{}};
+            }
+        }
+        const CostModel cost = layout ? make_cost_model(cost_in, *layout) : make_cost_model(cost_in);
         const StepCost step = decode_step(cost, *in.batch, in.context_tokens);
         const double step_s = round_significant(step.total_s);
         set(Figure::DecodeStepS, FigureValue::of_real(step_s));
