@@ -88,15 +88,6 @@ CLI::App* setup_roofline(CLI::App& app, RooflineOptions& o) {
     return cmd;
 }
 
-namespace {
-
-// GPUs on one scale-up link when --gpus-per-node is not given: an NVL72
-// rack's 72 (models/gpus.json says "NVL72" in the device's interconnect),
-// else an HGX/DGX node's 8.
-std::int64_t default_gpus_per_node(const Gpu& gpu) { return gpu.interconnect.find("NVL72") != std::string::npos ? 72 : 8; }
-
-}  // namespace
-
 std::string run_roofline(const RooflineOptions& o) {
     RooflineResult r;
     ModelSpec model = resolve_model(o.model);
@@ -117,7 +108,7 @@ std::string run_roofline(const RooflineOptions& o) {
         const ScaleOut so = plan_scale_out(model, *scale_in);
         if (so.dp > 1 || so.ep > 1) {
             layout = ExpertLayoutInputs{so, o.expert_imbalance != 0 ? o.expert_imbalance : 1.0, bundled_all_to_all_latencies(),
-                                        resolve_gpus_per_node(o.nodes, so.gpus, default_gpus_per_node(r.gpu)), find_nic(o.nodes.nic)};
+                                        resolve_gpus_per_node(o.nodes, so.gpus, default_gpus_per_node(r.gpu.interconnect)), find_nic(o.nodes.nic)};
             attention_tp = so.attention_tp;
             if (!o.spec_method.empty()) usage_error("--spec-method: speculative steps are priced for the plain TP layout; drop --dp / --ep");
             const WeightSizing w = size_weights_in(model, format);

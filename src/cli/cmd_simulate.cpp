@@ -18,9 +18,11 @@
 #include "core/model/weights.hpp"
 #include "core/sim/sglang_scheduler.hpp"
 #include "core/sim/cluster.hpp"
+#include "core/sim/dp_group.hpp"
 #include "core/sim/disagg.hpp"
 #include "core/sim/synthetic.hpp"
 #include "core/speed/speculative.hpp"
+#include "io/engine_db.hpp"
 #include "io/file_writer.hpp"
 #include "io/html_report.hpp"
 #include "io/plot_files.hpp"
@@ -83,6 +85,10 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
     cmd->add_option("--decode-tp", o.decode_tp, "the decode instances' TP ranks (default --tp)")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("--kv-link", o.kv_link, "the KV transfer link: nvlink, ib-ndr (default), ib-xdr, roce, or a bandwidth such as 50GB/s");
     add_spec_options(*cmd, o.spec, "every decode step verifies K drafts (docs/simulate.md)");
+    add_scale_out_options(*cmd, o, "data-parallel attention ranks (vLLM's --data-parallel-size): each an engine core with its own KV pool, "
+                                   "all stepping in lockstep (docs/simulate.md)");
+    cmd->add_option("--expert-imbalance", o.expert_imbalance, "busiest EP rank's routed tokens over the mean, >= 1 (default 1: uniform routing)");
+    add_node_options(*cmd, o.nodes);
     cmd->add_flag("--layerwise-transfer", o.layerwise_transfer, "send the KV layer by layer beside the last prefill chunk (only the last layer's share exposed)");
     cmd->add_option("--slo", o.slo, "targets for goodput, e.g. ttft=2s,tpot=50ms,e2e=30s");
     cmd->add_flag("--json", o.json, "print JSON (schema: docs/simulate.md)");
@@ -107,7 +113,9 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
         "  kvplan simulate --model llama-3.1-8b --gpu h100-sxm --trace azure-2023-conv --limit 2000 \\\n"
         "      --prefix-tokens 4000 --num-gpu-blocks 1500 --time-scale 0.5 --cpu-offload 64GiB\n"
         "  kvplan simulate --model llama-3.1-8b --gpu h100-sxm --rate 2 --requests 200 --input-len fixed:1024 \\\n"
-        "      --output-len fixed:256 --spec-method eagle --spec-tokens 3 --acceptance 0.8,0.7,0.6");
+        "      --output-len fixed:256 --spec-method eagle --spec-tokens 3 --acceptance 0.8,0.7,0.6\n"
+        "  kvplan simulate --model deepseek-v3 --gpu h200 --dp 8 --enable-expert-parallel --rate 20 \\\n"
+        "      --requests 2000 --input-len fixed:2000 --output-len fixed:500 --slo ttft=2s,tpot=100ms");
     return cmd;
 }
 
@@ -252,6 +260,70 @@ void run_disagg(const SimulateOptions& o, const ModelSpec& model, const Efficien
     r.summary = summarise(r.run, r.slo);
 }
 
+// --dp / --ep: the layout vLLM's flags give one replica (concurrency --dp
+// resolves the same), or nullopt without them; Error(Usage) for what the
+// DP group does not simulate.
+std::optional<ScaleOut> layout_of(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu) {
+    const std::optional<ScaleOutInputs> in = scale_out_from_flags(
+        ScaleOutFlags{o.tp, o.dp, o.ep, o.enable_expert_parallel, o.redundant_experts, o.moe_dense_tp, o.moe_a2a_backend}, o.engine == "sglang");
+    if (in && o.engine == "sglang")
+        usage_error("--dp / --ep: SGLang's DP attention scheduler is not simulated; pass --engine vllm (--dp N --enable-expert-parallel)");
+    std::optional<ScaleOut> so;
+    if (in) so = plan_scale_out(model, *in);
+    if (so && so->dp == 1 && so->ep == 1) so.reset();
+    const bool placed = o.nodes.nodes > 0 || o.nodes.gpus_per_node > 0 || o.nodes.nic != "ib-ndr";
+    if (!so) {
+        if (placed) usage_error("--nodes, --gpus-per-node and --nic place a DP attention + EP layout: add --dp or --ep");
+        if (o.expert_imbalance != 0) usage_error("--expert-imbalance needs expert parallelism (--dp N with --enable-expert-parallel)");
+        return so;
+    }
+    if (o.expert_imbalance != 0) {
+        check_expert_imbalance(o.expert_imbalance);
+        if (so->ep < 2) usage_error("--expert-imbalance needs expert parallelism (--dp N with --enable-expert-parallel)");
+    }
+    if (!gpu.from_database) usage_error("--dp / --ep: a device given by --gpu-mem has no interconnect figure for the all-to-alls; pass --gpu ID");
+    if (o.pp > 1) usage_error("--dp / --ep with --pp: a pipeline of DP groups is not simulated; pass --pp 1");
+    if (o.prefill_replicas > 0 || o.decode_replicas > 0)
+        usage_error("--dp / --ep in disaggregated pools is not simulated; drop --dp / --ep or the P/D flags");
+    if (!o.cpu_offload.empty()) usage_error("--cpu-offload: KV offload with data-parallel attention is not simulated; drop --cpu-offload or --dp / --ep");
+    if (!o.spec.method.empty()) usage_error("--spec-method: speculative decoding with --dp / --ep is not simulated; drop one of them");
+    return so;
+}
+
+// A DP attention + EP replica (core/sim/dp_group.hpp): every DP rank an
+// engine core with the pool `r.config` holds, the ranks' steps priced
+// together by the roofline's lockstep step. Fills r.run and r.layout.
+void run_layout(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu, const Efficiency& efficiency, const ScaleOut& so,
+                const Workload& w, SimulateResult& r) {
+    const double imbalance = o.expert_imbalance != 0 ? o.expert_imbalance : 1.0;
+    const ExpertLayoutInputs li{so, imbalance, bundled_all_to_all_latencies(),
+                                resolve_gpus_per_node(o.nodes, so.gpus, default_gpus_per_node(gpu.interconnect)), find_nic(o.nodes.nic)};
+    const CostModel cost = make_cost_model(CostModelInputs{&model, gpu, parse_weight_format("--weights-dtype", o.weights_dtype),
+                                                           parse_dtype_flag("--kv-dtype", o.kv_dtype), so.attention_tp, efficiency, std::nullopt},
+                                           li);
+    const ClusterConfig k{o.replicas, o.router == "least-loaded" ? Router::LeastLoaded : Router::RoundRobin};
+    if (so.dp > 1) {
+        const DpStepPricer price = [&cost](const std::vector<const std::vector<SeqWork>*>& ranks) { return dp_mixed_step(cost, ranks).total_s; };
+        r.run = simulate_dp_cluster(w, r.config, so.dp, k, price);
+    } else {
+        // Expert parallelism over one engine core's TP ranks: its one batch.
+        const StepPricer price = [&cost](const std::vector<SeqWork>& seqs) { return dp_mixed_step(cost, {&seqs}).total_s; };
+        r.run = simulate_cluster(w, r.config, k, price, DecodePricer{});
+    }
+    DpLayoutReport l;
+    l.dp = so.dp;
+    l.attention_tp = so.attention_tp;
+    l.ep = so.ep;
+    l.gpus = so.gpus;
+    l.experts_per_gpu = so.experts_per_gpu;
+    l.nodes = cost.layout.nodes;
+    l.gpus_per_node = std::min(cost.layout.gpus_per_node, so.gpus);
+    if (cost.layout.nodes > 1) l.nic = cost.layout.nic;
+    l.expert_imbalance = imbalance;
+    r.layout = l;
+    r.router = o.router;
+}
+
 // The files a run writes, after it: the CSVs, the charts, the HTML report.
 std::string finish(const SimulateOptions& o, const SimulateResult& r) {
     if (!o.requests_csv.empty()) write_file_atomically(o.requests_csv, render_requests_csv(r));
@@ -279,6 +351,7 @@ std::string run_simulate(const SimulateOptions& o) {
                     "with --calibration FILE from `kvplan measure` holding both");
     if (!gpu.from_database && o.tp > 1) usage_error("--tp: a device given by --gpu-mem has no interconnect figure; pass --gpu ID");
     check_tp(model, o.tp);
+    const std::optional<ScaleOut> layout = layout_of(o, model, gpu);
     if (o.pp > 1) check_pp(o, model, gpu);
     check_disagg_flags(o);
     check_spec_flags(o);
@@ -310,6 +383,11 @@ std::string run_simulate(const SimulateOptions& o) {
 
     if (o.prefill_replicas > 0) {
         run_disagg(o, model, efficiency, w, r);
+        return finish(o, r);
+    }
+    if (layout) {
+        run_layout(o, model, gpu, efficiency, *layout, w, r);
+        r.summary = summarise(r.run, r.slo);
         return finish(o, r);
     }
     const CostModel cost = make_cost_model(CostModelInputs{&model, gpu, parse_weight_format("--weights-dtype", o.weights_dtype),

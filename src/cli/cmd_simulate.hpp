@@ -13,6 +13,7 @@
 #include "cli/cmd_roofline.hpp"
 #include "cli/gpu_options.hpp"
 #include "cli/model_options.hpp"
+#include "cli/scale_out_options.hpp"
 #include "cli/spec_options.hpp"
 
 namespace kvplan {
@@ -51,6 +52,16 @@ struct SimulateOptions {
     std::string kv_link = "ib-ndr";         // nvlink|ib-ndr|ib-xdr|roce|<N>GB/s
     bool layerwise_transfer = false;
     SpecFlags spec;  // speculative decoding (cli/spec_options.hpp)
+    // DP attention + expert parallelism (vLLM's --data-parallel-size and
+    // --enable-expert-parallel; docs/simulate.md, "Data-parallel attention").
+    std::int64_t dp = 0;  // 0: not given
+    std::int64_t ep = 0;
+    bool enable_expert_parallel = false;
+    std::int64_t redundant_experts = 0;
+    std::int64_t moe_dense_tp = 0;
+    std::string moe_a2a_backend;
+    double expert_imbalance = 0;  // 0: not given (1.0)
+    NodeFlags nodes;
     bool json = false;
     std::string requests_csv, timeseries_csv;
     std::string plot;  // --plot: a folder for the charts (io/plot_files.hpp)

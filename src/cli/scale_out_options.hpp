@@ -42,6 +42,13 @@ inline void add_node_options(CLI::App& cmd, NodeFlags& o) {
     cmd.add_option("--nic", o.nic, "the NIC per GPU between nodes: ib-hdr, ib-ndr (default), ib-xdr, roce-400, efa-p5");
 }
 
+// GPUs on one scale-up link when --gpus-per-node is not given: an NVL72
+// rack's 72 (models/gpus.json says "NVL72" in the device's interconnect),
+// else an HGX/DGX node's 8.
+inline std::int64_t default_gpus_per_node(const std::string& interconnect) {
+    return interconnect.find("NVL72") != std::string::npos ? 72 : 8;
+}
+
 // GPUs per node from the flags, for a layout of `gpus` GPUs on a device
 // whose scale-up domain is `device_default` GPUs; Error(Usage) when --nodes
 // and --gpus-per-node disagree with the layout.

@@ -164,6 +164,9 @@ SchedulerConfig engine_config(const SimulateOptions& o, const ModelSpec& model, 
     if (o.max_num_seqs > 0) in.max_num_seqs = o.max_num_seqs;
     if (!o.vllm_version.empty()) in.vllm_sampler = parse_vllm_version(o.vllm_version);
     in.longest_lengths = false;
+    // --dp / --ep: each DP rank is an engine core with its own pool and limits (concurrency --dp).
+    in.scale_out = scale_out_from_flags(
+        ScaleOutFlags{o.tp, o.dp, o.ep, o.enable_expert_parallel, o.redundant_experts, o.moe_dense_tp, o.moe_a2a_backend}, false);
     const CapacityPlan p = plan_capacity(model, in);
     SchedulerConfig c;
     c.block_size = p.block_size;
@@ -179,7 +182,9 @@ SchedulerConfig engine_config(const SimulateOptions& o, const ModelSpec& model, 
     for (const KvGroup& g : c.groups)
         if (g.kind == KvGroupKind::Mamba) c.prefix_caching = false;
     c.num_gpu_blocks = o.num_gpu_blocks > 0 ? o.num_gpu_blocks : p.num_blocks.value_or(0);
-    source = o.num_gpu_blocks > 0 ? "--num-gpu-blocks" : "vLLM's budget on this device";
+    source = o.num_gpu_blocks > 0                          ? "--num-gpu-blocks"
+             : p.scale_out && p.scale_out->dp > 1 ? "vLLM's budget per DP rank"
+                                                  : "vLLM's budget on this device";
     max_model_len = p.max_model_len;
     if (c.num_gpu_blocks <= 0) usage_error("the model leaves no KV cache memory on " + gpu.name + " (see kvplan concurrency)");
     if (!o.cpu_offload.empty()) c.cpu_tier = cpu_tier_config(o.cpu_offload, p, gpu, !c.groups.empty());

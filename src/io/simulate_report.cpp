@@ -1,5 +1,7 @@
 #include "io/simulate_report.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -21,6 +23,20 @@ nlohmann::ordered_json dist_json(const Distribution& d) {
     return {{"mean", d.mean}, {"p50", d.p50}, {"p90", d.p90}, {"p99", d.p99}, {"max", d.max}};
 }
 
+// "DP 8 x TP 1 (EP 8)": one replica's layout.
+std::string layout_words(const DpLayoutReport& l) {
+    return fmt::format("DP {} x TP {} (EP {})", l.dp, l.attention_tp, l.ep);
+}
+
+// The layout line: ranks, experts, nodes.
+std::string layout_line(const DpLayoutReport& l) {
+    std::string out = fmt::format("layout: {} = {} GPUs a replica, {} routed experts a GPU{}; ", layout_words(l), l.gpus, l.experts_per_gpu,
+                                  l.expert_imbalance > 1 ? fmt::format(", busiest EP rank {:.2f}x the mean", l.expert_imbalance) : "");
+    out += l.dp > 1 ? fmt::format("{} engine cores stepping in lockstep, the KV pool above each", l.dp) : "one engine core";
+    if (l.nodes > 1) out += fmt::format("; {} nodes of {} GPUs, {} between them", l.nodes, l.gpus_per_node, l.nic);
+    return out;
+}
+
 // The answer in words: the rate, the tail that matters, and what went wrong.
 std::string sentence(const SimulateResult& r) {
     const SimSummary& s = r.summary;
@@ -28,6 +44,11 @@ std::string sentence(const SimulateResult& r) {
     if (s.replicas > 1 && r.pp > 1) servers = fmt::format("{} replicas, each a {}-stage pipeline on {} ({})", s.replicas, r.pp, r.gpu_name, r.router);
     else if (s.replicas > 1) servers = fmt::format("{} replicas on {} ({})", s.replicas, r.gpu_name, r.router);
     else if (r.pp > 1) servers = fmt::format("one {}-stage pipeline on {}", r.pp, r.gpu_name);
+    if (r.layout) {
+        const std::string group = layout_words(*r.layout);
+        servers = s.replicas > 1 ? fmt::format("{} replicas, each {} on {} ({})", s.replicas, group, r.gpu_name, r.router)
+                                 : fmt::format("{} on {}", group, r.gpu_name);
+    }
     if (r.disagg) {
         const DisaggReport& d = *r.disagg;
         servers = fmt::format("{} prefill ({}, tp {}) and {} decode ({}, tp {}) replicas", d.prefill.stats.size(), d.prefill.gpu_name, d.prefill.tp,
@@ -84,6 +105,26 @@ std::string link_line(const DisaggReport& d) {
                        d.layerwise ? "layer by layer (the last layer's share exposed)" : "pulled whole after the prefill");
 }
 
+double peak_share(const ReplicaStats& q) {
+    return q.total_blocks > 0 ? static_cast<double>(q.peak_blocks_used) / static_cast<double>(q.total_blocks) : 0.0;
+}
+
+// One row per DP rank, up to 16 of them; a larger group in one line of spreads.
+std::string dp_ranks_text(const std::vector<ReplicaStats>& ranks) {
+    if (ranks.size() > 16) {
+        const auto [fewest, most] = std::minmax_element(ranks.begin(), ranks.end(), [](const ReplicaStats& a, const ReplicaStats& b) { return a.requests < b.requests; });
+        const auto fullest = std::max_element(ranks.begin(), ranks.end(), [](const ReplicaStats& a, const ReplicaStats& b) { return peak_share(a) < peak_share(b); });
+        return "\n" + fit_line(fmt::format("{} DP ranks: {} to {} requests each; the fullest peaked at {:.1f}% of its KV pool", ranks.size(),
+                                            group_digits(fewest->requests), group_digits(most->requests), peak_share(*fullest) * 100),
+                                Width::Fit);
+    }
+    Table p({"DP rank", "requests", "steps", "preemptions", "peak KV usage"}, 1);
+    for (std::size_t i = 0; i < ranks.size(); ++i)
+        p.add({std::to_string(i), group_digits(ranks[i].requests), group_digits(ranks[i].steps), group_digits(ranks[i].preemptions),
+               fmt::format("{:.1f}%", peak_share(ranks[i]) * 100)});
+    return "\n" + p.render_text();
+}
+
 }  // namespace
 
 std::string render_simulate_table(const SimulateResult& r) {
@@ -121,6 +162,7 @@ std::string render_simulate_table(const SimulateResult& r) {
                                                   group_digits(r.spec->blocks_without_draft - r.config.num_gpu_blocks))
                                     : ""),
                         Width::Fit);
+    if (r.layout) out += fit_line(layout_line(*r.layout), Width::Fit);
     out += "\n";
     Table t({"latency (ms)", "mean", "p50", "p90", "p99", "max"});
     add_row(t, "TTFT", s.ttft_s);
@@ -152,6 +194,9 @@ std::string render_simulate_table(const SimulateResult& r) {
     if (r.disagg)
         k.add({"peak KV cache usage", fmt::format("{:.1f}%, the fullest of {} replicas ({} blocks in all)", s.kv_peak_usage * 100, s.replicas,
                                                   group_digits(s.kv_blocks_total))});
+    else if (r.run.dp_ranks.size() > 1)
+        k.add({"peak KV cache usage", fmt::format("{:.1f}% of {} {}, the fullest of {} DP ranks ({} in all)", s.kv_peak_usage * 100,
+                                                  group_digits(r.config.num_gpu_blocks), unit, r.run.dp_ranks.size(), group_digits(s.kv_blocks_total))});
     else if (s.replicas > 1)
         k.add({"peak KV cache usage", fmt::format("{:.1f}% of {} {}, the fullest of {} replicas ({} in all)", s.kv_peak_usage * 100,
                                                   group_digits(r.config.num_gpu_blocks), unit, s.replicas, group_digits(s.kv_blocks_total))});
@@ -172,6 +217,7 @@ std::string render_simulate_table(const SimulateResult& r) {
         }
         out += p.render_text();
     }
+    if (r.run.dp_ranks.size() > 1) out += dp_ranks_text(r.run.dp_ranks);
     out += "\n" + fit_line(sentence(r), Width::Fit);
     return out;
 }
@@ -237,6 +283,17 @@ std::string render_simulate_json(const SimulateResult& r) {
     for (const ReplicaStats& q : r.run.replicas)
         j["replicas"].push_back({{"requests", q.requests}, {"steps", q.steps}, {"preemptions", q.preemptions},
                                  {"kv_blocks_total", q.total_blocks}, {"kv_peak_usage", q.total_blocks > 0 ? static_cast<double>(q.peak_blocks_used) / static_cast<double>(q.total_blocks) : 0.0}});
+    if (r.layout) {  // only with --dp / --ep
+        const DpLayoutReport& l = *r.layout;
+        j["layout"] = {{"dp", l.dp}, {"attention_tp", l.attention_tp}, {"ep", l.ep}, {"gpus_per_replica", l.gpus},
+                       {"experts_per_gpu", l.experts_per_gpu}, {"nodes", l.nodes}, {"gpus_per_node", l.gpus_per_node},
+                       {"nic", l.nic.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(l.nic)}, {"expert_imbalance", l.expert_imbalance},
+                       {"kv_blocks_per_rank", r.config.num_gpu_blocks}};
+        j["dp_ranks"] = nlohmann::ordered_json::array();
+        for (const ReplicaStats& q : r.run.dp_ranks)
+            j["dp_ranks"].push_back({{"requests", q.requests}, {"steps", q.steps}, {"preemptions", q.preemptions},
+                                     {"kv_blocks_total", q.total_blocks}, {"kv_peak_blocks", q.peak_blocks_used}, {"kv_peak_usage", peak_share(q)}});
+    }
     j["kv_transfer_s"] = r.disagg ? dist_json(r.disagg->transfer_s) : nlohmann::ordered_json(nullptr);  // null: aggregated
     if (r.disagg) {  // the link and the pools, only in P/D runs
         const DisaggReport& d = *r.disagg;

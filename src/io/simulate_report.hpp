@@ -40,6 +40,20 @@ struct SpecReport {
     std::int64_t blocks_without_draft = 0;   // the pool before the drafter's KV
 };
 
+// Data-parallel attention + expert parallelism (simulate --dp / --ep): the
+// layout of one replica, each DP rank an engine with the KV pool `config` holds.
+struct DpLayoutReport {
+    std::int64_t dp = 1;
+    std::int64_t attention_tp = 1;
+    std::int64_t ep = 1;
+    std::int64_t gpus = 1;            // per replica: dp x attention TP
+    std::int64_t experts_per_gpu = 0; // routed (+ redundant) experts of a MoE layer on one GPU
+    std::int64_t nodes = 1;
+    std::int64_t gpus_per_node = 1;
+    std::string nic;                  // between nodes; empty on one node
+    double expert_imbalance = 1.0;
+};
+
 struct SimulateResult {
     std::string engine = "vllm";  // whose scheduler: vllm|sglang (config then holds SGLang's figures)
     std::string schedule_policy = "fcfs";
@@ -56,6 +70,7 @@ struct SimulateResult {
     Slo slo;
     std::optional<DisaggReport> disagg;  // P/D runs only
     std::optional<SpecReport> spec;      // --spec-method runs only
+    std::optional<DpLayoutReport> layout;  // --dp / --ep runs only
 };
 
 std::string render_simulate_table(const SimulateResult& r);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/sim/dp_group.hpp"
 
 namespace kvplan {
 
@@ -33,6 +34,7 @@ void add_engine_totals(SimRun& run, SimRun&& e, std::vector<std::vector<TimePoin
     run.peak_blocks_used = std::max(run.peak_blocks_used, e.peak_blocks_used);
     run.total_blocks += e.total_blocks;
     run.end_s = std::max(run.end_s, e.end_s);
+    run.dp_ranks.insert(run.dp_ranks.end(), e.dp_ranks.begin(), e.dp_ranks.end());
     series.push_back(std::move(e.timeseries));
     blocks.push_back(e.total_blocks);
 }
@@ -225,6 +227,16 @@ SimRun simulate_sglang_cluster(const Workload& w, const SglangConfig& c, const C
     for (const RequestRecord& r : run.requests)
         if (!r.rejected && r.finish_s < 0) throw std::logic_error("sglang: requests left unserved");
     return run;
+}
+
+SimRun simulate_dp_cluster(const Workload& w, const SchedulerConfig& c, std::int64_t dp, const ClusterConfig& k, const DpStepPricer& price,
+                           bool check_invariants) {
+    check_scheduler_config(c);
+    check_cluster(w, k);
+    Cluster<DpGroup, RequestStates> cluster(w, k, request_states(w), [&](RequestStates& states) {
+        return DpGroup(w, c, dp, price, check_invariants, states);
+    });
+    return cluster.run();
 }
 
 }  // namespace kvplan

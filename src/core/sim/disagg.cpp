@@ -1,6 +1,7 @@
 #include "core/sim/disagg.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <string>
 
@@ -56,6 +57,29 @@ bool VllmEngine::admit_remote(std::size_t r, std::int64_t& budget) {
     waiting_.pop_front();
     remote_loading_.emplace_back(remote_(r, prompt, t_), r);
     return true;
+}
+
+// Nothing runs and the queue's head cannot get its blocks, while requests
+// behind it hold theirs with their pulled KV loaded: vLLM's FCFS loop stops
+// at the head (scheduler.py: allocate_slots returns None, break), so the
+// engine would stall for good, the free blocks never enough for the head.
+// The simulator lets those loaded requests start instead (each needs at most
+// one more block); as they finish, their blocks go to the head
+// (docs/simulate.md, "Disaggregated prefill/decode").
+void VllmEngine::admit_loaded_behind_head(std::int64_t& budget) {
+    for (auto it = std::next(waiting_.begin()); it != waiting_.end() && budget > 0 && static_cast<std::int64_t>(running_.size()) < c_.max_num_seqs;) {
+        const std::size_t r = *it;
+        if (remote_state_[r] != 2) {
+            ++it;
+            continue;
+        }
+        if (!allocate(r, 1)) return;
+        remote_state_[r] = 3;
+        it = waiting_.erase(it);
+        running_.push_back(r);
+        step_.push_back({r, 1});
+        budget -= 1;
+    }
 }
 
 // Scheduler._update_waiting_for_remote_kv: when the pull is done,

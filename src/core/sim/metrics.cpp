@@ -165,6 +165,13 @@ SimSummary summarise(const SimRun& run, const Slo& slo, bool with_itl) {
             if (r.total_blocks > 0)
                 s.kv_peak_usage = std::max(s.kv_peak_usage, static_cast<double>(r.peak_blocks_used) / static_cast<double>(r.total_blocks));
     }
+    if (!run.dp_ranks.empty()) {
+        // DP ranks: each its own pool, as replicas.
+        s.kv_peak_usage = 0;
+        for (const ReplicaStats& r : run.dp_ranks)
+            if (r.total_blocks > 0)
+                s.kv_peak_usage = std::max(s.kv_peak_usage, static_cast<double>(r.peak_blocks_used) / static_cast<double>(r.total_blocks));
+    }
     if (slo.any()) {
         s.goodput_requests_per_s = s.duration_s > 0 ? static_cast<double>(good) / s.duration_s : 0;
         s.slo_attainment = s.requests > 0 ? static_cast<double>(good) / static_cast<double>(s.requests) : 0;

@@ -585,6 +585,7 @@ void VllmEngine::schedule_waiting(std::int64_t& budget) {
     if (cpu_ && budget > 0 && static_cast<std::int64_t>(running_.size()) < c_.max_num_seqs) finish_loads();
     while (!waiting_.empty() && budget > 0 && static_cast<std::int64_t>(running_.size()) < c_.max_num_seqs)
         if (!admit(waiting_.front(), budget)) break;
+    if (remote_ && running_.empty() && step_.empty() && !waiting_.empty()) admit_loaded_behind_head(budget);
 }
 
 // Full blocks of a request enter the prefix cache once their KV is computed,
@@ -685,7 +686,8 @@ void VllmEngine::keep_spec_tokens(std::size_t r, std::int64_t n) {
     if (l.generated >= w_.requests[r].output_tokens) finished_.push_back(r);
 }
 
-void VllmEngine::apply_step() {
+// The scheduled step's sequences into work_; returns the proposer's time.
+double VllmEngine::plan_work() {
     work_.clear();
     std::int64_t spec_seqs = 0, spec_context = 0;
     for (const auto& [r, n] : step_) {
@@ -697,7 +699,50 @@ void VllmEngine::apply_step() {
     }
     // The proposer runs after the target's forward pass, in the same engine
     // step (gpu_model_runner.py, propose_draft_token_ids).
-    const double dt = price_(work_) + (spec_seqs > 0 && c_.spec.draft_s ? c_.spec.draft_s(spec_seqs, spec_context) : 0.0);
+    return spec_seqs > 0 && c_.spec.draft_s ? c_.spec.draft_s(spec_seqs, spec_context) : 0.0;
+}
+
+void VllmEngine::apply_step() {
+    const double draft = plan_work();
+    commit_step(price_(work_) + draft);
+}
+
+void VllmEngine::sync_to(double t) {
+    if (!(t >= t_)) throw std::logic_error("lockstep: a rank's clock moved back");
+    t_ = t;
+    sample(t_);
+}
+
+bool VllmEngine::plan_step() {
+    if (cpu_ || remote_ || !stages_.empty()) throw std::logic_error("lockstep: a rank with a pipeline, a CPU tier or remote prefill");
+    plan_done_before_ = done_;
+    arrive();
+    for (;;) {
+        step_.clear();
+        work_.clear();
+        planned_draft_s_ = 0;
+        if (running_.empty() && waiting_.empty()) return false;
+        std::int64_t budget = c_.max_num_batched_tokens;
+        if (schedule_running(budget)) schedule_waiting(budget);
+        if (!step_.empty()) break;
+        // A request preempted itself or was rejected: the queue's head meets
+        // an empty pool, which admits or rejects it next pass (as advance()).
+        if (!running_.empty()) throw std::logic_error("the scheduler found nothing to run");
+    }
+    planned_draft_s_ = plan_work();
+    return true;
+}
+
+void VllmEngine::idle_step(double dt) {
+    if (!(dt > 0) || !std::isfinite(dt)) throw std::logic_error("a wave priced at a non-positive time");
+    last_step_start_ = t_;
+    t_ += dt;
+    last_step_done_ = done_ - plan_done_before_;  // rejected while planning
+    sample(t_);
+}
+
+// The step in step_ / work_ ends dt from now.
+void VllmEngine::commit_step(double dt) {
     if (!(dt > 0) || !std::isfinite(dt)) throw std::logic_error("a step priced at a non-positive time");
     last_step_start_ = t_;
     t_ += dt;
@@ -725,6 +770,8 @@ void VllmEngine::apply_step() {
     }
     finish_requests();
     sample(t_);
+    last_step_done_ = done_ - plan_done_before_;  // lockstep's count; advance() sets its own after
+    if (check_ && !pool_->consistent()) throw std::logic_error("block pool inconsistent after a step");
 }
 
 // The requests in finished_ leave at t_, their blocks freed.
@@ -973,7 +1020,6 @@ void VllmEngine::advance(double horizon, bool stop_on_done) {
             if (cpu_ && !loading_.empty() && done_ == done_before) wait_load_s_ = next_load_s();
         } else {
             apply_step();
-            if (check_ && !pool_->consistent()) throw std::logic_error("block pool inconsistent after a step");
         }
         last_step_done_ = done_ - done_before;  // finished, or rejected, in this pass
         if (stop_on_done && done_ != done_before) return;

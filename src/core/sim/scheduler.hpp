@@ -192,6 +192,7 @@ struct SimRun {
     std::int64_t spec_verifies = 0, spec_drafts = 0, spec_accepted = 0, spec_kept_tokens = 0;
     double end_s = 0;
     std::vector<ReplicaStats> replicas;   // one per engine (simulate_cluster); empty from simulate()
+    std::vector<ReplicaStats> dp_ranks;   // one per data-parallel rank of every replica (dp_group.hpp); else empty
 };
 
 using StepPricer = std::function<double(const std::vector<SeqWork>&)>;
@@ -292,6 +293,28 @@ public:
 
     static const StagePricers& no_stages();
 
+    // Lockstep, as one data-parallel rank of a DP group (dp_group.hpp): the
+    // group moves every rank's clock to the wave's start, each rank
+    // schedules its step, the group prices them together as one forward
+    // pass, and each rank commits it (or idles through it). A plain engine
+    // only: no pipeline, CPU tier or remote prefill; advance() is not used.
+    // Nothing routed here and waiting or running.
+    bool idle() const { return running_.empty() && waiting_.empty() && inbox_.empty(); }
+    std::int64_t waiting_count() const { return static_cast<std::int64_t>(waiting_.size() + inbox_.size()); }
+    std::int64_t running_count() const { return static_cast<std::int64_t>(running_.size()); }
+    // Moves the clock to t (not before now()), logging the seconds crossed.
+    void sync_to(double t);
+    // Schedules the step at now(), the requests that arrived by then queued
+    // first; false when there is nothing to run (the wave finds it idle).
+    bool plan_step();
+    // The planned step's sequences, and its proposer's time (speculative decoding).
+    const std::vector<SeqWork>& planned_work() const { return work_; }
+    double planned_draft_s() const { return planned_draft_s_; }
+    // Ends the planned step dt after now(); idle_step: the wave passed with
+    // nothing planned (the rank ran a dummy batch, not a step of its own).
+    void commit_step(double dt);
+    void idle_step(double dt);
+
     // Disaggregated decode (disagg.hpp): every request added is one whose
     // prompt a prefill instance computed. Admitted, it gets the blocks for its
     // whole prompt and waits (vLLM's WAITING_FOR_REMOTE_KVS) until the time
@@ -354,6 +377,7 @@ private:
     void schedule_waiting(std::int64_t& budget);
     bool admit(std::size_t r, std::int64_t& budget);
     void apply_step();
+    double plan_work();
     void register_full_blocks(std::size_t r);
     void sample(double until);
     bool decode_run(double horizon);
@@ -364,6 +388,7 @@ private:
     std::int64_t decode_run_length(std::int64_t& context_sum) const;
     // Disaggregated decode (defined in disagg.cpp).
     bool admit_remote(std::size_t r, std::int64_t& budget);
+    void admit_loaded_behind_head(std::int64_t& budget);
     void collect_loaded();
     double next_loaded_s() const;
     // KV offload (cpu_tier.hpp): the CPU tier's key of block j, the blocks
@@ -424,6 +449,8 @@ private:
     };
     std::vector<Load> loading_;        // requests waiting for their load, in start order
     double wait_load_s_ = -1;          // nothing can be scheduled before this load ends (-1: none)
+    double planned_draft_s_ = 0;       // lockstep: the planned step's proposer time
+    std::int64_t plan_done_before_ = 0;  // lockstep: done() when the step was planned
 };
 
 }  // namespace kvplan

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <stdexcept>
 
 #include "core/checked.hpp"
 #include "core/error.hpp"
@@ -323,22 +324,13 @@ double routed_weight_bytes(const CostModel& m, std::int64_t tokens) {
     return static_cast<double>(m.moe_layers) * experts_touched(m.experts, m.experts_per_token, tokens) * m.expert_bytes;
 }
 
-// One DP rank's step of `seqs` replica sequences of `tokens_per_seq` new
-// tokens each, `seq` being one sequence's KV and attention terms; the step
-// is the slowest rank's (docs/scale-out.md, "Step cost").
-StepCost layout_step(const CostModel& m, std::int64_t seqs, std::int64_t tokens_per_seq, const DecodeSeqTerms& seq) {
+// The step of one DP rank holding `c`'s sequences (c.rank_sequences, and
+// their KV and attention terms) and `rank_tokens` new tokens, while the
+// replica's DP ranks together compute `replica_tokens` (docs/scale-out.md,
+// "Step cost"): the rank's own attention and dense layers, the experts and
+// all-to-alls of the whole replica's tokens.
+StepCost rank_step(const CostModel& m, StepCost c, std::int64_t rank_tokens, double replica_tokens) {
     const ExpertLayout& L = m.layout;
-    StepCost c;
-    // Sequences are spread over the DP ranks; the busiest holds ceil(B / DP).
-    const std::int64_t rank_seqs = ceil_div(seqs, L.dp);
-    const double b = static_cast<double>(rank_seqs);
-    const std::int64_t rank_tokens = checked_mul(rank_seqs, tokens_per_seq, "tokens per DP rank");
-    const double replica_tokens = static_cast<double>(seqs) * static_cast<double>(tokens_per_seq);
-    c.rank_sequences = b;
-    // Attention and KV: this rank's own sequences, heads over the attention TP.
-    c.kv_read_bytes = b * seq.kv_read_bytes;
-    c.kv_write_bytes = b * seq.kv_write_bytes;
-    c.attention_flops = b * seq.attention_flops;
     // Routed experts: the replica's T x k token-expert pairs spread uniformly
     // over EP ranks (T x k / EP each), the busiest rank `imbalance` x that.
     const double load = replica_tokens * L.imbalance;  // the busiest rank's share, in replica tokens
@@ -379,6 +371,38 @@ StepCost layout_step(const CostModel& m, std::int64_t seqs, std::int64_t tokens_
         c.all_to_all_s = layers * (call_s(L.dispatch_latency_s, L.dispatch_bytes_per_copy) + call_s(L.combine_latency_s, L.combine_bytes_per_copy));
     }
     return finish(m, c, rank_tokens, expert_tokens);
+}
+
+// One DP rank's step of `seqs` replica sequences of `tokens_per_seq` new
+// tokens each, `seq` being one sequence's KV and attention terms; the step
+// is the slowest rank's, the one holding ceil(seqs / DP) of them.
+StepCost layout_step(const CostModel& m, std::int64_t seqs, std::int64_t tokens_per_seq, const DecodeSeqTerms& seq) {
+    StepCost c;
+    const std::int64_t rank_seqs = ceil_div(seqs, m.layout.dp);
+    const double b = static_cast<double>(rank_seqs);
+    const std::int64_t rank_tokens = checked_mul(rank_seqs, tokens_per_seq, "tokens per DP rank");
+    c.rank_sequences = b;
+    // Attention and KV: this rank's own sequences, heads over the attention TP.
+    c.kv_read_bytes = b * seq.kv_read_bytes;
+    c.kv_write_bytes = b * seq.kv_write_bytes;
+    c.attention_flops = b * seq.attention_flops;
+    return rank_step(m, c, rank_tokens, static_cast<double>(seqs) * static_cast<double>(tokens_per_seq));
+}
+
+// One sequence's KV read and written and its attention FLOPs in a mixed
+// step, added to c; returns its new tokens.
+std::int64_t add_seq_work(const CostModel& m, const SeqWork& w, StepCost& c) {
+    const double n = static_cast<double>(w.new_tokens);
+    for (const CostGroup& g : m.groups) {
+        const std::int64_t held = g.window_tokens > 0 ? std::min(w.cached, g.window_tokens) : w.cached;
+        c.kv_read_bytes += g.kv_bytes_per_token * static_cast<double>(held) + g.state_bytes;
+        const double kept = g.window_tokens > 0 ? std::min(n, static_cast<double>(g.window_tokens)) : n;
+        c.kv_write_bytes += g.kv_bytes_per_token * kept + g.state_bytes;
+        // Each new token attends to the cached prefix (within the window) and the new tokens before it.
+        const double pairs = n * static_cast<double>(held) + causal_pairs(w.new_tokens, g.window_tokens);
+        c.attention_flops += g.attention_flops_per_token_pair * pairs + g.state_flops_per_token * n;
+    }
+    return w.new_tokens;
 }
 
 }  // namespace
@@ -454,23 +478,33 @@ StepCost prefill_step(const CostModel& m, std::int64_t batch, std::int64_t promp
 StepCost mixed_step(const CostModel& m, const std::vector<SeqWork>& seqs) {
     StepCost c;
     std::int64_t tokens = 0;
-    for (const SeqWork& w : seqs) {
-        tokens += w.new_tokens;
-        const double n = static_cast<double>(w.new_tokens);
-        for (const CostGroup& g : m.groups) {
-            const std::int64_t held = g.window_tokens > 0 ? std::min(w.cached, g.window_tokens) : w.cached;
-            c.kv_read_bytes += g.kv_bytes_per_token * static_cast<double>(held) + g.state_bytes;
-            const double kept = g.window_tokens > 0 ? std::min(n, static_cast<double>(g.window_tokens)) : n;
-            c.kv_write_bytes += g.kv_bytes_per_token * kept + g.state_bytes;
-            // Each new token attends to the cached prefix (within the window) and the new tokens before it.
-            const double pairs = n * static_cast<double>(held) + causal_pairs(w.new_tokens, g.window_tokens);
-            c.attention_flops += g.attention_flops_per_token_pair * pairs + g.state_flops_per_token * n;
-        }
-    }
+    for (const SeqWork& w : seqs) tokens += add_seq_work(m, w, c);
     c.expert_weight_bytes = routed_weight_bytes(m, tokens);
     c.weight_bytes = m.dense_weight_bytes + c.expert_weight_bytes;
     c.matmul_flops = static_cast<double>(tokens) * m.matmul_flops_per_token;
     return finish(m, c, tokens);
+}
+
+StepCost dp_mixed_step(const CostModel& m, const std::vector<const std::vector<SeqWork>*>& ranks) {
+    if (!m.layout.active()) throw std::logic_error("dp_mixed_step: a cost model without a DP + EP layout");
+    if (static_cast<std::int64_t>(ranks.size()) != m.layout.dp) throw std::logic_error("dp_mixed_step: one batch per DP rank");
+    std::vector<StepCost> terms(ranks.size());
+    std::vector<std::int64_t> tokens(ranks.size(), 0);
+    double replica_tokens = 0;
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+        for (const SeqWork& w : *ranks[i]) tokens[i] += add_seq_work(m, w, terms[i]);
+        terms[i].rank_sequences = static_cast<double>(ranks[i]->size());
+        replica_tokens += static_cast<double>(tokens[i]);
+    }
+    if (!(replica_tokens > 0)) throw std::logic_error("dp_mixed_step: a step with no tokens");
+    // Every layer's all-to-all waits for the slowest rank: the step is its.
+    StepCost slowest;
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+        if (tokens[i] == 0) continue;  // it runs a dummy batch, shorter than any rank with work
+        const StepCost c = rank_step(m, terms[i], tokens[i], replica_tokens);
+        if (c.total_s > slowest.total_s) slowest = c;
+    }
+    return slowest;
 }
 
 namespace {

@@ -223,6 +223,17 @@ struct SeqWork {
 // plain TP layout (CostModel::layout is read by decode_step and prefill_step only).
 StepCost mixed_step(const CostModel& m, const std::vector<SeqWork>& seqs);
 
+// The lockstep step of a replica's DP ranks under DP attention + EP
+// (CostModel::layout active; `ranks` one batch per DP rank, some may be
+// empty): each rank's attention, KV and dense layers over its own
+// sequences, the routed experts and all-to-alls over the tokens of all of
+// them (uniform routing, the busiest EP rank `imbalance` x the mean). Every
+// MoE layer's dispatch waits for the slowest rank, so the step is that
+// rank's, returned with its terms; an empty rank runs a dummy batch and
+// never sets the pace (docs/simulate.md, "Data-parallel attention").
+// For DP equal batches it is layout_step's price of their union.
+StepCost dp_mixed_step(const CostModel& m, const std::vector<const std::vector<SeqWork>*>& ranks);
+
 // mixed_step of a pure decode batch, {c_1, 1} .. {c_batch, 1}, from the batch
 // size and the sum of the contexts alone, in O(layer groups) instead of
 // O(batch): what the simulator prices a run of decode steps with. It is the

@@ -176,6 +176,38 @@ TEST_CASE("a decode pool with a sliding-window group rejects a prompt whose pull
     CHECK(run.run.requests[1].finish_s > 0);
 }
 
+TEST_CASE("a decode pool whose preempted head cannot fit runs the loaded requests behind it instead of stalling") {
+    // Five prompts of 209 tokens with 152 outputs each (361 tokens, 23
+    // blocks of 16) on a decode pool of 64 blocks, max_num_seqs 1. Each pull
+    // takes 14 blocks while the one running request decodes into what is
+    // left; the second request to run needs a block when none is free,
+    // preempts itself and comes back at the head needing more blocks than
+    // are free, the requests behind it holding theirs with their KV loaded.
+    // vLLM's FCFS loop stops at the head and the engine would stall for good
+    // (this test looped forever before); the loaded requests start instead,
+    // and the head is served once one of them has finished. (Found by
+    // fuzz_trace as a decode side that looped at one time, tests/fixtures/fuzz.)
+    Workload w;
+    for (int i = 0; i < 5; ++i) w.requests.push_back(SimRequest{0, 209, 152, {}, 0});
+    SchedulerConfig c;
+    c.num_gpu_blocks = 64;
+    c.max_num_seqs = 1;
+    c.max_num_batched_tokens = 1792;
+    c.prefix_caching = false;
+    DisaggConfig k = slow_link();
+    k.link.bytes_per_s = 1e8;
+    const DisaggRun run = simulate_disagg(w, c, c, k, linear, linear_decode, linear, linear_decode, true);
+    std::int64_t preemptions = 0;
+    for (const RequestRecord& r : run.run.requests) {
+        CHECK_FALSE(r.rejected);
+        CHECK(r.finish_s > 0);
+        preemptions += r.preemptions;
+    }
+    CHECK(preemptions == 1);
+    CHECK(run.run.requests[1].preemptions == 1);
+    CHECK(run.run.requests[1].finish_s > run.run.requests[4].finish_s);  // a request behind the head went first
+}
+
 TEST_CASE("every request of a P/D run is served in causal order, the same on every run and stepped one by one") {
     SyntheticSpec s;
     s.rate = 40;

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include "core/error.hpp"
 #include "core/memory/parallel.hpp"
@@ -203,4 +204,48 @@ TEST_CASE("the same 16 GPUs on one scale-up link send nothing over the NIC") {
 
 TEST_CASE("a layout over several nodes without a NIC is refused") {
     CHECK_THROWS_WITH(two_nodes(8, Nic{}), Catch::Contains("needs the NIC between them (--nic)"));
+}
+
+// The simulator's lockstep step (dp_mixed_step): one batch per DP rank.
+TEST_CASE("dp_mixed_step: eight equal decode batches of 8 price as decode_step at batch 64") {
+    const CostModel m = layout(vllm_dp8_ep8());
+    const std::vector<SeqWork> rank(8, SeqWork{2560, 1});
+    const std::vector<const std::vector<SeqWork>*> ranks(8, &rank);
+    const StepCost lock = dp_mixed_step(m, ranks);
+    const StepCost s = decode_step(m, 64, 2560);
+    CHECK(lock.rank_sequences == 8);
+    CHECK(lock.rank_expert_tokens == Approx(s.rank_expert_tokens));
+    CHECK(lock.all_to_all_bytes == Approx(s.all_to_all_bytes));
+    CHECK(lock.kv_read_bytes == Approx(s.kv_read_bytes));
+    CHECK(lock.total_s == Approx(s.total_s).epsilon(1e-12));
+}
+
+TEST_CASE("dp_mixed_step: the slowest rank sets the step, the experts see every rank's tokens") {
+    const CostModel m = layout(vllm_dp8_ep8());
+    // Rank 0 decodes 8 sequences at 32,768 tokens; the other seven 8 at 256.
+    const std::vector<SeqWork> heavy(8, SeqWork{32768, 1}), light(8, SeqWork{256, 1});
+    std::vector<const std::vector<SeqWork>*> ranks(8, &light);
+    ranks[0] = &heavy;
+    const StepCost lock = dp_mixed_step(m, ranks);
+    // Rank 0's KV: 8 x 32,768 tokens x 70,272 B (61 x 576 x 2, MLA); its attention is the pace.
+    CHECK(lock.kv_read_bytes == Approx(8.0 * 32768 * 70'272));
+    // The experts' pairs are the 64 replica tokens' (64 x 8 / 8), as at batch 64.
+    CHECK(lock.rank_expert_tokens == Approx(64));
+    CHECK(lock.total_s > decode_step(m, 64, 256).total_s);
+    CHECK(lock.total_s == Approx(dp_mixed_step(m, std::vector<const std::vector<SeqWork>*>(8, &heavy)).total_s));
+    // An idle rank runs a dummy batch: seven idle ranks leave rank 0's step
+    // with its own 8 tokens of experts' pairs (8 x 8 / 8).
+    const std::vector<SeqWork> none;
+    std::vector<const std::vector<SeqWork>*> alone(8, &none);
+    alone[0] = &heavy;
+    const StepCost one = dp_mixed_step(m, alone);
+    CHECK(one.rank_expert_tokens == Approx(8));
+    CHECK(one.kv_read_bytes == lock.kv_read_bytes);
+    CHECK(one.total_s < lock.total_s);
+}
+
+TEST_CASE("dp_mixed_step refuses a plain cost model and a wrong number of ranks") {
+    const std::vector<SeqWork> rank(1, SeqWork{100, 1});
+    CHECK_THROWS_AS(dp_mixed_step(plain(), {&rank}), std::logic_error);
+    CHECK_THROWS_AS(dp_mixed_step(layout(vllm_dp8_ep8()), {&rank, &rank}), std::logic_error);
 }

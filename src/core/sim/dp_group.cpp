@@ -1,0 +1,153 @@
+#include "core/sim/dp_group.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace kvplan {
+
+namespace {
+
+// A rank's own pricers are never called: the group prices every wave.
+const StepPricer& group_priced() {
+    static const StepPricer p = [](const std::vector<SeqWork>&) -> double { throw std::logic_error("a DP rank priced its own step"); };
+    return p;
+}
+const DecodePricer& no_decode_runs() {
+    static const DecodePricer p;
+    return p;
+}
+
+}  // namespace
+
+DpGroup::DpGroup(const Workload& w, const SchedulerConfig& c, std::int64_t dp, const DpStepPricer& price, bool check, RequestStates& states)
+    : price_(price), records_(states.records) {
+    if (dp < 2 || dp > 1024) usage_error("--dp " + std::to_string(dp) + ": a DP group takes 2 to 1024 ranks");
+    if (c.cpu_tier.blocks > 0) usage_error("--cpu-offload: KV offload with data-parallel attention is not simulated; drop --cpu-offload or --dp");
+    SchedulerConfig rank = c;
+    rank.jump_decode_runs = false;  // every wave is priced over all ranks
+    ranks_.reserve(static_cast<std::size_t>(dp));
+    for (std::int64_t i = 0; i < dp; ++i) ranks_.emplace_back(w, rank, group_priced(), no_decode_runs(), check, states);
+    counts_.assign(ranks_.size(), {0, 0});
+    routed_.assign(ranks_.size(), 0);
+    planned_.assign(ranks_.size(), 0);
+    works_.assign(ranks_.size(), nullptr);
+}
+
+void DpGroup::add(std::size_t r) { inbox_.push_back(r); }
+
+std::int64_t DpGroup::done() const {
+    std::int64_t n = 0;
+    for (const VllmEngine& e : ranks_) n += e.done();
+    return n;
+}
+
+// vLLM's internal load balancer: the published counts, refreshed every
+// kDpStatsInterval_s, plus one waiting request for each routed since.
+std::size_t DpGroup::pick_rank(double arrival_s) {
+    if (published_s_ < 0 || arrival_s >= published_s_ + kDpStatsInterval_s) {
+        for (std::size_t i = 0; i < ranks_.size(); ++i) counts_[i] = {ranks_[i].waiting_count(), ranks_[i].running_count()};
+        published_s_ = std::floor(arrival_s / kDpStatsInterval_s) * kDpStatsInterval_s;
+    }
+    std::size_t best = 0;
+    std::int64_t least = std::numeric_limits<std::int64_t>::max();
+    for (std::size_t i = 0; i < ranks_.size(); ++i) {
+        const std::int64_t score = counts_[i][0] * 4 + counts_[i][1];
+        if (score < least) {
+            least = score;
+            best = i;
+        }
+    }
+    counts_[best][0] += 1;
+    return best;
+}
+
+// The requests that arrived by now go to their ranks, in arrival order.
+void DpGroup::dispatch() {
+    while (!inbox_.empty() && records_[inbox_.front()].arrival_s <= t_) {
+        const std::size_t r = inbox_.front();
+        inbox_.pop_front();
+        const std::size_t rank = pick_rank(records_[r].arrival_s);
+        ++routed_[rank];
+        ranks_[rank].add(r);
+    }
+}
+
+std::optional<double> DpGroup::next_step_s() const {
+    for (const VllmEngine& e : ranks_)
+        if (!e.idle()) return t_;
+    if (inbox_.empty()) return std::nullopt;
+    return std::max(t_, records_[inbox_.front()].arrival_s);
+}
+
+// One wave (every rank's step at once), or the jump to the next arrival
+// when no rank has work; false when neither starts before `horizon`.
+bool DpGroup::wave(double horizon) {
+    dispatch();
+    const bool work = std::any_of(ranks_.begin(), ranks_.end(), [](const VllmEngine& e) { return !e.idle(); });
+    if (!work) {
+        if (inbox_.empty()) return false;
+        const double next = records_[inbox_.front()].arrival_s;
+        if (next >= horizon) return false;
+        t_ = std::max(t_, next);
+        for (VllmEngine& e : ranks_) e.sync_to(t_);
+        return true;
+    }
+    if (t_ >= horizon) return false;
+    bool any = false;
+    double draft_s = 0;
+    static const std::vector<SeqWork> dummy;  // an idle rank's batch
+    for (std::size_t i = 0; i < ranks_.size(); ++i) {
+        planned_[i] = ranks_[i].plan_step();
+        any = any || planned_[i];
+        works_[i] = planned_[i] ? &ranks_[i].planned_work() : &dummy;
+        draft_s = std::max(draft_s, ranks_[i].planned_draft_s());
+    }
+    if (!any) return true;  // only rejections this pass: the ranks' state moved, try again
+    const double dt = price_(works_) + draft_s;
+    if (!(dt > 0) || !std::isfinite(dt)) throw std::logic_error("a wave priced at a non-positive time");
+    for (std::size_t i = 0; i < ranks_.size(); ++i) {
+        if (planned_[i]) ranks_[i].commit_step(dt);
+        else ranks_[i].idle_step(dt);
+    }
+    t_ += dt;
+    ++waves_;
+    return true;
+}
+
+void DpGroup::advance(double horizon, bool stop_on_done) {
+    for (;;) {
+        const std::int64_t done_before = done();
+        if (!wave(horizon)) return;
+        if (stop_on_done && done() != done_before) return;
+    }
+}
+
+std::int64_t DpGroup::outstanding_at(double t) const {
+    std::int64_t n = 0;
+    for (const VllmEngine& e : ranks_) n += e.outstanding_at(t);
+    for (std::size_t r : inbox_)
+        if (records_[r].arrival_s <= t) ++n;
+    return n;
+}
+
+SimRun DpGroup::take_totals() {
+    SimRun run;
+    std::vector<std::vector<TimePoint>> series;
+    std::vector<std::int64_t> blocks;
+    for (std::size_t i = 0; i < ranks_.size(); ++i) {
+        SimRun e = ranks_[i].take_totals();
+        run.dp_ranks.push_back(ReplicaStats{routed_[i], e.steps, e.preemptions, e.peak_blocks_used, e.total_blocks});
+        add_engine_totals(run, std::move(e), series, blocks);
+    }
+    run.timeseries = sum_series(series, blocks, run.total_blocks);
+    run.steps = waves_;  // the group's forward passes, not the ranks' steps summed
+    run.end_s = std::max(run.end_s, t_);
+    return run;
+}
+
+}  // namespace kvplan

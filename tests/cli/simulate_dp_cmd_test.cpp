@@ -1,0 +1,132 @@
+// `kvplan simulate --dp N --enable-expert-parallel` end to end (in
+// process): every DP rank holds the pool `concurrency --dp` computes, a lone
+// request's times are the roofline's lockstep steps, and the flags the DP
+// group does not simulate are refused in one line.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include "core/memory/parallel.hpp"
+#include "core/speed/step_cost.hpp"
+#include "io/engine_db.hpp"
+#include "test_support.hpp"
+
+using namespace kvplan;
+using namespace kvplan::test;
+
+namespace {
+
+std::string write_temp(const std::string& name, const std::string& text) {
+    std::string templ = (std::filesystem::temp_directory_path() / "kvplan-dp-XXXXXX").string();
+    REQUIRE(::mkdtemp(templ.data()) != nullptr);
+    const std::string path = templ + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+}
+
+void expect_usage_error(const std::vector<std::string>& args, const std::string& names) {
+    const auto r = kvplan_run(args);
+    INFO(r.err);
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.find(names) != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+const std::vector<std::string> kDp8 = {"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--dp", "8", "--enable-expert-parallel"};
+
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& more) {
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+}
+
+}  // namespace
+
+TEST_CASE("simulate --dp 8 --enable-expert-parallel: eight pools of concurrency's per-rank blocks, a lone request priced by the lockstep step") {
+    // concurrency --dp 8 --enable-expert-parallel (tests/cli/concurrency_cmd_test.cpp):
+    // 25,029 blocks of 16 tokens per DP rank on an H200.
+    const std::string trace = write_temp("one.csv", "arrival_s,input_tokens,output_tokens\n0,2000,3\n");
+    auto r = kvplan_run(with(kDp8, {"--trace", trace, "--json"}));
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["layout"]["dp"] == 8);
+    CHECK(j["layout"]["ep"] == 8);
+    CHECK(j["layout"]["attention_tp"] == 1);
+    CHECK(j["layout"]["experts_per_gpu"] == 32);
+    CHECK(j["layout"]["nodes"] == 1);
+    CHECK(j["layout"]["nic"].is_null());
+    CHECK(j["layout"]["kv_blocks_per_rank"] == 25'029);
+    CHECK(j["kv_blocks_total"] == 8 * 25'029);
+    REQUIRE(j["dp_ranks"].size() == 8);
+    CHECK(j["dp_ranks"][0]["requests"] == 1);  // every score 0: rank 0
+    CHECK(j["dp_ranks"][1]["requests"] == 0);
+    CHECK(j["steps"] == 3);
+
+    // By hand: rank 0 prefills 2,000 tokens while seven ranks run dummy
+    // batches, then decodes at contexts 2,000 and 2,001; each wave is
+    // dp_mixed_step's price with the vLLM profile, experts over EP 8.
+    const ModelSpec m = preset("deepseek-v3");
+    ScaleOutInputs si;
+    si.tp = 1;
+    si.dp = 8;
+    si.enable_expert_parallel = true;
+    const ScaleOut so = plan_scale_out(m, si);
+    CostModelInputs in;
+    in.model = &m;
+    in.gpu = gpu("h200");
+    in.tp = 1;
+    in.efficiency.profile = find_engine("--engine", "vllm");
+    const CostModel cost = make_cost_model(in, ExpertLayoutInputs{so, 1.0, bundled_all_to_all_latencies(), 8, find_nic("ib-ndr")});
+    const auto wave = [&](std::int64_t cached, std::int64_t tokens) {
+        const std::vector<SeqWork> busy{{cached, tokens}}, idle;
+        std::vector<const std::vector<SeqWork>*> ranks(8, &idle);
+        ranks[0] = &busy;
+        return dp_mixed_step(cost, ranks).total_s;
+    };
+    const double ttft = wave(0, 2000);
+    CHECK(j["ttft_s"]["mean"].get<double>() == Approx(ttft).epsilon(1e-9));
+    CHECK(j["e2e_s"]["mean"].get<double>() == Approx(ttft + wave(2000, 1) + wave(2001, 1)).epsilon(1e-9));
+}
+
+TEST_CASE("simulate --dp 8 on a busy workload: every request served, a table of DP ranks within 100 columns") {
+    auto r = kvplan_run(with(kDp8, {"--rate", "40", "--requests", "400", "--input-len", "fixed:1500", "--output-len", "fixed:200", "--seed", "3"}));
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) CHECK(line.size() <= 100);
+    std::string flat = r.out;
+    std::replace(flat.begin(), flat.end(), '\n', ' ');
+    CHECK(flat.find("DP 8 x TP 1 (EP 8) = 8 GPUs a replica, 32 routed experts a GPU") != std::string::npos);
+    CHECK(flat.find("the fullest of 8 DP ranks") != std::string::npos);
+    CHECK(flat.find("400 of 400") != std::string::npos);
+    CHECK(flat.find("DP rank") != std::string::npos);
+    CHECK(flat.find("DP 8 x TP 1 (EP 8) on NVIDIA H200") != std::string::npos);
+}
+
+TEST_CASE("simulate --dp 16 over two nodes names the NIC, and the layout flags are refused where they cannot apply") {
+    auto r = kvplan_run({"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--dp", "16", "--enable-expert-parallel", "--nodes", "2",
+                         "--rate", "10", "--requests", "50", "--input-len", "fixed:500", "--output-len", "fixed:20", "--json"});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["layout"]["nodes"] == 2);
+    CHECK(j["layout"]["gpus_per_node"] == 8);
+    CHECK(j["layout"]["nic"] == "ib-ndr");
+    CHECK(j["layout"]["experts_per_gpu"] == 16);
+    CHECK(j["completed"] == 50);
+
+    const std::vector<std::string> load = {"--rate", "1", "--requests", "5", "--input-len", "fixed:100", "--output-len", "fixed:5"};
+    expect_usage_error(with(with(kDp8, load), {"--engine", "sglang"}), "SGLang's DP attention scheduler is not simulated");
+    expect_usage_error(with(with(kDp8, load), {"--pp", "2"}), "--pp 1");
+    expect_usage_error(with(with(kDp8, load), {"--cpu-offload", "64GiB"}), "--cpu-offload");
+    expect_usage_error(with(with(kDp8, load), {"--spec-method", "mtp", "--spec-tokens", "1", "--acceptance", "0.8"}), "--spec-method");
+    expect_usage_error(with({"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--nodes", "2"}, load), "add --dp or --ep");
+    expect_usage_error(with({"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--expert-imbalance", "1.2"}, load),
+                       "--expert-imbalance needs expert parallelism");
+    expect_usage_error(with(with(kDp8, load), {"--expert-imbalance", "0.5"}), "--expert-imbalance");
+}
