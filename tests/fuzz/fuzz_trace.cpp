@@ -2,12 +2,13 @@
 // Bytes -> trace (io/trace_reader, every format, auto-detected) -> Workload
 // -> the vLLM or SGLang scheduler over a small pool with a constant step, invariants
 // checked after every step, and vLLM's decode-run jump against stepping,
-// vLLM's pipeline, KV offload and disaggregated pools, and SGLang's
+// vLLM's pipeline, DP groups, KV offload and disaggregated pools, and SGLang's
 // replicas -> metrics. The reader must refuse every bad
 // line with a kvplan::Error; the scheduler must complete or reject every
 // request it is given. Anything else (a crash, a sanitizer report, a
 // logic_error from the invariants, a hang past -timeout) is a bug.
 // Build and run: `make fuzz`.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <sstream>
@@ -16,6 +17,7 @@
 #include "core/error.hpp"
 #include "core/sim/cluster.hpp"
 #include "core/sim/disagg.hpp"
+#include "core/sim/dp_group.hpp"
 #include "core/sim/metrics.hpp"
 #include "core/sim/scheduler.hpp"
 #include "core/sim/sglang_scheduler.hpp"
@@ -78,6 +80,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const SimRun piped = simulate_cluster(w, c, ClusterConfig{1 + static_cast<std::int64_t>(size % 3), Router::LeastLoaded}, by_context,
                                               decode, true, stages);
         for (const RequestRecord& r : piped.requests)
+            if (!r.rejected && r.finish_s < 0) __builtin_trap();
+        // Data-parallel ranks in lockstep (2 to 4 a group, 1 or 2 groups):
+        // every wave priced as its slowest rank, every request completed or rejected.
+        const DpStepPricer slowest = [&by_context](const std::vector<const std::vector<SeqWork>*>& ranks) {
+            double most = 0;
+            for (const auto* r : ranks)
+                if (!r->empty()) most = std::max(most, by_context(*r));
+            return most;
+        };
+        const SimRun dp = simulate_dp_cluster(w, c, 2 + static_cast<std::int64_t>(size % 3),
+                                              ClusterConfig{1 + static_cast<std::int64_t>(size % 2), Router::RoundRobin}, slowest, true);
+        for (const RequestRecord& r : dp.requests)
             if (!r.rejected && r.finish_s < 0) __builtin_trap();
         // KV offload to a CPU tier of 16 to 271 blocks over a slow or a fast
         // host link (one full-attention group with prefix caching, as the
