@@ -16,6 +16,7 @@
 #include "core/error.hpp"
 #include "core/memory/engine.hpp"
 #include "core/memory/kv_size.hpp"
+#include "core/memory/parallel.hpp"
 #include "core/model/config_parts.hpp"
 #include "core/sim/slo_search.hpp"
 #include "io/engine_db.hpp"
@@ -125,11 +126,13 @@ struct Setup {
 };
 
 // A candidate's row as the tables name it, before it is configured.
-Setup named(const Gpu& gpu, std::int64_t tp, std::int64_t pp, const char* knobs, const std::string& kv_dtype, const std::string& weights) {
+Setup named(const Gpu& gpu, std::int64_t tp, std::int64_t pp, const char* knobs, const std::string& kv_dtype, const std::string& weights,
+            std::int64_t dp = 1) {
     Setup s;
     s.row.gpu = gpu.id;
     s.row.tp = tp;
     s.row.pp = pp;
+    s.row.dp = dp;
     s.row.knobs = knobs;
     s.row.kv_dtype_flag = kv_dtype;
     s.row.weights_flag = weights;
@@ -186,13 +189,27 @@ void configure(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& 
     }
     const CostModelInputs in{&model, gpu, parse_weight_format("--weights-dtype", so.weights_dtype), parse_dtype_flag("--kv-dtype", so.kv_dtype),
                              so.tp, efficiency, std::nullopt};
-    s.cost = std::make_unique<CostModel>(make_cost_model(in));
+    if (so.dp > 1) {
+        // DP attention + EP within one node (simulate --dp N --enable-expert-parallel).
+        ScaleOutInputs si;
+        si.tp = so.tp;
+        si.dp = so.dp;
+        si.enable_expert_parallel = true;
+        s.cost = std::make_unique<CostModel>(make_cost_model(in, ExpertLayoutInputs{plan_scale_out(model, si), 1.0, bundled_all_to_all_latencies(), 0, Nic{}}));
+        const CostModel* cost = s.cost.get();
+        s.engine.dp = so.dp;
+        s.engine.dp_price = [cost](const std::vector<const std::vector<SeqWork>*>& ranks) { return dp_mixed_step(*cost, ranks).total_s; };
+    } else {
+        s.cost = std::make_unique<CostModel>(make_cost_model(in));
+    }
     if (s.cost->flops_per_s <= 0) {
         s.row.reason = "no FLOP/s figure for this device: prefill cannot be priced";
         return;
     }
-    s.engine.price = step_pricer(*s.cost);
-    if (!sglang) s.engine.decode = decode_pricer(*s.cost);
+    if (so.dp <= 1) {
+        s.engine.price = step_pricer(*s.cost);
+        if (!sglang) s.engine.decode = decode_pricer(*s.cost);
+    }
     if (so.pp > 1) {
         s.stage_costs = std::make_unique<std::vector<CostModel>>(stage_cost_models(in, so.pp));
         s.engine.stages = stage_pricers(*s.stage_costs);
@@ -200,6 +217,8 @@ void configure(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& 
     s.row.serve.gpu = gpu.id;
     s.row.serve.tp = so.tp;
     s.row.serve.pp = so.pp;
+    s.row.serve.attention_dp = std::max<std::int64_t>(1, so.dp);
+    s.row.serve.batch *= s.row.serve.attention_dp;  // the replica's sequences; the commands give each engine core its share
     s.row.serve.max_model_len = max_model_len;
     s.row.serve.kv_dtype = s.cost->kv_dtype;
     s.row.serve.vllm_mem_fraction = default_mem_fraction(Engine::Vllm, so.tp);
@@ -221,10 +240,33 @@ std::vector<std::int64_t> tp_degrees(const ModelSpec& model, std::int64_t max_gp
     return out;
 }
 
-// A replica's GPUs: TP stages of PP, within `max_gpus`.
+// A replica's GPUs: TP stages of PP, or DP ranks of TP with EP, within `max_gpus`.
 struct Layout {
-    std::int64_t tp = 1, pp = 1;
+    std::int64_t tp = 1, pp = 1, dp = 1;
 };
+
+// vLLM's DP attention + EP on 2, 4 and 8 GPUs of one node (TP 1 per rank),
+// for a mixture-of-experts model whose experts EP divides, on a device whose
+// interconnect times the all-to-alls: the layouts the analytic search tries
+// (core/speed/recommend.cpp, expert_layout_sizes), simulated as lockstep DP
+// ranks (simulate --dp).
+std::vector<Layout> expert_layouts(const ModelSpec& model, const Gpu& gpu, const std::string& engine, std::int64_t max_gpus) {
+    std::vector<Layout> out;
+    if (engine != "vllm" || model.experts <= 0 || gpu.interconnect_bytes_per_s <= 0) return out;
+    for (std::int64_t g : {2, 4, 8}) {
+        if (g > max_gpus) continue;
+        ScaleOutInputs si;
+        si.tp = 1;
+        si.dp = g;
+        si.enable_expert_parallel = true;
+        try {
+            plan_scale_out(model, si);
+            out.push_back({1, 1, g});
+        } catch (const Error&) {
+        }
+    }
+    return out;
+}
 
 // TP 1, 2, 4, 8 (tp_degrees) x the stage counts: --pp's list, or with auto
 // 1, and 2 and 4 where vLLM's guide advises a pipeline within a node
@@ -248,6 +290,8 @@ std::vector<Layout> layouts(const ModelSpec& model, const Gpu& gpu, const std::s
             if (pp > 1 && !listed && !advised && tp * pp <= widest) continue;
             out.push_back({tp, pp});
         }
+    if (!listed || std::find(listed->begin(), listed->end(), 1) != listed->end())
+        for (const Layout& l : expert_layouts(model, gpu, engine, max_gpus)) out.push_back(l);
     return out;
 }
 
@@ -344,10 +388,14 @@ std::vector<Setup> candidates(const RecommendOptions& o, const SimulateOptions& 
             for (const std::string& kv : kv_dtypes)
                 for (const std::string& weights : formats)
                     for (const char* knobs : {"default", "latency", "throughput"}) {
-                        Setup s = named(gpu, l.tp, l.pp, knobs, kv, weights);
+                        Setup s = named(gpu, l.tp, l.pp, knobs, kv, weights, l.dp);
                         SimulateOptions so = base;
                         so.tp = l.tp;
                         so.pp = l.pp;
+                        if (l.dp > 1) {
+                            so.dp = l.dp;
+                            so.enable_expert_parallel = true;
+                        }
                         so.kv_dtype = kv;
                         so.weights_dtype = weights;
                         configure(s, so, model, gpu, w, source, efficiency);

@@ -44,11 +44,12 @@ std::string knobs(const SloRecommendResult& r, const SloCandidate& c) {
 // A pipeline's, its stages' TP and the stage count.
 std::string tp_text(const SloCandidate& c) {
     if (c.pd()) return fmt::format("{}/{}", c.prefill_tp, c.tp);
+    if (c.dp > 1) return fmt::format("{} ep{}", c.tp, c.dp);
     return c.pp > 1 ? fmt::format("{} pp{}", c.tp, c.pp) : std::to_string(c.tp);
 }
 
 std::string layout(const SloRecommendResult& r, const SloCandidate& c) {
-    const std::string tp = c.pp > 1 ? fmt::format("{} PP {}", c.tp, c.pp) : tp_text(c);
+    const std::string tp = c.pp > 1 ? fmt::format("{} PP {}", c.tp, c.pp) : c.dp > 1 ? fmt::format("{} DP {} + EP {}", c.tp, c.dp, c.dp) : tp_text(c);
     return fmt::format("{} TP {} ({})", c.gpu, tp, knobs(r, c));
 }
 
@@ -227,6 +228,8 @@ void add_identity_json(nlohmann::ordered_json& x, const SloCandidate& c, bool wi
     x["gpu"] = c.gpu;
     x["tp"] = c.tp;
     if (with_pp) x["pp"] = c.pp;
+    x["attention_dp"] = c.dp;
+    x["ep"] = c.dp;  // EP = TP x DP, TP 1
     x["knobs"] = c.knobs;
     x["kv_dtype"] = c.kv_dtype_flag;
     x["weights_dtype"] = c.weights_flag;
@@ -265,10 +268,13 @@ std::string render_slo_table(const SloRecommendResult& r) {
         if (best.pd()) {
             out += "\n" + unit_commands(r, best, width);
         } else {
-            out += "\n" + fit_line(fmt::format("Commands for the best ({}, TP {}{}, {} replica{}{}):", best.gpu, best.tp,
-                                               best.pp > 1 ? fmt::format(" PP {}", best.pp) : "", best.fleet.replicas,
+            out += "\n" + fit_line(fmt::format("Commands for the best ({}, TP {}{}{}, {} replica{}{}):", best.gpu, best.tp,
+                                               best.pp > 1 ? fmt::format(" PP {}", best.pp) : "",
+                                               best.dp > 1 ? fmt::format(" DP {} + EP {}", best.dp, best.dp) : "", best.fleet.replicas,
                                                best.fleet.replicas > 1 ? "s" : "",
-                                               best.fleet.replicas > 1 ? ": data parallelism, or as many separate servers" : ""),
+                                               best.fleet.replicas <= 1 ? ""
+                                               : best.dp > 1            ? ": as many separate servers"
+                                                                        : ": data parallelism, or as many separate servers"),
                                    width);
             const ServeOptions s = serve_for(r, best);
             out += vllm_command_lines(best.serve, s, r.wide);

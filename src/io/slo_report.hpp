@@ -18,6 +18,7 @@ struct SloCandidate {
     std::string gpu;
     std::int64_t tp = 1;
     std::int64_t pp = 1;    // pipeline stages of `tp` GPUs each (vLLM's batch queue; aggregated only)
+    std::int64_t dp = 1;    // data-parallel attention ranks with EP = dp (vLLM --data-parallel-size --enable-expert-parallel)
     std::string knobs;      // "default", "latency" or "throughput" (docs/recommend.md)
     std::string kv_dtype_flag = "auto";  // the --kv-dtype item it was searched with
     std::string weights_flag = "auto";   // the --weights-dtype item
@@ -35,7 +36,7 @@ struct SloCandidate {
     std::string kv_link;    // the link as searched: nvlink, ib-ndr, ...
     std::size_t order = 0;  // its place in the search's candidate order (the engine that was searched)
     bool pd() const { return prefill_replicas > 0; }
-    std::int64_t gpus_per_replica() const { return pd() ? prefill_replicas * prefill_tp + decode_replicas * tp : tp * pp; }
+    std::int64_t gpus_per_replica() const { return pd() ? prefill_replicas * prefill_tp + decode_replicas * tp : tp * pp * dp; }
 };
 
 struct SloRecommendResult {

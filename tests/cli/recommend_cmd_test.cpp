@@ -317,6 +317,41 @@ TEST_CASE("recommend --slo --pp: pipelines of TP x PP within --max-gpus, vLLM on
     CHECK_THAT(bad.err, Catch::Contains("--pp 3x: expected auto or a list of pipeline stage counts from 1 to 8"));
 }
 
+TEST_CASE("recommend --slo on a mixture-of-experts model: DP + EP layouts of 2, 4 and 8 GPUs beside TP, simulated as lockstep ranks") {
+    // DeepSeek-V3 on an H200: TP 1, 2, 4, 8 and DP 2, 4, 8 (TP 1 each, EP =
+    // DP), each with three knob settings: 21 candidates. A DP 8 replica
+    // holds 8 GPUs; its vLLM command gives each of the 8 engine cores its
+    // share of the replica's sequences, SGLang's the totals.
+    const std::vector<std::string> args = {"recommend", "--model", "deepseek-v3", "--gpus", "h200", "--slo", "ttft=5s,tpot=200ms", "--rate",
+                                           "20", "--input-len", "fixed:8000", "--output-len", "fixed:1000", "--requests", "300",
+                                           "--price-per-hour", "h200=3.5", "--top", "10"};
+    std::vector<std::string> json = args;
+    json.push_back("--json");
+    const Run r = Run::kvplan(json);
+    INFO(r.command << "\n" << r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["candidates_tried"].get<std::int64_t>() == 21);
+    int layouts = 0;
+    for (const auto& c : j["candidates"]) {
+        const auto dp = c["attention_dp"].get<std::int64_t>(), tp = c["tp"].get<std::int64_t>(), replicas = c["replicas"].get<std::int64_t>();
+        CHECK(c["gpus_total"].get<std::int64_t>() == replicas * tp * dp);
+        CHECK(c["usd_per_hour"].get<double>() == Approx(3.5 * static_cast<double>(replicas * tp * dp)));
+        if (dp == 1) continue;
+        ++layouts;
+        CHECK(tp == 1);
+        CHECK(c["ep"] == dp);
+        const std::string vllm = c["vllm_command"].get<std::string>();
+        CHECK_THAT(vllm, Catch::Contains(fmt::format("--tensor-parallel-size 1 --data-parallel-size {} --enable-expert-parallel", dp)));
+        CHECK_THAT(c["sglang_command"].get<std::string>(), Catch::Contains(fmt::format("--tp {} --dp {} --enable-dp-attention --ep {}", dp, dp, dp)));
+        if (c["knobs"] == "latency") CHECK_THAT(vllm, Catch::Contains("--max-num-seqs 64 "));  // per engine core
+    }
+    CHECK(layouts > 0);
+    const Run t = Run::kvplan(args);
+    CHECK_THAT(t.out, Catch::Contains("h200  1 ep8"));
+    CHECK(widest_line(t.out) <= 100);
+}
+
 TEST_CASE("recommend --slo prices steps with the efficiency flags: a 100 ms step overhead misses a 50 ms TPOT everywhere") {
     // Every decode step costs at least the 100 ms fixed overhead, so no
     // request's TPOT can be under 100 ms, alone or not: nothing qualifies

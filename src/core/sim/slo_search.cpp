@@ -74,6 +74,7 @@ SimRun run_engine(const Workload& w, const SearchEngine& e) {
                                e.pd->decode_decode)
             .run;
     if (e.sglang) return simulate_sglang(w, e.sglang_config, e.price);
+    if (e.dp > 1) return simulate_dp_cluster(w, e.vllm, e.dp, ClusterConfig{}, e.dp_price);
     return simulate(w, e.vllm, e.price, e.decode, false, e.stages);
 }
 
@@ -101,12 +102,10 @@ int missed_by(const RequestRecord& r, const Slo& slo, double now) {
 // simulate()'s. Returns nullopt when it completed (the run in `out`), else
 // the target missed by the most requests so far; `arrived` counts the
 // requests that had arrived when it stopped.
-std::optional<std::string> vllm_stopped_early(const Workload& w, const SearchEngine& e, const SearchTargets& t, SimRun& out,
-                                              std::int64_t& arrived) {
-    check_scheduler_config(e.vllm);
-    RequestStates states = request_states(w);
-    if (e.stages.size() == 1) usage_error("the SLO search: a pipeline needs two or more stages");
-    VllmEngine engine(w, e.vllm, e.price, e.decode, false, states, e.stages);
+// Engine: a VllmEngine, or a DpGroup of them.
+template <class Engine>
+std::optional<std::string> stopped_early(const Workload& w, Engine& engine, RequestStates& states, const SearchTargets& t, SimRun& out,
+                                         std::int64_t& arrived) {
     for (std::size_t i = 0; i < w.requests.size(); ++i) engine.add(i);
     const double n = static_cast<double>(w.requests.size());
     const auto allowed = static_cast<std::int64_t>(std::floor((1 - t.goodput) * n + 1e-9));
@@ -131,6 +130,20 @@ std::optional<std::string> vllm_stopped_early(const Workload& w, const SearchEng
     out.requests = std::move(states.records);
     arrived = static_cast<std::int64_t>(w.requests.size());
     return std::nullopt;
+}
+
+std::optional<std::string> vllm_stopped_early(const Workload& w, const SearchEngine& e, const SearchTargets& t, SimRun& out,
+                                              std::int64_t& arrived) {
+    check_scheduler_config(e.vllm);
+    check_arrivals(w);
+    RequestStates states = request_states(w);
+    if (e.dp > 1) {
+        DpGroup group(w, e.vllm, e.dp, e.dp_price, false, states);
+        return stopped_early(w, group, states, t, out, arrived);
+    }
+    if (e.stages.size() == 1) usage_error("the SLO search: a pipeline needs two or more stages");
+    VllmEngine engine(w, e.vllm, e.price, e.decode, false, states, e.stages);
+    return stopped_early(w, engine, states, t, out, arrived);
 }
 
 // The request at the `q` quantile of `key` (the smallest one that at least q
@@ -231,6 +244,24 @@ RequestFloor pipeline_floor(double in, double outs, const SchedulerConfig& c, co
                          c.max_num_batched_tokens, slowest, DecodePricer{});
 }
 
+// A DP group of D ranks: a wave of D decode batches, each of max_num_seqs
+// sequences or as many requests of the mean length as a rank's pool holds,
+// at the mean context; D prompts' chunks prefilled in one wave, each token
+// at the wave's marginal price over the D x chunk tokens.
+RequestFloor dp_floor(double in, double outs, const SchedulerConfig& c, std::int64_t dp, const DpStepPricer& price) {
+    const double pool_tokens = static_cast<double>(checked_mul(c.num_gpu_blocks, c.block_size, "KV pool tokens"));
+    const auto fit = static_cast<std::int64_t>(std::min(pool_tokens / std::max(1.0, in + outs), 1e15));
+    const std::int64_t rank = std::max<std::int64_t>(1, std::min(c.max_num_seqs, fit));
+    const auto context = static_cast<std::int64_t>(std::llround(in + outs / 2));
+    const auto wave = [&](const std::vector<SeqWork>& batch) {
+        return price(std::vector<const std::vector<SeqWork>*>(static_cast<std::size_t>(dp), &batch));
+    };
+    const double step = wave(std::vector<SeqWork>(static_cast<std::size_t>(rank), SeqWork{context, 1}));
+    const std::int64_t chunk = std::max<std::int64_t>(2, c.max_num_batched_tokens);
+    const double per_prompt_token = std::max(0.0, (wave({SeqWork{0, chunk}}) - wave({SeqWork{0, 1}})) / static_cast<double>(dp * (chunk - 1)));
+    return {in * per_prompt_token, outs * step / static_cast<double>(rank * dp)};
+}
+
 // A step that costs nothing bounds nothing: a million requests a second stands for no bound.
 double finite_bound(double rps) { return std::isfinite(rps) && rps > 0 ? std::min(rps, 1e6) : 1e6; }
 
@@ -259,6 +290,8 @@ double rate_upper_bound(const RateWorkload& w, const SearchEngine& e) {
                                       ? e.sglang_config.max_running_requests
                                       : sglang_default_max_running_requests(pool, e.sglang_config.context_len > 0 ? e.sglang_config.context_len : pool);
         f = request_floor(in, outs, pool, seqs, e.sglang_config.chunked_prefill_size, e.price, e.decode);
+    } else if (e.dp > 1) {
+        f = dp_floor(in, outs, e.vllm, e.dp, e.dp_price);
     } else if (!e.stages.empty()) {
         f = pipeline_floor(in, outs, e.vllm, e.stages);
     } else {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/sim/disagg.hpp"
+#include "core/sim/dp_group.hpp"
 #include "core/sim/metrics.hpp"
 #include "core/sim/scheduler.hpp"
 #include "core/sim/sglang_scheduler.hpp"
@@ -65,6 +66,11 @@ struct SearchEngine {
     // VllmEngine's batch queue), `price` and `decode` then the whole model's,
     // used for nothing but the bound. Empty: no pipeline.
     StagePricers stages;
+    // vLLM with data-parallel attention + EP: `dp` engine cores of `vllm`
+    // each, stepping in lockstep (dp_group.hpp), every wave priced by
+    // `dp_price`; `price` and `decode` then unused. 1: one engine.
+    std::int64_t dp = 1;
+    DpStepPricer dp_price;
     std::optional<DisaggUnit> pd;  // set: the unit replaces the fields above
 };
 
@@ -126,7 +132,9 @@ SearchOutcome search_max_rate(const RateWorkload& w, const SearchEngine& e, cons
 // A disaggregated unit: the lower of its prefill instances' rate (prompt
 // tokens only) and its decode instances' (output tokens only). A pipeline of
 // P stages: one batch of max_num_seqs / P sequences (and 1/P of the pool)
-// leaves its slowest stage per that stage's step, P batches in flight.
+// leaves its slowest stage per that stage's step, P batches in flight. A DP
+// group: DP batches of up to max_num_seqs each (as each rank's pool holds)
+// in one wave, DP prompts' chunks prefilled in one.
 double rate_upper_bound(const RateWorkload& w, const SearchEngine& e);
 
 // Ranking by cost lets most candidates go unsearched: a candidate's fleet
