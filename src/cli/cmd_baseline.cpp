@@ -103,6 +103,7 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
     if (o.batch > 0 && o.pp > 1) usage_error("--batch: decode figures model tensor parallelism only; use --pp 1");
     Efficiency efficiency;
     efficiency.profile.all_to_all = bundled_all_to_all_latencies();  // as `check` prices a DP + EP layout's decode step
+    efficiency.profile.nics = bundled_nics();  // a layout over several nodes
     if (!o.calibration.empty()) {
         if (o.batch == 0) usage_error("--calibration calibrates the decode figures: give --batch too");
         efficiency = apply_calibration(efficiency, parse_calibration(read_json_file(o.calibration), o.calibration), o.calibration);

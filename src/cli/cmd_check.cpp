@@ -74,6 +74,7 @@ ScenarioCheck check_scenario(const Scenario& s, const std::string& baseline_path
         const ModelSpec& model = models.get(scenario_model_argument(s.inputs.model, baseline_path));
         Efficiency efficiency;
         efficiency.profile.all_to_all = bundled_all_to_all_latencies();  // a DP + EP layout's decode step
+        efficiency.profile.nics = bundled_nics();  // a layout over several nodes
         if (!s.inputs.calibration.empty()) {
             const std::string path = scenario_file_path(s.inputs.calibration, baseline_path);
             efficiency = apply_calibration(efficiency, parse_calibration(read_json_file(path), path), path);

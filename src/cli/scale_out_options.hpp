@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/error.hpp"
+#include "core/hardware.hpp"
 
 namespace kvplan {
 
@@ -40,13 +41,6 @@ inline void add_node_options(CLI::App& cmd, NodeFlags& o) {
     cmd.add_option("--gpus-per-node", o.gpus_per_node, "GPUs on one scale-up link: 8 in an HGX node (default), 72 in an NVL72 rack (default there)")
         ->check(count);
     cmd.add_option("--nic", o.nic, "the NIC per GPU between nodes: ib-hdr, ib-ndr (default), ib-xdr, roce-400, efa-p5");
-}
-
-// GPUs on one scale-up link when --gpus-per-node is not given: an NVL72
-// rack's 72 (models/gpus.json says "NVL72" in the device's interconnect),
-// else an HGX/DGX node's 8.
-inline std::int64_t default_gpus_per_node(const std::string& interconnect) {
-    return interconnect.find("NVL72") != std::string::npos ? 72 : 8;
 }
 
 // GPUs per node from the flags, for a layout of `gpus` GPUs on a device

@@ -86,4 +86,11 @@ Gpu gpu_from_memory(std::int64_t memory_bytes, const std::string& label);
 // math: nullopt here), or nullopt when unknown.
 std::optional<double> peak_tflops_for(const Gpu& gpu, Dtype dtype);
 
+// GPUs on one scale-up link when a layout does not say: an NVL72 rack's 72
+// (the database's interconnect says "NVL72"), else an HGX/DGX node's 8
+// (docs/scale-out.md, "Nodes and NICs").
+inline std::int64_t default_gpus_per_node(const std::string& interconnect) {
+    return interconnect.find("NVL72") != std::string::npos ? 72 : 8;
+}
+
 }  // namespace kvplan

@@ -52,6 +52,7 @@ const std::vector<EngineProfile>& bundled_engines() {
             if (source != "models/engines/" + p.id + ".json") data_error(source + ": id: expected the file's name, found \"" + p.id + "\"");
             p.links = bundled_link_latencies();
             p.all_to_all = bundled_all_to_all_latencies();
+            p.nics = bundled_nics();
             out.push_back(std::move(p));
         }
         // generic first: the default, then the rest by name.
@@ -88,6 +89,7 @@ void use_engine_file(const std::string& path) {
         EngineProfile p = parse_engine_profile(one, where);
         p.links = bundled_link_latencies();
         p.all_to_all = bundled_all_to_all_latencies();
+        p.nics = bundled_nics();
         auto same = std::find_if(out.begin(), out.end(), [&](const EngineProfile& b) { return b.id == p.id; });
         if (same != out.end()) *same = p;
         else out.push_back(p);

@@ -921,7 +921,10 @@ TEST_CASE("a scenario with data-parallel attention and expert parallelism gates 
         {{{"moe_dense_tp_size", 1}}, "scenarios[0].moe_dense_tp_size: applies to engine sglang only"},
         {{{"dp", 0}}, "scenarios[0].dp"},
         {{{"enable_expert_parallel", "yes"}}, "scenarios[0].enable_expert_parallel"},
-        {{{"dp", 16}, {"batch", 8}}, "scenarios[0].batch: decode figures of a DP/EP layout are priced within one node of 8 GPUs; this one has 16"},
+        {{{"dp", 16}, {"batch", 8}, {"nodes", 3}}, "scenarios[0].nodes: the layout's 16 GPUs do not split evenly over 3 nodes"},
+        {{{"dp", 16}, {"batch", 8}, {"nodes", 4}, {"gpus_per_node", 8}}, "scenarios[0].nodes: 4 nodes x gpus_per_node 8 is not the layout's 16 GPUs"},
+        {{{"nodes", 2}}, "scenarios[0].nodes: places the GPUs for the decode figures, which need the scenario's \"batch\""},
+        {{{"dp", 16}, {"batch", 8}, {"nic", "ib-qdr"}}, "nic: expected one of ib-hdr, ib-ndr"},
     };
     for (const auto& [change, message] : bad) {
         nlohmann::ordered_json s2 = scenario;
@@ -963,4 +966,47 @@ TEST_CASE("a DP + EP scenario with a batch gates the layout's decode step, the o
     CHECK(s["expected"]["decode_step_s"].get<double>() == Approx(row["decode_step_s"].get<double>()).epsilon(1e-3));
     CHECK(s["expected"]["decode_tokens_per_s"].get<double>() == Approx(row["tokens_per_s_total"].get<double>()).epsilon(1e-3));
     CHECK(Run::kvplan({"check", "--baseline", file.string()}).exit_code == 0);
+}
+
+TEST_CASE("a DP + EP scenario over two nodes gates the step roofline --nodes prices, its all-to-all half over the NIC") {
+    // DeepSeek-V3, vLLM rules, TP 1 x DP 16 with expert parallelism on two
+    // nodes of 8 H200s, 4,096 sequences of 2,560 tokens: the step `kvplan
+    // roofline --dp 16 --enable-expert-parallel --nodes 2 --batch 4096`
+    // prints, its all-to-all 25.809 ms (docs/scale-out.md, "Nodes and NICs":
+    // 2,048 pairs a rank, half of them behind the 50 GB/s ib-ndr NIC).
+    const fs::path dir = scratch().path() / "scale-out-nodes";
+    fs::create_directories(dir);
+    const fs::path file = dir / "capacity.json";
+    const Run made = Run::kvplan({"baseline", "--model", "deepseek-v3", "--gpu", "h200", "--context", "2560", "--engine", "vllm",
+                                  "--batch", "4096", "--output", file.string()});
+    INFO(made.command << "\n" << made.err);
+    REQUIRE(made.exit_code == 0);
+    nlohmann::ordered_json top = nlohmann::ordered_json::parse(read_file(file));
+    top["scenarios"][0]["dp"] = 16;
+    top["scenarios"][0]["enable_expert_parallel"] = true;
+    top["scenarios"][0]["nodes"] = 2;
+    top["scenarios"][0]["nic"] = "ib-ndr";
+    std::ofstream(file) << top.dump(2) << "\n";
+    const Run update = Run::kvplan({"check", "--baseline", file.string(), "--update"});
+    INFO(update.command << "\n" << update.err);
+    REQUIRE(update.exit_code == 0);
+    const nlohmann::json s = nlohmann::json::parse(read_file(file))["scenarios"][0];
+    CHECK(s["nodes"] == 2);
+    CHECK(s["nic"] == "ib-ndr");
+    const Run roof = Run::kvplan({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--dp", "16", "--enable-expert-parallel",
+                                  "--nodes", "2", "--batch", "4096", "--context", "2560", "--json"});
+    REQUIRE(roof.exit_code == 0);
+    const nlohmann::json row = nlohmann::json::parse(roof.out)["rows"][0];
+    CHECK(row["all_to_all_s"].get<double>() == Approx(25.809e-3).epsilon(1e-3));
+    CHECK(s["expected"]["decode_step_s"].get<double>() == Approx(row["decode_step_s"].get<double>()).epsilon(1e-3));
+    CHECK(Run::kvplan({"check", "--baseline", file.string()}).exit_code == 0);
+    // The same 16 GPUs on one scale-up link (gpus_per_node 16): no NIC, a faster step.
+    top["scenarios"][0].erase("nodes");
+    top["scenarios"][0].erase("nic");
+    top["scenarios"][0]["gpus_per_node"] = 16;
+    top["scenarios"][0].erase("expected");
+    std::ofstream(file) << top.dump(2) << "\n";
+    REQUIRE(Run::kvplan({"check", "--baseline", file.string(), "--update"}).exit_code == 0);
+    const nlohmann::json one = nlohmann::json::parse(read_file(file))["scenarios"][0];
+    CHECK(one["expected"]["decode_step_s"].get<double>() < s["expected"]["decode_step_s"].get<double>());
 }

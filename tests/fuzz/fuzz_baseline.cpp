@@ -33,6 +33,7 @@ ScenarioCheck check_one(const Scenario& s, const ModelSpec& model, std::int64_t 
         const Gpu& gpu = find_gpu(bundled_gpus(), s.inputs.gpu);
         Efficiency efficiency;
         efficiency.profile.all_to_all = bundled_all_to_all_latencies();  // as `kvplan check` runs it
+        efficiency.profile.nics = bundled_nics();  // a layout over several nodes
         const ScenarioResult result = evaluate_scenario(model, gpu, s.inputs, efficiency);
         current = result.figures;
         c.figures = compare_scenario(s.inputs, s.expected, result.figures, tolerance_ppb);

@@ -28,12 +28,12 @@ namespace {
 // Keys a scenario may have; anything else is a typo worth an error.
 const std::set<std::string> kScenarioKeys = {"name", "description", "model", "gpu", "engine", "tp", "pp", "dp", "ep",
                                              "enable_expert_parallel", "redundant_experts", "moe_dense_tp_size",
-                                             "moe_a2a_backend", "context_tokens", "kv_dtype",
+                                             "moe_a2a_backend", "nodes", "gpus_per_node", "nic", "context_tokens", "kv_dtype",
                                              "mem_util", "batch", "weights_dtype", "max_model_len", "max_num_seqs",
                                              "max_num_batched_tokens", "block_size", "calibration", "expected"};
 constexpr const char* kScenarioKeyList =
     "name, model, gpu, engine, tp, pp, dp, ep, enable_expert_parallel, redundant_experts, moe_dense_tp_size, moe_a2a_backend, "
-    "context_tokens, kv_dtype, mem_util, batch, weights_dtype, max_model_len, max_num_seqs, "
+    "nodes, gpus_per_node, nic, context_tokens, kv_dtype, mem_util, batch, weights_dtype, max_model_len, max_num_seqs, "
     "max_num_batched_tokens, block_size, calibration, expected, description";
 const std::set<std::string> kTopKeys = {"schema_version", "description", "kvplan_version", "kvplan_commit",
                                         "tolerance_percent", "models", "scenarios"};
@@ -103,6 +103,12 @@ Scenario read_scenario(const nlohmann::json& object, const std::string& source, 
         in.moe_a2a_backend = *b;
     }
     if (in.moe_dense_tp_size != 0 && in.engine != "sglang") r.fail("moe_dense_tp_size", "applies to engine sglang only");
+    in.nodes = r.get_int({"nodes"}, 1, 4096).value_or(0);
+    in.gpus_per_node = r.get_int({"gpus_per_node"}, 1, 4096).value_or(0);
+    if (auto n = r.get_string("nic")) {
+        if (n->empty()) r.fail("nic", "expected a NIC id such as ib-ndr (kvplan roofline --help lists them), found \"\"");
+        in.nic = *n;
+    }
     in.context_tokens = r.require_int({"context_tokens"}, 1, kMaxTokens);
     auto dtype_field = [&](const char* key, std::string& field) {
         if (auto d = r.get_string(key)) {
@@ -126,12 +132,21 @@ Scenario read_scenario(const nlohmann::json& object, const std::string& source, 
         in.calibration = *c;
     }
     if (in.batch && in.pp > 1) r.fail("batch", "decode figures model tensor parallelism only; drop \"batch\" or use pp 1");
-    // A layout's decode figures are priced on one node's scale-up link: scenarios take no nodes or NIC.
-    if (in.batch)
-        if (const std::optional<ScaleOutInputs> si = scale_out_from_flags(scenario_layout(in), in.engine == "sglang")) {
+    // nodes, gpus_per_node and nic place a DP/EP layout's GPUs, for its decode figures.
+    if (in.nodes > 0 || in.gpus_per_node > 0 || !in.nic.empty()) {
+        const std::optional<ScaleOutInputs> si = scale_out_from_flags(scenario_layout(in), in.engine == "sglang");
+        const char* key = in.nodes > 0 ? "nodes" : in.gpus_per_node > 0 ? "gpus_per_node" : "nic";
+        if (!si) r.fail(key, "places a DP attention + EP layout's GPUs: add dp or ep");
+        else if (!in.batch) r.fail(key, "places the GPUs for the decode figures, which need the scenario's \"batch\"");
+        else {
             const std::int64_t gpus = in.engine == "sglang" ? si->tp : si->tp * si->dp;
-            if (gpus > 8) r.fail("batch", "decode figures of a DP/EP layout are priced within one node of 8 GPUs; this one has " + std::to_string(gpus));
+            if (in.nodes > 0 && in.gpus_per_node > 0 && in.nodes * in.gpus_per_node != gpus)
+                r.fail("nodes", std::to_string(in.nodes) + " nodes x gpus_per_node " + std::to_string(in.gpus_per_node) + " is not the layout's " +
+                                    std::to_string(gpus) + " GPUs");
+            else if (in.nodes > 0 && gpus % in.nodes != 0)
+                r.fail("nodes", "the layout's " + std::to_string(gpus) + " GPUs do not split evenly over " + std::to_string(in.nodes) + " nodes");
         }
+    }
 
     const bool has_expected = object.contains("expected");
     if (has_expected && !object.at("expected").is_object())
@@ -262,6 +277,9 @@ nlohmann::ordered_json scenario_json(const Scenario& s) {
     if (in.redundant_experts != 0) j["redundant_experts"] = in.redundant_experts;
     if (in.moe_dense_tp_size != 0) j["moe_dense_tp_size"] = in.moe_dense_tp_size;
     if (!in.moe_a2a_backend.empty()) j["moe_a2a_backend"] = in.moe_a2a_backend;
+    if (in.nodes != 0) j["nodes"] = in.nodes;
+    if (in.gpus_per_node != 0) j["gpus_per_node"] = in.gpus_per_node;
+    if (!in.nic.empty()) j["nic"] = in.nic;
     j["context_tokens"] = in.context_tokens;
     j["kv_dtype"] = in.kv_dtype;
     if (in.mem_util) j["mem_util"] = *in.mem_util;

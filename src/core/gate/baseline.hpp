@@ -38,6 +38,11 @@ struct ScenarioInputs {
     std::int64_t redundant_experts = 0;
     std::int64_t moe_dense_tp_size = 0;
     std::string moe_a2a_backend;
+    // Where a DP/EP layout's GPUs sit, as `roofline --nodes --gpus-per-node
+    // --nic` takes them (0 or empty: one node of the device's default size, ib-ndr).
+    std::int64_t nodes = 0;
+    std::int64_t gpus_per_node = 0;
+    std::string nic;
     std::int64_t context_tokens = 0;
     std::string kv_dtype = "auto";
     std::optional<double> mem_util;     // default: the engine's

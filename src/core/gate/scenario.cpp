@@ -30,6 +30,32 @@ CapacityInputs scenario_capacity_inputs(const Gpu& gpu, const ScenarioInputs& in
     return cap;
 }
 
+namespace {
+
+// GPUs on one scale-up link for a scenario's layout of `gpus` GPUs: its
+// gpus_per_node, or gpus / nodes (checked to divide when read), else the
+// device's default, as `roofline --nodes --gpus-per-node` resolves them.
+std::int64_t scenario_gpus_per_node(const ScenarioInputs& in, std::int64_t gpus, const Gpu& gpu) {
+    if (in.gpus_per_node > 0) return in.gpus_per_node;
+    if (in.nodes > 0) return gpus / in.nodes;
+    return default_gpus_per_node(gpu.interconnect);
+}
+
+// The scenario's NIC from the profile's table (ib-ndr when it names none, as
+// roofline's --nic); Error(Data) naming the field for an unknown id.
+Nic scenario_nic(const ScenarioInputs& in, const EngineProfile& profile) {
+    const std::string id = in.nic.empty() ? "ib-ndr" : in.nic;
+    std::string ids;
+    for (const Nic& n : profile.nics) {
+        if (n.id == id) return n;
+        ids += (ids.empty() ? "" : ", ") + n.id;
+    }
+    if (in.nic.empty()) return Nic{};  // no table: a layout that spans nodes is refused by the cost model
+    data_error("nic: expected one of " + ids + ", found \"" + id + "\"");
+}
+
+}  // namespace
+
 ScenarioResult evaluate_scenario(const ModelSpec& model, const Gpu& gpu, const ScenarioInputs& in, const Efficiency& efficiency) {
     const std::optional<Dtype> kv_dtype = in.kv_dtype == "auto" ? std::nullopt : parse_dtype(in.kv_dtype);
     ScenarioResult r;
@@ -56,7 +82,7 @@ ScenarioResult evaluate_scenario(const ModelSpec& model, const Gpu& gpu, const S
 
     // Decode: what `kvplan roofline --batch B --context N` prints for the row.
     // With a DP + EP layout, roofline's layout step: `batch` is the replica's
-    // sequences over the DP ranks, on one node (docs/scale-out.md).
+    // sequences over the DP ranks, on the nodes the scenario places them (docs/scale-out.md).
     if (in.batch) {
         const WeightFormat weights = parse_weight_format("weights_dtype", in.weights_dtype);
         CostModelInputs cost_in{&model, gpu, weights, kv_dtype, in.tp, efficiency, std::nullopt};
@@ -65,7 +91,7 @@ ScenarioResult evaluate_scenario(const ModelSpec& model, const Gpu& gpu, const S
             const ScaleOut so = plan_scale_out(model, *si);
             if (so.dp > 1 || so.ep > 1) {
                 cost_in.tp = so.attention_tp;
-                layout = ExpertLayoutInputs{so, 1.0, efficiency.profile.all_to_all, 0, Nic{}};
+                layout = ExpertLayoutInputs{so, 1.0, efficiency.profile.all_to_all, scenario_gpus_per_node(in, so.gpus, gpu), scenario_nic(in, efficiency.profile)};
             }
         }
         const CostModel cost = layout ? make_cost_model(cost_in, *layout) : make_cost_model(cost_in);

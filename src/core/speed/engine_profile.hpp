@@ -107,6 +107,7 @@ struct EngineProfile {
     std::map<std::string, std::string> fitted_on;  // value name -> the rows it was fitted on
     std::vector<LinkLatency> links;                 // the interconnect table, bundled into the profile when loaded
     std::vector<AllToAllLatency> all_to_all;        // DeepEP's published all-to-all times, likewise
+    std::vector<Nic> nics;                          // the NICs between nodes (models/interconnects.json nics), likewise
 
     double weights_fraction(const Gpu& gpu) const;
     double kernel(const std::string& family) const;
