@@ -26,6 +26,10 @@ CLI::App* setup_concurrency(CLI::App& app, ConcurrencyOptions& o) {
     cmd->add_option("--tp", o.tp, "tensor-parallel ranks per replica")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("--pp", o.pp, "pipeline-parallel stages per replica")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     add_scale_out_options(*cmd, o, "attention data-parallel ranks (vLLM --data-parallel-size; SGLang --dp with --enable-dp-attention)");
+    const auto node_count = CLI::Range(std::int64_t{1}, std::int64_t{4096});
+    cmd->add_option("--nodes", o.nodes, "nodes a DP/EP layout spans (memory per GPU does not change; see roofline --nodes)")->check(node_count);
+    cmd->add_option("--gpus-per-node", o.gpus_per_node, "GPUs on one scale-up link: 8 in an HGX node (default), 72 in an NVL72 rack (default there)")
+        ->check(node_count);
     cmd->add_option("-c,--context", o.contexts, "tokens per request, comma-separated (default: 4096,32768,131072 up to max_model_len)")
         ->delimiter(',')
         ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
@@ -77,6 +81,20 @@ namespace {
 
 // --dp, --ep and the engines' MoE flags; nullopt when none is given, so the
 // plain TP x PP plan stays as it was.
+// --nodes / --gpus-per-node: where one replica's GPUs sit (roofline's
+// rule, scale_out_options.hpp); memory per GPU does not depend on it.
+void place_on_nodes(const ConcurrencyOptions& o, ConcurrencyResult& r) {
+    const CapacityPlan& p = r.plan;
+    if (!p.scale_out) usage_error("--nodes and --gpus-per-node place a DP attention + EP layout: add --dp or --ep");
+    const std::int64_t gpus = p.scale_out->gpus * p.pp;
+    const std::int64_t per_node = resolve_gpus_per_node(NodeFlags{o.nodes, o.gpus_per_node, "ib-ndr"}, gpus, default_gpus_per_node(p.gpu.interconnect));
+    NodePlacement n;
+    n.gpus_per_node = std::min(per_node, gpus);
+    n.nodes = (gpus + per_node - 1) / per_node;
+    n.tp_spans_nodes = p.scale_out->attention_tp > per_node;
+    r.placement = n;
+}
+
 std::optional<ScaleOutInputs> scale_out_inputs(const ConcurrencyOptions& o, Engine engine) {
     return scale_out_from_flags(ScaleOutFlags{o.tp, o.dp, o.ep, o.enable_expert_parallel, o.redundant_experts, o.moe_dense_tp, o.moe_a2a_backend},
                                 engine == Engine::Sglang);
@@ -151,6 +169,7 @@ std::string run_concurrency(const ConcurrencyOptions& o) {
     result.model = &model;
     result.model_label = model_label(model);
     result.plan = plan_capacity(model, in);
+    if (o.nodes > 0 || o.gpus_per_node > 0) place_on_nodes(o, result);
     if (!o.cpu_offload.empty()) result.cpu_tier = cpu_tier_summary(o.cpu_offload, result.plan);
 
     const std::string format = o.json ? "json" : o.format;

@@ -43,6 +43,9 @@ std::string header(const ConcurrencyResult& r) {
                                     : std::string(quant_method_name(p.weights_quantization)) + "-quantized";
     out += fmt::format("{}, {}, KV dtype {}, weights {} ({} in all)", engine_label(p.engine), layout_text(p), dtype_name(p.kv_dtype),
                        weights, binary_size(p.model_weights_bytes));
+    if (r.placement)
+        out += fmt::format("\nplaced on {} node{} of {} GPUs{}", r.placement->nodes, r.placement->nodes == 1 ? "" : "s", r.placement->gpus_per_node,
+                           r.placement->tp_spans_nodes ? "; warning: attention TP spans nodes, its all-reduces cross the NIC" : "");
     // Two lines, so that the header fits 100 columns.
     if (p.allocation == Allocation::Contiguous)
         out += fmt::format("\ncontiguous allocation of {} tokens per request", group_digits(p.max_tokens));
@@ -326,6 +329,10 @@ std::string render_concurrency_json(const ConcurrencyResult& r) {
         j["ep"] = p.scale_out->ep;
         j["attention_tp"] = p.scale_out->attention_tp;
         j["experts_per_gpu"] = p.scale_out->experts_per_gpu;
+        if (r.placement) {  // only with --nodes / --gpus-per-node
+            j["nodes"] = r.placement->nodes;
+            j["gpus_per_node"] = r.placement->gpus_per_node;
+        }
     }
     j["mem_util"] = p.budget.mem_fraction;
     j["weights_bytes_per_gpu"] = p.budget.weights_bytes;

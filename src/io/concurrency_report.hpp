@@ -22,11 +22,19 @@ struct CpuTierSummary {
     std::int64_t bytes_per_rank = 0;  // blocks x block bytes on one rank
 };
 
+// --nodes / --gpus-per-node: one replica's GPUs over nodes.
+struct NodePlacement {
+    std::int64_t nodes = 1;
+    std::int64_t gpus_per_node = 1;
+    bool tp_spans_nodes = false;  // attention TP wider than a node: its all-reduces cross the NIC
+};
+
 struct ConcurrencyResult {
     const ModelSpec* model = nullptr;
     std::string model_label;
     CapacityPlan plan;
     std::optional<CpuTierSummary> cpu_tier;
+    std::optional<NodePlacement> placement;
 };
 
 // "At 4,096 tokens one NVIDIA H100 SXM 80GB holds 103 requests of llama-3.1-8b; at 32,768, 12."

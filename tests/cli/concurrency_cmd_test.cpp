@@ -322,3 +322,35 @@ TEST_CASE("concurrency --weights-dtype fp8 sizes the weights as simulate's pool 
     REQUIRE(s.code == 0);
     CHECK(nlohmann::json::parse(s.out)["kv_blocks_total"].get<std::int64_t>() * 16 == tokens("fp8"));
 }
+
+TEST_CASE("concurrency --nodes places a DP/EP layout on nodes without changing memory, and warns when attention TP spans them") {
+    // SGLang TP 16 = DP 16 x attention TP 1 over two nodes of 8 H200s: the
+    // same pool per DP rank as on one link of 16.
+    const std::vector<std::string> base = {"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang",
+                                           "--tp", "16", "--dp", "16", "--ep", "16", "--json"};
+    auto with = [&](std::initializer_list<std::string> more) {
+        std::vector<std::string> a = base;
+        a.insert(a.end(), more);
+        return a;
+    };
+    const auto two = kvplan_run(with({"--nodes", "2"}));
+    REQUIRE(two.code == 0);
+    const auto j = nlohmann::json::parse(two.out);
+    CHECK(j["nodes"] == 2);
+    CHECK(j["gpus_per_node"] == 8);
+    const auto flat = nlohmann::json::parse(kvplan_run(with({"--gpus-per-node", "16"})).out);
+    CHECK(flat["nodes"] == 1);
+    CHECK(flat["kv_cache_tokens"] == j["kv_cache_tokens"]);
+    CHECK_FALSE(nlohmann::json::parse(kvplan_run(base).out).contains("nodes"));  // without the flags, as before
+    // vLLM TP 16 with EP over two nodes of 8: the attention's all-reduces cross the NIC.
+    const auto tp = kvplan_run({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--tp", "16",
+                                "--enable-expert-parallel", "--dp", "1", "--nodes", "2"});
+    REQUIRE(tp.code == 0);
+    CHECK_THAT(tp.out, Catch::Contains("placed on 2 nodes of 8 GPUs; warning: attention TP spans nodes"));
+    const auto bad = kvplan_run(with({"--nodes", "3"}));
+    CHECK(bad.code == 2);
+    CHECK_THAT(bad.err, Catch::Contains("--nodes 3: the layout's 16 GPUs do not split evenly over them"));
+    const auto plain = kvplan_run({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--nodes", "2"});
+    CHECK(plain.code == 2);
+    CHECK_THAT(plain.err, Catch::Contains("add --dp or --ep"));
+}
