@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "io/trace_reader.hpp"
+#include "sim_cli_support.hpp"
 #include "test_support.hpp"
 
 using namespace kvplan;
@@ -17,14 +18,6 @@ using namespace kvplan::test;
 namespace {
 
 const std::string kTraces = std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/reference/traces/";
-
-std::string write_temp(const std::string& name, const std::string& text) {
-    std::string templ = (std::filesystem::temp_directory_path() / "kvplan-sim-XXXXXX").string();
-    REQUIRE(::mkdtemp(templ.data()) != nullptr);
-    const std::string path = templ + "/" + name;
-    std::ofstream(path) << text;
-    return path;
-}
 
 }  // namespace
 

@@ -10,29 +10,13 @@
 #include <fstream>
 #include <unistd.h>
 
+#include "sim_cli_support.hpp"
 #include "test_support.hpp"
 
 using namespace kvplan;
 using namespace kvplan::test;
 
 namespace {
-
-std::string write_temp(const std::string& name, const std::string& text) {
-    std::string templ = (std::filesystem::temp_directory_path() / "kvplan-pd-XXXXXX").string();
-    REQUIRE(::mkdtemp(templ.data()) != nullptr);
-    const std::string path = templ + "/" + name;
-    std::ofstream(path) << text;
-    return path;
-}
-
-void expect_usage_error(const std::vector<std::string>& args, const std::string& names) {
-    const auto r = kvplan_run(args);
-    INFO(r.err);
-    CHECK(r.code == 2);
-    CHECK(r.out.empty());
-    CHECK(r.err.find(names) != std::string::npos);
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-}
 
 std::int64_t vllm_blocks(const std::string& gpu_id, const std::string& tp) {
     auto r = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", gpu_id, "--tp", tp, "--engine", "vllm", "--json"});

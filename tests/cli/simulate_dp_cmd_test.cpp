@@ -13,29 +13,13 @@
 #include "core/memory/parallel.hpp"
 #include "core/speed/step_cost.hpp"
 #include "io/engine_db.hpp"
+#include "sim_cli_support.hpp"
 #include "test_support.hpp"
 
 using namespace kvplan;
 using namespace kvplan::test;
 
 namespace {
-
-std::string write_temp(const std::string& name, const std::string& text) {
-    std::string templ = (std::filesystem::temp_directory_path() / "kvplan-dp-XXXXXX").string();
-    REQUIRE(::mkdtemp(templ.data()) != nullptr);
-    const std::string path = templ + "/" + name;
-    std::ofstream(path) << text;
-    return path;
-}
-
-void expect_usage_error(const std::vector<std::string>& args, const std::string& names) {
-    const auto r = kvplan_run(args);
-    INFO(r.err);
-    CHECK(r.code == 2);
-    CHECK(r.out.empty());
-    CHECK(r.err.find(names) != std::string::npos);
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-}
 
 const std::vector<std::string> kDp8 = {"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--dp", "8", "--enable-expert-parallel"};
 

@@ -11,6 +11,7 @@
 #include "io/engine_db.hpp"
 #include "core/memory/parallel.hpp"
 #include "core/speed/step_cost.hpp"
+#include "sim_cli_support.hpp"
 #include "test_support.hpp"
 
 using namespace kvplan;
@@ -19,23 +20,6 @@ using namespace kvplan::test;
 namespace {
 
 const std::string kTraces = std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/reference/traces/";
-
-std::string write_temp(const std::string& name, const std::string& text) {
-    std::string templ = (std::filesystem::temp_directory_path() / "kvplan-pp-XXXXXX").string();
-    REQUIRE(::mkdtemp(templ.data()) != nullptr);
-    const std::string path = templ + "/" + name;
-    std::ofstream(path) << text;
-    return path;
-}
-
-void expect_usage_error(const std::vector<std::string>& args, const std::string& names) {
-    const auto r = kvplan_run(args);
-    INFO(r.err);
-    CHECK(r.code == 2);
-    CHECK(r.out.empty());
-    CHECK(r.err.find(names) != std::string::npos);
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-}
 
 }  // namespace
 
