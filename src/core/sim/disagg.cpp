@@ -63,9 +63,12 @@ bool VllmEngine::admit_remote(std::size_t r, std::int64_t& budget) {
 // behind it hold theirs with their pulled KV loaded: vLLM's FCFS loop stops
 // at the head (scheduler.py: allocate_slots returns None, break), so the
 // engine would stall for good, the free blocks never enough for the head.
-// The simulator lets those loaded requests start instead (each needs at most
-// one more block); as they finish, their blocks go to the head
-// (docs/simulate.md, "Disaggregated prefill/decode").
+// Or the head, a request preempted here, gets its first chunk but needs more
+// blocks than are free to finish: it would preempt itself every few steps,
+// recomputing forever (head_starved). The simulator lets those loaded
+// requests start instead (each needs at most one more block); as they
+// finish, their blocks go to the head (docs/simulate.md, "Disaggregated
+// prefill/decode").
 void VllmEngine::admit_loaded_behind_head(std::int64_t& budget) {
     for (auto it = std::next(waiting_.begin()); it != waiting_.end() && budget > 0 && static_cast<std::int64_t>(running_.size()) < c_.max_num_seqs;) {
         const std::size_t r = *it;
@@ -80,6 +83,15 @@ void VllmEngine::admit_loaded_behind_head(std::int64_t& budget) {
         step_.push_back({r, 1});
         budget -= 1;
     }
+}
+
+// The head is a request preempted on this instance whose whole length
+// (prompt and every output token but the last) needs more blocks than are
+// free: with nothing running, only the loaded requests behind it hold the rest.
+bool VllmEngine::head_starved() const {
+    const std::size_t r = waiting_.front();
+    if (remote_state_[r] != 3) return false;
+    return worst_blocks(w_.requests[r].input_tokens + w_.requests[r].output_tokens - 1) > pool_->free_count();
 }
 
 // Scheduler._update_waiting_for_remote_kv: when the pull is done,

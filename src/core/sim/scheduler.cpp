@@ -583,6 +583,9 @@ bool VllmEngine::admit(std::size_t r, std::int64_t& budget) {
 
 void VllmEngine::schedule_waiting(std::int64_t& budget) {
     if (cpu_ && budget > 0 && static_cast<std::int64_t>(running_.size()) < c_.max_num_seqs) finish_loads();
+    // Disaggregated decode: a preempted head that cannot finish in the free
+    // blocks lets the loaded requests behind it go first (disagg.cpp).
+    if (remote_ && running_.empty() && !waiting_.empty() && head_starved()) admit_loaded_behind_head(budget);
     while (!waiting_.empty() && budget > 0 && static_cast<std::int64_t>(running_.size()) < c_.max_num_seqs)
         if (!admit(waiting_.front(), budget)) break;
     if (remote_ && running_.empty() && step_.empty() && !waiting_.empty()) admit_loaded_behind_head(budget);

@@ -389,6 +389,7 @@ private:
     // Disaggregated decode (defined in disagg.cpp).
     bool admit_remote(std::size_t r, std::int64_t& budget);
     void admit_loaded_behind_head(std::int64_t& budget);
+    bool head_starved() const;
     void collect_loaded();
     double next_loaded_s() const;
     // KV offload (cpu_tier.hpp): the CPU tier's key of block j, the blocks

@@ -208,6 +208,47 @@ TEST_CASE("a decode pool whose preempted head cannot fit runs the loaded request
     CHECK(run.run.requests[1].finish_s > run.run.requests[4].finish_s);  // a request behind the head went first
 }
 
+TEST_CASE("a preempted head that cannot finish in the free blocks lets the loaded requests behind it go first") {
+    // Ten requests of fuzz_trace's input (tests/fixtures/fuzz) on a decode
+    // pool of 128 blocks, max_num_seqs 1, 832-token chunks. The seventh
+    // (1,313 + 142 tokens) is preempted and comes back at the head needing
+    // 91 blocks with 89 free, two loaded requests behind it holding the
+    // rest: its first chunk fits, it preempts itself a step later, and so on
+    // for ever (this test looped before, at 50,000 preemptions by 554
+    // simulated seconds). Now the loaded requests run first and it is
+    // served after them, preempted once.
+    const StepPricer by_context = [](const std::vector<SeqWork>& s) {
+        std::int64_t tokens = 0, cached = 0;
+        for (const SeqWork& q : s) tokens += q.new_tokens, cached += q.cached;
+        return 0.01 + 1e-6 * static_cast<double>(tokens) + 1e-9 * static_cast<double>(cached);
+    };
+    const DecodePricer decode = [](std::int64_t batch, std::int64_t context_sum) -> std::optional<double> {
+        return 0.01 + 1e-6 * static_cast<double>(batch) + 1e-9 * static_cast<double>(context_sum);
+    };
+    const double arrival[] = {0, 4.31458, 4.54188, 4.71043, 5.89266, 6.31153, 7.7455, 8.25143, 8.46499, 8.70021};
+    const std::int64_t in[] = {374, 396, 879, 91, 91, 381, 1313, 388, 209, 394}, out[] = {44, 583, 55, 16, 16, 84, 142, 84, 152, 124};
+    Workload w;
+    for (int i = 0; i < 10; ++i) w.requests.push_back(SimRequest{arrival[i], in[i], out[i], {}, 0});
+    SchedulerConfig c;
+    c.num_gpu_blocks = 128;
+    c.max_num_seqs = 1;
+    c.max_num_batched_tokens = 832;
+    c.prefix_caching = false;
+    DisaggConfig k = slow_link();
+    k.link = KvLink{1e8, 1e-4};
+    k.layerwise = true;
+    k.layers = 32;
+    const DisaggRun run = simulate_disagg(w, c, c, k, by_context, decode, by_context, decode, true);
+    std::int64_t preemptions = 0;
+    for (const RequestRecord& r : run.run.requests) {
+        CHECK(r.finish_s > 0);
+        preemptions += r.preemptions;
+    }
+    CHECK(preemptions == 1);
+    CHECK(run.run.requests[6].preemptions == 1);
+    CHECK(run.run.requests[6].finish_s > run.run.requests[7].finish_s);  // served after a loaded request behind it
+}
+
 TEST_CASE("every request of a P/D run is served in causal order, the same on every run and stepped one by one") {
     SyntheticSpec s;
     s.rate = 40;
