@@ -281,6 +281,10 @@ std::optional<ScaleOut> layout_of(const SimulateOptions& o, const ModelSpec& mod
         check_expert_imbalance(o.expert_imbalance);
         if (so->ep < 2) usage_error("--expert-imbalance needs expert parallelism (--dp N with --enable-expert-parallel)");
     }
+    // vLLM synchronizes DP ranks only for MoE models (their experts' collectives); a dense model's engine cores run independently.
+    if (model.experts <= 0)
+        usage_error("--dp: a dense model's DP ranks run independently in vLLM (no expert all-to-all to wait for); simulate them as --replicas " +
+                    std::to_string(so->dp));
     if (!gpu.from_database) usage_error("--dp / --ep: a device given by --gpu-mem has no interconnect figure for the all-to-alls; pass --gpu ID");
     if (o.pp > 1) usage_error("--dp / --ep with --pp: a pipeline of DP groups is not simulated; pass --pp 1");
     if (o.prefill_replicas > 0 || o.decode_replicas > 0)

@@ -30,7 +30,9 @@ std::string layout_words(const DpLayoutReport& l) {
 
 // The layout line: ranks, experts, nodes.
 std::string layout_line(const DpLayoutReport& l) {
-    std::string out = fmt::format("layout: {} = {} GPUs a replica, {} routed experts a GPU{}; ", layout_words(l), l.gpus, l.experts_per_gpu,
+    const std::string experts = l.ep > 1 ? fmt::format("{} routed experts a GPU", l.experts_per_gpu)
+                                         : fmt::format("routed experts split as tensors over the {} GPUs", l.gpus);
+    std::string out = fmt::format("layout: {} = {} GPUs a replica, {}{}; ", layout_words(l), l.gpus, experts,
                                   l.expert_imbalance > 1 ? fmt::format(", busiest EP rank {:.2f}x the mean", l.expert_imbalance) : "");
     out += l.dp > 1 ? fmt::format("{} engine cores stepping in lockstep, the KV pool above each", l.dp) : "one engine core";
     if (l.nodes > 1) out += fmt::format("; {} nodes of {} GPUs, {} between them", l.nodes, l.gpus_per_node, l.nic);

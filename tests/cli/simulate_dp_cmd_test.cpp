@@ -113,4 +113,6 @@ TEST_CASE("simulate --dp 16 over two nodes names the NIC, and the layout flags a
     expect_usage_error(with({"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--expert-imbalance", "1.2"}, load),
                        "--expert-imbalance needs expert parallelism");
     expect_usage_error(with(with(kDp8, load), {"--expert-imbalance", "0.5"}), "--expert-imbalance");
+    // A dense model's DP ranks do not wait for each other in vLLM: they are replicas.
+    expect_usage_error(with({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--dp", "2"}, load), "simulate them as --replicas 2");
 }
