@@ -96,7 +96,7 @@ void place_on_nodes(const ConcurrencyOptions& o, ConcurrencyResult& r) {
 }
 
 std::optional<ScaleOutInputs> scale_out_inputs(const ConcurrencyOptions& o, Engine engine) {
-    return scale_out_from_flags(ScaleOutFlags{o.tp, o.dp, o.ep, o.enable_expert_parallel, o.redundant_experts, o.moe_dense_tp, o.moe_a2a_backend},
+    return scale_out_from_flags(layout_flags(o),
                                 engine == Engine::Sglang);
 }
 

@@ -100,7 +100,7 @@ std::string run_roofline(const RooflineOptions& o) {
     const std::optional<Dtype> kv = parse_dtype_flag("--kv-dtype", o.kv_dtype);
     // DP attention + EP: the layout rules `concurrency` uses (core/memory/parallel.cpp).
     const std::optional<ScaleOutInputs> scale_in = scale_out_from_flags(
-        ScaleOutFlags{o.tp, o.dp, o.ep, o.enable_expert_parallel, o.redundant_experts, o.moe_dense_tp, o.moe_a2a_backend}, o.engine == "sglang");
+        layout_flags(o), o.engine == "sglang");
     if (o.expert_imbalance != 0) check_expert_imbalance(o.expert_imbalance);
     std::optional<ExpertLayoutInputs> layout;
     std::int64_t attention_tp = o.tp;

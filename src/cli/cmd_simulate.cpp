@@ -265,7 +265,7 @@ void run_disagg(const SimulateOptions& o, const ModelSpec& model, const Efficien
 // DP group does not simulate.
 std::optional<ScaleOut> layout_of(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu) {
     const std::optional<ScaleOutInputs> in = scale_out_from_flags(
-        ScaleOutFlags{o.tp, o.dp, o.ep, o.enable_expert_parallel, o.redundant_experts, o.moe_dense_tp, o.moe_a2a_backend}, o.engine == "sglang");
+        layout_flags(o), o.engine == "sglang");
     if (in && o.engine == "sglang")
         usage_error("--dp / --ep: SGLang's DP attention scheduler is not simulated; pass --engine vllm (--dp N --enable-expert-parallel)");
     std::optional<ScaleOut> so;
@@ -307,7 +307,7 @@ void run_layout(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu
                                            li);
     const ClusterConfig k{o.replicas, o.router == "least-loaded" ? Router::LeastLoaded : Router::RoundRobin};
     if (so.dp > 1) {
-        const DpStepPricer price = [&cost](const std::vector<const std::vector<SeqWork>*>& ranks) { return dp_mixed_step(cost, ranks).total_s; };
+        const DpStepPricer price = dp_step_pricer(cost);
         r.run = simulate_dp_cluster(w, r.config, so.dp, k, price);
     } else {
         // Expert parallelism over one engine core's TP ranks: its one batch.

@@ -196,9 +196,8 @@ void configure(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& 
         si.dp = so.dp;
         si.enable_expert_parallel = true;
         s.cost = std::make_unique<CostModel>(make_cost_model(in, ExpertLayoutInputs{plan_scale_out(model, si), 1.0, bundled_all_to_all_latencies(), 0, Nic{}}));
-        const CostModel* cost = s.cost.get();
         s.engine.dp = so.dp;
-        s.engine.dp_price = [cost](const std::vector<const std::vector<SeqWork>*>& ranks) { return dp_mixed_step(*cost, ranks).total_s; };
+        s.engine.dp_price = dp_step_pricer(*s.cost);
     } else {
         s.cost = std::make_unique<CostModel>(make_cost_model(in));
     }

@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/hardware.hpp"
+#include "core/memory/parallel.hpp"
 
 namespace kvplan {
 
@@ -26,6 +27,12 @@ void add_scale_out_options(CLI::App& cmd, Options& o, const std::string& dp_help
     cmd.add_option("--moe-dense-tp-size", o.moe_dense_tp, "SGLang: TP of the dense MLP layers (1 or --tp; default --tp)")->check(ranks);
     cmd.add_option("--moe-a2a-backend", o.moe_a2a_backend, "SGLang: none|deepep (deepep: EP = tp, shared experts on every GPU)")
         ->check(CLI::IsMember({"none", "deepep"}));
+}
+
+// The layout those flags give, as the memory wing reads it.
+template <typename Options>
+ScaleOutFlags layout_flags(const Options& o) {
+    return ScaleOutFlags{o.tp, o.dp, o.ep, o.enable_expert_parallel, o.redundant_experts, o.moe_dense_tp, o.moe_a2a_backend};
 }
 
 // Where a layout's GPUs sit (docs/scale-out.md, "Nodes and NICs"): 0 = not given.

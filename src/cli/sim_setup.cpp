@@ -166,7 +166,7 @@ SchedulerConfig engine_config(const SimulateOptions& o, const ModelSpec& model, 
     in.longest_lengths = false;
     // --dp / --ep: each DP rank is an engine core with its own pool and limits (concurrency --dp).
     in.scale_out = scale_out_from_flags(
-        ScaleOutFlags{o.tp, o.dp, o.ep, o.enable_expert_parallel, o.redundant_experts, o.moe_dense_tp, o.moe_a2a_backend}, false);
+        layout_flags(o), false);
     const CapacityPlan p = plan_capacity(model, in);
     SchedulerConfig c;
     c.block_size = p.block_size;
@@ -241,6 +241,10 @@ void refuse_long_requests(const Workload& w, std::int64_t max_model_len, const s
 
 StepPricer step_pricer(const CostModel& cost) {
     return [&cost](const std::vector<SeqWork>& seqs) { return mixed_step(cost, seqs).total_s; };
+}
+
+DpStepPricer dp_step_pricer(const CostModel& cost) {
+    return [&cost](const std::vector<const std::vector<SeqWork>*>& ranks) { return dp_mixed_step(cost, ranks).total_s; };
 }
 
 DecodePricer decode_pricer(const CostModel& cost) {

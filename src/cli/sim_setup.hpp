@@ -13,6 +13,7 @@
 #include "core/memory/capacity.hpp"
 #include "core/model/model_spec.hpp"
 #include "core/sim/disagg.hpp"
+#include "core/sim/dp_group.hpp"
 #include "core/sim/metrics.hpp"
 #include "core/sim/scheduler.hpp"
 #include "core/sim/sglang_scheduler.hpp"
@@ -60,6 +61,9 @@ DisaggConfig disagg_config(const ModelSpec& model, std::int64_t prefill_replicas
 // its batch and context sum (decode_batch_step). Both keep a reference to
 // `cost`, which must outlive them.
 StepPricer step_pricer(const CostModel& cost);
+// The lockstep wave of a DP attention + EP replica's ranks (dp_mixed_step);
+// it keeps a reference to `cost` likewise.
+DpStepPricer dp_step_pricer(const CostModel& cost);
 DecodePricer decode_pricer(const CostModel& cost);
 
 }  // namespace kvplan
