@@ -85,8 +85,8 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
     cmd->add_option("--decode-tp", o.decode_tp, "the decode instances' TP ranks (default --tp)")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("--kv-link", o.kv_link, "the KV transfer link: nvlink, ib-ndr (default), ib-xdr, roce, or a bandwidth such as 50GB/s");
     add_spec_options(*cmd, o.spec, "every decode step verifies K drafts (docs/simulate.md)");
-    add_scale_out_options(*cmd, o, "data-parallel attention ranks (vLLM's --data-parallel-size): each an engine core with its own KV pool, "
-                                   "all stepping in lockstep (docs/simulate.md)");
+    add_scale_out_options(*cmd, o, "data-parallel attention ranks (vLLM's --data-parallel-size, SGLang's --dp with --enable-dp-attention): "
+                                   "each a scheduler with its own KV pool, all stepping in lockstep (docs/simulate.md)");
     cmd->add_option("--expert-imbalance", o.expert_imbalance, "busiest EP rank's routed tokens over the mean, >= 1 (default 1: uniform routing)");
     add_node_options(*cmd, o.nodes);
     cmd->add_flag("--layerwise-transfer", o.layerwise_transfer, "send the KV layer by layer beside the last prefill chunk (only the last layer's share exposed)");
@@ -115,7 +115,9 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
         "  kvplan simulate --model llama-3.1-8b --gpu h100-sxm --rate 2 --requests 200 --input-len fixed:1024 \\\n"
         "      --output-len fixed:256 --spec-method eagle --spec-tokens 3 --acceptance 0.8,0.7,0.6\n"
         "  kvplan simulate --model deepseek-v3 --gpu h200 --dp 8 --enable-expert-parallel --rate 20 \\\n"
-        "      --requests 2000 --input-len fixed:2000 --output-len fixed:500 --slo ttft=2s,tpot=100ms");
+        "      --requests 2000 --input-len fixed:2000 --output-len fixed:500 --slo ttft=2s,tpot=100ms\n"
+        "  kvplan simulate --engine sglang --model deepseek-v3 --gpu h200 --tp 8 --dp 8 --ep 8 --rate 10 \\\n"
+        "      --requests 1000 --input-len fixed:2000 --output-len fixed:500");
     return cmd;
 }
 
@@ -264,10 +266,7 @@ void run_disagg(const SimulateOptions& o, const ModelSpec& model, const Efficien
 // resolves the same), or nullopt without them; Error(Usage) for what the
 // DP group does not simulate.
 std::optional<ScaleOut> layout_of(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu) {
-    const std::optional<ScaleOutInputs> in = scale_out_from_flags(
-        layout_flags(o), o.engine == "sglang");
-    if (in && o.engine == "sglang")
-        usage_error("--dp / --ep: SGLang's DP attention scheduler is not simulated; pass --engine vllm (--dp N --enable-expert-parallel)");
+    const std::optional<ScaleOutInputs> in = scale_out_from_flags(layout_flags(o), o.engine == "sglang");
     std::optional<ScaleOut> so;
     if (in) so = plan_scale_out(model, *in);
     if (so && so->dp == 1 && so->ep == 1) so.reset();
@@ -282,9 +281,10 @@ std::optional<ScaleOut> layout_of(const SimulateOptions& o, const ModelSpec& mod
         if (so->ep < 2) usage_error("--expert-imbalance needs expert parallelism (--dp N with --enable-expert-parallel)");
     }
     // vLLM synchronizes DP ranks only for MoE models (their experts' collectives); a dense model's engine cores run independently.
-    if (model.experts <= 0)
+    if (model.experts <= 0 && o.engine != "sglang")
         usage_error("--dp: a dense model's DP ranks run independently in vLLM (no expert all-to-all to wait for); simulate them as --replicas " +
                     std::to_string(so->dp));
+    if (model.experts <= 0) usage_error("--dp: SGLang's DP attention is simulated for mixture-of-experts models only; simulate a dense model's copies as --replicas");
     if (!gpu.from_database) usage_error("--dp / --ep: a device given by --gpu-mem has no interconnect figure for the all-to-alls; pass --gpu ID");
     if (o.pp > 1) usage_error("--dp / --ep with --pp: a pipeline of DP groups is not simulated; pass --pp 1");
     if (o.prefill_replicas > 0 || o.decode_replicas > 0)
@@ -298,7 +298,7 @@ std::optional<ScaleOut> layout_of(const SimulateOptions& o, const ModelSpec& mod
 // engine core with the pool `r.config` holds, the ranks' steps priced
 // together by the roofline's lockstep step. Fills r.run and r.layout.
 void run_layout(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu, const Efficiency& efficiency, const ScaleOut& so,
-                const Workload& w, SimulateResult& r) {
+                const Workload& w, const SglangConfig& sglang, SimulateResult& r) {
     const double imbalance = o.expert_imbalance != 0 ? o.expert_imbalance : 1.0;
     const ExpertLayoutInputs li{so, imbalance, bundled_all_to_all_latencies(),
                                 resolve_gpus_per_node(o.nodes, so.gpus, default_gpus_per_node(gpu.interconnect)), find_nic(o.nodes.nic)};
@@ -306,13 +306,14 @@ void run_layout(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu
                                                            parse_dtype_flag("--kv-dtype", o.kv_dtype), so.attention_tp, efficiency, std::nullopt},
                                            li);
     const ClusterConfig k{o.replicas, o.router == "least-loaded" ? Router::LeastLoaded : Router::RoundRobin};
+    const bool sg = o.engine == "sglang";
     if (so.dp > 1) {
         const DpStepPricer price = dp_step_pricer(cost);
-        r.run = simulate_dp_cluster(w, r.config, so.dp, k, price);
+        r.run = sg ? simulate_sglang_dp_cluster(w, sglang, so.dp, k, price) : simulate_dp_cluster(w, r.config, so.dp, k, price);
     } else {
-        // Expert parallelism over one engine core's TP ranks: its one batch.
+        // Expert parallelism over one engine's TP ranks: its one batch.
         const StepPricer price = [&cost](const std::vector<SeqWork>& seqs) { return dp_mixed_step(cost, {&seqs}).total_s; };
-        r.run = simulate_cluster(w, r.config, k, price, DecodePricer{});
+        r.run = sg ? simulate_sglang_cluster(w, sglang, k, price) : simulate_cluster(w, r.config, k, price, DecodePricer{});
     }
     DpLayoutReport l;
     l.dp = so.dp;
@@ -324,6 +325,7 @@ void run_layout(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu
     l.gpus_per_node = std::min(cost.layout.gpus_per_node, so.gpus);
     if (cost.layout.nodes > 1) l.nic = cost.layout.nic;
     l.expert_imbalance = imbalance;
+    l.sglang = sg;
     r.layout = l;
     r.router = o.router;
 }
@@ -390,7 +392,7 @@ std::string run_simulate(const SimulateOptions& o) {
         return finish(o, r);
     }
     if (layout) {
-        run_layout(o, model, gpu, efficiency, *layout, w, r);
+        run_layout(o, model, gpu, efficiency, *layout, w, sglang, r);
         r.summary = summarise(r.run, r.slo);
         return finish(o, r);
     }

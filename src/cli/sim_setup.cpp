@@ -208,13 +208,34 @@ SglangConfig sglang_config(const SimulateOptions& o, const ModelSpec& model, con
     if (o.max_model_len > 0) in.max_model_len = o.max_model_len;
     if (o.max_num_batched_tokens > 0) in.max_batched_tokens = o.max_num_batched_tokens;
     in.longest_lengths = false;
+    // --dp: DP attention, each rank its own pool (concurrency --engine sglang --dp).
+    in.scale_out = scale_out_from_flags(layout_flags(o), true);
     const CapacityPlan p = plan_capacity(model, in);
+    const std::int64_t dp = p.scale_out ? p.scale_out->dp : 1;
     SglangConfig c;
     c.max_total_tokens = o.num_gpu_blocks > 0 ? o.num_gpu_blocks : p.kv_cache_tokens.value_or(0);
     if (c.max_total_tokens <= 0) usage_error("the model leaves no KV cache memory on " + gpu.name + " (see kvplan concurrency --engine sglang)");
     c.context_len = p.max_model_len;
     c.chunked_prefill_size = p.max_batched_tokens;
     c.max_running_requests = o.max_num_seqs > 0 ? o.max_num_seqs : sglang_default_max_running_requests(c.max_total_tokens, c.context_len);
+    if (dp > 1) {
+        // server_args.py _handle_data_parallelism: with DP attention the
+        // server's chunked_prefill_size is divided over the DP ranks and
+        // schedule_conservativeness scaled by 0.3; the scheduler
+        // (tp_worker.py / model_runner.py) divides --max-running-requests
+        // over them too. The default is computed on each rank's own pool.
+        c.chunked_prefill_size = p.max_batched_tokens / dp;
+        if (c.chunked_prefill_size < 1)
+            usage_error("--max-num-batched-tokens " + std::to_string(p.max_batched_tokens) + ": SGLang divides its chunked prefill size over the " +
+                        std::to_string(dp) + " DP ranks; pass at least " + std::to_string(dp));
+        if (o.max_num_seqs > 0) {
+            c.max_running_requests = o.max_num_seqs / dp;
+            if (c.max_running_requests < 1)
+                usage_error("--max-num-seqs " + std::to_string(o.max_num_seqs) + ": SGLang divides --max-running-requests over the " +
+                            std::to_string(dp) + " DP ranks; pass at least " + std::to_string(dp));
+        }
+        c.schedule_conservativeness = 0.3;
+    }
     c.radix_cache = !o.no_prefix_caching;
     c.policy = o.schedule_policy == "lpm" ? SglangPolicy::Lpm : SglangPolicy::Fcfs;
     r.engine = "sglang";
@@ -224,7 +245,9 @@ SglangConfig sglang_config(const SimulateOptions& o, const ModelSpec& model, con
     r.config.max_num_seqs = c.max_running_requests;
     r.config.max_num_batched_tokens = c.chunked_prefill_size;
     r.config.prefix_caching = c.radix_cache;
-    r.pool_source = o.num_gpu_blocks > 0 ? "--num-gpu-blocks" : "SGLang's max_total_num_tokens on this device";
+    r.pool_source = o.num_gpu_blocks > 0 ? "--num-gpu-blocks"
+                    : dp > 1             ? "SGLang's max_total_num_tokens per DP rank"
+                                         : "SGLang's max_total_num_tokens on this device";
     r.max_model_len = p.max_model_len;
     return c;
 }

@@ -34,7 +34,8 @@ std::string layout_line(const DpLayoutReport& l) {
                                          : fmt::format("routed experts split as tensors over the {} GPUs", l.gpus);
     std::string out = fmt::format("layout: {} = {} GPUs a replica, {}{}; ", layout_words(l), l.gpus, experts,
                                   l.expert_imbalance > 1 ? fmt::format(", busiest EP rank {:.2f}x the mean", l.expert_imbalance) : "");
-    out += l.dp > 1 ? fmt::format("{} engine cores stepping in lockstep, the KV pool above each", l.dp) : "one engine core";
+    const char* ranks = l.sglang ? "DP attention schedulers" : "engine cores";
+    out += l.dp > 1 ? fmt::format("{} {} stepping in lockstep, the KV pool above each", l.dp, ranks) : l.sglang ? "one scheduler" : "one engine core";
     if (l.nodes > 1) out += fmt::format("; {} nodes of {} GPUs, {} between them", l.nodes, l.gpus_per_node, l.nic);
     return out;
 }

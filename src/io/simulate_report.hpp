@@ -52,6 +52,7 @@ struct DpLayoutReport {
     std::int64_t gpus_per_node = 1;
     std::string nic;                  // between nodes; empty on one node
     double expert_imbalance = 1.0;
+    bool sglang = false;              // SGLang's DP attention schedulers, not vLLM's engine cores
 };
 
 struct SimulateResult {

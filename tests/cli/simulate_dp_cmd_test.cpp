@@ -105,7 +105,7 @@ TEST_CASE("simulate --dp 16 over two nodes names the NIC, and the layout flags a
     CHECK(j["completed"] == 50);
 
     const std::vector<std::string> load = {"--rate", "1", "--requests", "5", "--input-len", "fixed:100", "--output-len", "fixed:5"};
-    expect_usage_error(with(with(kDp8, load), {"--engine", "sglang"}), "SGLang's DP attention scheduler is not simulated");
+    expect_usage_error(with(with(kDp8, load), {"--engine", "sglang"}), "SGLang takes --ep N");
     expect_usage_error(with(with(kDp8, load), {"--pp", "2"}), "--pp 1");
     expect_usage_error(with(with(kDp8, load), {"--cpu-offload", "64GiB"}), "--cpu-offload");
     expect_usage_error(with(with(kDp8, load), {"--spec-method", "mtp", "--spec-tokens", "1", "--acceptance", "0.8"}), "--spec-method");
@@ -115,4 +115,76 @@ TEST_CASE("simulate --dp 16 over two nodes names the NIC, and the layout flags a
     expect_usage_error(with(with(kDp8, load), {"--expert-imbalance", "0.5"}), "--expert-imbalance");
     // A dense model's DP ranks do not wait for each other in vLLM: they are replicas.
     expect_usage_error(with({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--dp", "2"}, load), "simulate them as --replicas 2");
+    expect_usage_error(with({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "sglang", "--tp", "2", "--dp", "2"}, load),
+                       "mixture-of-experts models only");
+    // SGLang divides --max-running-requests and its chunked prefill size over the DP ranks.
+    const std::vector<std::string> sg8 = {"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang", "--tp", "8", "--dp", "8"};
+    expect_usage_error(with(with(sg8, load), {"--max-num-seqs", "4"}), "pass at least 8");
+    expect_usage_error(with(with(sg8, load), {"--max-num-batched-tokens", "7"}), "pass at least 8");
+}
+
+TEST_CASE("simulate --engine sglang --tp 8 --dp 8 --ep 8: SGLang's DP attention, each rank concurrency's pool, a lone request priced by the lockstep step") {
+    // concurrency --engine sglang --tp 8 --dp 8 (tests/cli/concurrency_cmd_test.cpp):
+    // 352,192 tokens per DP rank on an H200. SGLang's server_args.py divides the
+    // chunked prefill size, 8,192 on this device, over the 8 ranks: 1,024.
+    const std::string trace = write_temp("one-sglang.csv", "arrival_s,input_tokens,output_tokens\n0,2000,3\n");
+    auto r = kvplan_run({"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang", "--tp", "8", "--dp", "8", "--ep", "8",
+                         "--trace", trace, "--json"});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["engine"] == "sglang");
+    CHECK(j["layout"]["dp"] == 8);
+    CHECK(j["layout"]["ep"] == 8);
+    CHECK(j["layout"]["attention_tp"] == 1);
+    CHECK(j["layout"]["experts_per_gpu"] == 32);
+    CHECK(j["layout"]["kv_blocks_per_rank"] == 352'192);
+    CHECK(j["kv_blocks_total"] == 8 * 352'192);
+    REQUIRE(j["dp_ranks"].size() == 8);
+    CHECK(j["dp_ranks"][0]["requests"] == 1);  // round robin starts at rank 0
+    CHECK(j["steps"] == 4);
+
+    // By hand: rank 0 prefills 2,000 tokens in chunks of 1,024 and 976 while
+    // seven ranks run idle batches, then decodes at contexts 2,000 and 2,001;
+    // each wave is dp_mixed_step's price with the SGLang profile, experts over EP 8.
+    const ModelSpec m = preset("deepseek-v3");
+    ScaleOutInputs si;
+    si.rules = ScaleOutRules::Sglang;
+    si.tp = 8;
+    si.dp = 8;
+    si.ep = 8;
+    const ScaleOut so = plan_scale_out(m, si);
+    CostModelInputs in;
+    in.model = &m;
+    in.gpu = gpu("h200");
+    in.tp = 1;
+    in.efficiency.profile = find_engine("--engine", "sglang");
+    const CostModel cost = make_cost_model(in, ExpertLayoutInputs{so, 1.0, bundled_all_to_all_latencies(), 8, find_nic("ib-ndr")});
+    const auto wave = [&](std::int64_t cached, std::int64_t tokens) {
+        const std::vector<SeqWork> busy{{cached, tokens}}, idle;
+        std::vector<const std::vector<SeqWork>*> ranks(8, &idle);
+        ranks[0] = &busy;
+        return dp_mixed_step(cost, ranks).total_s;
+    };
+    const double ttft = wave(0, 1024) + wave(1024, 976);
+    CHECK(j["ttft_s"]["mean"].get<double>() == Approx(ttft).epsilon(1e-9));
+    CHECK(j["e2e_s"]["mean"].get<double>() == Approx(ttft + wave(2000, 1) + wave(2001, 1)).epsilon(1e-9));
+}
+
+TEST_CASE("simulate --engine sglang --dp 8 on a busy workload: round robin deals the requests evenly, the table names the schedulers") {
+    auto r = kvplan_run({"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang", "--tp", "8", "--dp", "8", "--ep", "8",
+                         "--rate", "40", "--requests", "400", "--input-len", "fixed:1500", "--output-len", "fixed:200", "--seed", "3",
+                         "--max-num-seqs", "256"});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) CHECK(line.size() <= 100);
+    std::string flat = r.out;
+    std::replace(flat.begin(), flat.end(), '\n', ' ');
+    CHECK(flat.find("8 DP attention schedulers stepping in lockstep") != std::string::npos);
+    CHECK(flat.find("max_running_requests 32") != std::string::npos);  // 256 over 8 ranks
+    CHECK(flat.find("400 of 400") != std::string::npos);
+    // 400 requests dealt over 8 ranks: 50 each.
+    CHECK(flat.find("0              50") != std::string::npos);
+    CHECK(flat.find("7              50") != std::string::npos);
 }

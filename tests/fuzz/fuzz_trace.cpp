@@ -3,7 +3,7 @@
 // -> the vLLM or SGLang scheduler over a small pool with a constant step, invariants
 // checked after every step, and vLLM's decode-run jump against stepping,
 // vLLM's pipeline, DP groups, KV offload and disaggregated pools, and SGLang's
-// replicas -> metrics. The reader must refuse every bad
+// replicas and DP attention groups -> metrics. The reader must refuse every bad
 // line with a kvplan::Error; the scheduler must complete or reject every
 // request it is given. Anything else (a crash, a sanitizer report, a
 // logic_error from the invariants, a hang past -timeout) is a bug.
@@ -128,6 +128,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const SimRun two = simulate_sglang_cluster(w, c, ClusterConfig{2, size % 4 == 1 ? Router::LeastLoaded : Router::RoundRobin}, price, true);
         for (std::size_t i = 0; i < two.requests.size(); ++i)
             if (two.requests[i].rejected != run.requests[i].rejected) __builtin_trap();
+        // DP attention: 2 to 4 schedulers in lockstep, dealt round robin (1 or
+        // 2 groups), every wave priced as its slowest rank.
+        const DpStepPricer slowest = [&price](const std::vector<const std::vector<SeqWork>*>& ranks) {
+            double most = 0;
+            for (const auto* r : ranks)
+                if (!r->empty()) most = std::max(most, price(*r));
+            return most;
+        };
+        const SimRun dp = simulate_sglang_dp_cluster(w, c, 2 + static_cast<std::int64_t>(size % 3),
+                                                     ClusterConfig{1 + static_cast<std::int64_t>(size % 2), Router::LeastLoaded}, slowest, true);
+        for (std::size_t i = 0; i < dp.requests.size(); ++i)
+            if (dp.requests[i].rejected != run.requests[i].rejected || (!dp.requests[i].rejected && dp.requests[i].finish_s < 0)) __builtin_trap();
     }
     (void)summarise(run, Slo{2.0, 0.05, 30.0});
     return 0;

@@ -234,9 +234,22 @@ SimRun simulate_dp_cluster(const Workload& w, const SchedulerConfig& c, std::int
     check_scheduler_config(c);
     check_cluster(w, k);
     Cluster<DpGroup, RequestStates> cluster(w, k, request_states(w), [&](RequestStates& states) {
-        return DpGroup(w, c, dp, price, check_invariants, states);
+        return vllm_dp_group(w, c, dp, price, check_invariants, states);
     });
     return cluster.run();
+}
+
+SimRun simulate_sglang_dp_cluster(const Workload& w, const SglangConfig& c, std::int64_t dp, const ClusterConfig& k, const DpStepPricer& price,
+                                  bool check_invariants) {
+    check_sglang_config(c);
+    check_cluster(w, k);
+    Cluster<SglangDpGroup, SglangStates> cluster(w, k, sglang_states(w), [&](SglangStates& states) {
+        return sglang_dp_group(w, c, dp, price, check_invariants, states);
+    });
+    SimRun run = cluster.run();
+    for (const RequestRecord& r : run.requests)
+        if (!r.rejected && r.finish_s < 0) throw std::logic_error("sglang: requests left unserved");
+    return run;
 }
 
 }  // namespace kvplan

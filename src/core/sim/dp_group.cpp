@@ -24,31 +24,43 @@ const DecodePricer& no_decode_runs() {
 
 }  // namespace
 
-DpGroup::DpGroup(const Workload& w, const SchedulerConfig& c, std::int64_t dp, const DpStepPricer& price, bool check, RequestStates& states)
-    : price_(price), records_(states.records) {
+template <class Engine>
+void DpGroupOf<Engine>::check_ranks(std::int64_t dp) {
     if (dp < 2 || dp > 1024) usage_error("--dp " + std::to_string(dp) + ": a DP group takes 2 to 1024 ranks");
+}
+
+DpGroup vllm_dp_group(const Workload& w, const SchedulerConfig& c, std::int64_t dp, const DpStepPricer& price, bool check, RequestStates& states) {
     if (c.cpu_tier.blocks > 0) usage_error("--cpu-offload: KV offload with data-parallel attention is not simulated; drop --cpu-offload or --dp");
     SchedulerConfig rank = c;
     rank.jump_decode_runs = false;  // every wave is priced over all ranks
-    ranks_.reserve(static_cast<std::size_t>(dp));
-    for (std::int64_t i = 0; i < dp; ++i) ranks_.emplace_back(w, rank, group_priced(), no_decode_runs(), check, states);
-    counts_.assign(ranks_.size(), {0, 0});
-    routed_.assign(ranks_.size(), 0);
-    planned_.assign(ranks_.size(), 0);
-    works_.assign(ranks_.size(), nullptr);
+    return DpGroup(dp, DpRouting::VllmBalancer, price, states.records,
+                   [&] { return VllmEngine(w, rank, group_priced(), no_decode_runs(), check, states); });
 }
 
-void DpGroup::add(std::size_t r) { inbox_.push_back(r); }
+SglangDpGroup sglang_dp_group(const Workload& w, const SglangConfig& c, std::int64_t dp, const DpStepPricer& price, bool check, SglangStates& states) {
+    return SglangDpGroup(dp, DpRouting::RoundRobin, price, states.records, [&] { return SglangEngine(w, c, group_priced(), check, states); });
+}
 
-std::int64_t DpGroup::done() const {
+template <class Engine>
+void DpGroupOf<Engine>::add(std::size_t r) { inbox_.push_back(r); }
+
+template <class Engine>
+std::int64_t DpGroupOf<Engine>::done() const {
     std::int64_t n = 0;
-    for (const VllmEngine& e : ranks_) n += e.done();
+    for (const Engine& e : ranks_) n += e.done();
     return n;
 }
 
 // vLLM's internal load balancer: the published counts, refreshed every
 // kDpStatsInterval_s, plus one waiting request for each routed since.
-std::size_t DpGroup::pick_rank(double arrival_s) {
+// SGLang's controller: round robin.
+template <class Engine>
+std::size_t DpGroupOf<Engine>::pick_rank(double arrival_s) {
+    if (routing_ == DpRouting::RoundRobin) {
+        const std::size_t rank = next_rank_;
+        next_rank_ = (next_rank_ + 1) % ranks_.size();
+        return rank;
+    }
     if (published_s_ < 0 || arrival_s >= published_s_ + kDpStatsInterval_s) {
         for (std::size_t i = 0; i < ranks_.size(); ++i) counts_[i] = {ranks_[i].waiting_count(), ranks_[i].running_count()};
         published_s_ = std::floor(arrival_s / kDpStatsInterval_s) * kDpStatsInterval_s;
@@ -67,7 +79,8 @@ std::size_t DpGroup::pick_rank(double arrival_s) {
 }
 
 // The requests that arrived by now go to their ranks, in arrival order.
-void DpGroup::dispatch() {
+template <class Engine>
+void DpGroupOf<Engine>::dispatch() {
     while (!inbox_.empty() && records_[inbox_.front()].arrival_s <= t_) {
         const std::size_t r = inbox_.front();
         inbox_.pop_front();
@@ -77,8 +90,9 @@ void DpGroup::dispatch() {
     }
 }
 
-std::optional<double> DpGroup::next_step_s() const {
-    for (const VllmEngine& e : ranks_)
+template <class Engine>
+std::optional<double> DpGroupOf<Engine>::next_step_s() const {
+    for (const Engine& e : ranks_)
         if (!e.idle()) return t_;
     if (inbox_.empty()) return std::nullopt;
     return std::max(t_, records_[inbox_.front()].arrival_s);
@@ -86,15 +100,16 @@ std::optional<double> DpGroup::next_step_s() const {
 
 // One wave (every rank's step at once), or the jump to the next arrival
 // when no rank has work; false when neither starts before `horizon`.
-bool DpGroup::wave(double horizon) {
+template <class Engine>
+bool DpGroupOf<Engine>::wave(double horizon) {
     dispatch();
-    const bool work = std::any_of(ranks_.begin(), ranks_.end(), [](const VllmEngine& e) { return !e.idle(); });
+    const bool work = std::any_of(ranks_.begin(), ranks_.end(), [](const Engine& e) { return !e.idle(); });
     if (!work) {
         if (inbox_.empty()) return false;
         const double next = records_[inbox_.front()].arrival_s;
         if (next >= horizon) return false;
         t_ = std::max(t_, next);
-        for (VllmEngine& e : ranks_) e.sync_to(t_);
+        for (Engine& e : ranks_) e.sync_to(t_);
         return true;
     }
     if (t_ >= horizon) return false;
@@ -119,7 +134,8 @@ bool DpGroup::wave(double horizon) {
     return true;
 }
 
-void DpGroup::advance(double horizon, bool stop_on_done) {
+template <class Engine>
+void DpGroupOf<Engine>::advance(double horizon, bool stop_on_done) {
     for (;;) {
         const std::int64_t done_before = done();
         if (!wave(horizon)) return;
@@ -127,15 +143,17 @@ void DpGroup::advance(double horizon, bool stop_on_done) {
     }
 }
 
-std::int64_t DpGroup::outstanding_at(double t) const {
+template <class Engine>
+std::int64_t DpGroupOf<Engine>::outstanding_at(double t) const {
     std::int64_t n = 0;
-    for (const VllmEngine& e : ranks_) n += e.outstanding_at(t);
+    for (const Engine& e : ranks_) n += e.outstanding_at(t);
     for (std::size_t r : inbox_)
         if (records_[r].arrival_s <= t) ++n;
     return n;
 }
 
-SimRun DpGroup::take_totals() {
+template <class Engine>
+SimRun DpGroupOf<Engine>::take_totals() {
     SimRun run;
     std::vector<std::vector<TimePoint>> series;
     std::vector<std::int64_t> blocks;
@@ -149,5 +167,8 @@ SimRun DpGroup::take_totals() {
     run.end_s = std::max(run.end_s, t_);
     return run;
 }
+
+template class DpGroupOf<VllmEngine>;
+template class DpGroupOf<SglangEngine>;
 
 }  // namespace kvplan

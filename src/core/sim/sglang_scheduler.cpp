@@ -59,6 +59,14 @@ public:
         run_.end_s = t_;
         return std::move(run_);
     }
+    bool idle() const { return running_.empty() && waiting_.empty() && chunked_ < 0 && inbox_.empty(); }
+    std::int64_t waiting_count() const { return static_cast<std::int64_t>(waiting_.size() + inbox_.size()); }
+    std::int64_t running_count() const { return static_cast<std::int64_t>(running_.size()) + (chunked_ >= 0 ? 1 : 0); }
+    void sync_to(double t);
+    bool plan_step();
+    const std::vector<SeqWork>& planned_work() const { return work_; }
+    void commit_step(double dt);
+    void idle_step(double dt);
 
 private:
     std::int64_t fill(std::size_t r) const { return w_.requests[r].input_tokens + q_[r].generated; }
@@ -81,11 +89,19 @@ private:
     double rem_total() const { return static_cast<double>(free_tokens() + evictable()) - rem_total_offset_; }
     double cur_rem() const { return static_cast<double>(free_tokens() + evictable() - cur_rem_offset_); }
     void take(std::size_t r, std::int64_t prefix, std::int64_t tokens, std::int64_t reserve);
+    // run_prefill and run_decode, each split at its forward pass: begin_*
+    // takes the slots and fills work_, end_* samples once the pass has taken
+    // its time (lockstep prices the pass between the two).
     void run_prefill();
+    void begin_prefill();
+    void end_prefill();
     // update_running_batch: false when no decode batch runs.
     bool prepare_decode();
     void retract_decode();
     void run_decode();
+    void begin_decode();
+    void end_decode();
+    void end_pass(std::size_t done_before);
     void sample_token(std::size_t r, std::vector<std::size_t>& finished);
     void finish(std::size_t r);
     void elapse(double dt);
@@ -117,6 +133,8 @@ private:
     std::size_t done_ = 0;
     std::int64_t added_ = 0;
     std::size_t last_pass_done_ = 0;  // requests its last pass finished or rejected
+    enum class Pass { None, Prefill, Decode } planned_ = Pass::None;  // lockstep: the pass formed
+    std::size_t plan_done_before_ = 0;  // lockstep: done_ when the pass was formed
     double t_ = 0, next_sample_ = 1, interval_prompt_ = 0, interval_generation_ = 0;
 };
 
@@ -341,6 +359,12 @@ void SglangEngine::Impl::schedule_prefill() {
 }
 
 void SglangEngine::Impl::run_prefill() {
+    begin_prefill();
+    elapse(price_(work_));
+    end_prefill();
+}
+
+void SglangEngine::Impl::begin_prefill() {
     std::int64_t tokens = 0;
     work_.clear();
     for (const Extend& e : batch_) {
@@ -359,8 +383,10 @@ void SglangEngine::Impl::run_prefill() {
         }
     }
     allocate(tokens);
-    elapse(price_(work_));
-    interval_prompt_ += static_cast<double>(tokens);
+}
+
+void SglangEngine::Impl::end_prefill() {
+    for (const Extend& e : batch_) interval_prompt_ += static_cast<double>(e.tokens);
     std::vector<std::size_t> finished, joined;
     for (const Extend& e : batch_) {
         Req& q = q_[e.r];
@@ -439,10 +465,18 @@ bool SglangEngine::Impl::prepare_decode() {
 }
 
 void SglangEngine::Impl::run_decode() {
+    begin_decode();
+    elapse(price_(work_));
+    end_decode();
+}
+
+void SglangEngine::Impl::begin_decode() {
     work_.clear();
     for (std::size_t r : running_) work_.push_back(SeqWork{q_[r].computed, 1});
     allocate(static_cast<std::int64_t>(running_.size()));
-    elapse(price_(work_));
+}
+
+void SglangEngine::Impl::end_decode() {
     std::vector<std::size_t> finished;
     for (std::size_t r : running_) {
         q_[r].computed += 1;
@@ -540,11 +574,61 @@ void SglangEngine::Impl::advance(double horizon, bool stop_on_done) {
             t_ = std::max(t_, next);  // idle: jump to the next arrival
         }
         passes_without_work = 0;
-        last_pass_done_ = done_ - done_before;
-        sample(t_);
-        if (check_) check();
+        end_pass(done_before);
         if (stop_on_done && done_ != done_before) return;
     }
+}
+
+void SglangEngine::Impl::end_pass(std::size_t done_before) {
+    last_pass_done_ = done_ - done_before;
+    sample(t_);
+    if (check_) check();
+}
+
+void SglangEngine::Impl::sync_to(double t) {
+    if (!(t >= t_)) throw std::logic_error("lockstep: a rank's clock moved back");
+    t_ = t;
+    sample(t_);
+}
+
+// One pass of advance(), formed but not yet run: the same choice (prefill
+// whenever a batch can be formed, else decode), without the jump to the
+// next arrival, which the group makes.
+bool SglangEngine::Impl::plan_step() {
+    plan_done_before_ = done_;
+    planned_ = Pass::None;
+    arrive();
+    for (int tries = 0;; ++tries) {
+        schedule_prefill();
+        if (!batch_.empty()) {
+            begin_prefill();
+            planned_ = Pass::Prefill;
+            return true;
+        }
+        if (prepare_decode()) {
+            begin_decode();
+            planned_ = Pass::Decode;
+            return true;
+        }
+        if (waiting_.empty() && chunked_ < 0) return false;
+        // As in advance(): the batch was marked full and is empty now.
+        if (tries >= 2) throw std::logic_error("sglang: the scheduler found nothing to run");
+    }
+}
+
+void SglangEngine::Impl::commit_step(double dt) {
+    if (planned_ == Pass::None) throw std::logic_error("lockstep: a pass committed that was not planned");
+    elapse(dt);
+    if (planned_ == Pass::Prefill) end_prefill();
+    else end_decode();
+    planned_ = Pass::None;
+    end_pass(plan_done_before_);
+}
+
+void SglangEngine::Impl::idle_step(double dt) {
+    if (!(dt > 0) || !std::isfinite(dt)) throw std::logic_error("a wave priced at a non-positive time");
+    t_ += dt;
+    end_pass(plan_done_before_);  // requests rejected while the pass was formed
 }
 
 std::optional<double> SglangEngine::Impl::next_step_s() const {
@@ -616,5 +700,13 @@ std::int64_t SglangEngine::outstanding_at(double t) const { return impl_->outsta
 std::int64_t SglangEngine::done() const { return impl_->done(); }
 double SglangEngine::now() const { return impl_->now(); }
 SimRun SglangEngine::take_totals() { return impl_->take_totals(); }
+bool SglangEngine::idle() const { return impl_->idle(); }
+std::int64_t SglangEngine::waiting_count() const { return impl_->waiting_count(); }
+std::int64_t SglangEngine::running_count() const { return impl_->running_count(); }
+void SglangEngine::sync_to(double t) { impl_->sync_to(t); }
+bool SglangEngine::plan_step() { return impl_->plan_step(); }
+const std::vector<SeqWork>& SglangEngine::planned_work() const { return impl_->planned_work(); }
+void SglangEngine::commit_step(double dt) { impl_->commit_step(dt); }
+void SglangEngine::idle_step(double dt) { impl_->idle_step(dt); }
 
 }  // namespace kvplan

@@ -111,6 +111,24 @@ public:
     // Its passes, retractions, ITL, series and pool figures (requests empty).
     SimRun take_totals();
 
+    // Lockstep, as a DP attention rank (dp_group.hpp): the passes are driven
+    // from outside and priced over every rank.
+    bool idle() const;
+    std::int64_t waiting_count() const;
+    std::int64_t running_count() const;
+    // Moves the clock to t (not before now()), logging the seconds crossed.
+    void sync_to(double t);
+    // Forms the pass at now() (the requests that arrived by then queued
+    // first): a prefill batch, else a decode batch; false when there is
+    // nothing to run.
+    bool plan_step();
+    const std::vector<SeqWork>& planned_work() const;
+    double planned_draft_s() const { return 0; }
+    // Ends the planned pass dt after now(); idle_step: the wave passed with
+    // nothing planned here (SGLang's idle batch).
+    void commit_step(double dt);
+    void idle_step(double dt);
+
 private:
     class Impl;
     std::unique_ptr<Impl> impl_;

@@ -138,7 +138,7 @@ std::optional<std::string> vllm_stopped_early(const Workload& w, const SearchEng
     check_arrivals(w);
     RequestStates states = request_states(w);
     if (e.dp > 1) {
-        DpGroup group(w, e.vllm, e.dp, e.dp_price, false, states);
+        DpGroup group = vllm_dp_group(w, e.vllm, e.dp, e.dp_price, false, states);
         return stopped_early(w, group, states, t, out, arrived);
     }
     if (e.stages.size() == 1) usage_error("the SLO search: a pipeline needs two or more stages");
