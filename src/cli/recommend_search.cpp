@@ -167,11 +167,14 @@ void configure(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& 
         else v = engine_config(so, model, gpu, max_model_len, pool);
         const std::int64_t seqs = sglang ? g.max_running_requests : v.max_num_seqs;
         const std::int64_t tokens = sglang ? g.chunked_prefill_size : v.max_num_batched_tokens;
+        // The knobs are per DP rank; SGLang's flags are the server's totals,
+        // which it divides over the ranks (sglang_config).
+        const std::int64_t totals = sglang ? std::max<std::int64_t>(1, so.dp) : 1;
         if (s.row.knobs == "latency") {
-            so.max_num_seqs = seqs > kLatencySeqs ? kLatencySeqs : std::max<std::int64_t>(1, seqs / 2);
-            so.max_num_batched_tokens = std::min(tokens, kLatencyTokens);
+            so.max_num_seqs = (seqs > kLatencySeqs ? kLatencySeqs : std::max<std::int64_t>(1, seqs / 2)) * totals;
+            so.max_num_batched_tokens = std::min(tokens, kLatencyTokens) * totals;
         }
-        if (s.row.knobs == "throughput") so.max_num_batched_tokens = 2 * tokens;
+        if (s.row.knobs == "throughput") so.max_num_batched_tokens = 2 * tokens * totals;
         if (s.row.knobs != "default") {
             if (sglang) g = sglang_config(so, model, gpu, scratch);
             else v = engine_config(so, model, gpu, max_model_len, pool);
@@ -187,14 +190,22 @@ void configure(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& 
         s.row.reason = std::string("memory: ") + e.what();
         return;
     }
+    // SGLang's --tp counts every GPU of a DP attention layout; attention is split over tp / dp.
+    const std::int64_t attention_tp = sglang && so.dp > 1 ? so.tp / so.dp : so.tp;
     const CostModelInputs in{&model, gpu, parse_weight_format("--weights-dtype", so.weights_dtype), parse_dtype_flag("--kv-dtype", so.kv_dtype),
-                             so.tp, efficiency, std::nullopt};
+                             attention_tp, efficiency, std::nullopt};
     if (so.dp > 1) {
-        // DP attention + EP within one node (simulate --dp N --enable-expert-parallel).
+        // DP attention + EP within one node (simulate --dp N --enable-expert-parallel;
+        // SGLang: --tp N --dp N --ep N).
         ScaleOutInputs si;
         si.tp = so.tp;
         si.dp = so.dp;
-        si.enable_expert_parallel = true;
+        if (sglang) {
+            si.rules = ScaleOutRules::Sglang;
+            si.ep = so.ep;
+        } else {
+            si.enable_expert_parallel = true;
+        }
         s.cost = std::make_unique<CostModel>(make_cost_model(in, ExpertLayoutInputs{plan_scale_out(model, si), 1.0, bundled_all_to_all_latencies(), 0, Nic{}}));
         s.engine.dp = so.dp;
         s.engine.dp_price = dp_step_pricer(*s.cost);
@@ -214,7 +225,7 @@ void configure(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& 
         s.engine.stages = stage_pricers(*s.stage_costs);
     }
     s.row.serve.gpu = gpu.id;
-    s.row.serve.tp = so.tp;
+    s.row.serve.tp = attention_tp;
     s.row.serve.pp = so.pp;
     s.row.serve.attention_dp = std::max<std::int64_t>(1, so.dp);
     s.row.serve.batch *= s.row.serve.attention_dp;  // the replica's sequences; the commands give each engine core its share
@@ -244,20 +255,27 @@ struct Layout {
     std::int64_t tp = 1, pp = 1, dp = 1;
 };
 
-// vLLM's DP attention + EP on 2, 4 and 8 GPUs of one node (TP 1 per rank),
-// for a mixture-of-experts model whose experts EP divides, on a device whose
-// interconnect times the all-to-alls: the layouts the analytic search tries
-// (core/speed/recommend.cpp, expert_layout_sizes), simulated as lockstep DP
-// ranks (simulate --dp).
+// DP attention + EP on 2, 4 and 8 GPUs of one node (TP 1 per rank): vLLM's
+// --data-parallel-size N --enable-expert-parallel, SGLang's --tp N --dp N
+// --ep N; for a mixture-of-experts model whose experts EP divides, on a
+// device whose interconnect times the all-to-alls: the layouts the analytic
+// search tries (core/speed/recommend.cpp, expert_layout_sizes), simulated as
+// lockstep DP ranks (simulate --dp).
 std::vector<Layout> expert_layouts(const ModelSpec& model, const Gpu& gpu, const std::string& engine, std::int64_t max_gpus) {
     std::vector<Layout> out;
-    if (engine != "vllm" || model.experts <= 0 || gpu.interconnect_bytes_per_s <= 0) return out;
+    if ((engine != "vllm" && engine != "sglang") || model.experts <= 0 || gpu.interconnect_bytes_per_s <= 0) return out;
     for (std::int64_t g : {2, 4, 8}) {
         if (g > max_gpus) continue;
         ScaleOutInputs si;
-        si.tp = 1;
         si.dp = g;
-        si.enable_expert_parallel = true;
+        if (engine == "sglang") {
+            si.rules = ScaleOutRules::Sglang;
+            si.tp = g;
+            si.ep = g;
+        } else {
+            si.tp = 1;
+            si.enable_expert_parallel = true;
+        }
         try {
             plan_scale_out(model, si);
             out.push_back({1, 1, g});
@@ -391,7 +409,11 @@ std::vector<Setup> candidates(const RecommendOptions& o, const SimulateOptions& 
                         SimulateOptions so = base;
                         so.tp = l.tp;
                         so.pp = l.pp;
-                        if (l.dp > 1) {
+                        if (l.dp > 1 && o.engine == "sglang") {  // --tp N --dp N --ep N: N GPUs in all
+                            so.tp = l.dp;
+                            so.dp = l.dp;
+                            so.ep = l.dp;
+                        } else if (l.dp > 1) {
                             so.dp = l.dp;
                             so.enable_expert_parallel = true;
                         }

@@ -352,6 +352,36 @@ TEST_CASE("recommend --slo on a mixture-of-experts model: DP + EP layouts of 2, 
     CHECK(widest_line(t.out) <= 100);
 }
 
+TEST_CASE("recommend --slo --engine sglang on a mixture-of-experts model: SGLang's DP attention layouts, simulated, with the server's totals") {
+    // The same 21 candidates with SGLang's schedulers: DP 2, 4 and 8 are
+    // --tp N --dp N --ep N (N GPUs in all, attention TP 1), simulated as
+    // lockstep DP attention ranks. The knobs are per rank and the command
+    // carries SGLang's totals, which it divides over the ranks: the default
+    // chunk, 8,192 / 8 = 1,024 a rank, goes back as 8,192; the latency
+    // setting's 64 sequences a rank as --max-running-requests 64 x 8 = 512.
+    const Run r = Run::kvplan({"recommend", "--model", "deepseek-v3", "--gpus", "h200", "--engine", "sglang", "--slo", "ttft=5s,tpot=200ms",
+                               "--rate", "20", "--input-len", "fixed:8000", "--output-len", "fixed:1000", "--requests", "300", "--top", "10",
+                               "--json"});
+    INFO(r.command << "\n" << r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["candidates_tried"].get<std::int64_t>() == 21);
+    int layouts = 0;
+    for (const auto& c : j["candidates"]) {
+        const auto dp = c["attention_dp"].get<std::int64_t>();
+        if (dp == 1) continue;
+        ++layouts;
+        CHECK(c["tp"] == 1);
+        CHECK(c["ep"] == dp);
+        CHECK(c["gpus_total"].get<std::int64_t>() == c["replicas"].get<std::int64_t>() * dp);
+        const std::string sg = c["sglang_command"].get<std::string>();
+        CHECK_THAT(sg, Catch::Contains(fmt::format("--tp {} --dp {} --enable-dp-attention --ep {}", dp, dp, dp)));
+        if (dp == 8 && c["knobs"] == "default") CHECK_THAT(sg, Catch::Contains("--chunked-prefill-size 8192 "));
+        if (dp == 8 && c["knobs"] == "latency") CHECK_THAT(sg, Catch::Contains("--max-running-requests 512 "));
+    }
+    CHECK(layouts > 0);
+}
+
 TEST_CASE("recommend --slo prices steps with the efficiency flags: a 100 ms step overhead misses a 50 ms TPOT everywhere") {
     // Every decode step costs at least the 100 ms fixed overhead, so no
     // request's TPOT can be under 100 ms, alone or not: nothing qualifies

@@ -73,6 +73,7 @@ SimRun run_engine(const Workload& w, const SearchEngine& e) {
         return simulate_disagg(w, e.pd->prefill, e.pd->decode, e.pd->pools, e.pd->prefill_price, e.pd->prefill_decode, e.pd->decode_price,
                                e.pd->decode_decode)
             .run;
+    if (e.sglang && e.dp > 1) return simulate_sglang_dp_cluster(w, e.sglang_config, e.dp, ClusterConfig{}, e.dp_price);
     if (e.sglang) return simulate_sglang(w, e.sglang_config, e.price);
     if (e.dp > 1) return simulate_dp_cluster(w, e.vllm, e.dp, ClusterConfig{}, e.dp_price);
     return simulate(w, e.vllm, e.price, e.decode, false, e.stages);
@@ -244,20 +245,21 @@ RequestFloor pipeline_floor(double in, double outs, const SchedulerConfig& c, co
                          c.max_num_batched_tokens, slowest, DecodePricer{});
 }
 
-// A DP group of D ranks: a wave of D decode batches, each of max_num_seqs
-// sequences or as many requests of the mean length as a rank's pool holds,
-// at the mean context; D prompts' chunks prefilled in one wave, each token
-// at the wave's marginal price over the D x chunk tokens.
-RequestFloor dp_floor(double in, double outs, const SchedulerConfig& c, std::int64_t dp, const DpStepPricer& price) {
-    const double pool_tokens = static_cast<double>(checked_mul(c.num_gpu_blocks, c.block_size, "KV pool tokens"));
-    const auto fit = static_cast<std::int64_t>(std::min(pool_tokens / std::max(1.0, in + outs), 1e15));
-    const std::int64_t rank = std::max<std::int64_t>(1, std::min(c.max_num_seqs, fit));
+// A DP group of D ranks: a wave of D decode batches, each of `seqs`
+// sequences or as many requests of the mean length as a rank's pool of
+// `pool_tokens` holds, at the mean context; D prompts' chunks of `chunk`
+// prefilled in one wave, each token at the wave's marginal price over the
+// D x chunk tokens.
+RequestFloor dp_floor(double in, double outs, std::int64_t pool_tokens, std::int64_t seqs, std::int64_t chunk_tokens, std::int64_t dp,
+                      const DpStepPricer& price) {
+    const auto fit = static_cast<std::int64_t>(std::min(static_cast<double>(pool_tokens) / std::max(1.0, in + outs), 1e15));
+    const std::int64_t rank = std::max<std::int64_t>(1, std::min(seqs, fit));
     const auto context = static_cast<std::int64_t>(std::llround(in + outs / 2));
     const auto wave = [&](const std::vector<SeqWork>& batch) {
         return price(std::vector<const std::vector<SeqWork>*>(static_cast<std::size_t>(dp), &batch));
     };
     const double step = wave(std::vector<SeqWork>(static_cast<std::size_t>(rank), SeqWork{context, 1}));
-    const std::int64_t chunk = std::max<std::int64_t>(2, c.max_num_batched_tokens);
+    const std::int64_t chunk = std::max<std::int64_t>(2, chunk_tokens);
     const double per_prompt_token = std::max(0.0, (wave({SeqWork{0, chunk}}) - wave({SeqWork{0, 1}})) / static_cast<double>(dp * (chunk - 1)));
     return {in * per_prompt_token, outs * step / static_cast<double>(rank * dp)};
 }
@@ -289,9 +291,11 @@ double rate_upper_bound(const RateWorkload& w, const SearchEngine& e) {
         const std::int64_t seqs = e.sglang_config.max_running_requests > 0
                                       ? e.sglang_config.max_running_requests
                                       : sglang_default_max_running_requests(pool, e.sglang_config.context_len > 0 ? e.sglang_config.context_len : pool);
-        f = request_floor(in, outs, pool, seqs, e.sglang_config.chunked_prefill_size, e.price, e.decode);
+        f = e.dp > 1 ? dp_floor(in, outs, pool, seqs, e.sglang_config.chunked_prefill_size, e.dp, e.dp_price)
+                     : request_floor(in, outs, pool, seqs, e.sglang_config.chunked_prefill_size, e.price, e.decode);
     } else if (e.dp > 1) {
-        f = dp_floor(in, outs, e.vllm, e.dp, e.dp_price);
+        f = dp_floor(in, outs, checked_mul(e.vllm.num_gpu_blocks, e.vllm.block_size, "KV pool tokens"), e.vllm.max_num_seqs,
+                     e.vllm.max_num_batched_tokens, e.dp, e.dp_price);
     } else if (!e.stages.empty()) {
         f = pipeline_floor(in, outs, e.vllm, e.stages);
     } else {

@@ -66,9 +66,10 @@ struct SearchEngine {
     // VllmEngine's batch queue), `price` and `decode` then the whole model's,
     // used for nothing but the bound. Empty: no pipeline.
     StagePricers stages;
-    // vLLM with data-parallel attention + EP: `dp` engine cores of `vllm`
-    // each, stepping in lockstep (dp_group.hpp), every wave priced by
-    // `dp_price`; `price` and `decode` then unused. 1: one engine.
+    // Data-parallel attention + EP: `dp` engine cores of `vllm` each (or,
+    // with `sglang`, `dp` schedulers of `sglang_config` each), stepping in
+    // lockstep (dp_group.hpp), every wave priced by `dp_price`; `price` and
+    // `decode` then unused. 1: one engine.
     std::int64_t dp = 1;
     DpStepPricer dp_price;
     std::optional<DisaggUnit> pd;  // set: the unit replaces the fields above
