@@ -73,6 +73,8 @@ CLI::App* setup_roofline(CLI::App& app, RooflineOptions& o) {
     cmd->add_option("--draft-model", o.draft_model, "the draft model for --spec-method draft (a config.json, a model folder or a preset)");
     add_scale_out_options(*cmd, o, "attention data-parallel ranks; --batch is then the replica's, B / dp per rank (docs/scale-out.md)");
     cmd->add_option("--expert-imbalance", o.expert_imbalance, "busiest EP rank's routed tokens over the mean, >= 1 (default 1: uniform routing)");
+    cmd->add_flag("--two-batch-overlap", o.two_batch_overlap,
+                  "EP layouts: two micro-batches, one's compute hiding the other's all-to-all (vLLM --enable-dbo, SGLang --enable-two-batch-overlap)");
     add_node_options(*cmd, o.nodes);
     cmd->footer(
         "Examples:\n"
@@ -119,6 +121,7 @@ std::string run_roofline(const RooflineOptions& o) {
         usage_error("--nodes, --gpus-per-node and --nic place a DP attention + EP layout: add --dp or --ep");
     if (o.expert_imbalance != 0 && (!layout || layout->scale_out.ep < 2))
         usage_error("--expert-imbalance needs expert parallelism (--ep N, or --enable-expert-parallel with --dp)");
+    if (o.two_batch_overlap) add_two_batch_overlap(layout ? &*layout : nullptr, o.engine);
     check_tp(model, attention_tp);
     if (!o.plot.empty()) prepare_plot_dir(o.plot);
     if (!o.report.empty()) check_writable(o.report);

@@ -88,6 +88,8 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
     add_scale_out_options(*cmd, o, "data-parallel attention ranks (vLLM's --data-parallel-size, SGLang's --dp with --enable-dp-attention): "
                                    "each a scheduler with its own KV pool, all stepping in lockstep (docs/simulate.md)");
     cmd->add_option("--expert-imbalance", o.expert_imbalance, "busiest EP rank's routed tokens over the mean, >= 1 (default 1: uniform routing)");
+    cmd->add_flag("--two-batch-overlap", o.two_batch_overlap,
+                  "EP layouts: two micro-batches, one's compute hiding the other's all-to-all (vLLM --enable-dbo, SGLang --enable-two-batch-overlap)");
     add_node_options(*cmd, o.nodes);
     cmd->add_flag("--layerwise-transfer", o.layerwise_transfer, "send the KV layer by layer beside the last prefill chunk (only the last layer's share exposed)");
     cmd->add_option("--slo", o.slo, "targets for goodput, e.g. ttft=2s,tpot=50ms,e2e=30s");
@@ -274,6 +276,7 @@ std::optional<ScaleOut> layout_of(const SimulateOptions& o, const ModelSpec& mod
     if (!so) {
         if (placed) usage_error("--nodes, --gpus-per-node and --nic place a DP attention + EP layout: add --dp or --ep");
         if (o.expert_imbalance != 0) usage_error("--expert-imbalance needs expert parallelism (--dp N with --enable-expert-parallel)");
+        if (o.two_batch_overlap) add_two_batch_overlap(nullptr, o.engine);  // refused: no layout
         return so;
     }
     if (o.expert_imbalance != 0) {
@@ -300,8 +303,9 @@ std::optional<ScaleOut> layout_of(const SimulateOptions& o, const ModelSpec& mod
 void run_layout(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu, const Efficiency& efficiency, const ScaleOut& so,
                 const Workload& w, const SglangConfig& sglang, SimulateResult& r) {
     const double imbalance = o.expert_imbalance != 0 ? o.expert_imbalance : 1.0;
-    const ExpertLayoutInputs li{so, imbalance, bundled_all_to_all_latencies(),
-                                resolve_gpus_per_node(o.nodes, so.gpus, default_gpus_per_node(gpu.interconnect)), find_nic(o.nodes.nic)};
+    ExpertLayoutInputs li{so, imbalance, bundled_all_to_all_latencies(),
+                          resolve_gpus_per_node(o.nodes, so.gpus, default_gpus_per_node(gpu.interconnect)), find_nic(o.nodes.nic)};
+    if (o.two_batch_overlap) add_two_batch_overlap(&li, o.engine);
     const CostModel cost = make_cost_model(CostModelInputs{&model, gpu, parse_weight_format("--weights-dtype", o.weights_dtype),
                                                            parse_dtype_flag("--kv-dtype", o.kv_dtype), so.attention_tp, efficiency, std::nullopt},
                                            li);
@@ -326,6 +330,7 @@ void run_layout(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu
     if (cost.layout.nodes > 1) l.nic = cost.layout.nic;
     l.expert_imbalance = imbalance;
     l.sglang = sg;
+    l.two_batch_overlap = o.two_batch_overlap;
     r.layout = l;
     r.router = o.router;
 }

@@ -61,6 +61,7 @@ struct SimulateOptions {
     std::int64_t moe_dense_tp = 0;
     std::string moe_a2a_backend;
     double expert_imbalance = 0;  // 0: not given (1.0)
+    bool two_batch_overlap = false;  // vLLM --enable-dbo, SGLang --enable-two-batch-overlap
     NodeFlags nodes;
     bool json = false;
     std::string requests_csv, timeseries_csv;

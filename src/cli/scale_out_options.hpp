@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/hardware.hpp"
 #include "core/memory/parallel.hpp"
+#include "core/speed/step_cost.hpp"
 
 namespace kvplan {
 
@@ -33,6 +34,16 @@ void add_scale_out_options(CLI::App& cmd, Options& o, const std::string& dp_help
 template <typename Options>
 ScaleOutFlags layout_flags(const Options& o) {
     return ScaleOutFlags{o.tp, o.dp, o.ep, o.enable_expert_parallel, o.redundant_experts, o.moe_dense_tp, o.moe_a2a_backend};
+}
+
+// --two-batch-overlap: the engine's micro-batching thresholds on an EP
+// layout (`layout`; null: none), or Error(Usage) where it cannot apply.
+inline void add_two_batch_overlap(ExpertLayoutInputs* layout, const std::string& engine) {
+    if (engine != "vllm" && engine != "sglang")
+        usage_error("--two-batch-overlap is vLLM's --enable-dbo or SGLang's --enable-two-batch-overlap: pass --engine vllm or --engine sglang");
+    if (!layout || layout->scale_out.ep < 2)
+        usage_error("--two-batch-overlap hides the expert all-to-all: it needs expert parallelism (--ep N, or --enable-expert-parallel with --dp)");
+    set_two_batch_overlap(*layout, engine == "sglang");
 }
 
 // Where a layout's GPUs sit (docs/scale-out.md, "Nodes and NICs"): 0 = not given.

@@ -70,13 +70,18 @@ std::string layout_line(const RooflineResult& r) {
     const std::string nodes = L.nodes > 1 ? fmt::format("; {} nodes of {} GPUs, {} between them ({:.0f} GB/s a GPU per direction)", L.nodes,
                                                         L.gpus_per_node, L.nic, L.nic_bytes_per_s / 1e9)
                                           : std::string();
+    const std::string overlap =
+        L.overlap() ? fmt::format("; two-batch overlap from {} decode tokens a rank ({} with a prefill): two micro-batches, one's compute hiding "
+                                  "the other's all-to-all",
+                                  std::max<std::int64_t>(2, L.overlap_decode_tokens), std::max<std::int64_t>(2, L.overlap_prefill_tokens))
+                    : std::string();
     return fmt::format("Layout: {} DP ranks of attention TP {}; {}; "
-                       "batch = the replica's sequences, {} per DP rank at most; the step is the slowest rank's{}{}.",
+                       "batch = the replica's sequences, {} per DP rank at most; the step is the slowest rank's{}{}{}.",
                        L.dp, r.cost.tp, experts, L.dp > 1 ? "batch / " + std::to_string(L.dp) : "all",
                        L.ep > 1 ? fmt::format("; all-to-all {} dispatch, bf16 combine, {:.0f} + {:.0f} us per MoE layer at least (DeepEP)",
                                               L.fp8_dispatch ? "fp8" : "bf16", L.dispatch_latency_s * 1e6, L.combine_latency_s * 1e6)
                                 : std::string(),
-                       nodes);
+                       nodes, overlap);
 }
 
 Table rows_table(const RooflineResult& r) {
@@ -128,7 +133,10 @@ std::string spec_words(const RooflineResult& r) {
 
 constexpr const char* kStepFormula = "step = max(memory, compute) + overhead + all-reduce";
 constexpr const char* kStepFormulaA2a = "step = max(memory, compute) + overhead + all-reduce + all-to-all";
-const char* step_formula(const RooflineResult& r) { return has_a2a(r) ? kStepFormulaA2a : kStepFormula; }
+constexpr const char* kStepFormulaOverlap =
+    "step = max(memory, compute) + overhead + all-reduce + all-to-all - hidden; two micro-batches: overhead + 2 x max(max(memory, compute) + "
+    "all-reduce, all-to-all) of one";
+const char* step_formula(const RooflineResult& r) { return r.cost.layout.overlap() ? kStepFormulaOverlap : has_a2a(r) ? kStepFormulaA2a : kStepFormula; }
 
 // Every term of the step at batch 1 and at the largest batch shown, with
 // shares. Fitted, the last row is called "step" and the formula follows the table.
@@ -155,6 +163,7 @@ Table terms_table(const RooflineResult& r, Width width) {
     time_row("fixed overhead", a.step.overhead_s, b.step.overhead_s);
     time_row("TP all-reduces", a.step.allreduce_s, b.step.allreduce_s);
     if (has_a2a(r)) time_row("EP all-to-alls", a.step.all_to_all_s, b.step.all_to_all_s);
+    if (r.cost.layout.overlap()) time_row("hidden by overlap", -a.step.overlap_hidden_s, -b.step.overlap_hidden_s);
     time_row(width == Width::Wide ? step_formula(r) : "step", a.step.total_s, b.step.total_s);
     return t;
 }
@@ -294,6 +303,9 @@ std::string render_roofline_json(const RooflineResult& r) {
         lj["nic"] = L.nodes > 1 ? nlohmann::ordered_json(L.nic) : nlohmann::ordered_json(nullptr);
         lj["nic_bytes_per_s"] = L.nodes > 1 ? nlohmann::ordered_json(L.nic_bytes_per_s) : nlohmann::ordered_json(nullptr);
         lj["batch_is"] = "the replica's sequences, spread over the DP ranks; the step is the slowest rank's";
+        lj["two_batch_overlap"] = L.overlap();
+        lj["overlap_decode_tokens"] = L.overlap() ? nlohmann::ordered_json(std::max<std::int64_t>(2, L.overlap_decode_tokens)) : nlohmann::ordered_json(nullptr);
+        lj["overlap_prefill_tokens"] = L.overlap() ? nlohmann::ordered_json(std::max<std::int64_t>(2, L.overlap_prefill_tokens)) : nlohmann::ordered_json(nullptr);
         j["layout"] = lj;
     }
     j["rows"] = nlohmann::ordered_json::array();
@@ -319,6 +331,8 @@ std::string render_roofline_json(const RooflineResult& r) {
             x["all_to_all_s"] = row.step.all_to_all_s;
             x["all_to_all_bytes"] = row.step.all_to_all_bytes;
             x["all_to_all_nic_bytes"] = row.step.all_to_all_nic_bytes;
+            x["two_batch_overlap"] = row.step.overlapped;
+            x["overlap_hidden_s"] = row.step.overlap_hidden_s;
             x["rank_sequences"] = row.step.rank_sequences;
             x["rank_expert_tokens"] = row.step.rank_expert_tokens;
             x["experts_read_per_layer"] = row.step.experts_read;

@@ -37,6 +37,7 @@ std::string layout_line(const DpLayoutReport& l) {
     const char* ranks = l.sglang ? "DP attention schedulers" : "engine cores";
     out += l.dp > 1 ? fmt::format("{} {} stepping in lockstep, the KV pool above each", l.dp, ranks) : l.sglang ? "one scheduler" : "one engine core";
     if (l.nodes > 1) out += fmt::format("; {} nodes of {} GPUs, {} between them", l.nodes, l.gpus_per_node, l.nic);
+    if (l.two_batch_overlap) out += "; two-batch overlap";
     return out;
 }
 
@@ -291,7 +292,7 @@ std::string render_simulate_json(const SimulateResult& r) {
         j["layout"] = {{"dp", l.dp}, {"attention_tp", l.attention_tp}, {"ep", l.ep}, {"gpus_per_replica", l.gpus},
                        {"experts_per_gpu", l.experts_per_gpu}, {"nodes", l.nodes}, {"gpus_per_node", l.gpus_per_node},
                        {"nic", l.nic.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(l.nic)}, {"expert_imbalance", l.expert_imbalance},
-                       {"kv_blocks_per_rank", r.config.num_gpu_blocks}};
+                       {"two_batch_overlap", l.two_batch_overlap}, {"kv_blocks_per_rank", r.config.num_gpu_blocks}};
         j["dp_ranks"] = nlohmann::ordered_json::array();
         for (const ReplicaStats& q : r.run.dp_ranks)
             j["dp_ranks"].push_back({{"requests", q.requests}, {"steps", q.steps}, {"preemptions", q.preemptions},

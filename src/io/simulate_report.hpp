@@ -53,6 +53,7 @@ struct DpLayoutReport {
     std::string nic;                  // between nodes; empty on one node
     double expert_imbalance = 1.0;
     bool sglang = false;              // SGLang's DP attention schedulers, not vLLM's engine cores
+    bool two_batch_overlap = false;   // --two-batch-overlap
 };
 
 struct SimulateResult {

@@ -180,3 +180,33 @@ TEST_CASE("published DeepSeek deployments beside kvplan at their layouts: the fi
         CHECK(j["rows"][0]["fits"] == true);
     }
 }
+
+TEST_CASE("roofline --two-batch-overlap: vLLM's micro-batches from 32 decode tokens a rank, the hidden time in the JSON, refused without EP") {
+    // 64 sequences are 8 a rank (below 32: whole batches, as without the
+    // flag); 512 are 64 a rank: two micro-batches, and the JSON says what
+    // the overlap hid (core/speed/two_batch_overlap_test.cpp derives the step).
+    auto plain = nlohmann::json::parse(kvplan_run(v3_dp8({"--json"})).out);
+    auto r = kvplan_run(v3_dp8({"--two-batch-overlap", "--json"}));
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["layout"]["two_batch_overlap"] == true);
+    CHECK(j["layout"]["overlap_decode_tokens"] == 32);
+    CHECK(j["layout"]["overlap_prefill_tokens"] == 512);
+    CHECK(j["rows"][0]["two_batch_overlap"] == false);
+    CHECK(j["rows"][0]["decode_step_s"].get<double>() == plain["rows"][0]["decode_step_s"].get<double>());
+    CHECK(j["rows"][1]["two_batch_overlap"] == true);
+    CHECK(j["rows"][1]["overlap_hidden_s"].get<double>() > 0);
+    CHECK(plain["layout"]["two_batch_overlap"] == false);
+    auto table = kvplan_run(v3_dp8({"--two-batch-overlap"}));
+    CHECK_THAT(table.out, Catch::Contains("hidden by overlap"));
+    for (const std::vector<std::string>& bad :
+         {std::vector<std::string>{"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--tp", "8", "--two-batch-overlap"},
+          std::vector<std::string>{"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--dp", "8", "--enable-expert-parallel", "--two-batch-overlap"},
+          std::vector<std::string>{"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--dp", "8", "--two-batch-overlap"}}) {
+        auto x = kvplan_run(bad);
+        CHECK(x.code == 2);
+        CHECK(x.out.empty());
+        CHECK_THAT(x.err, Catch::Contains("--two-batch-overlap"));
+    }
+}

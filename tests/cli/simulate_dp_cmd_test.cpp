@@ -184,6 +184,14 @@ TEST_CASE("simulate --engine sglang --dp 8 on a busy workload: round robin deals
     CHECK(flat.find("8 DP attention schedulers stepping in lockstep") != std::string::npos);
     CHECK(flat.find("max_running_requests 32") != std::string::npos);  // 256 over 8 ranks
     CHECK(flat.find("400 of 400") != std::string::npos);
+    // --two-batch-overlap: the layout line and JSON say so, and every request is still served.
+    auto t = kvplan_run({"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang", "--tp", "8", "--dp", "8", "--ep", "8",
+                         "--rate", "40", "--requests", "100", "--input-len", "fixed:1500", "--output-len", "fixed:200", "--two-batch-overlap", "--json"});
+    INFO(t.err);
+    REQUIRE(t.code == 0);
+    const auto tj = nlohmann::json::parse(t.out);
+    CHECK(tj["layout"]["two_batch_overlap"] == true);
+    CHECK(tj["completed"] == 100);
     // 400 requests dealt over 8 ranks: 50 each.
     CHECK(flat.find("0              50") != std::string::npos);
     CHECK(flat.find("7              50") != std::string::npos);

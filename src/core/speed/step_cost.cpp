@@ -44,6 +44,11 @@ void check_expert_imbalance(double imbalance) {
     }
 }
 
+void set_two_batch_overlap(ExpertLayoutInputs& in, bool sglang) {
+    in.overlap_decode_tokens = sglang ? 2 : 32;
+    in.overlap_prefill_tokens = sglang ? 2 : 512;
+}
+
 namespace {
 
 // The layout's terms of one GPU (docs/scale-out.md, "Step cost").
@@ -77,6 +82,10 @@ ExpertLayout make_layout(const CostModel& m, const ModelSpec& spec, const Expert
         L.dispatch_latency_s = all_to_all_latency(in.all_to_all, AllToAllOp::Dispatch, so.ep).value_or(0.0);
         L.combine_latency_s = all_to_all_latency(in.all_to_all, AllToAllOp::Combine, so.ep).value_or(0.0);
     }
+    if (in.overlap_decode_tokens < 0 || in.overlap_prefill_tokens < 0 || (in.overlap_decode_tokens > 0) != (in.overlap_prefill_tokens > 0))
+        throw std::logic_error("two-batch overlap: both thresholds positive, or both 0");
+    L.overlap_decode_tokens = in.overlap_decode_tokens;
+    L.overlap_prefill_tokens = in.overlap_prefill_tokens;
     // Nodes: GPUs beyond one scale-up link are reached over the NIC.
     L.gpus_per_node = in.gpus_per_node > 0 ? std::min(in.gpus_per_node, L.gpus) : L.gpus;
     L.nodes = ceil_div(L.gpus, L.gpus_per_node);
@@ -373,6 +382,52 @@ StepCost rank_step(const CostModel& m, StepCost c, std::int64_t rank_tokens, dou
     return finish(m, c, rank_tokens, expert_tokens);
 }
 
+// Two-batch overlap (docs/scale-out.md, "Two-batch overlap"): the rank's
+// batch `c` (rank_tokens new tokens) as two micro-batches of half its
+// sequences and tokens each, the replica's tokens halved too. Each
+// micro-batch reads the weights again and pays its own all-to-all floors;
+// one's compute runs while the other's dispatch or combine is in flight, so
+// the layers go at the pace of the busier stream:
+//   step = overhead + 2 x max(body, all-to-all) of one micro-batch,
+// body = max(memory, compute) + all-reduce + send.
+StepCost overlapped_rank_step(const CostModel& m, const StepCost& c, std::int64_t rank_tokens, double replica_tokens) {
+    StepCost half = c;
+    half.kv_read_bytes /= 2;
+    half.kv_write_bytes /= 2;
+    half.attention_flops /= 2;
+    half.rank_sequences /= 2;
+    const StepCost h = rank_step(m, half, ceil_div(rank_tokens, 2), replica_tokens / 2);
+    StepCost out = h;
+    for (double StepCost::*f : {&StepCost::weight_bytes, &StepCost::expert_weight_bytes, &StepCost::kv_read_bytes, &StepCost::kv_write_bytes,
+                                &StepCost::matmul_flops, &StepCost::attention_flops, &StepCost::memory_s, &StepCost::compute_s,
+                                &StepCost::allreduce_s, &StepCost::send_s, &StepCost::rank_expert_tokens, &StepCost::all_to_all_bytes,
+                                &StepCost::all_to_all_s, &StepCost::all_to_all_nic_bytes})
+        out.*f = 2 * h.*f;
+    out.rank_sequences = c.rank_sequences;
+    const double body = std::max(h.memory_s, h.compute_s) + h.allreduce_s + h.send_s;
+    out.total_s = h.overhead_s + 2 * std::max(body, h.all_to_all_s);
+    out.overlap_hidden_s = h.overhead_s + 2 * (body + h.all_to_all_s) - out.total_s;
+    out.overlapped = true;
+    return out;
+}
+
+// Whether a wave runs as two micro-batches: overlap on, and every rank with
+// work holds at least the threshold of new tokens (vLLM: "either all ranks
+// run with microbatching or none of them do", vllm/v1/worker/ubatch_utils.py;
+// SGLang's DP attention agrees the same way across ranks), at least 2.
+bool overlaps(const ExpertLayout& L, bool decode_only, const std::int64_t* rank_tokens, std::size_t ranks) {
+    if (!L.overlap()) return false;
+    const std::int64_t least = std::max<std::int64_t>(2, decode_only ? L.overlap_decode_tokens : L.overlap_prefill_tokens);
+    bool any = false;
+    for (std::size_t i = 0; i < ranks; ++i) {
+        const std::int64_t t = rank_tokens[i];
+        if (t == 0) continue;  // a dummy batch follows the others
+        if (t < least) return false;
+        any = true;
+    }
+    return any;
+}
+
 // One DP rank's step of `seqs` replica sequences of `tokens_per_seq` new
 // tokens each, `seq` being one sequence's KV and attention terms; the step
 // is the slowest rank's, the one holding ceil(seqs / DP) of them.
@@ -386,7 +441,9 @@ StepCost layout_step(const CostModel& m, std::int64_t seqs, std::int64_t tokens_
     c.kv_read_bytes = b * seq.kv_read_bytes;
     c.kv_write_bytes = b * seq.kv_write_bytes;
     c.attention_flops = b * seq.attention_flops;
-    return rank_step(m, c, rank_tokens, static_cast<double>(seqs) * static_cast<double>(tokens_per_seq));
+    const double replica_tokens = static_cast<double>(seqs) * static_cast<double>(tokens_per_seq);
+    if (overlaps(m.layout, tokens_per_seq == 1, &rank_tokens, 1)) return overlapped_rank_step(m, c, rank_tokens, replica_tokens);
+    return rank_step(m, c, rank_tokens, replica_tokens);
 }
 
 // One sequence's KV read and written and its attention FLOPs in a mixed
@@ -497,11 +554,15 @@ StepCost dp_mixed_step(const CostModel& m, const std::vector<const std::vector<S
         replica_tokens += static_cast<double>(tokens[i]);
     }
     if (!(replica_tokens > 0)) throw std::logic_error("dp_mixed_step: a step with no tokens");
+    bool decode_only = true;
+    for (const auto* r : ranks)
+        for (const SeqWork& w : *r) decode_only = decode_only && w.new_tokens == 1;
+    const bool overlap = overlaps(m.layout, decode_only, tokens.data(), tokens.size());
     // Every layer's all-to-all waits for the slowest rank: the step is its.
     StepCost slowest;
     for (std::size_t i = 0; i < ranks.size(); ++i) {
         if (tokens[i] == 0) continue;  // it runs a dummy batch, shorter than any rank with work
-        const StepCost c = rank_step(m, terms[i], tokens[i], replica_tokens);
+        const StepCost c = overlap ? overlapped_rank_step(m, terms[i], tokens[i], replica_tokens) : rank_step(m, terms[i], tokens[i], replica_tokens);
         if (c.total_s > slowest.total_s) slowest = c;
     }
     return slowest;

@@ -56,7 +56,20 @@ struct ExpertLayoutInputs {
     // (docs/scale-out.md, "Nodes and NICs"). 0: every GPU on one link.
     std::int64_t gpus_per_node = 0;
     Nic nic;
+    // Two-batch overlap (SGLang --enable-two-batch-overlap, vLLM --enable-dbo;
+    // docs/scale-out.md, "Two-batch overlap"): each rank's batch in two
+    // micro-batches, one's compute hiding the other's all-to-all, in a wave
+    // whose every rank with work holds at least `overlap_decode_tokens` new
+    // tokens (decode only) or `overlap_prefill_tokens` (a prefill in it).
+    // 0: no overlap.
+    std::int64_t overlap_decode_tokens = 0;
+    std::int64_t overlap_prefill_tokens = 0;
 };
+
+// The engines' micro-batching thresholds: vLLM's --dbo-decode-token-threshold
+// 32 and --dbo-prefill-token-threshold 512 (vllm/config/parallel.py); SGLang
+// splits any batch of two tokens or more (two_batch_overlap.py).
+void set_two_batch_overlap(ExpertLayoutInputs& in, bool sglang);
 
 // Throws Error(Usage) naming --expert-imbalance unless it is a finite number >= 1.
 void check_expert_imbalance(double imbalance);
@@ -102,7 +115,10 @@ struct ExpertLayout {
     double nic_bytes_per_s = 0;            // per direction, per GPU, between nodes (0: one node)
     std::string nic;                       // its id
     bool fp8_dispatch = false;
+    std::int64_t overlap_decode_tokens = 0;   // two-batch overlap thresholds (ExpertLayoutInputs); 0: off
+    std::int64_t overlap_prefill_tokens = 0;
     bool active() const { return dp > 1 || ep > 1; }
+    bool overlap() const { return overlap_decode_tokens > 0; }
 };
 
 struct CostModel {
@@ -168,6 +184,10 @@ struct StepCost {
     double all_to_all_bytes = 0;       // dispatch + combine over the link, all MoE layers
     double all_to_all_s = 0;
     double all_to_all_nic_bytes = 0;   // of all_to_all_bytes, those to GPUs in other nodes
+    // Two-batch overlap: the step ran as two micro-batches (the terms above
+    // are both halves summed), and the time the overlap hid.
+    bool overlapped = false;
+    double overlap_hidden_s = 0;
     double total_s = 0;
     bool compute_bound = false;
 
