@@ -112,7 +112,6 @@ std::string run_roofline(const RooflineOptions& o) {
             layout = ExpertLayoutInputs{so, o.expert_imbalance != 0 ? o.expert_imbalance : 1.0, bundled_all_to_all_latencies(),
                                         resolve_gpus_per_node(o.nodes, so.gpus, default_gpus_per_node(r.gpu.interconnect)), find_nic(o.nodes.nic)};
             attention_tp = so.attention_tp;
-            if (!o.spec_method.empty()) usage_error("--spec-method: speculative steps are priced for the plain TP layout; drop --dp / --ep");
             const WeightSizing w = size_weights_in(model, format);
             r.weights_per_gpu_bytes = stage_weights_scaled(w, model, pipeline_stages(static_cast<std::int64_t>(model.layers.size()), 1).at(0), 1, so).total_bytes;
         }
@@ -150,9 +149,11 @@ std::string run_roofline(const RooflineOptions& o) {
         r.inputs.max_batch = plan_capacity(model, cap).rows.at(0).max_requests;
     }
 
-    const CostModelInputs target{&model, r.gpu, format, kv, o.tp, r.efficiency, std::nullopt};
+    // Speculative decoding under a layout: the MTP or EAGLE head split and stepped as the target's layers are.
+    const CostModelInputs target{&model, r.gpu, format, kv, attention_tp, r.efficiency, std::nullopt};
     ModelSpec draft_spec;
-    r.inputs.spec = resolve_spec(SpecFlags{o.spec_method, o.spec_tokens, o.acceptance, o.draft_model}, model, target, draft_spec);
+    r.inputs.spec = resolve_spec(SpecFlags{o.spec_method, o.spec_tokens, o.acceptance, o.draft_model}, model, target, draft_spec,
+                                 layout ? &*layout : nullptr);
     if (r.inputs.spec && r.inputs.spec->method == SpecMethod::Draft) r.inputs.spec->draft_label = model_label(draft_spec);
 
     r.roofline = make_roofline(r.cost, r.inputs);

@@ -196,7 +196,7 @@ PdSide pd_side(const SimulateOptions& o, const ModelSpec& model, const std::stri
 // (get_kv_cache_spec covers them): the blocks shrink in proportion to the
 // bytes per token, unless --num-gpu-blocks fixed them.
 void add_speculation(const SimulateOptions& o, const ModelSpec& model, const ModelSpec& draft_model, const SpecInputs& spec,
-                     const DecodePricer& draft_decode, SimulateResult& r) {
+                     const DecodePricer& draft_decode, SimulateResult& r, const ScaleOut* layout = nullptr) {
     const Dtype kv = kv_sizing_dtype(model, parse_dtype_flag("--kv-dtype", o.kv_dtype), o.tp);
     const std::int64_t target_bytes = kv_transfer_bytes_per_token(model, o.tp, kv);
     SpecReport rep;
@@ -209,7 +209,9 @@ void add_speculation(const SimulateOptions& o, const ModelSpec& model, const Mod
     // The drafter's weights are loaded beside the target's, before vLLM
     // profiles, so they come out of the same budget, over TP: a draft
     // model's checkpoint, or an EAGLE/MTP head's one layer and projection.
-    rep.draft_weights_bytes_per_gpu = ceil_div(spec.method == SpecMethod::Draft ? size_weights(draft_model).bytes : draft_head_weight_bytes(model), o.tp);
+    // Under DP attention + EP the head's routed experts are spread as the target's are.
+    rep.draft_weights_bytes_per_gpu = layout ? draft_head_weight_bytes_per_gpu(model, *layout)
+                                             : ceil_div(spec.method == SpecMethod::Draft ? size_weights(draft_model).bytes : draft_head_weight_bytes(model), o.tp);
     if (o.num_gpu_blocks == 0 && target_bytes > 0) {
         const double pool = static_cast<double>(r.config.num_gpu_blocks) * static_cast<double>(r.config.block_size) * static_cast<double>(target_bytes) -
                             static_cast<double>(rep.draft_weights_bytes_per_gpu);
@@ -293,7 +295,6 @@ std::optional<ScaleOut> layout_of(const SimulateOptions& o, const ModelSpec& mod
     if (o.prefill_replicas > 0 || o.decode_replicas > 0)
         usage_error("--dp / --ep in disaggregated pools is not simulated; drop --dp / --ep or the P/D flags");
     if (!o.cpu_offload.empty()) usage_error("--cpu-offload: KV offload with data-parallel attention is not simulated; drop --cpu-offload or --dp / --ep");
-    if (!o.spec.method.empty()) usage_error("--spec-method: speculative decoding with --dp / --ep is not simulated; drop one of them");
     return so;
 }
 
@@ -306,9 +307,23 @@ void run_layout(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu
     ExpertLayoutInputs li{so, imbalance, bundled_all_to_all_latencies(),
                           resolve_gpus_per_node(o.nodes, so.gpus, default_gpus_per_node(gpu.interconnect)), find_nic(o.nodes.nic)};
     if (o.two_batch_overlap) add_two_batch_overlap(&li, o.engine);
-    const CostModel cost = make_cost_model(CostModelInputs{&model, gpu, parse_weight_format("--weights-dtype", o.weights_dtype),
-                                                           parse_dtype_flag("--kv-dtype", o.kv_dtype), so.attention_tp, efficiency, std::nullopt},
-                                           li);
+    const CostModelInputs target{&model, gpu, parse_weight_format("--weights-dtype", o.weights_dtype), parse_dtype_flag("--kv-dtype", o.kv_dtype),
+                                 so.attention_tp, efficiency, std::nullopt};
+    const CostModel cost = make_cost_model(target, li);
+    // --spec-method: the MTP or EAGLE head under the same layout; its pass on
+    // one rank's batch is priced as if every rank drafted as many sequences
+    // (the ranks draft in lockstep too; an upper bound on the experts' tokens).
+    // Kept alive for the run: the pricer points into them.
+    ModelSpec draft_model;
+    std::optional<SpecInputs> spec;
+    DecodePricer draft_decode;
+    if (!o.spec.method.empty()) {
+        spec = resolve_spec(o.spec, model, target, draft_model, &li);
+        draft_decode = [&d = spec->draft, dp = so.dp](std::int64_t batch, std::int64_t context_sum) -> std::optional<double> {
+            return decode_step(d, checked_mul(batch, dp, "drafting sequences"), batch > 0 ? context_sum / batch : 0).total_s;
+        };
+        add_speculation(o, model, draft_model, *spec, draft_decode, r, &so);
+    }
     const ClusterConfig k{o.replicas, o.router == "least-loaded" ? Router::LeastLoaded : Router::RoundRobin};
     const bool sg = o.engine == "sglang";
     if (so.dp > 1) {

@@ -63,7 +63,8 @@ void add_spec_options(CLI::App& cmd, SpecFlags& f, const std::string& what) {
     cmd.add_option("--draft-model", f.draft_model, "the draft model for --spec-method draft (a config.json, a model folder or a preset)");
 }
 
-std::optional<SpecInputs> resolve_spec(const SpecFlags& f, const ModelSpec& model, const CostModelInputs& target, ModelSpec& draft_model) {
+std::optional<SpecInputs> resolve_spec(const SpecFlags& f, const ModelSpec& model, const CostModelInputs& target, ModelSpec& draft_model,
+                                       const ExpertLayoutInputs* layout) {
     if (f.method.empty()) {
         if (f.tokens > 0 || !f.acceptance.empty() || !f.draft_model.empty())
             usage_error("--spec-tokens, --acceptance and --draft-model need --spec-method mtp|eagle|draft");
@@ -76,6 +77,7 @@ std::optional<SpecInputs> resolve_spec(const SpecFlags& f, const ModelSpec& mode
     spec.k = f.tokens;
     spec.rates = parse_acceptance(f.acceptance, f.tokens);
     if (spec.method == SpecMethod::Draft) {
+        if (layout) usage_error("--spec-method draft with --dp / --ep: a separate draft model is not priced under a layout; use mtp or eagle");
         if (f.draft_model.empty()) usage_error("--spec-method draft needs --draft-model M (a config.json, a model folder or a preset)");
         draft_model = load_model(f.draft_model, "--draft-model");  // an error names the flag
         draft_model.use_stored_weights = true;                     // as --weights-from auto does for --model
@@ -85,7 +87,7 @@ std::optional<SpecInputs> resolve_spec(const SpecFlags& f, const ModelSpec& mode
         if (!f.draft_model.empty()) usage_error("--draft-model is for --spec-method draft; " + f.method + " drafts with the target's own layers");
         if (spec.method == SpecMethod::Mtp && !has_mtp_layers(model))
             usage_error("--spec-method mtp: " + model.name + " has no multi-token-prediction layers (num_nextn_predict_layers); use eagle or draft");
-        spec.draft = make_draft_head_model(target);
+        spec.draft = layout ? make_draft_head_model(target, *layout) : make_draft_head_model(target);
     }
     return spec;
 }

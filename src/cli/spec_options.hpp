@@ -29,7 +29,10 @@ void add_spec_options(CLI::App& cmd, SpecFlags& f, const std::string& what);
 // mtp/eagle, the --draft-model for draft, loaded into `draft_model`, which
 // must outlive the result); nullopt without --spec-method. Error(Usage) for
 // flags that do not go together.
-std::optional<SpecInputs> resolve_spec(const SpecFlags& f, const ModelSpec& model, const CostModelInputs& target, ModelSpec& draft_model);
+// With `layout` (DP attention + EP; target.tp the attention TP) an MTP or
+// EAGLE head is priced under it; a separate draft model is refused there.
+std::optional<SpecInputs> resolve_spec(const SpecFlags& f, const ModelSpec& model, const CostModelInputs& target, ModelSpec& draft_model,
+                                       const ExpertLayoutInputs* layout = nullptr);
 
 // KV bytes per token (all ranks' share, one rank) the proposer adds to the
 // pool: one target layer's for mtp/eagle (vLLM allocates the drafter's

@@ -189,7 +189,7 @@ std::string render_simulate_table(const SimulateResult& r) {
                                                  *s.prefix_cache_hit_rate_cpu * 100, s.prefix_cache_hit_rate_gpu * 100,
                                                  binary_size(s.offload_bytes), binary_size(s.onload_bytes))});
     if (r.spec && r.run.spec_verifies > 0)
-        k.add({"speculative decoding", fmt::format("{:.2f} tokens per verified step (expected {:.2f}); {:.1f}% of {} drafts accepted",
+        k.add({"speculative decoding", fmt::format("{:.2f} tokens a verified step (expected {:.2f}), {:.1f}% of {} drafts kept",
                                                    static_cast<double>(r.run.spec_kept_tokens) / static_cast<double>(r.run.spec_verifies),
                                                    r.spec->expected_tokens_per_step,
                                                    100.0 * static_cast<double>(r.run.spec_accepted) / static_cast<double>(std::max<std::int64_t>(1, r.run.spec_drafts)),

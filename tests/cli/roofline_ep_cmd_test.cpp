@@ -210,3 +210,22 @@ TEST_CASE("roofline --two-batch-overlap: vLLM's micro-batches from 32 decode tok
         CHECK_THAT(x.err, Catch::Contains("--two-batch-overlap"));
     }
 }
+
+TEST_CASE("roofline --dp 8 --enable-expert-parallel --spec-method mtp: speculative rows priced under the layout; a draft model refused there") {
+    // core/speed/speculative_test.cpp derives the step; here: the rows, and
+    // E = 1 + 0.8 with K = 1.
+    auto r = kvplan_run(v3_dp8({"--spec-method", "mtp", "--spec-tokens", "1", "--acceptance", "0.8", "--json"}));
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    REQUIRE(j["rows"].size() == 2);
+    for (const auto& row : j["rows"]) {
+        REQUIRE(row.contains("spec"));
+        CHECK(row["spec"]["expected_tokens_per_step"].get<double>() == Approx(1.8));
+        CHECK(row["spec"]["spec_speedup"].get<double>() > 1.0);
+    }
+    auto bad = kvplan_run(v3_dp8({"--spec-method", "draft", "--draft-model", "llama-3.1-8b", "--spec-tokens", "2", "--acceptance", "0.7"}));
+    CHECK(bad.code == 2);
+    CHECK(bad.out.empty());
+    CHECK_THAT(bad.err, Catch::Contains("use mtp or eagle"));
+}

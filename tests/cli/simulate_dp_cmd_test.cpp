@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/memory/parallel.hpp"
+#include "core/speed/speculative.hpp"
 #include "core/speed/step_cost.hpp"
 #include "io/engine_db.hpp"
 #include "sim_cli_support.hpp"
@@ -92,6 +93,40 @@ TEST_CASE("simulate --dp 8 on a busy workload: every request served, a table of 
     CHECK(flat.find("DP 8 x TP 1 (EP 8) on NVIDIA H200") != std::string::npos);
 }
 
+TEST_CASE("simulate --dp 8 --enable-expert-parallel --spec-method mtp: the head's KV and its weights per GPU out of each rank's pool, drafts kept") {
+    // Each rank's pool without speculation: 25,029 blocks of 16 tokens of
+    // 70,272 B (61 MLA layers x 576 x 2 B). The MTP head adds one layer's
+    // latent, 1,152 B a token, to every block, and its weights on one GPU
+    // (its 256 routed experts over EP 8, the rest whole) come out first:
+    // blocks = floor((25,029 x 16 x 70,272 - head bytes) / (16 x 71,424)).
+    auto r = kvplan_run(with(kDp8, {"--rate", "10", "--requests", "300", "--input-len", "fixed:2000", "--output-len", "fixed:200", "--seed", "2",
+                                    "--spec-method", "mtp", "--spec-tokens", "1", "--acceptance", "0.8", "--json"}));
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    const ModelSpec m = preset("deepseek-v3");
+    ScaleOutInputs si;
+    si.tp = 1;
+    si.dp = 8;
+    si.enable_expert_parallel = true;
+    const std::int64_t head = draft_head_weight_bytes_per_gpu(m, plan_scale_out(m, si));
+    const double pool = 25'029.0 * 16 * 70'272 - static_cast<double>(head);
+    CHECK(j["speculative"]["draft_weights_bytes_per_gpu"] == head);
+    CHECK(j["speculative"]["draft_kv_bytes_per_token"] == 1'152);
+    CHECK(j["layout"]["kv_blocks_per_rank"] == static_cast<std::int64_t>(pool / (16.0 * 71'424)));
+    CHECK(j["completed"] == 300);
+    // Each verified step keeps 1 + 0.8 tokens on average (seeded draws).
+    CHECK(j["speculative"]["mean_tokens_per_step"].get<double>() == Approx(1.8).margin(0.02));
+    // A separate draft model is not priced under a layout; SGLang's speculation is not simulated.
+    const std::vector<std::string> load = {"--rate", "1", "--requests", "5", "--input-len", "fixed:100", "--output-len", "fixed:5"};
+    expect_usage_error(with(with(kDp8, load), {"--spec-method", "draft", "--draft-model", "llama-3.1-8b", "--spec-tokens", "2", "--acceptance", "0.7"}),
+                       "use mtp or eagle");
+    expect_usage_error(with({"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang", "--tp", "8", "--dp", "8", "--spec-method", "mtp",
+                             "--spec-tokens", "1", "--acceptance", "0.8"},
+                            load),
+                       "vLLM's engine only");
+}
+
 TEST_CASE("simulate --dp 16 over two nodes names the NIC, and the layout flags are refused where they cannot apply") {
     auto r = kvplan_run({"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--dp", "16", "--enable-expert-parallel", "--nodes", "2",
                          "--rate", "10", "--requests", "50", "--input-len", "fixed:500", "--output-len", "fixed:20", "--json"});
@@ -108,7 +143,6 @@ TEST_CASE("simulate --dp 16 over two nodes names the NIC, and the layout flags a
     expect_usage_error(with(with(kDp8, load), {"--engine", "sglang"}), "SGLang takes --ep N");
     expect_usage_error(with(with(kDp8, load), {"--pp", "2"}), "--pp 1");
     expect_usage_error(with(with(kDp8, load), {"--cpu-offload", "64GiB"}), "--cpu-offload");
-    expect_usage_error(with(with(kDp8, load), {"--spec-method", "mtp", "--spec-tokens", "1", "--acceptance", "0.8"}), "--spec-method");
     expect_usage_error(with({"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--nodes", "2"}, load), "add --dp or --ep");
     expect_usage_error(with({"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--expert-imbalance", "1.2"}, load),
                        "--expert-imbalance needs expert parallelism");

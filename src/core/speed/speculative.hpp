@@ -33,6 +33,11 @@ double expected_tokens_per_step(const std::vector<double>& rates);
 // step overhead of its own (the proposer runs inside the target's engine
 // step: vllm/v1/worker/gpu_model_runner.py, propose_draft_token_ids).
 CostModel make_draft_head_model(const CostModelInputs& target);
+// The same under DP attention + EP (`target.tp` the attention TP): the
+// head's layer is split as the target's are (its routed experts over EP,
+// its dispatch and combine in lockstep with the other ranks), as vLLM builds
+// the MTP module's MoE with the target's parallel config.
+CostModel make_draft_head_model(const CostModelInputs& target, const ExpertLayoutInputs& layout);
 
 // The weight bytes an EAGLE or MTP head adds to the target's, on all GPUs
 // together: one decoder layer of the target's shape (its last layer, which
@@ -43,6 +48,9 @@ CostModel make_draft_head_model(const CostModelInputs& target);
 // shares them rather than loading its own (docs/simulate.md, "Speculative
 // decoding").
 std::int64_t draft_head_weight_bytes(const ModelSpec& target);
+// Those bytes on one GPU of a layout: the routed experts over EP x expert
+// TP, the rest over the attention TP (a DP rank holds its own copy).
+std::int64_t draft_head_weight_bytes_per_gpu(const ModelSpec& target, const ScaleOut& layout);
 
 // A separate draft model's cost model, on the target's GPU, TP and
 // efficiency, without a step overhead of its own.
@@ -56,6 +64,9 @@ struct SpecStep {
     double total_s = 0;   // verify + draft
 };
 
+// With a DP attention + EP layout (target.layout active) the batch is the
+// replica's, spread over the DP ranks as evenly as it goes, and the verify
+// step is the lockstep step of those ranks (dp_mixed_step).
 SpecStep spec_step(const CostModel& target, const CostModel& draft, std::int64_t k, std::int64_t batch, std::int64_t context);
 
 }  // namespace kvplan

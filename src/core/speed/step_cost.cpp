@@ -194,7 +194,8 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
     else dense += expert_part;
     m.dense_weight_bytes = dense / tp;
     if (layout) {
-        if (sample || staged) usage_error("--dp / --ep: the data-parallel step is priced for the whole model, without --pp or a sample");
+        // A sample (a speculative head's one layer) keeps the layout; a pipeline stage does not take one.
+        if (staged) usage_error("--dp / --ep: the data-parallel step is priced for the whole model, without --pp");
         m.layout = make_layout(m, spec, *layout);
         if (m.layout.ep > 1 && m.link_bytes_per_s <= 0) m.notes.push_back("no interconnect figure for " + in.gpu.id + ": all-to-alls timed by latency only");
         if (in.tp > m.layout.gpus_per_node) {

@@ -4,9 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/memory/parallel.hpp"
 #include "core/model/config_parser.hpp"
 #include "core/speed/roofline.hpp"
 #include "core/speed/speculative.hpp"
+#include "io/engine_db.hpp"
 #include "io/gpu_db.hpp"
 #include "speed_fixtures.hpp"
 #include "test_support.hpp"
@@ -143,4 +145,41 @@ TEST_CASE("bad speculative flags are usage errors naming the flag") {
         CHECK(r.out.empty());
         CHECK_THAT(r.err, Catch::Contains(c.names));
     }
+}
+
+TEST_CASE("MTP under DP attention + EP: the verify step is the lockstep step of the dealt ranks, the head one MoE layer of the layout") {
+    // DeepSeek-V3, vLLM DP 8 + EP 8 on H200s (tests/core/speed/expert_parallel_step_test.cpp).
+    const ModelSpec& m = preset("deepseek-v3");
+    ScaleOutInputs si;
+    si.tp = 1;
+    si.dp = 8;
+    si.enable_expert_parallel = true;
+    const ScaleOut so = plan_scale_out(m, si);
+    const ExpertLayoutInputs li{so, 1.0, bundled_all_to_all_latencies(), 8, find_nic("ib-ndr")};
+    const CostModelInputs in{&m, gpu("h200"), WeightFormat{}, std::nullopt, 1, pure(), std::nullopt};
+    const CostModel target = make_cost_model(in, li);
+    const CostModel head = make_draft_head_model(in, li);
+    // One MoE layer: its dispatch and combine are one layer's of the 58, each
+    // at DeepEP's EP 8 floor at a small batch: 77 + 114 us.
+    CHECK(head.moe_layers == 1);
+    CHECK(decode_step(head, 8, 2048).all_to_all_s == Approx(191e-6));
+    CHECK(decode_step(target, 8, 2048).all_to_all_s == Approx(58 * 191e-6));
+    // 12 sequences over 8 ranks: ranks 0-3 hold 2, ranks 4-7 hold 1; K = 2,
+    // so each sequence verifies 3 tokens at its context.
+    const std::vector<SeqWork> two(2, SeqWork{2048, 3}), one(1, SeqWork{2048, 3});
+    std::vector<const std::vector<SeqWork>*> ranks(8, &one);
+    for (int i = 0; i < 4; ++i) ranks[static_cast<std::size_t>(i)] = &two;
+    const SpecStep s = spec_step(target, head, 2, 12, 2048);
+    CHECK(s.verify.total_s == dp_mixed_step(target, ranks).total_s);
+    CHECK(s.draft_pass.total_s == decode_step(head, 12, 2048).total_s);
+    CHECK(s.total_s == Approx(s.verify.total_s + 2 * s.draft_pass.total_s));
+    // The head's weights on one GPU: its routed experts over EP 8, the rest
+    // (attention, shared expert, router, norms, the 2h -> h projection) whole.
+    const std::int64_t all = draft_head_weight_bytes(m), per_gpu = draft_head_weight_bytes_per_gpu(m, so);
+    ScaleOutInputs tp8;
+    tp8.tp = 8;
+    const ScaleOut whole = plan_scale_out(m, tp8);  // no layout: TP 8, experts as tensors (EP 1, expert TP 8)
+    CHECK(per_gpu < all);
+    CHECK(per_gpu > all / 8);
+    CHECK(draft_head_weight_bytes_per_gpu(m, whole) == Approx(static_cast<double>(all) / 8).epsilon(1e-6));
 }
