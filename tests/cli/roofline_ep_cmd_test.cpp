@@ -211,7 +211,7 @@ TEST_CASE("roofline --two-batch-overlap: vLLM's micro-batches from 32 decode tok
     }
 }
 
-TEST_CASE("roofline --dp 8 --enable-expert-parallel --spec-method mtp: speculative rows priced under the layout; a draft model refused there") {
+TEST_CASE("roofline --dp 8 --enable-expert-parallel --spec-method mtp: speculative rows priced under the layout, a draft model refused there") {
     // core/speed/speculative_test.cpp derives the step; here: the rows, and
     // E = 1 + 0.8 with K = 1.
     auto r = kvplan_run(v3_dp8({"--spec-method", "mtp", "--spec-tokens", "1", "--acceptance", "0.8", "--json"}));
