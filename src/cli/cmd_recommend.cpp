@@ -27,6 +27,11 @@ CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
     cmd->add_option("--tpot", o.tpot, "analytic: time-per-output-token target, seconds")->check(finite_range(1e-6, 60.0));
     cmd->add_option("--gpus", o.gpus, "devices to consider: comma-separated ids, or all (default)");
     cmd->add_option("--max-gpus", o.max_gpus, "most GPUs per replica: TP 1, 2, 4, 8 (and, with --slo, TP x PP 2 or 4)")->check(CLI::Range(std::int64_t{1}, std::int64_t{8}));
+    cmd->add_option("--max-nodes", o.max_nodes, "search, mixture-of-experts models: DP attention + EP layouts over 2, 4, 8 or 16 nodes up to this (default 1)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{16}));
+    cmd->add_option("--gpus-per-node", o.gpus_per_node, "search, with --max-nodes: GPUs on one scale-up link (default: 8 in an HGX node, 72 in an NVL72 rack)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{72}));
+    cmd->add_option("--nic", o.nic, "search, with --max-nodes: the NIC per GPU between nodes: ib-hdr, ib-ndr (default), ib-xdr, roce-400, efa-p5");
     cmd->add_option("--num-gpus", o.num_gpus, "GPUs to fill: TP x DP = N, data-parallel replicas of the smallest TP that meets the targets")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("--price-per-hour", o.prices, "USD per GPU-hour per device, e.g. h100-sxm=2.5,a100-80gb=1.6: rank by cost");

@@ -25,6 +25,10 @@ struct RecommendOptions {
     double tpot = 0;
     std::string gpus = "all";  // comma-separated ids, or all
     std::int64_t max_gpus = 8;
+    // The SLO search's DP attention + EP layouts over several nodes (docs/recommend.md, "Nodes").
+    std::int64_t max_nodes = 1;
+    std::int64_t gpus_per_node = 0;  // 0: the device's scale-up domain (8, or 72 in an NVL72 rack)
+    std::string nic = "ib-ndr";
     std::int64_t num_gpus = 0;  // 0: one replica per candidate
     std::string prices;        // "h100-sxm=2.5,a100-80gb=1.6"
     std::string price_file;    // JSON: {"usd_per_gpu_hour": {...}} (io/price_file.hpp)

@@ -12,6 +12,7 @@
 
 #include "cli/flag_checks.hpp"
 #include "cli/sim_setup.hpp"
+#include "core/checked.hpp"
 #include "core/digits.hpp"
 #include "core/error.hpp"
 #include "core/memory/engine.hpp"
@@ -85,6 +86,9 @@ void check_flags(const RecommendOptions& o) {
     const std::optional<std::vector<std::int64_t>> pp = pp_list(o.pp);
     if (pp && o.engine != "vllm" && std::any_of(pp->begin(), pp->end(), [](std::int64_t v) { return v > 1; }))
         usage_error("--pp " + o.pp + ": pipelines are simulated with vLLM's engine only; pass --engine vllm, or --pp 1");
+    if (o.max_nodes == 1 && (o.gpus_per_node > 0 || o.nic != "ib-ndr"))
+        usage_error("--gpus-per-node and --nic place layouts over several nodes: add --max-nodes N");
+    if (o.max_nodes > 1) find_nic(o.nic);  // an unknown NIC stops here, not as every layout's rejection
 }
 
 Slo targets(const std::string& text) {
@@ -206,7 +210,11 @@ void configure(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& 
         } else {
             si.enable_expert_parallel = true;
         }
-        s.cost = std::make_unique<CostModel>(make_cost_model(in, ExpertLayoutInputs{plan_scale_out(model, si), 1.0, bundled_all_to_all_latencies(), 0, Nic{}}));
+        // One node: every GPU on the scale-up link; several: the NIC between them (simulate --nodes).
+        const bool nodes = so.nodes.nodes > 1;
+        s.cost = std::make_unique<CostModel>(make_cost_model(in, ExpertLayoutInputs{plan_scale_out(model, si), 1.0, bundled_all_to_all_latencies(),
+                                                                                    nodes ? so.nodes.gpus_per_node : 0, nodes ? find_nic(so.nodes.nic) : Nic{}}));
+        s.row.serve.nodes = nodes ? so.nodes.nodes : 1;
         s.engine.dp = so.dp;
         s.engine.dp_price = dp_step_pricer(*s.cost);
     } else {
@@ -250,9 +258,18 @@ std::vector<std::int64_t> tp_degrees(const ModelSpec& model, std::int64_t max_gp
     return out;
 }
 
-// A replica's GPUs: TP stages of PP, or DP ranks of TP with EP, within `max_gpus`.
+// A replica's GPUs: TP stages of PP, or DP ranks of TP with EP, within
+// `max_gpus` (or, for DP + EP, over `nodes` nodes of `gpus_per_node`).
 struct Layout {
     std::int64_t tp = 1, pp = 1, dp = 1;
+    std::int64_t nodes = 1;
+};
+
+// Where multi-node layouts sit: the flags, or the device's scale-up domain.
+struct NodeSpan {
+    std::int64_t max_nodes = 1;
+    std::int64_t gpus_per_node = 0;  // 0: the device's
+    std::string nic = "ib-ndr";
 };
 
 // DP attention + EP on 2, 4 and 8 GPUs of one node (TP 1 per rank): vLLM's
@@ -261,11 +278,18 @@ struct Layout {
 // device whose interconnect times the all-to-alls: the layouts the analytic
 // search tries (core/speed/recommend.cpp, expert_layout_sizes), simulated as
 // lockstep DP ranks (simulate --dp).
-std::vector<Layout> expert_layouts(const ModelSpec& model, const Gpu& gpu, const std::string& engine, std::int64_t max_gpus) {
+// With --max-nodes N, also 2, 4, 8 and 16 whole nodes up to N: DP = EP = the
+// nodes' GPUs, their all-to-all over the NIC between nodes.
+std::vector<Layout> expert_layouts(const ModelSpec& model, const Gpu& gpu, const std::string& engine, std::int64_t max_gpus, const NodeSpan& span) {
     std::vector<Layout> out;
     if ((engine != "vllm" && engine != "sglang") || model.experts <= 0 || gpu.interconnect_bytes_per_s <= 0) return out;
-    for (std::int64_t g : {2, 4, 8}) {
-        if (g > max_gpus) continue;
+    std::vector<std::pair<std::int64_t, std::int64_t>> sizes;  // GPUs, nodes
+    for (std::int64_t g : {2, 4, 8})
+        if (g <= max_gpus) sizes.push_back({g, 1});
+    const std::int64_t per_node = span.gpus_per_node > 0 ? span.gpus_per_node : default_gpus_per_node(gpu.interconnect);
+    for (std::int64_t n : {2, 4, 8, 16})
+        if (n <= span.max_nodes) sizes.push_back({checked_mul(per_node, n, "GPUs of a layout"), n});
+    for (const auto& [g, nodes] : sizes) {
         ScaleOutInputs si;
         si.dp = g;
         if (engine == "sglang") {
@@ -278,7 +302,7 @@ std::vector<Layout> expert_layouts(const ModelSpec& model, const Gpu& gpu, const
         }
         try {
             plan_scale_out(model, si);
-            out.push_back({1, 1, g});
+            out.push_back({1, 1, g, nodes});
         } catch (const Error&) {
         }
     }
@@ -295,7 +319,7 @@ std::vector<Layout> expert_layouts(const ModelSpec& model, const Gpu& gpu, const
 // simulated), on a device whose interconnect times the sends, with a layer
 // per stage at least; TP x PP within `max_gpus`.
 std::vector<Layout> layouts(const ModelSpec& model, const Gpu& gpu, const std::string& engine, std::int64_t max_gpus,
-                            const std::optional<std::vector<std::int64_t>>& listed) {
+                            const std::optional<std::vector<std::int64_t>>& listed, const NodeSpan& span) {
     const std::vector<std::int64_t> tps = tp_degrees(model, max_gpus);
     const std::int64_t widest = tps.empty() ? 0 : tps.back();
     const bool pipelines = engine == "vllm" && gpu.interconnect_bytes_per_s > 0;
@@ -308,7 +332,7 @@ std::vector<Layout> layouts(const ModelSpec& model, const Gpu& gpu, const std::s
             out.push_back({tp, pp});
         }
     if (!listed || std::find(listed->begin(), listed->end(), 1) != listed->end())
-        for (const Layout& l : expert_layouts(model, gpu, engine, max_gpus)) out.push_back(l);
+        for (const Layout& l : expert_layouts(model, gpu, engine, max_gpus, span)) out.push_back(l);
     return out;
 }
 
@@ -401,7 +425,7 @@ std::vector<Setup> candidates(const RecommendOptions& o, const SimulateOptions& 
     const std::optional<std::vector<std::int64_t>> pp = pp_list(o.pp);
     std::vector<Setup> out;
     for (const Gpu& gpu : gpus)
-        for (const Layout& l : layouts(model, gpu, o.engine, o.max_gpus, pp)) {
+        for (const Layout& l : layouts(model, gpu, o.engine, o.max_gpus, pp, NodeSpan{o.max_nodes, o.gpus_per_node, o.nic})) {
             for (const std::string& kv : kv_dtypes)
                 for (const std::string& weights : formats)
                     for (const char* knobs : {"default", "latency", "throughput"}) {
@@ -417,6 +441,7 @@ std::vector<Setup> candidates(const RecommendOptions& o, const SimulateOptions& 
                             so.dp = l.dp;
                             so.enable_expert_parallel = true;
                         }
+                        if (l.nodes > 1) so.nodes = NodeFlags{l.nodes, l.dp / l.nodes, o.nic};
                         so.kv_dtype = kv;
                         so.weights_dtype = weights;
                         configure(s, so, model, gpu, w, source, efficiency);

@@ -41,6 +41,13 @@ Args vllm_args(const Candidate& c, const ServeOptions& s) {
     // experts; further replicas are separate servers.
     if (c.expert_parallel()) {
         a.push_back(fmt::format("--data-parallel-size {}", c.attention_dp));
+        // Over several nodes (docs.vllm.ai, serving/data_parallel_deployment):
+        // this node's ranks, and where the head node listens.
+        if (c.nodes > 1) {
+            a.push_back(fmt::format("--data-parallel-size-local {}", c.attention_dp / c.nodes));
+            a.push_back("--data-parallel-address HEAD_IP");
+            a.push_back("--data-parallel-rpc-port 13345");
+        }
         a.push_back("--enable-expert-parallel");
     } else if (c.dp > 1) a.push_back(fmt::format("--data-parallel-size {}", c.dp));
     a.push_back(fmt::format("--max-num-seqs {}", c.rank_batch()));  // per engine core (DP rank)
@@ -67,6 +74,12 @@ Args sglang_args(const Candidate& c, const ServeOptions& s) {
         a.push_back(fmt::format("--dp {}", c.attention_dp));
         a.push_back("--enable-dp-attention");
         a.push_back(fmt::format("--ep {}", c.attention_dp));
+        // Over several nodes (server_args.py): each node's rank and the head's address.
+        if (c.nodes > 1) {
+            a.push_back(fmt::format("--nnodes {}", c.nodes));
+            a.push_back("--node-rank 0");
+            a.push_back("--dist-init-addr HEAD_IP:5000");
+        }
     }
     if (c.pp > 1) a.push_back(fmt::format("--pp-size {}", c.pp));
     if (c.dp > 1 && !c.expert_parallel()) a.push_back(fmt::format("--dp {}", c.dp));

@@ -270,7 +270,10 @@ std::string render_slo_table(const SloRecommendResult& r) {
         } else {
             out += "\n" + fit_line(fmt::format("Commands for the best ({}, TP {}{}{}, {} replica{}{}):", best.gpu, best.tp,
                                                best.pp > 1 ? fmt::format(" PP {}", best.pp) : "",
-                                               best.dp > 1 ? fmt::format(" DP {} + EP {}", best.dp, best.dp) : "", best.fleet.replicas,
+                                               best.dp > 1 ? fmt::format(" DP {} + EP {}{}", best.dp, best.dp,
+                                                                         best.serve.nodes > 1 ? fmt::format(" over {} nodes", best.serve.nodes) : "")
+                                                           : "",
+                                               best.fleet.replicas,
                                                best.fleet.replicas > 1 ? "s" : "",
                                                best.fleet.replicas <= 1 ? ""
                                                : best.dp > 1            ? ": as many separate servers"
@@ -279,6 +282,11 @@ std::string render_slo_table(const SloRecommendResult& r) {
             const ServeOptions s = serve_for(r, best);
             out += vllm_command_lines(best.serve, s, r.wide);
             out += sglang_command_lines(best.serve, s, r.wide);
+            if (best.serve.nodes > 1)
+                out += fit_line(fmt::format("Run each on all {} nodes of a replica, HEAD_IP the first's address: vLLM's as written on the first, "
+                                            "with --headless --data-parallel-start-rank {}k on node k; SGLang's with --node-rank k on node k.",
+                                            best.serve.nodes, best.dp / best.serve.nodes),
+                                width, "  ", "  ");
         }
         if (best.scaled) out += "\n" + fit_line(scaled_line(best), width);
     }
@@ -329,6 +337,7 @@ std::string render_slo_json(const SloRecommendResult& r) {
         x["usd_per_million_output_tokens"] = optional_json(c.fleet.usd_per_million_output_tokens);
         x["usd_per_million_tokens"] = optional_json(c.fleet.usd_per_million_tokens);
         ServeOptions s = serve_for(r, c);
+        x["nodes_per_replica"] = c.serve.nodes;
         x["vllm_command"] = c.pd() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(vllm_command(c.serve, s));
         x["sglang_command"] = c.pd() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(sglang_command(c.serve, s));
         if (c.pd()) {

@@ -382,6 +382,46 @@ TEST_CASE("recommend --slo --engine sglang on a mixture-of-experts model: SGLang
     CHECK(layouts > 0);
 }
 
+TEST_CASE("recommend --slo --max-nodes 2: a DP 16 + EP 16 layout over two nodes of 8, its commands per node") {
+    // The 21 one-node candidates (above) and DP 16 over 2 nodes of 8 H200s
+    // (EP 16 divides the 256 experts), three knob settings: 24. Its
+    // all-to-all crosses the NIC (ib-ndr) for the other node's ranks.
+    const std::vector<std::string> args = {"recommend", "--model", "deepseek-v3", "--gpus", "h200", "--slo", "ttft=5s,tpot=200ms", "--rate", "20",
+                                           "--input-len", "fixed:2000", "--output-len", "fixed:200", "--requests", "200", "--max-nodes", "2",
+                                           "--top", "30"};
+    std::vector<std::string> json = args;
+    json.push_back("--json");
+    const Run r = Run::kvplan(json);
+    INFO(r.command << "\n" << r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["candidates_tried"].get<std::int64_t>() == 24);
+    int two_nodes = 0;
+    for (const auto& c : j["candidates"]) {
+        if (c["attention_dp"] != 16) {
+            CHECK(c["nodes_per_replica"] == 1);
+            continue;
+        }
+        ++two_nodes;
+        CHECK(c["nodes_per_replica"] == 2);
+        CHECK(c["gpus_total"].get<std::int64_t>() == c["replicas"].get<std::int64_t>() * 16);
+        CHECK_THAT(c["vllm_command"].get<std::string>(),
+                   Catch::Contains("--data-parallel-size 16 --data-parallel-size-local 8 --data-parallel-address HEAD_IP"));
+        CHECK_THAT(c["sglang_command"].get<std::string>(), Catch::Contains("--tp 16 --dp 16 --enable-dp-attention --ep 16 --nnodes 2 --node-rank 0"));
+    }
+    CHECK(two_nodes > 0);
+    // The placement flags need --max-nodes; an unknown NIC stops the search.
+    for (const std::vector<std::string>& extra : {std::vector<std::string>{"--gpus-per-node", "4"}, std::vector<std::string>{"--nic", "roce-400"},
+                                                  std::vector<std::string>{"--max-nodes", "2", "--nic", "carrier-pigeon"}}) {
+        std::vector<std::string> a = {"recommend", "--model", "deepseek-v3", "--gpus", "h200", "--slo", "ttft=5s", "--rate", "1",
+                                      "--input-len", "fixed:100", "--output-len", "fixed:10"};
+        a.insert(a.end(), extra.begin(), extra.end());
+        const Run bad = Run::kvplan(a);
+        CHECK(bad.exit_code == 2);
+        CHECK(bad.out.empty());
+    }
+}
+
 TEST_CASE("recommend --slo prices steps with the efficiency flags: a 100 ms step overhead misses a 50 ms TPOT everywhere") {
     // Every decode step costs at least the 100 ms fixed overhead, so no
     // request's TPOT can be under 100 ms, alone or not: nothing qualifies
