@@ -75,7 +75,9 @@ CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
         "      --price-per-hour h100-sxm=2.5,l40s=0.9\n"
         "  kvplan recommend --model llama-3.1-8b --slo ttft=2s,tpot=50ms --trace azure-2023-conv --gpus h100-sxm,l40s\n"
         "  kvplan recommend --model llama-3.1-8b --slo ttft=1s,tpot=30ms --rate 20 --input-len fixed:4096 --output-len fixed:256 \\\n"
-        "      --gpus h100-sxm --max-gpus 2 --disaggregated --price-per-hour h100-sxm=2.5");
+        "      --gpus h100-sxm --max-gpus 2 --disaggregated --price-per-hour h100-sxm=2.5\n"
+        "  kvplan recommend --model deepseek-v3 --engine sglang --slo ttft=2s,tpot=100ms --rate 40 --input-len fixed:2000 \\\n"
+        "      --output-len fixed:500 --gpus h200 --max-nodes 2");
     return cmd;
 }
 
