@@ -3,7 +3,7 @@
 // -> the vLLM or SGLang scheduler over a small pool with a constant step, invariants
 // checked after every step, and vLLM's decode-run jump against stepping,
 // vLLM's pipeline, DP groups, KV offload and disaggregated pools, and SGLang's
-// replicas and DP attention groups -> metrics. The reader must refuse every bad
+// replicas and DP attention groups (vLLM's also speculative) -> metrics. The reader must refuse every bad
 // line with a kvplan::Error; the scheduler must complete or reject every
 // request it is given. Anything else (a crash, a sanitizer report, a
 // logic_error from the invariants, a hang past -timeout) is a bug.
@@ -93,6 +93,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                               ClusterConfig{1 + static_cast<std::int64_t>(size % 2), Router::RoundRobin}, slowest, true);
         for (const RequestRecord& r : dp.requests)
             if (!r.rejected && r.finish_s < 0) __builtin_trap();
+        // The same DP group verifying 1 to 3 drafts a step (simulate --dp
+        // --spec-method): every rank's drafts and rejections in lockstep.
+        if (c.groups.empty()) {
+            SchedulerConfig sc = c;
+            sc.spec.k = 1 + static_cast<std::int64_t>(size % 3);
+            sc.spec.rates.assign(static_cast<std::size_t>(sc.spec.k), size % 7 == 0 ? 1.0 : 0.6);
+            sc.spec.draft_s = [](std::int64_t batch, std::int64_t context_sum) {
+                return 1e-4 * static_cast<double>(batch) + 1e-9 * static_cast<double>(context_sum);
+            };
+            sc.spec.seed = size;
+            const SimRun spec_dp = simulate_dp_cluster(w, sc, 2 + static_cast<std::int64_t>(size % 2), ClusterConfig{1, Router::LeastLoaded}, slowest, true);
+            for (const RequestRecord& r : spec_dp.requests)
+                if (!r.rejected && r.finish_s < 0) __builtin_trap();
+        }
         // KV offload to a CPU tier of 16 to 271 blocks over a slow or a fast
         // host link (one full-attention group with prefix caching, as the
         // command allows): loads and stores interleave with preemptions.

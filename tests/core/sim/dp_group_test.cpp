@@ -155,3 +155,35 @@ TEST_CASE("a DP group of one rank, or with a CPU tier, is refused") {
     c.cpu_tier.blocks = 10;
     CHECK_THROWS_AS(simulate_dp_cluster(w, c, 2, ClusterConfig{}, slowest), Error);
 }
+
+TEST_CASE("a speculative DP group: a lone request keeps its drafts as one engine does, and a busy group serves every request") {
+    // K = 2 drafts, every one accepted (rates 1): each verify step gives 3
+    // tokens. A lone request on a DP group of 2 is served as by one engine:
+    // the idle rank's dummy batch costs nothing more (the wave is the busy
+    // rank's step plus its drafts), so the times are equal.
+    SchedulerConfig c = pool(1000);
+    c.spec.k = 2;
+    c.spec.rates = {1.0, 1.0};
+    c.spec.draft_s = [](std::int64_t batch, std::int64_t) { return 1e-4 * static_cast<double>(batch); };
+    c.spec.seed = 1;
+    Workload w;
+    w.requests.push_back(SimRequest{0, 300, 31, {}, 0});
+    const SimRun one = simulate(w, c, linear, DecodePricer{}, true);
+    const SimRun g = simulate_dp_cluster(w, c, 2, ClusterConfig{}, slowest, true);
+    CHECK(g.requests[0].first_token_s == one.requests[0].first_token_s);
+    CHECK(g.requests[0].finish_s == one.requests[0].finish_s);
+    CHECK(g.spec_kept_tokens == one.spec_kept_tokens);
+    // 300 in + 31 out: the prefill gives token 1, then 10 verify steps of 3.
+    CHECK(one.steps == 11);
+    // Sixty requests at once over 4 ranks with half the drafts rejected: all served, deterministically.
+    c.spec.rates = {0.5, 0.5};
+    Workload many;
+    for (int i = 0; i < 60; ++i) many.requests.push_back(SimRequest{0.002 * i, 200 + 13 * (i % 9), 20 + 7 * (i % 5), {}, 0});
+    const SimRun a = simulate_dp_cluster(many, c, 4, ClusterConfig{}, slowest, true);
+    const SimRun b = simulate_dp_cluster(many, c, 4, ClusterConfig{}, slowest, true);
+    for (std::size_t i = 0; i < a.requests.size(); ++i) {
+        REQUIRE(a.requests[i].finish_s > 0);
+        CHECK(a.requests[i].finish_s == b.requests[i].finish_s);
+    }
+    CHECK(a.spec_verifies > 0);
+}
