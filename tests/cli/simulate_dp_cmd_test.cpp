@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <unistd.h>
 
@@ -27,6 +28,25 @@ const std::vector<std::string> kDp8 = {"simulate", "--model", "deepseek-v3", "--
 std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& more) {
     a.insert(a.end(), more.begin(), more.end());
     return a;
+}
+
+// DeepSeek-V3's lockstep wave on 8 H200s under layout `si` with engine
+// `engine`'s profile: rank 0 computes `tokens` new tokens over `cached`
+// while seven ranks run dummy batches (dp_mixed_step, as simulate prices it).
+std::function<double(std::int64_t, std::int64_t)> lone_rank_wave(const ScaleOutInputs& si, const std::string& engine) {
+    const ModelSpec m = preset("deepseek-v3");
+    CostModelInputs in;
+    in.model = &m;
+    in.gpu = gpu("h200");
+    in.tp = 1;
+    in.efficiency.profile = find_engine("--engine", engine);
+    const CostModel cost = make_cost_model(in, ExpertLayoutInputs{plan_scale_out(m, si), 1.0, bundled_all_to_all_latencies(), 8, find_nic("ib-ndr")});
+    return [cost](std::int64_t cached, std::int64_t tokens) {
+        const std::vector<SeqWork> busy{{cached, tokens}}, idle;
+        std::vector<const std::vector<SeqWork>*> ranks(8, &idle);
+        ranks[0] = &busy;
+        return dp_mixed_step(cost, ranks).total_s;
+    };
 }
 
 }  // namespace
@@ -55,24 +75,11 @@ TEST_CASE("simulate --dp 8 --enable-expert-parallel: eight pools of concurrency'
     // By hand: rank 0 prefills 2,000 tokens while seven ranks run dummy
     // batches, then decodes at contexts 2,000 and 2,001; each wave is
     // dp_mixed_step's price with the vLLM profile, experts over EP 8.
-    const ModelSpec m = preset("deepseek-v3");
     ScaleOutInputs si;
     si.tp = 1;
     si.dp = 8;
     si.enable_expert_parallel = true;
-    const ScaleOut so = plan_scale_out(m, si);
-    CostModelInputs in;
-    in.model = &m;
-    in.gpu = gpu("h200");
-    in.tp = 1;
-    in.efficiency.profile = find_engine("--engine", "vllm");
-    const CostModel cost = make_cost_model(in, ExpertLayoutInputs{so, 1.0, bundled_all_to_all_latencies(), 8, find_nic("ib-ndr")});
-    const auto wave = [&](std::int64_t cached, std::int64_t tokens) {
-        const std::vector<SeqWork> busy{{cached, tokens}}, idle;
-        std::vector<const std::vector<SeqWork>*> ranks(8, &idle);
-        ranks[0] = &busy;
-        return dp_mixed_step(cost, ranks).total_s;
-    };
+    const auto wave = lone_rank_wave(si, "vllm");
     const double ttft = wave(0, 2000);
     CHECK(j["ttft_s"]["mean"].get<double>() == Approx(ttft).epsilon(1e-9));
     CHECK(j["e2e_s"]["mean"].get<double>() == Approx(ttft + wave(2000, 1) + wave(2001, 1)).epsilon(1e-9));
@@ -181,25 +188,12 @@ TEST_CASE("simulate --engine sglang --tp 8 --dp 8 --ep 8: SGLang's DP attention,
     // By hand: rank 0 prefills 2,000 tokens in chunks of 1,024 and 976 while
     // seven ranks run idle batches, then decodes at contexts 2,000 and 2,001;
     // each wave is dp_mixed_step's price with the SGLang profile, experts over EP 8.
-    const ModelSpec m = preset("deepseek-v3");
     ScaleOutInputs si;
     si.rules = ScaleOutRules::Sglang;
     si.tp = 8;
     si.dp = 8;
     si.ep = 8;
-    const ScaleOut so = plan_scale_out(m, si);
-    CostModelInputs in;
-    in.model = &m;
-    in.gpu = gpu("h200");
-    in.tp = 1;
-    in.efficiency.profile = find_engine("--engine", "sglang");
-    const CostModel cost = make_cost_model(in, ExpertLayoutInputs{so, 1.0, bundled_all_to_all_latencies(), 8, find_nic("ib-ndr")});
-    const auto wave = [&](std::int64_t cached, std::int64_t tokens) {
-        const std::vector<SeqWork> busy{{cached, tokens}}, idle;
-        std::vector<const std::vector<SeqWork>*> ranks(8, &idle);
-        ranks[0] = &busy;
-        return dp_mixed_step(cost, ranks).total_s;
-    };
+    const auto wave = lone_rank_wave(si, "sglang");
     const double ttft = wave(0, 1024) + wave(1024, 976);
     CHECK(j["ttft_s"]["mean"].get<double>() == Approx(ttft).epsilon(1e-9));
     CHECK(j["e2e_s"]["mean"].get<double>() == Approx(ttft + wave(2000, 1) + wave(2001, 1)).epsilon(1e-9));

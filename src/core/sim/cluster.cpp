@@ -198,6 +198,13 @@ private:
     std::vector<std::int64_t> routed_;
 };
 
+// SGLang's engines serve or reject every request; one left over is a bug.
+SimRun served(SimRun run) {
+    for (const RequestRecord& r : run.requests)
+        if (!r.rejected && r.finish_s < 0) throw std::logic_error("sglang: requests left unserved");
+    return run;
+}
+
 void check_cluster(const Workload& w, const ClusterConfig& k) {
     if (k.replicas < 1 || k.replicas > 1024) usage_error("--replicas " + std::to_string(k.replicas) + ": expected 1 to 1024");
     check_arrivals(w);
@@ -223,10 +230,7 @@ SimRun simulate_sglang_cluster(const Workload& w, const SglangConfig& c, const C
     Cluster<SglangEngine, SglangStates> cluster(w, k, sglang_states(w), [&](SglangStates& states) {
         return SglangEngine(w, c, price, check_invariants, states);
     });
-    SimRun run = cluster.run();
-    for (const RequestRecord& r : run.requests)
-        if (!r.rejected && r.finish_s < 0) throw std::logic_error("sglang: requests left unserved");
-    return run;
+    return served(cluster.run());
 }
 
 SimRun simulate_dp_cluster(const Workload& w, const SchedulerConfig& c, std::int64_t dp, const ClusterConfig& k, const DpStepPricer& price,
@@ -246,10 +250,7 @@ SimRun simulate_sglang_dp_cluster(const Workload& w, const SglangConfig& c, std:
     Cluster<SglangDpGroup, SglangStates> cluster(w, k, sglang_states(w), [&](SglangStates& states) {
         return sglang_dp_group(w, c, dp, price, check_invariants, states);
     });
-    SimRun run = cluster.run();
-    for (const RequestRecord& r : run.requests)
-        if (!r.rejected && r.finish_s < 0) throw std::logic_error("sglang: requests left unserved");
-    return run;
+    return served(cluster.run());
 }
 
 }  // namespace kvplan
