@@ -89,6 +89,8 @@ void check_flags(const RecommendOptions& o) {
     if (o.max_nodes == 1 && (o.gpus_per_node > 0 || o.nic != "ib-ndr"))
         usage_error("--gpus-per-node and --nic place layouts over several nodes: add --max-nodes N");
     if (o.max_nodes > 1) find_nic(o.nic);  // an unknown NIC stops here, not as every layout's rejection
+    if (o.two_batch_overlap && o.disaggregated)
+        usage_error("--two-batch-overlap applies to the DP attention + EP layouts, not to disaggregated units; drop one of them");
 }
 
 Slo targets(const std::string& text) {
@@ -212,9 +214,12 @@ void configure(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& 
         }
         // One node: every GPU on the scale-up link; several: the NIC between them (simulate --nodes).
         const bool nodes = so.nodes.nodes > 1;
-        s.cost = std::make_unique<CostModel>(make_cost_model(in, ExpertLayoutInputs{plan_scale_out(model, si), 1.0, bundled_all_to_all_latencies(),
-                                                                                    nodes ? so.nodes.gpus_per_node : 0, nodes ? find_nic(so.nodes.nic) : Nic{}}));
+        ExpertLayoutInputs li{plan_scale_out(model, si), 1.0, bundled_all_to_all_latencies(), nodes ? so.nodes.gpus_per_node : 0,
+                              nodes ? find_nic(so.nodes.nic) : Nic{}};
+        if (so.two_batch_overlap) set_two_batch_overlap(li, sglang);  // --two-batch-overlap: the engine's micro-batches
+        s.cost = std::make_unique<CostModel>(make_cost_model(in, li));
         s.row.serve.nodes = nodes ? so.nodes.nodes : 1;
+        s.row.serve.two_batch_overlap = so.two_batch_overlap;
         s.engine.dp = so.dp;
         s.engine.dp_price = dp_step_pricer(*s.cost);
     } else {
@@ -442,6 +447,7 @@ std::vector<Setup> candidates(const RecommendOptions& o, const SimulateOptions& 
                             so.enable_expert_parallel = true;
                         }
                         if (l.nodes > 1) so.nodes = NodeFlags{l.nodes, l.dp / l.nodes, o.nic};
+                        so.two_batch_overlap = l.dp > 1 && o.two_batch_overlap;
                         so.kv_dtype = kv;
                         so.weights_dtype = weights;
                         configure(s, so, model, gpu, w, source, efficiency);

@@ -49,6 +49,7 @@ Args vllm_args(const Candidate& c, const ServeOptions& s) {
             a.push_back("--data-parallel-rpc-port 13345");
         }
         a.push_back("--enable-expert-parallel");
+        if (c.two_batch_overlap) a.push_back("--enable-dbo");
     } else if (c.dp > 1) a.push_back(fmt::format("--data-parallel-size {}", c.dp));
     a.push_back(fmt::format("--max-num-seqs {}", c.rank_batch()));  // per engine core (DP rank)
     a.push_back(fmt::format("--max-model-len {}", c.max_model_len));
@@ -80,6 +81,7 @@ Args sglang_args(const Candidate& c, const ServeOptions& s) {
             a.push_back("--node-rank 0");
             a.push_back("--dist-init-addr HEAD_IP:5000");
         }
+        if (c.two_batch_overlap) a.push_back("--enable-two-batch-overlap");
     }
     if (c.pp > 1) a.push_back(fmt::format("--pp-size {}", c.pp));
     if (c.dp > 1 && !c.expert_parallel()) a.push_back(fmt::format("--dp {}", c.dp));

@@ -338,6 +338,7 @@ std::string render_slo_json(const SloRecommendResult& r) {
         x["usd_per_million_tokens"] = optional_json(c.fleet.usd_per_million_tokens);
         ServeOptions s = serve_for(r, c);
         x["nodes_per_replica"] = c.serve.nodes;
+        x["two_batch_overlap"] = c.serve.two_batch_overlap;
         x["vllm_command"] = c.pd() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(vllm_command(c.serve, s));
         x["sglang_command"] = c.pd() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(sglang_command(c.serve, s));
         if (c.pd()) {

@@ -422,6 +422,28 @@ TEST_CASE("recommend --slo --max-nodes 2: a DP 16 + EP 16 layout over two nodes 
     }
 }
 
+TEST_CASE("recommend --slo --two-batch-overlap: the DP + EP layouts run as two micro-batches, their commands say so") {
+    const Run r = Run::kvplan({"recommend", "--model", "deepseek-v3", "--gpus", "h200", "--slo", "ttft=5s,tpot=200ms", "--rate", "20",
+                               "--input-len", "fixed:2000", "--output-len", "fixed:200", "--requests", "200", "--two-batch-overlap", "--top", "30",
+                               "--json"});
+    INFO(r.command << "\n" << r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    int layouts = 0;
+    for (const auto& c : j["candidates"]) {
+        const bool ep = c["attention_dp"].get<std::int64_t>() > 1;
+        layouts += ep;
+        CHECK(c["two_batch_overlap"] == ep);  // TP candidates have no all-to-all to hide
+        CHECK((c["vllm_command"].get<std::string>().find("--enable-dbo") != std::string::npos) == ep);
+        CHECK((c["sglang_command"].get<std::string>().find("--enable-two-batch-overlap") != std::string::npos) == ep);
+    }
+    CHECK(layouts > 0);
+    const Run bad = Run::kvplan({"recommend", "--model", "deepseek-v3", "--gpus", "h200", "--slo", "ttft=5s", "--rate", "1", "--input-len",
+                                 "fixed:100", "--output-len", "fixed:10", "--two-batch-overlap", "--disaggregated"});
+    CHECK(bad.exit_code == 2);
+    CHECK_THAT(bad.err, Catch::Contains("--two-batch-overlap"));
+}
+
 TEST_CASE("recommend --slo prices steps with the efficiency flags: a 100 ms step overhead misses a 50 ms TPOT everywhere") {
     // Every decode step costs at least the 100 ms fixed overhead, so no
     // request's TPOT can be under 100 ms, alone or not: nothing qualifies
