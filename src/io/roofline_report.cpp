@@ -133,9 +133,10 @@ std::string spec_words(const RooflineResult& r) {
 
 constexpr const char* kStepFormula = "step = max(memory, compute) + overhead + all-reduce";
 constexpr const char* kStepFormulaA2a = "step = max(memory, compute) + overhead + all-reduce + all-to-all";
+// Fitted tables print it under the terms (two lines of 100 columns at most).
 constexpr const char* kStepFormulaOverlap =
-    "step = max(memory, compute) + overhead + all-reduce + all-to-all - hidden; two micro-batches: overhead + 2 x max(max(memory, compute) + "
-    "all-reduce, all-to-all) of one";
+    "step = max(memory, compute) + overhead + all-reduce + all-to-all - hidden;\n"
+    "  overlapped: overhead + 2 x max(max(memory, compute) + all-reduce, all-to-all) of one micro-batch";
 const char* step_formula(const RooflineResult& r) { return r.cost.layout.overlap() ? kStepFormulaOverlap : has_a2a(r) ? kStepFormulaA2a : kStepFormula; }
 
 // Every term of the step at batch 1 and at the largest batch shown, with
@@ -164,7 +165,9 @@ Table terms_table(const RooflineResult& r, Width width) {
     time_row("TP all-reduces", a.step.allreduce_s, b.step.allreduce_s);
     if (has_a2a(r)) time_row("EP all-to-alls", a.step.all_to_all_s, b.step.all_to_all_s);
     if (r.cost.layout.overlap()) time_row("hidden by overlap", -a.step.overlap_hidden_s, -b.step.overlap_hidden_s);
-    time_row(width == Width::Wide ? step_formula(r) : "step", a.step.total_s, b.step.total_s);
+    std::string formula = step_formula(r);  // one line as a row label
+    for (std::size_t at; (at = formula.find("\n  ")) != std::string::npos;) formula.replace(at, 3, " ");
+    time_row(width == Width::Wide ? formula.c_str() : "step", a.step.total_s, b.step.total_s);
     return t;
 }
 
