@@ -4,6 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sstream>
+#include <string>
+
 #include "cli/app.hpp"
 #include "test_support.hpp"
 
@@ -200,6 +203,8 @@ TEST_CASE("roofline --two-batch-overlap: vLLM's micro-batches from 32 decode tok
     CHECK(plain["layout"]["two_batch_overlap"] == false);
     auto table = kvplan_run(v3_dp8({"--two-batch-overlap"}));
     CHECK_THAT(table.out, Catch::Contains("hidden by overlap"));
+    std::istringstream lines(table.out);
+    for (std::string line; std::getline(lines, line);) CHECK(line.size() <= 100);
     for (const std::vector<std::string>& bad :
          {std::vector<std::string>{"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--tp", "8", "--two-batch-overlap"},
           std::vector<std::string>{"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--dp", "8", "--enable-expert-parallel", "--two-batch-overlap"},
