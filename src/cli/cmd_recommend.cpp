@@ -32,6 +32,7 @@ CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
     cmd->add_option("--gpus-per-node", o.gpus_per_node, "search, with --max-nodes: GPUs on one scale-up link (default: 8 in an HGX node, 72 in an NVL72 rack)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{72}));
     cmd->add_option("--nic", o.nic, "search, with --max-nodes: the NIC per GPU between nodes: ib-hdr, ib-ndr (default), ib-xdr, roce-400, efa-p5");
+    add_spec_options(*cmd, o.spec, "search, vLLM: every candidate verifies K drafts a decode step (docs/recommend.md)");
     cmd->add_flag("--two-batch-overlap", o.two_batch_overlap,
                   "search: run the DP + EP layouts as two micro-batches hiding the all-to-all (vLLM --enable-dbo, SGLang --enable-two-batch-overlap)");
     cmd->add_option("--num-gpus", o.num_gpus, "GPUs to fill: TP x DP = N, data-parallel replicas of the smallest TP that meets the targets")

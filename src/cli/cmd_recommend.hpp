@@ -13,6 +13,7 @@
 
 #include "cli/cmd_roofline.hpp"
 #include "cli/model_options.hpp"
+#include "cli/spec_options.hpp"
 
 namespace kvplan {
 
@@ -30,6 +31,7 @@ struct RecommendOptions {
     std::int64_t gpus_per_node = 0;  // 0: the device's scale-up domain (8, or 72 in an NVL72 rack)
     std::string nic = "ib-ndr";
     bool two_batch_overlap = false;  // the DP + EP layouts as two micro-batches (vLLM --enable-dbo, SGLang --enable-two-batch-overlap)
+    SpecFlags spec;                  // the search's vLLM candidates verify K drafts a decode step (cli/spec_options.hpp)
     std::int64_t num_gpus = 0;  // 0: one replica per candidate
     std::string prices;        // "h100-sxm=2.5,a100-80gb=1.6"
     std::string price_file;    // JSON: {"usd_per_gpu_hour": {...}} (io/price_file.hpp)

@@ -189,50 +189,6 @@ PdSide pd_side(const SimulateOptions& o, const ModelSpec& model, const std::stri
     return out;
 }
 
-// --spec-method: every decode step of vLLM's engine verifies K drafts
-// (SchedulerConfig::spec), the proposer priced as K passes of its own cost
-// model, and the pool shares its blocks with the drafter's KV, as vLLM
-// allocates the drafter's attention layers from the same KV cache
-// (get_kv_cache_spec covers them): the blocks shrink in proportion to the
-// bytes per token, unless --num-gpu-blocks fixed them.
-void add_speculation(const SimulateOptions& o, const ModelSpec& model, const ModelSpec& draft_model, const SpecInputs& spec,
-                     const DecodePricer& draft_decode, SimulateResult& r, const ScaleOut* layout = nullptr) {
-    const Dtype kv = kv_sizing_dtype(model, parse_dtype_flag("--kv-dtype", o.kv_dtype), o.tp);
-    const std::int64_t target_bytes = kv_transfer_bytes_per_token(model, o.tp, kv);
-    SpecReport rep;
-    rep.method = o.spec.method;
-    rep.proposer = spec.method == SpecMethod::Draft ? model_label(draft_model) : "one layer of the target's shape";
-    rep.rates = spec.rates;
-    rep.expected_tokens_per_step = expected_tokens_per_step(spec.rates);
-    rep.draft_kv_bytes_per_token = spec_kv_bytes_per_token(spec, model, draft_model, o.tp, kv);
-    rep.blocks_without_draft = r.config.num_gpu_blocks;
-    // The drafter's weights are loaded beside the target's, before vLLM
-    // profiles, so they come out of the same budget, over TP: a draft
-    // model's checkpoint, or an EAGLE/MTP head's one layer and projection.
-    // Under DP attention + EP the head's routed experts are spread as the target's are.
-    rep.draft_weights_bytes_per_gpu = layout ? draft_head_weight_bytes_per_gpu(model, *layout)
-                                             : ceil_div(spec.method == SpecMethod::Draft ? size_weights(draft_model).bytes : draft_head_weight_bytes(model), o.tp);
-    if (o.num_gpu_blocks == 0 && target_bytes > 0) {
-        const double pool = static_cast<double>(r.config.num_gpu_blocks) * static_cast<double>(r.config.block_size) * static_cast<double>(target_bytes) -
-                            static_cast<double>(rep.draft_weights_bytes_per_gpu);
-        const double block = static_cast<double>(r.config.block_size) * static_cast<double>(target_bytes + rep.draft_kv_bytes_per_token);
-        if (!(pool >= block))
-            usage_error("--spec-method " + std::string(spec_method_name(spec.method)) + ": the drafter's weights leave no KV cache memory; pass a larger --tp" +
-                        (spec.method == SpecMethod::Draft ? " or a smaller --draft-model" : ""));
-        r.config.num_gpu_blocks = static_cast<std::int64_t>(std::floor(pool / block));
-    }
-    r.config.spec.k = spec.k;
-    r.config.spec.rates = spec.rates;
-    r.config.spec.seed = o.seed;
-    const std::int64_t k = spec.k;
-    r.config.spec.draft_s = [k, &draft_decode](std::int64_t batch, std::int64_t context_sum) {
-        const std::optional<double> pass = draft_decode(batch, context_sum);
-        if (!pass) throw std::logic_error("the drafter's decode step has no price");
-        return static_cast<double>(k) * *pass;
-    };
-    r.spec = std::move(rep);
-}
-
 // Disaggregated prefill/decode (core/sim/disagg.hpp): each side its own
 // device, TP, vLLM pool and roofline; the KV priced for the decode side.
 // Fills `r`.

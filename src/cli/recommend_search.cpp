@@ -89,6 +89,12 @@ void check_flags(const RecommendOptions& o) {
     if (o.max_nodes == 1 && (o.gpus_per_node > 0 || o.nic != "ib-ndr"))
         usage_error("--gpus-per-node and --nic place layouts over several nodes: add --max-nodes N");
     if (o.max_nodes > 1) find_nic(o.nic);  // an unknown NIC stops here, not as every layout's rejection
+    if (!o.spec.method.empty()) {
+        if (o.engine != "vllm") usage_error("--spec-method: speculative decoding is simulated with vLLM's engine only; pass --engine vllm");
+        if (o.disaggregated) usage_error("--spec-method: speculative decoding in disaggregated units is not simulated; drop one of them");
+        if (pp && std::any_of(pp->begin(), pp->end(), [](std::int64_t v) { return v > 1; }))
+            usage_error("--spec-method: speculative decoding with pipeline parallelism is not simulated; pass --pp 1");
+    }
     if (o.two_batch_overlap && o.disaggregated)
         usage_error("--two-batch-overlap applies to the DP attention + EP layouts, not to disaggregated units; drop one of them");
 }
@@ -106,6 +112,8 @@ SimulateOptions traffic_options(const RecommendOptions& o) {
     s.engine = o.engine;
     s.kv_dtype = o.kv_dtype;
     s.weights_dtype = o.weights_dtype;
+    s.spec = o.spec;  // the candidates' proposer (add_proposer); the acceptance draws seeded by --seed
+    s.seed = o.seed;
     if (!o.trace.empty()) {
         s.trace = o.trace;
         s.trace_format = o.trace_format;
@@ -127,6 +135,10 @@ struct Setup {
     std::unique_ptr<CostModel> cost;          // the pricers point into it (a unit's decode side)
     std::unique_ptr<CostModel> prefill_cost;  // a unit's prefill side
     std::unique_ptr<std::vector<CostModel>> stage_costs;  // a pipeline's stages (the stage pricers point into them)
+    // --spec-method: the proposer and its pricer (the engine's draft_s points into them).
+    std::unique_ptr<ModelSpec> draft_model;
+    std::unique_ptr<SpecInputs> spec;
+    std::unique_ptr<DecodePricer> draft_decode;
     SearchEngine engine;
     bool ready = false;
 };
@@ -155,6 +167,38 @@ void serve_settings(Candidate& c, const Gpu& gpu, std::int64_t tp, const Schedul
     c.kv_dtype = kv_dtype;
     c.vllm_mem_fraction = default_mem_fraction(Engine::Vllm, tp);
     c.sglang_mem_fraction = default_mem_fraction(Engine::Sglang, tp);
+}
+
+// --spec-method: the candidate's proposer as `simulate` runs it (the
+// drafter's weights and KV out of the pool, its passes priced under the
+// layout when there is one; cli/sim_setup.cpp, add_speculation); false with
+// a rejection reason when the drafter leaves no KV cache memory.
+bool add_proposer(Setup& s, const SimulateOptions& so, const ModelSpec& model, const CostModelInputs& target,
+                  const std::optional<ExpertLayoutInputs>& layout) {
+    s.draft_model = std::make_unique<ModelSpec>();
+    s.spec = std::make_unique<SpecInputs>(*resolve_spec(so.spec, model, target, *s.draft_model, layout ? &*layout : nullptr));
+    if (layout) {
+        // One rank's drafts priced as if every rank drafted as many (simulate --dp --spec-method).
+        s.draft_decode = std::make_unique<DecodePricer>([&d = s.spec->draft, dp = so.dp](std::int64_t batch, std::int64_t context_sum) -> std::optional<double> {
+            return decode_step(d, checked_mul(batch, dp, "drafting sequences"), batch > 0 ? context_sum / batch : 0).total_s;
+        });
+    } else {
+        s.draft_decode = std::make_unique<DecodePricer>(decode_pricer(s.spec->draft));
+    }
+    SimulateResult scratch;
+    scratch.config = s.engine.vllm;
+    try {
+        add_speculation(so, model, *s.draft_model, *s.spec, *s.draft_decode, scratch, layout ? &layout->scale_out : nullptr);
+    } catch (const Error& e) {
+        s.row.reason = std::string("memory: ") + e.what();
+        return false;
+    }
+    s.engine.vllm = scratch.config;
+    s.row.serve.spec_method = so.spec.method;
+    s.row.serve.spec_tokens = so.spec.tokens;
+    if (s.spec->method == SpecMethod::Draft)
+        s.row.serve.spec_draft = s.draft_model->source.repo_id.empty() ? s.draft_model->name : s.draft_model->source.repo_id;
+    return true;
 }
 
 // The engine configuration for `knobs` (default, latency, throughput), or a
@@ -200,6 +244,7 @@ void configure(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& 
     const std::int64_t attention_tp = sglang && so.dp > 1 ? so.tp / so.dp : so.tp;
     const CostModelInputs in{&model, gpu, parse_weight_format("--weights-dtype", so.weights_dtype), parse_dtype_flag("--kv-dtype", so.kv_dtype),
                              attention_tp, efficiency, std::nullopt};
+    std::optional<ExpertLayoutInputs> layout;
     if (so.dp > 1) {
         // DP attention + EP within one node (simulate --dp N --enable-expert-parallel;
         // SGLang: --tp N --dp N --ep N).
@@ -214,10 +259,10 @@ void configure(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& 
         }
         // One node: every GPU on the scale-up link; several: the NIC between them (simulate --nodes).
         const bool nodes = so.nodes.nodes > 1;
-        ExpertLayoutInputs li{plan_scale_out(model, si), 1.0, bundled_all_to_all_latencies(), nodes ? so.nodes.gpus_per_node : 0,
-                              nodes ? find_nic(so.nodes.nic) : Nic{}};
-        if (so.two_batch_overlap) set_two_batch_overlap(li, sglang);  // --two-batch-overlap: the engine's micro-batches
-        s.cost = std::make_unique<CostModel>(make_cost_model(in, li));
+        layout = ExpertLayoutInputs{plan_scale_out(model, si), 1.0, bundled_all_to_all_latencies(), nodes ? so.nodes.gpus_per_node : 0,
+                                    nodes ? find_nic(so.nodes.nic) : Nic{}};
+        if (so.two_batch_overlap) set_two_batch_overlap(*layout, sglang);  // --two-batch-overlap: the engine's micro-batches
+        s.cost = std::make_unique<CostModel>(make_cost_model(in, *layout));
         s.row.serve.nodes = nodes ? so.nodes.nodes : 1;
         s.row.serve.two_batch_overlap = so.two_batch_overlap;
         s.engine.dp = so.dp;
@@ -237,6 +282,7 @@ void configure(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& 
         s.stage_costs = std::make_unique<std::vector<CostModel>>(stage_cost_models(in, so.pp));
         s.engine.stages = stage_pricers(*s.stage_costs);
     }
+    if (!so.spec.method.empty() && !add_proposer(s, so, model, in, layout)) return;
     s.row.serve.gpu = gpu.id;
     s.row.serve.tp = attention_tp;
     s.row.serve.pp = so.pp;
@@ -434,6 +480,7 @@ std::vector<Setup> candidates(const RecommendOptions& o, const SimulateOptions& 
             for (const std::string& kv : kv_dtypes)
                 for (const std::string& weights : formats)
                     for (const char* knobs : {"default", "latency", "throughput"}) {
+                        if (l.pp > 1 && !o.spec.method.empty()) continue;  // a pipeline does not speculate in the simulator
                         Setup s = named(gpu, l.tp, l.pp, knobs, kv, weights, l.dp);
                         SimulateOptions so = base;
                         so.tp = l.tp;

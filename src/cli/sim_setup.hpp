@@ -66,4 +66,12 @@ StepPricer step_pricer(const CostModel& cost);
 DpStepPricer dp_step_pricer(const CostModel& cost);
 DecodePricer decode_pricer(const CostModel& cost);
 
+// --spec-method on vLLM's engine (docs/simulate.md, "Speculative decoding"):
+// r.config's pool gives up the proposer's weights on one GPU (under
+// `layout`, its routed experts over EP) and shares its blocks with the
+// proposer's KV; r.config.spec verifies K drafts a decode step, priced by
+// `draft_decode`, which must outlive the run; r.spec reports it.
+void add_speculation(const SimulateOptions& o, const ModelSpec& model, const ModelSpec& draft_model, const SpecInputs& spec,
+                     const DecodePricer& draft_decode, SimulateResult& r, const ScaleOut* layout = nullptr);
+
 }  // namespace kvplan

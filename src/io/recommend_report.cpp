@@ -58,6 +58,14 @@ Args vllm_args(const Candidate& c, const ServeOptions& s) {
     a.push_back(fmt::format("--kv-cache-dtype {}", c.kv_dtype == Dtype::Fp8 ? "fp8" : "auto"));
     if (s.quantization) a.push_back("--quantization " + *s.quantization);
     if (s.dtype) a.push_back("--dtype " + *s.dtype);
+    // Speculative decoding (docs.vllm.ai, features/spec_decode): the MTP
+    // module ("mtp"), an EAGLE head (its checkpoint: EAGLE_HEAD) or a draft model.
+    if (!c.spec_method.empty()) {
+        const std::string what = c.spec_method == "mtp"     ? R"("method":"mtp")"
+                                 : c.spec_method == "eagle" ? R"("method":"eagle","model":"EAGLE_HEAD")"
+                                                            : fmt::format(R"("model":"{}")", c.spec_draft);
+        a.push_back(fmt::format(R"(--speculative-config '{{{},"num_speculative_tokens":{}}}')", what, c.spec_tokens));
+    }
     // Both roles take kv_both: the proxy's kv_transfer_params decide who
     // sends (docs.vllm.ai, features/nixl_connector_usage).
     if (s.pd_role) a.push_back(R"(--kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_both"}')");
@@ -95,6 +103,16 @@ Args sglang_args(const Candidate& c, const ServeOptions& s) {
     a.push_back(fmt::format("--kv-cache-dtype {}", c.kv_dtype == Dtype::Fp8 ? "fp8_e4m3" : "auto"));
     if (s.quantization) a.push_back("--quantization " + *s.quantization);
     if (s.dtype) a.push_back("--dtype " + *s.dtype);
+    // Speculative decoding (docs.sglang.io, advanced_features/speculative_decoding):
+    // the model's MTP layers run as an EAGLE drafter; a chain of K drafts.
+    if (!c.spec_method.empty()) {
+        a.push_back(c.spec_method == "draft" ? "--speculative-algorithm STANDALONE" : "--speculative-algorithm EAGLE");
+        if (c.spec_method == "eagle") a.push_back("--speculative-draft-model-path EAGLE_HEAD");
+        if (c.spec_method == "draft") a.push_back("--speculative-draft-model-path " + shell_word(c.spec_draft));
+        a.push_back(fmt::format("--speculative-num-steps {}", c.spec_tokens));
+        a.push_back("--speculative-eagle-topk 1");
+        a.push_back(fmt::format("--speculative-num-draft-tokens {}", c.spec_tokens + 1));
+    }
     // docs.sglang.io, advanced_features/pd_disaggregation: --disaggregation-mode
     // prefill|decode, with NIXL as the transfer engine.
     if (s.pd_role) {

@@ -444,6 +444,37 @@ TEST_CASE("recommend --slo --two-batch-overlap: the DP + EP layouts run as two m
     CHECK_THAT(bad.err, Catch::Contains("--two-batch-overlap"));
 }
 
+TEST_CASE("recommend --slo --spec-method mtp: every candidate simulated with the MTP proposer, its commands carrying it") {
+    // As `simulate --spec-method mtp --spec-tokens 1 --acceptance 0.8` runs
+    // each layout (tests/cli/simulate_dp_cmd_test.cpp derives its pool); the
+    // commands: vLLM's --speculative-config, SGLang's EAGLE drafter of K = 1
+    // step and K + 1 = 2 draft tokens.
+    const Run r = Run::kvplan({"recommend", "--model", "deepseek-v3", "--gpus", "h200", "--slo", "ttft=5s,tpot=200ms", "--rate", "20",
+                               "--input-len", "fixed:2000", "--output-len", "fixed:200", "--requests", "200", "--spec-method", "mtp",
+                               "--spec-tokens", "1", "--acceptance", "0.8", "--json"});
+    INFO(r.command << "\n" << r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["candidates_tried"].get<std::int64_t>() == 21);
+    REQUIRE(!j["candidates"].empty());
+    for (const auto& c : j["candidates"]) {
+        CHECK_THAT(c["vllm_command"].get<std::string>(), Catch::EndsWith(R"(--speculative-config '{"method":"mtp","num_speculative_tokens":1}')"));
+        CHECK_THAT(c["sglang_command"].get<std::string>(),
+                   Catch::Contains("--speculative-algorithm EAGLE --speculative-num-steps 1 --speculative-eagle-topk 1 --speculative-num-draft-tokens 2"));
+    }
+    const std::vector<std::string> base = {"recommend", "--model", "deepseek-v3", "--gpus", "h200", "--slo", "ttft=5s", "--rate", "1",
+                                           "--input-len", "fixed:100", "--output-len", "fixed:10", "--spec-method", "mtp", "--spec-tokens", "1",
+                                           "--acceptance", "0.8"};
+    for (const std::vector<std::string>& extra : {std::vector<std::string>{"--engine", "sglang"}, std::vector<std::string>{"--disaggregated"},
+                                                  std::vector<std::string>{"--pp", "1,2"}}) {
+        std::vector<std::string> a = base;
+        a.insert(a.end(), extra.begin(), extra.end());
+        const Run bad = Run::kvplan(a);
+        CHECK(bad.exit_code == 2);
+        CHECK_THAT(bad.err, Catch::Contains("--spec-method"));
+    }
+}
+
 TEST_CASE("recommend --slo prices steps with the efficiency flags: a 100 ms step overhead misses a 50 ms TPOT everywhere") {
     // Every decode step costs at least the 100 ms fixed overhead, so no
     // request's TPOT can be under 100 ms, alone or not: nothing qualifies

@@ -301,6 +301,10 @@ double rate_upper_bound(const RateWorkload& w, const SearchEngine& e) {
     } else {
         f = vllm_floor(in, outs, e.vllm, e.price, e.decode);
     }
+    // Speculative decoding keeps at most K + 1 tokens a verify step, and a
+    // verify step costs at least a plain one: a token's decode floor is the
+    // plain one over K + 1 (a looser bound, still an upper one on the rate).
+    if (!e.sglang && e.vllm.spec.k > 0) f.decode_s /= static_cast<double>(e.vllm.spec.k + 1);
     return finite_bound(1.0 / (f.prefill_s + f.decode_s));
 }
 

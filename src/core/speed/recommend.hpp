@@ -52,6 +52,9 @@ struct Candidate {
     std::int64_t attention_dp = 1;
     std::int64_t nodes = 1;             // nodes one replica spans (a DP attention + EP layout over several)
     bool two_batch_overlap = false;     // its DP + EP steps as two micro-batches
+    std::string spec_method;            // speculative decoding: mtp|eagle|draft ("": none)
+    std::int64_t spec_tokens = 0;       // K drafts a step
+    std::string spec_draft;             // the draft model's id or path (draft)
     std::int64_t batch = 1;             // concurrent sequences per replica that still meet the TPOT target
     std::int64_t max_requests = 0;      // what memory holds at the context, per replica
     double ttft_s = 0;                  // one replica's: DP does not change latency

@@ -361,3 +361,24 @@ TEST_CASE("slo search: the goodput curve of an M/D/1 queue follows 1 - rate x S,
     const std::vector<GoodputCurve> one = goodput_curves(w, {&e}, {4.0}, t, m, 1);
     for (std::size_t i = 0; i < m.size(); ++i) CHECK(one[0].points[i].goodput_share == c.points[i].goodput_share);
 }
+
+TEST_CASE("slo search: with K drafts a step the bound allows K + 1 tokens a verify step, still above what the search finds") {
+    // md1_engine: a request's 10 output tokens take 10 steps of 10 ms at one
+    // sequence, the prefill's marginal price 0 (a flat step): 10 req/s. With
+    // K = 3 drafts at most 4 tokens come out of a verify step, which costs
+    // at least a plain step: the floor is 0.1 s / 4, so the bound is 40 req/s.
+    SearchEngine e = md1_engine();
+    CHECK(rate_upper_bound(poisson(100), e) == Approx(10.0));
+    e.vllm.spec.k = 3;
+    e.vllm.spec.rates = {1.0, 1.0, 1.0};
+    e.vllm.spec.seed = 1;
+    CHECK(rate_upper_bound(poisson(100), e) == Approx(40.0));
+    // Every draft kept: 1 prefill step (token 1), then 3 verify steps of 4
+    // tokens give 12 >= 9 more: the search's answer stays below the bound.
+    SearchTargets t;
+    t.slo.e2e_s = 1.0;
+    const SearchOutcome x = search_max_rate(poisson(200), e, t);
+    REQUIRE(x.status == SearchOutcome::Status::Found);
+    CHECK(x.max_rate_rps <= x.bound_rps);
+    CHECK(x.max_rate_rps > 10.0);  // faster than the plain engine's ceiling
+}
