@@ -86,7 +86,9 @@ CLI::App* setup_roofline(CLI::App& app, RooflineOptions& o) {
         "  kvplan roofline --model deepseek-v3 --gpu h200 --engine vllm --dp 8 --enable-expert-parallel \\\n"
         "      --batch 64,512 --expert-imbalance 1.2   # docs/scale-out.md, \"Step cost\"\n"
         "  kvplan roofline --model deepseek-v3 --gpu h800 --engine sglang --tp 144 --dp 144 --ep 144 \\\n"
-        "      --moe-a2a-backend deepep --redundant-experts 32 --nodes 18 --batch 18432   # \"Nodes and NICs\"");
+        "      --moe-a2a-backend deepep --redundant-experts 32 --nodes 18 --batch 18432   # \"Nodes and NICs\"\n"
+        "  kvplan roofline --model deepseek-v3 --gpu h200 --engine sglang --tp 8 --dp 8 --ep 8 --batch 64,2048 \\\n"
+        "      --two-batch-overlap --spec-method mtp --spec-tokens 1 --acceptance 0.85   # \"Two-batch overlap\"");
     return cmd;
 }
 
