@@ -968,6 +968,44 @@ TEST_CASE("a DP + EP scenario with a batch gates the layout's decode step, the o
     CHECK(Run::kvplan({"check", "--baseline", file.string()}).exit_code == 0);
 }
 
+TEST_CASE("a DP + EP scenario with two_batch_overlap gates the overlapped step roofline --two-batch-overlap prices") {
+    // The scenario above with two_batch_overlap: 512 sequences are 64 a rank,
+    // past vLLM's 32-token decode threshold, so the step runs as two
+    // micro-batches (docs/scale-out.md, "Two-batch overlap"); the key is
+    // refused where there is no all-to-all to hide or no batch.
+    const fs::path dir = scratch().path() / "scale-out-overlap";
+    fs::create_directories(dir);
+    const fs::path file = dir / "capacity.json";
+    const Run made = Run::kvplan({"baseline", "--model", "deepseek-v3", "--gpu", "h200", "--context", "2560", "--engine", "vllm",
+                                  "--batch", "512", "--output", file.string()});
+    INFO(made.command << "\n" << made.err);
+    REQUIRE(made.exit_code == 0);
+    nlohmann::ordered_json top = nlohmann::ordered_json::parse(read_file(file));
+    top["scenarios"][0]["dp"] = 8;
+    top["scenarios"][0]["enable_expert_parallel"] = true;
+    top["scenarios"][0]["two_batch_overlap"] = true;
+    std::ofstream(file) << top.dump(2) << "\n";
+    const Run update = Run::kvplan({"check", "--baseline", file.string(), "--update"});
+    INFO(update.command << "\n" << update.err);
+    REQUIRE(update.exit_code == 0);
+    const nlohmann::json s = nlohmann::json::parse(read_file(file))["scenarios"][0];
+    CHECK(s["two_batch_overlap"] == true);
+    const Run roof = Run::kvplan({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--dp", "8",
+                                  "--enable-expert-parallel", "--batch", "512", "--context", "2560", "--two-batch-overlap", "--json"});
+    REQUIRE(roof.exit_code == 0);
+    const nlohmann::json row = nlohmann::json::parse(roof.out)["rows"][0];
+    CHECK(row["two_batch_overlap"] == true);
+    CHECK(s["expected"]["decode_step_s"].get<double>() == Approx(row["decode_step_s"].get<double>()).epsilon(1e-3));
+    CHECK(Run::kvplan({"check", "--baseline", file.string()}).exit_code == 0);
+    // Without dp/ep there is nothing to overlap: a data error naming the key.
+    top["scenarios"][0].erase("dp");
+    top["scenarios"][0].erase("enable_expert_parallel");
+    std::ofstream(file) << top.dump(2) << "\n";
+    const Run bad = Run::kvplan({"check", "--baseline", file.string()});
+    CHECK(bad.exit_code == 65);
+    CHECK_THAT(bad.err, Catch::Contains("two_batch_overlap"));
+}
+
 TEST_CASE("a DP + EP scenario over two nodes gates the step roofline --nodes prices, its all-to-all half over the NIC") {
     // DeepSeek-V3, vLLM rules, TP 1 x DP 16 with expert parallelism on two
     // nodes of 8 H200s, 4,096 sequences of 2,560 tokens: the step `kvplan

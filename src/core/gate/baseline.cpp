@@ -28,12 +28,12 @@ namespace {
 // Keys a scenario may have; anything else is a typo worth an error.
 const std::set<std::string> kScenarioKeys = {"name", "description", "model", "gpu", "engine", "tp", "pp", "dp", "ep",
                                              "enable_expert_parallel", "redundant_experts", "moe_dense_tp_size",
-                                             "moe_a2a_backend", "nodes", "gpus_per_node", "nic", "context_tokens", "kv_dtype",
+                                             "moe_a2a_backend", "nodes", "gpus_per_node", "nic", "two_batch_overlap", "context_tokens", "kv_dtype",
                                              "mem_util", "batch", "weights_dtype", "max_model_len", "max_num_seqs",
                                              "max_num_batched_tokens", "block_size", "calibration", "expected"};
 constexpr const char* kScenarioKeyList =
     "name, model, gpu, engine, tp, pp, dp, ep, enable_expert_parallel, redundant_experts, moe_dense_tp_size, moe_a2a_backend, "
-    "nodes, gpus_per_node, nic, context_tokens, kv_dtype, mem_util, batch, weights_dtype, max_model_len, max_num_seqs, "
+    "nodes, gpus_per_node, nic, two_batch_overlap, context_tokens, kv_dtype, mem_util, batch, weights_dtype, max_model_len, max_num_seqs, "
     "max_num_batched_tokens, block_size, calibration, expected, description";
 const std::set<std::string> kTopKeys = {"schema_version", "description", "kvplan_version", "kvplan_commit",
                                         "tolerance_percent", "models", "scenarios"};
@@ -109,6 +109,7 @@ Scenario read_scenario(const nlohmann::json& object, const std::string& source, 
         if (n->empty()) r.fail("nic", "expected a NIC id such as ib-ndr (kvplan roofline --help lists them), found \"\"");
         in.nic = *n;
     }
+    in.two_batch_overlap = r.get_bool("two_batch_overlap").value_or(false);
     in.context_tokens = r.require_int({"context_tokens"}, 1, kMaxTokens);
     auto dtype_field = [&](const char* key, std::string& field) {
         if (auto d = r.get_string(key)) {
@@ -146,6 +147,15 @@ Scenario read_scenario(const nlohmann::json& object, const std::string& source, 
             else if (in.nodes > 0 && gpus % in.nodes != 0)
                 r.fail("nodes", "the layout's " + std::to_string(gpus) + " GPUs do not split evenly over " + std::to_string(in.nodes) + " nodes");
         }
+    }
+
+    // two_batch_overlap splits the layout's decode step: an EP layout with a batch, on vLLM or SGLang.
+    if (in.two_batch_overlap) {
+        const std::optional<ScaleOutInputs> si = scale_out_from_flags(scenario_layout(in), in.engine == "sglang");
+        if (in.engine != "vllm" && in.engine != "sglang") r.fail("two_batch_overlap", "applies to engine vllm (--enable-dbo) or sglang only");
+        else if (!si || (si->ep < 2 && !si->enable_expert_parallel && !(in.engine == "sglang" && in.moe_a2a_backend == "deepep")))
+            r.fail("two_batch_overlap", "hides the expert all-to-all: add ep, or enable_expert_parallel with dp");
+        else if (!in.batch) r.fail("two_batch_overlap", "overlaps the decode step, which needs the scenario's \"batch\"");
     }
 
     const bool has_expected = object.contains("expected");
@@ -280,6 +290,7 @@ nlohmann::ordered_json scenario_json(const Scenario& s) {
     if (in.nodes != 0) j["nodes"] = in.nodes;
     if (in.gpus_per_node != 0) j["gpus_per_node"] = in.gpus_per_node;
     if (!in.nic.empty()) j["nic"] = in.nic;
+    if (in.two_batch_overlap) j["two_batch_overlap"] = true;
     j["context_tokens"] = in.context_tokens;
     j["kv_dtype"] = in.kv_dtype;
     if (in.mem_util) j["mem_util"] = *in.mem_util;

@@ -43,6 +43,8 @@ struct ScenarioInputs {
     std::int64_t nodes = 0;
     std::int64_t gpus_per_node = 0;
     std::string nic;
+    // The layout's decode step as two micro-batches (roofline --two-batch-overlap).
+    bool two_batch_overlap = false;
     std::int64_t context_tokens = 0;
     std::string kv_dtype = "auto";
     std::optional<double> mem_util;     // default: the engine's

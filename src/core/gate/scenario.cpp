@@ -92,6 +92,7 @@ ScenarioResult evaluate_scenario(const ModelSpec& model, const Gpu& gpu, const S
             if (so.dp > 1 || so.ep > 1) {
                 cost_in.tp = so.attention_tp;
                 layout = ExpertLayoutInputs{so, 1.0, efficiency.profile.all_to_all, scenario_gpus_per_node(in, so.gpus, gpu), scenario_nic(in, efficiency.profile)};
+                if (in.two_batch_overlap) set_two_batch_overlap(*layout, parse_engine(in.engine) == Engine::Sglang);
             }
         }
         const CostModel cost = layout ? make_cost_model(cost_in, *layout) : make_cost_model(cost_in);
