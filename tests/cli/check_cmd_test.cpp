@@ -937,27 +937,37 @@ TEST_CASE("a scenario with data-parallel attention and expert parallelism gates 
     }
 }
 
+namespace {
+
+// A DeepSeek-V3 scenario on H200 (vLLM, 2,560 tokens, `batch` sequences)
+// with `keys` set on it, its expected figures filled by `check --update`:
+// the baseline file in scratch folder `name`, and the scenario as written.
+std::pair<fs::path, nlohmann::json> scale_out_scenario(const std::string& name, std::int64_t batch, const nlohmann::ordered_json& keys) {
+    const fs::path dir = scratch().path() / name;
+    fs::create_directories(dir);
+    const fs::path file = dir / "capacity.json";
+    const Run made = Run::kvplan({"baseline", "--model", "deepseek-v3", "--gpu", "h200", "--context", "2560", "--engine", "vllm",
+                                  "--batch", std::to_string(batch), "--output", file.string()});
+    INFO(made.command << "\n" << made.err);
+    REQUIRE(made.exit_code == 0);
+    nlohmann::ordered_json top = nlohmann::ordered_json::parse(read_file(file));
+    for (const auto& [k, v] : keys.items()) top["scenarios"][0][k] = v;
+    std::ofstream(file) << top.dump(2) << "\n";
+    const Run update = Run::kvplan({"check", "--baseline", file.string(), "--update"});
+    INFO(update.command << "\n" << update.err);
+    REQUIRE(update.exit_code == 0);
+    return {file, nlohmann::json::parse(read_file(file))["scenarios"][0]};
+}
+
+}  // namespace
+
 TEST_CASE("a DP + EP scenario with a batch gates the layout's decode step, the one roofline prices") {
     // DeepSeek-V3, vLLM rules, TP 1 x DP 8 with expert parallelism on H200,
     // 512 sequences of 2,560 tokens over the 8 ranks: the step `kvplan
     // roofline --dp 8 --enable-expert-parallel --batch 512` prints with the
     // generic profile a baseline's decode figures use, its all-to-all at
     // DeepEP's floor, 58 x (77 + 114) us = 11.08 ms.
-    const fs::path dir = scratch().path() / "scale-out-decode";
-    fs::create_directories(dir);
-    const fs::path file = dir / "capacity.json";
-    const Run made = Run::kvplan({"baseline", "--model", "deepseek-v3", "--gpu", "h200", "--context", "2560", "--engine", "vllm",
-                                  "--batch", "512", "--output", file.string()});
-    INFO(made.command << "\n" << made.err);
-    REQUIRE(made.exit_code == 0);
-    nlohmann::ordered_json top = nlohmann::ordered_json::parse(read_file(file));
-    top["scenarios"][0]["dp"] = 8;
-    top["scenarios"][0]["enable_expert_parallel"] = true;
-    std::ofstream(file) << top.dump(2) << "\n";
-    const Run update = Run::kvplan({"check", "--baseline", file.string(), "--update"});
-    INFO(update.command << "\n" << update.err);
-    REQUIRE(update.exit_code == 0);
-    const nlohmann::json s = nlohmann::json::parse(read_file(file))["scenarios"][0];
+    const auto [file, s] = scale_out_scenario("scale-out-decode", 512, {{"dp", 8}, {"enable_expert_parallel", true}});
     const Run roof = Run::kvplan({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--dp", "8",
                                   "--enable-expert-parallel", "--batch", "512", "--context", "2560", "--json"});
     REQUIRE(roof.exit_code == 0);
@@ -973,22 +983,8 @@ TEST_CASE("a DP + EP scenario with two_batch_overlap gates the overlapped step r
     // past vLLM's 32-token decode threshold, so the step runs as two
     // micro-batches (docs/scale-out.md, "Two-batch overlap"); the key is
     // refused where there is no all-to-all to hide or no batch.
-    const fs::path dir = scratch().path() / "scale-out-overlap";
-    fs::create_directories(dir);
-    const fs::path file = dir / "capacity.json";
-    const Run made = Run::kvplan({"baseline", "--model", "deepseek-v3", "--gpu", "h200", "--context", "2560", "--engine", "vllm",
-                                  "--batch", "512", "--output", file.string()});
-    INFO(made.command << "\n" << made.err);
-    REQUIRE(made.exit_code == 0);
-    nlohmann::ordered_json top = nlohmann::ordered_json::parse(read_file(file));
-    top["scenarios"][0]["dp"] = 8;
-    top["scenarios"][0]["enable_expert_parallel"] = true;
-    top["scenarios"][0]["two_batch_overlap"] = true;
-    std::ofstream(file) << top.dump(2) << "\n";
-    const Run update = Run::kvplan({"check", "--baseline", file.string(), "--update"});
-    INFO(update.command << "\n" << update.err);
-    REQUIRE(update.exit_code == 0);
-    const nlohmann::json s = nlohmann::json::parse(read_file(file))["scenarios"][0];
+    const auto [file, s] =
+        scale_out_scenario("scale-out-overlap", 512, {{"dp", 8}, {"enable_expert_parallel", true}, {"two_batch_overlap", true}});
     CHECK(s["two_batch_overlap"] == true);
     const Run roof = Run::kvplan({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--dp", "8",
                                   "--enable-expert-parallel", "--batch", "512", "--context", "2560", "--two-batch-overlap", "--json"});
@@ -998,6 +994,7 @@ TEST_CASE("a DP + EP scenario with two_batch_overlap gates the overlapped step r
     CHECK(s["expected"]["decode_step_s"].get<double>() == Approx(row["decode_step_s"].get<double>()).epsilon(1e-3));
     CHECK(Run::kvplan({"check", "--baseline", file.string()}).exit_code == 0);
     // Without dp/ep there is nothing to overlap: a data error naming the key.
+    nlohmann::ordered_json top = nlohmann::ordered_json::parse(read_file(file));
     top["scenarios"][0].erase("dp");
     top["scenarios"][0].erase("enable_expert_parallel");
     std::ofstream(file) << top.dump(2) << "\n";
@@ -1012,23 +1009,8 @@ TEST_CASE("a DP + EP scenario over two nodes gates the step roofline --nodes pri
     // roofline --dp 16 --enable-expert-parallel --nodes 2 --batch 4096`
     // prints, its all-to-all 25.809 ms (docs/scale-out.md, "Nodes and NICs":
     // 2,048 pairs a rank, half of them behind the 50 GB/s ib-ndr NIC).
-    const fs::path dir = scratch().path() / "scale-out-nodes";
-    fs::create_directories(dir);
-    const fs::path file = dir / "capacity.json";
-    const Run made = Run::kvplan({"baseline", "--model", "deepseek-v3", "--gpu", "h200", "--context", "2560", "--engine", "vllm",
-                                  "--batch", "4096", "--output", file.string()});
-    INFO(made.command << "\n" << made.err);
-    REQUIRE(made.exit_code == 0);
-    nlohmann::ordered_json top = nlohmann::ordered_json::parse(read_file(file));
-    top["scenarios"][0]["dp"] = 16;
-    top["scenarios"][0]["enable_expert_parallel"] = true;
-    top["scenarios"][0]["nodes"] = 2;
-    top["scenarios"][0]["nic"] = "ib-ndr";
-    std::ofstream(file) << top.dump(2) << "\n";
-    const Run update = Run::kvplan({"check", "--baseline", file.string(), "--update"});
-    INFO(update.command << "\n" << update.err);
-    REQUIRE(update.exit_code == 0);
-    const nlohmann::json s = nlohmann::json::parse(read_file(file))["scenarios"][0];
+    const auto [file, s] =
+        scale_out_scenario("scale-out-nodes", 4096, {{"dp", 16}, {"enable_expert_parallel", true}, {"nodes", 2}, {"nic", "ib-ndr"}});
     CHECK(s["nodes"] == 2);
     CHECK(s["nic"] == "ib-ndr");
     const Run roof = Run::kvplan({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--dp", "16", "--enable-expert-parallel",
@@ -1039,6 +1021,7 @@ TEST_CASE("a DP + EP scenario over two nodes gates the step roofline --nodes pri
     CHECK(s["expected"]["decode_step_s"].get<double>() == Approx(row["decode_step_s"].get<double>()).epsilon(1e-3));
     CHECK(Run::kvplan({"check", "--baseline", file.string()}).exit_code == 0);
     // The same 16 GPUs on one scale-up link (gpus_per_node 16): no NIC, a faster step.
+    nlohmann::ordered_json top = nlohmann::ordered_json::parse(read_file(file));
     top["scenarios"][0].erase("nodes");
     top["scenarios"][0].erase("nic");
     top["scenarios"][0]["gpus_per_node"] = 16;
