@@ -51,7 +51,11 @@ std::string header(const ConcurrencyResult& r) {
         out += fmt::format("\ncontiguous allocation of {} tokens per request", group_digits(p.max_tokens));
     else
         out += fmt::format("\n{}-token blocks", group_digits(p.block_size));
-    out += fmt::format(", max_model_len {}, {} batched tokens\n", group_digits(p.max_model_len), group_digits(p.max_batched_tokens));
+    // SGLang's DP attention divides its chunked prefill over the ranks (server_args.py, _handle_data_parallelism).
+    const std::int64_t dp = p.scale_out ? p.scale_out->dp : 1;
+    const std::string per_rank =
+        p.engine == Engine::Sglang && dp > 1 ? fmt::format(" ({} a DP rank)", group_digits(p.max_batched_tokens / dp)) : std::string();
+    out += fmt::format(", max_model_len {}, {} batched tokens{}\n", group_digits(p.max_model_len), group_digits(p.max_batched_tokens), per_rank);
     return out;
 }
 

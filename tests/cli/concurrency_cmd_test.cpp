@@ -295,6 +295,8 @@ TEST_CASE("concurrency with SGLang DP attention names every weight part and its 
     // 352,192 tokens per DP rank: 85 requests of 4,096 tokens each, 680 on the 8 ranks.
     CHECK_THAT(r.out, Catch::Contains("352,192 tokens per DP rank"));
     CHECK_THAT(r.out, Catch::Contains("hold 680 requests of deepseek-v3; at 32,768, 80."));
+    // SGLang divides its chunked prefill over the DP ranks: 8,192 / 8.
+    CHECK_THAT(r.out, Catch::Contains("8,192 batched tokens (1,024 a DP rank)"));
 }
 
 TEST_CASE("concurrency without the scale-out flags prints no scale-out keys") {
