@@ -115,7 +115,8 @@ std::map<std::string, double> prices(const RecommendOptions& o) {
 
 bool wants_search(const RecommendOptions& o) {
     return !o.slo.empty() || o.rate > 0 || !o.trace.empty() || !o.input_len.empty() || !o.output_len.empty() || o.requests > 0 ||
-           o.disaggregated || o.kv_link != "auto" || o.pp != "auto";
+           o.disaggregated || o.kv_link != "auto" || o.pp != "auto" || o.max_nodes > 1 || o.gpus_per_node > 0 || o.nic != "ib-ndr" ||
+           o.two_batch_overlap || !o.spec.method.empty() || o.spec.tokens > 0 || !o.spec.acceptance.empty() || !o.spec.draft_model.empty();
 }
 
 CommandOutput run_analytic(const RecommendOptions& o) {
@@ -158,7 +159,8 @@ CommandOutput run_recommend(const RecommendOptions& o) {
     if (o.analytic || !wants_search(o)) {
         if (o.analytic && wants_search(o))
             usage_error("--analytic is the steady-batch search: it takes --context --ttft --tpot, not --slo, --rate, --trace, --input-len, "
-                        "--output-len, --requests, --disaggregated, --kv-link or --pp");
+                        "--output-len, --requests, --disaggregated, --kv-link, --pp, --max-nodes, --gpus-per-node, --nic, --two-batch-overlap "
+                        "or --spec-method");
         if (!o.plot.empty() || !o.report.empty())
             usage_error(std::string(o.plot.empty() ? "--report" : "--plot") + ": the charts are the SLO search's; give --slo with --rate or --trace");
         return run_analytic(o);

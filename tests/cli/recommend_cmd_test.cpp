@@ -410,6 +410,11 @@ TEST_CASE("recommend --slo --max-nodes 2: a DP 16 + EP 16 layout over two nodes 
         CHECK_THAT(c["sglang_command"].get<std::string>(), Catch::Contains("--tp 16 --dp 16 --enable-dp-attention --ep 16 --nnodes 2 --node-rank 0"));
     }
     CHECK(two_nodes > 0);
+    // The analytic search takes none of them.
+    const Run analytic = Run::kvplan({"recommend", "--model", "deepseek-v3", "--context", "8192", "--ttft", "1", "--tpot", "0.1", "--max-nodes", "2",
+                                      "--analytic"});
+    CHECK(analytic.exit_code == 2);
+    CHECK_THAT(analytic.err, Catch::Contains("--max-nodes"));
     // The placement flags need --max-nodes; an unknown NIC stops the search.
     for (const std::vector<std::string>& extra : {std::vector<std::string>{"--gpus-per-node", "4"}, std::vector<std::string>{"--nic", "roce-400"},
                                                   std::vector<std::string>{"--max-nodes", "2", "--nic", "carrier-pigeon"}}) {
