@@ -25,6 +25,20 @@
 
 using namespace kvplan;
 
+namespace {
+
+// A lockstep wave priced as its slowest rank's step under `step` (an idle rank costs nothing).
+DpStepPricer slowest_rank(const StepPricer& step) {
+    return [&step](const std::vector<const std::vector<SeqWork>*>& ranks) {
+        double most = 0;
+        for (const auto* r : ranks)
+            if (!r->empty()) most = std::max(most, step(*r));
+        return most;
+    };
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size > 64 * 1024) return -1;
     const std::string bytes(reinterpret_cast<const char*>(data), size);
@@ -83,12 +97,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             if (!r.rejected && r.finish_s < 0) __builtin_trap();
         // Data-parallel ranks in lockstep (2 to 4 a group, 1 or 2 groups):
         // every wave priced as its slowest rank, every request completed or rejected.
-        const DpStepPricer slowest = [&by_context](const std::vector<const std::vector<SeqWork>*>& ranks) {
-            double most = 0;
-            for (const auto* r : ranks)
-                if (!r->empty()) most = std::max(most, by_context(*r));
-            return most;
-        };
+        const DpStepPricer slowest = slowest_rank(by_context);
         const SimRun dp = simulate_dp_cluster(w, c, 2 + static_cast<std::int64_t>(size % 3),
                                               ClusterConfig{1 + static_cast<std::int64_t>(size % 2), Router::RoundRobin}, slowest, true);
         for (const RequestRecord& r : dp.requests)
@@ -144,12 +153,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             if (two.requests[i].rejected != run.requests[i].rejected) __builtin_trap();
         // DP attention: 2 to 4 schedulers in lockstep, dealt round robin (1 or
         // 2 groups), every wave priced as its slowest rank.
-        const DpStepPricer slowest = [&price](const std::vector<const std::vector<SeqWork>*>& ranks) {
-            double most = 0;
-            for (const auto* r : ranks)
-                if (!r->empty()) most = std::max(most, price(*r));
-            return most;
-        };
+        const DpStepPricer slowest = slowest_rank(price);
         const SimRun dp = simulate_sglang_dp_cluster(w, c, 2 + static_cast<std::int64_t>(size % 3),
                                                      ClusterConfig{1 + static_cast<std::int64_t>(size % 2), Router::LeastLoaded}, slowest, true);
         for (std::size_t i = 0; i < dp.requests.size(); ++i)
