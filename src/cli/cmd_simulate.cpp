@@ -56,7 +56,7 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
     cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp16|bf16|fp8[:w8a8|:w8a16]|int8|int4[:gN]|nvfp4|mxfp4|q8_0|q4_0|q4_k_m|q4f16_1|exl2:B");
     cmd->add_option("--schedule-policy", o.schedule_policy, "sglang: fcfs|lpm (SGLang's --schedule-policy, default fcfs)")
         ->check(CLI::IsMember({"fcfs", "lpm"}));
-    cmd->add_option("--cpu-offload", o.cpu_offload, "offload KV to this much host memory, e.g. 64GiB (vLLM's --kv-offloading-size, total over TP x PP ranks)");
+    cmd->add_option("--cpu-offload", o.cpu_offload, "offload KV to this much host memory, e.g. 64GiB (vLLM's --kv-offloading-size, total over TP x PP ranks; each DP rank has its own)");
     cmd->add_flag("--no-prefix-caching", o.no_prefix_caching, "turn prefix caching off (vLLM's automatic prefix caching, SGLang's radix cache)");
     cmd->add_option("--trace", o.trace, "replay this trace: a file (Azure CSV, Mooncake JSONL, JSONL with arrival_time, arrival_s CSV) or a bundled one: azure-2023-conv, azure-2023-code");
     cmd->add_option("--trace-format", o.trace_format, "auto|azure|mooncake|jsonl|csv")->check(CLI::IsMember({"auto", "azure", "mooncake", "jsonl", "csv"}));
@@ -250,7 +250,6 @@ std::optional<ScaleOut> layout_of(const SimulateOptions& o, const ModelSpec& mod
     if (o.pp > 1) usage_error("--dp / --ep with --pp: a pipeline of DP groups is not simulated; pass --pp 1");
     if (o.prefill_replicas > 0 || o.decode_replicas > 0)
         usage_error("--dp / --ep in disaggregated pools is not simulated; drop --dp / --ep or the P/D flags");
-    if (!o.cpu_offload.empty()) usage_error("--cpu-offload: KV offload with data-parallel attention is not simulated; drop --cpu-offload or --dp / --ep");
     return so;
 }
 

@@ -156,8 +156,8 @@ std::string render_simulate_table(const SimulateResult& r) {
                             (r.config.groups.empty() ? "" : "; " + groups_line(r.config.groups)) +
                             (r.pp > 1 ? fmt::format("; {} pipeline stages, the pool of the stage that holds the fewest blocks", r.pp) : "") +
                             (r.config.cpu_tier.blocks > 0
-                                 ? fmt::format("; CPU tier {} blocks ({} per rank), host link {:.0f} GB/s per direction",
-                                               group_digits(r.config.cpu_tier.blocks),
+                                 ? fmt::format("; CPU tier {} blocks{} ({} per rank), host link {:.0f} GB/s per direction",
+                                               group_digits(r.config.cpu_tier.blocks), r.layout && r.layout->dp > 1 ? " a DP rank" : "",
                                                binary_size(r.config.cpu_tier.blocks * r.config.cpu_tier.block_bytes),
                                                r.config.cpu_tier.link_bytes_per_s / 1e9)
                                  : "") +
@@ -249,6 +249,7 @@ std::string render_simulate_json(const SimulateResult& r) {
     j["prefix_cache_hit_rate"] = s.prefix_cache_hit_rate;
     j["prefix_cache_hit_rate_gpu"] = s.prefix_cache_hit_rate_gpu;
     j["prefix_cache_hit_rate_cpu"] = s.prefix_cache_hit_rate_cpu ? nlohmann::ordered_json(*s.prefix_cache_hit_rate_cpu) : nlohmann::ordered_json(nullptr);
+    j["cpu_tier_blocks"] = r.config.cpu_tier.blocks;  // per engine core (a DP rank each), 0 without --cpu-offload
     j["offload_bytes"] = s.offload_bytes;
     j["onload_bytes"] = s.onload_bytes;
     if (r.spec) {

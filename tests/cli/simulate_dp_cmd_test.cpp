@@ -149,7 +149,6 @@ TEST_CASE("simulate --dp 16 over two nodes names the NIC, and the layout flags a
     const std::vector<std::string> load = {"--rate", "1", "--requests", "5", "--input-len", "fixed:100", "--output-len", "fixed:5"};
     expect_usage_error(with(with(kDp8, load), {"--engine", "sglang"}), "SGLang takes --ep N");
     expect_usage_error(with(with(kDp8, load), {"--pp", "2"}), "--pp 1");
-    expect_usage_error(with(with(kDp8, load), {"--cpu-offload", "64GiB"}), "--cpu-offload");
     expect_usage_error(with({"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--nodes", "2"}, load), "add --dp or --ep");
     expect_usage_error(with({"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--expert-imbalance", "1.2"}, load),
                        "--expert-imbalance needs expert parallelism");
@@ -162,6 +161,40 @@ TEST_CASE("simulate --dp 16 over two nodes names the NIC, and the layout flags a
     const std::vector<std::string> sg8 = {"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang", "--tp", "8", "--dp", "8"};
     expect_usage_error(with(with(sg8, load), {"--max-num-seqs", "4"}), "pass at least 8");
     expect_usage_error(with(with(sg8, load), {"--max-num-batched-tokens", "7"}), "pass at least 8");
+}
+
+TEST_CASE("simulate --dp 8 --cpu-offload: each DP rank's CPU tier holds the whole size, and a request evicted from the GPU loads from it") {
+    // A Mooncake trace (512-token hash blocks): A at 0 s and C at 20 s share
+    // their first two hash ids, 1,024 tokens; B at 10 s shares nothing. Each
+    // prompt is 1,040 tokens and each output 2, so a request takes
+    // ceil(1,041 / 16) = 66 blocks: --num-gpu-blocks 66 lets B evict A from
+    // the GPU. Every request goes to rank 0 (all ranks idle: scores 0).
+    const std::string trace = write_temp("offload.jsonl",
+                                         "{\"timestamp\": 0, \"input_length\": 1040, \"output_length\": 2, \"hash_ids\": [1, 2, 10]}\n"
+                                         "{\"timestamp\": 10000, \"input_length\": 1040, \"output_length\": 2, \"hash_ids\": [3, 4, 11]}\n"
+                                         "{\"timestamp\": 20000, \"input_length\": 1040, \"output_length\": 2, \"hash_ids\": [1, 2, 12]}\n");
+    auto r = kvplan_run(with(kDp8, {"--trace", trace, "--num-gpu-blocks", "66", "--cpu-offload", "64GiB", "--json"}));
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    // DeepSeek-V3's MLA latent at TP 1: 61 layers x 576 x 2 B = 70,272 B a
+    // token, 1,124,352 B a block of 16. vLLM divides --kv-offloading-size
+    // over TP x PP = 1 only, so each DP rank's tier holds
+    // floor(64 GiB / 1,124,352 B) = 61,119 blocks.
+    CHECK(j["cpu_tier_blocks"] == 61'119);
+    // C loads A's 64 shared blocks from rank 0's tier.
+    CHECK(j["onload_bytes"] == 64LL * 1'124'352);
+    CHECK(j["completed"] == 3);
+    // A's and B's TTFT: a lone 1,040-token prefill wave. C's: the load over
+    // the H200's host link (from its arrival, every rank idle), then its
+    // last 16 tokens over 1,024 cached while seven ranks run dummy batches.
+    ScaleOutInputs si;
+    si.tp = 1;
+    si.dp = 8;
+    si.enable_expert_parallel = true;
+    const auto wave = lone_rank_wave(si, "vllm");
+    const double load_s = 64.0 * 1'124'352 / static_cast<double>(gpu("h200").host_link_bytes_per_s);
+    CHECK(j["ttft_s"]["mean"].get<double>() == Approx((2 * wave(0, 1040) + load_s + wave(1024, 16)) / 3).epsilon(1e-9));
 }
 
 TEST_CASE("simulate --engine sglang --tp 8 --dp 8 --ep 8: SGLang's DP attention, each rank concurrency's pool, a lone request priced by the lockstep step") {

@@ -2,7 +2,7 @@
 // Bytes -> trace (io/trace_reader, every format, auto-detected) -> Workload
 // -> the vLLM or SGLang scheduler over a small pool with a constant step, invariants
 // checked after every step, and vLLM's decode-run jump against stepping,
-// vLLM's pipeline, DP groups, KV offload and disaggregated pools, and SGLang's
+// vLLM's pipeline, DP groups, KV offload (one engine and DP groups) and disaggregated pools, and SGLang's
 // replicas and DP attention groups (vLLM's also speculative) -> metrics. The reader must refuse every bad
 // line with a kvplan::Error; the scheduler must complete or reject every
 // request it is given. Anything else (a crash, a sanitizer report, a
@@ -124,6 +124,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             o.cpu_tier = CpuTierConfig{16 + static_cast<std::int64_t>(size % 256), 16'000, size % 5 == 0 ? 1e8 : 1e10, 0};
             const SimRun off = simulate(w, o, by_context, decode, true);
             for (const RequestRecord& r : off.requests)
+                if (!r.rejected && r.finish_s < 0) __builtin_trap();
+            // The same tier on every rank of a DP group: a rank waiting for
+            // its load idles through the others' waves, or the group waits.
+            const SimRun dp_off = simulate_dp_cluster(w, o, 2 + static_cast<std::int64_t>(size % 3), ClusterConfig{1, Router::LeastLoaded}, slowest, true);
+            for (const RequestRecord& r : dp_off.requests)
                 if (!r.rejected && r.finish_s < 0) __builtin_trap();
         }
         // The same pool as disaggregated prefill and decode pools joined by a

@@ -1,4 +1,5 @@
 #include "core/sim/block_pool.hpp"
+#include "core/sim/invariant.hpp"
 
 #include <limits>
 #include <stdexcept>
@@ -112,7 +113,7 @@ void BlockPool::release(std::int64_t block) {
     if (--ref_[static_cast<std::size_t>(block)] == 0) push_tail(block);
 }
 
-bool BlockPool::consistent() const {
+KVPLAN_INVARIANT_WALK bool BlockPool::consistent() const {
     std::int64_t in_queue = 0;
     for (std::int64_t b = head_; b >= 0; b = next_[static_cast<std::size_t>(b)]) {
         if (ref_[static_cast<std::size_t>(b)] != 0) return false;

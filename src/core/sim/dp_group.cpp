@@ -30,7 +30,6 @@ void DpGroupOf<Engine>::check_ranks(std::int64_t dp) {
 }
 
 DpGroup vllm_dp_group(const Workload& w, const SchedulerConfig& c, std::int64_t dp, const DpStepPricer& price, bool check, RequestStates& states) {
-    if (c.cpu_tier.blocks > 0) usage_error("--cpu-offload: KV offload with data-parallel attention is not simulated; drop --cpu-offload or --dp");
     SchedulerConfig rank = c;
     rank.jump_decode_runs = false;  // every wave is priced over all ranks
     return DpGroup(dp, DpRouting::VllmBalancer, price, states.records,
@@ -90,12 +89,16 @@ void DpGroupOf<Engine>::dispatch() {
     }
 }
 
+// The earliest of the ranks' next steps (now, for a rank with work; the end
+// of its load, for one whose queue waits on the CPU tier) and the next arrival.
 template <class Engine>
 std::optional<double> DpGroupOf<Engine>::next_step_s() const {
+    std::optional<double> next;
     for (const Engine& e : ranks_)
-        if (!e.idle()) return t_;
-    if (inbox_.empty()) return std::nullopt;
-    return std::max(t_, records_[inbox_.front()].arrival_s);
+        if (const std::optional<double> s = e.next_step_s()) next = next ? std::min(*next, *s) : *s;
+    if (!inbox_.empty()) next = std::min(next.value_or(std::numeric_limits<double>::infinity()), records_[inbox_.front()].arrival_s);
+    if (next) next = std::max(t_, *next);
+    return next;
 }
 
 // One wave (every rank's step at once), or the jump to the next arrival
@@ -122,7 +125,19 @@ bool DpGroupOf<Engine>::wave(double horizon) {
         works_[i] = planned_[i] ? &ranks_[i].planned_work() : &dummy;
         draft_s = std::max(draft_s, ranks_[i].planned_draft_s());
     }
-    if (!any) return true;  // only rejections this pass: the ranks' state moved, try again
+    if (!any) {
+        // Only rejections this pass (the ranks' state moved: try again), or
+        // every rank with work waits for a KV load from host memory: the
+        // group idles to the first load's end or the next arrival, where
+        // vLLM's ranks would spin on dummy batches (docs/simulate.md).
+        const std::optional<double> next = next_step_s();
+        if (next && *next > t_) {
+            if (*next >= horizon) return false;
+            t_ = *next;
+            for (Engine& e : ranks_) e.sync_to(t_);
+        }
+        return true;
+    }
     const double dt = price_(works_) + draft_s;
     if (!(dt > 0) || !std::isfinite(dt)) throw std::logic_error("a wave priced at a non-positive time");
     for (std::size_t i = 0; i < ranks_.size(); ++i) {

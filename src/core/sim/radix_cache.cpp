@@ -1,4 +1,5 @@
 #include "core/sim/radix_cache.hpp"
+#include "core/sim/invariant.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -201,7 +202,7 @@ std::int64_t RadixCache::evict(std::int64_t tokens) {
     return freed;
 }
 
-bool RadixCache::consistent() const {
+KVPLAN_INVARIANT_WALK bool RadixCache::consistent() const {
     std::int64_t total = 0, evictable = 0, leaves = 0;
     std::vector<std::int64_t> children(nodes_.size(), 0);
     for (std::size_t i = 1; i < nodes_.size(); ++i) {

@@ -717,20 +717,30 @@ void VllmEngine::sync_to(double t) {
 }
 
 bool VllmEngine::plan_step() {
-    if (cpu_ || remote_ || !stages_.empty()) throw std::logic_error("lockstep: a rank with a pipeline, a CPU tier or remote prefill");
+    if (remote_ || !stages_.empty()) throw std::logic_error("lockstep: a rank with a pipeline or remote prefill");
     plan_done_before_ = done_;
     arrive();
     for (;;) {
         step_.clear();
         work_.clear();
         planned_draft_s_ = 0;
-        if (running_.empty() && waiting_.empty()) return false;
+        // KV offload, as advance(): nothing runs and the queue's head waits
+        // for blocks that loads hold, or nothing is queued but a load.
+        if (cpu_ && running_.empty() && wait_load_s_ > t_) return false;
+        if (running_.empty() && waiting_.empty() && !(cpu_ && next_load_s() <= t_)) return false;
+        const std::int64_t done_before = done_;
         std::int64_t budget = c_.max_num_batched_tokens;
         if (schedule_running(budget)) schedule_waiting(budget);
         if (!step_.empty()) break;
         // A request preempted itself or was rejected: the queue's head meets
         // an empty pool, which admits or rejects it next pass (as advance()).
         if (!running_.empty()) throw std::logic_error("the scheduler found nothing to run");
+        // The head started its load, or the blocks it needs are loading: the
+        // rank waits for the first load to end (the group idles it till then).
+        if (cpu_ && !loading_.empty() && done_ == done_before) {
+            wait_load_s_ = next_load_s();
+            return false;
+        }
     }
     planned_draft_s_ = plan_work();
     return true;

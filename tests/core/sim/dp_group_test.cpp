@@ -147,13 +147,99 @@ TEST_CASE("replicas of DP groups: the router spreads requests over groups, each 
     CHECK(g.total_blocks == 4000);
 }
 
-TEST_CASE("a DP group of one rank, or with a CPU tier, is refused") {
+TEST_CASE("a DP group of one rank is refused") {
     Workload w;
     w.requests.push_back(SimRequest{0, 10, 2, {}, 0});
     CHECK_THROWS_AS(run_dp(w, 1), Error);
-    SchedulerConfig c = pool(100);
-    c.cpu_tier.blocks = 10;
-    CHECK_THROWS_AS(simulate_dp_cluster(w, c, 2, ClusterConfig{}, slowest), Error);
+}
+
+TEST_CASE("DP ranks with a CPU tier each load from their own, and a wave waits for the first load to end") {
+    // tests/core/sim/cpu_tier_test.cpp's eviction, on each of two ranks at
+    // once: A (0 s) and C (2 s) share 4,096 leading tokens, B (1 s) shares
+    // nothing; each prompt is 4,112 tokens and each output 2, and a rank's
+    // pool (258 blocks) is exactly one request's, so B evicts A's blocks
+    // from the GPU. Every request comes twice at the same instant: vLLM's
+    // balancer sends the first to rank 0 (all scores 0) and the second to
+    // rank 1 (it counts the one it routed), so both ranks run the same
+    // stream and every wave costs one rank's step.
+    Workload w;
+    for (const auto& [at, content] : std::initializer_list<std::pair<double, int>>{{0.0, 1}, {1.0, 2}, {2.0, 1}})
+        for (int copy = 0; copy < 2; ++copy) w.requests.push_back(SimRequest{at, 4112, 2, {static_cast<std::uint64_t>(content)}, 4096});
+    SchedulerConfig c = pool(258);
+    c.cpu_tier = CpuTierConfig{1000, 1'000'000, 1e10, 0.0};
+    // 10 ms a wave plus 10 us per token of its busiest rank (cpu_tier_test's per-token price).
+    const DpStepPricer price = [](const std::vector<const std::vector<SeqWork>*>& ranks) {
+        std::int64_t most = 0;
+        for (const auto* r : ranks) most = std::max(most, tokens_of(*r));
+        return 0.01 + 1e-5 * static_cast<double>(most);
+    };
+    const SimRun g = simulate_dp_cluster(w, c, 2, ClusterConfig{}, price, true);
+    REQUIRE(g.dp_ranks.size() == 2);
+    CHECK(g.dp_ranks[0].requests == 3);
+    CHECK(g.dp_ranks[1].requests == 3);
+    // As on one engine: C waits for its 256 blocks, 256 x 10^6 B / 10^10 B/s
+    // = 0.0256 s (both ranks waiting, the group idles till then), then
+    // computes its last 16 tokens, 0.01 + 1e-5 x 16 = 0.01016 s: TTFT 0.03576 s.
+    for (std::size_t i : {4, 5}) {
+        CHECK(g.requests[i].first_token_s - g.requests[i].arrival_s == Approx(0.03576).epsilon(1e-9));
+        CHECK(g.requests[i].cached_tokens == 4096);
+    }
+    // A's TTFT, a 4,112-token prefill: 0.01 + 0.04112 = 0.05112 s.
+    CHECK(g.requests[0].first_token_s == Approx(0.05112).epsilon(1e-9));
+    // Each rank its own tier: twice one engine's figures (cpu_tier_test):
+    // 256 blocks loaded and 515 stored, of 10^6 B each.
+    CHECK(g.cpu_hit_tokens == 2 * 4096);
+    CHECK(g.onload_bytes == 2 * 256'000'000);
+    CHECK(g.offload_bytes == 2 * 515'000'000);
+    // And against one engine over one copy of the stream, request by request.
+    Workload one;
+    for (std::size_t i = 0; i < w.requests.size(); i += 2) one.requests.push_back(w.requests[i]);
+    SchedulerConfig single = c;
+    single.jump_decode_runs = false;
+    const StepPricer per_token = [](const std::vector<SeqWork>& s) { return 0.01 + 1e-5 * static_cast<double>(tokens_of(s)); };
+    const SimRun e = simulate(one, single, per_token, true);
+    for (std::size_t i = 0; i < one.requests.size(); ++i) {
+        INFO("request " << i);
+        CHECK(g.requests[2 * i].first_token_s == e.requests[i].first_token_s);
+        CHECK(g.requests[2 * i + 1].finish_s == e.requests[i].finish_s);
+    }
+}
+
+TEST_CASE("a DP rank waiting for its load idles through the other rank's waves") {
+    // Rank 0 runs the eviction above once (A at 0 s, B at 1 s, C at 2 s)
+    // while rank 1 decodes D, which arrives at 0 s right after A (the
+    // balancer counts A on rank 0) with a 16-token prompt and 4,000 output
+    // tokens (251 blocks, within the 258). B and C go to rank 0, the idle
+    // one. From A's end on, every wave without a prefill on rank 0 is D's
+    // decode: 0.01 + 1e-5 = 0.01001 s. C reaches rank 0 at the start of the
+    // first wave after 2 s (0 to 0.01001 s late), starts its 0.0256 s load
+    // and idles; the load ends within the third wave, so C is admitted at
+    // the start of the fourth, 3 x 0.01001 = 0.03003 s after it reached
+    // rank 0, and its 16 tokens take that wave: 0.01 + 1e-5 x 16 = 0.01016 s.
+    Workload w;
+    w.requests.push_back(SimRequest{0.0, 4112, 2, {1}, 4096});
+    w.requests.push_back(SimRequest{0.0, 16, 4000, {}, 0});
+    w.requests.push_back(SimRequest{1.0, 4112, 2, {2}, 4096});
+    w.requests.push_back(SimRequest{2.0, 4112, 2, {1}, 4096});
+    SchedulerConfig c = pool(258);
+    c.cpu_tier = CpuTierConfig{1000, 1'000'000, 1e10, 0.0};
+    const DpStepPricer price = [](const std::vector<const std::vector<SeqWork>*>& ranks) {
+        std::int64_t most = 0;
+        for (const auto* r : ranks) most = std::max(most, tokens_of(*r));
+        return 0.01 + 1e-5 * static_cast<double>(most);
+    };
+    const SimRun g = simulate_dp_cluster(w, c, 2, ClusterConfig{}, price, true);
+    CHECK(g.dp_ranks[0].requests == 3);
+    CHECK(g.dp_ranks[1].requests == 1);
+    const RequestRecord& rc = g.requests[3];
+    CHECK(rc.cached_tokens == 4096);
+    CHECK(rc.first_token_s - rc.scheduled_s == Approx(0.01016).epsilon(1e-9));
+    CHECK(rc.scheduled_s - rc.arrival_s >= 0.03003 - 1e-9);
+    CHECK(rc.scheduled_s - rc.arrival_s < 0.03003 + 0.01001);
+    CHECK(g.onload_bytes == 256'000'000);
+    // D is never held up: its waves run on while C loads.
+    CHECK(g.requests[1].finish_s > g.requests[3].finish_s);
+    CHECK(summarise(g, {}).completed == 4);
 }
 
 TEST_CASE("a speculative DP group: a lone request keeps its drafts as one engine does, and a busy group serves every request") {
