@@ -83,6 +83,10 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
     cmd->add_option("--prefill-tp", o.prefill_tp, "the prefill instances' TP ranks (default --tp)")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("--decode-gpu", o.decode_gpu, "the decode instances' device (default --gpu)");
     cmd->add_option("--decode-tp", o.decode_tp, "the decode instances' TP ranks (default --tp)")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+    cmd->add_option("--prefill-dp", o.prefill_dp, "the prefill instances' DP attention ranks, MoE models (default --dp)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}));
+    cmd->add_option("--decode-dp", o.decode_dp, "the decode instances' DP attention ranks, MoE models (default --dp)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}));
     cmd->add_option("--kv-link", o.kv_link, "the KV transfer link: nvlink, ib-ndr (default), ib-xdr, roce, or a bandwidth such as 50GB/s");
     add_spec_options(*cmd, o.spec, "every decode step verifies K drafts (docs/simulate.md)");
     add_scale_out_options(*cmd, o, "data-parallel attention ranks (vLLM's --data-parallel-size, SGLang's --dp with --enable-dp-attention): "
@@ -118,6 +122,9 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
         "      --output-len fixed:256 --spec-method eagle --spec-tokens 3 --acceptance 0.8,0.7,0.6\n"
         "  kvplan simulate --model deepseek-v3 --gpu h200 --dp 8 --enable-expert-parallel --rate 20 \\\n"
         "      --requests 2000 --input-len fixed:2000 --output-len fixed:500 --slo ttft=2s,tpot=100ms\n"
+        "  kvplan simulate --model deepseek-v3 --gpu h200 --enable-expert-parallel --prefill-replicas 1 \\\n"
+        "      --decode-replicas 1 --prefill-dp 8 --decode-dp 8 --rate 10 --requests 400 \\\n"
+        "      --input-len fixed:2000 --output-len fixed:300\n"
         "  kvplan simulate --engine sglang --model deepseek-v3 --gpu h200 --tp 8 --dp 8 --ep 8 --rate 10 \\\n"
         "      --requests 1000 --input-len fixed:2000 --output-len fixed:500");
     return cmd;
@@ -152,8 +159,10 @@ void check_spec_flags(const SimulateOptions& o) {
 void check_disagg_flags(const SimulateOptions& o) {
     const bool pd = o.prefill_replicas > 0 || o.decode_replicas > 0;
     if (!pd) {
-        if (!o.prefill_gpu.empty() || !o.decode_gpu.empty() || o.prefill_tp > 0 || o.decode_tp > 0 || o.layerwise_transfer || o.kv_link != "ib-ndr")
-            usage_error("--prefill-gpu, --prefill-tp, --decode-gpu, --decode-tp, --kv-link and --layerwise-transfer need --prefill-replicas and --decode-replicas");
+        if (!o.prefill_gpu.empty() || !o.decode_gpu.empty() || o.prefill_tp > 0 || o.decode_tp > 0 || o.prefill_dp > 0 || o.decode_dp > 0 ||
+            o.layerwise_transfer || o.kv_link != "ib-ndr")
+            usage_error("--prefill-gpu, --prefill-tp, --prefill-dp, --decode-gpu, --decode-tp, --decode-dp, --kv-link and --layerwise-transfer "
+                        "need --prefill-replicas and --decode-replicas");
         return;
     }
     if (o.prefill_replicas == 0) usage_error("--decode-replicas needs --prefill-replicas (how many prefill instances)");
@@ -162,54 +171,97 @@ void check_disagg_flags(const SimulateOptions& o) {
     if (o.pp > 1) usage_error("--prefill-replicas: pipeline parallelism in disaggregated pools is not simulated; pass --pp 1");
     if (o.replicas > 1) usage_error("--replicas: with --prefill-replicas and --decode-replicas the pools set the replicas; drop --replicas");
     if (!o.cpu_offload.empty()) usage_error("--cpu-offload: KV offload in disaggregated pools is not simulated; drop --cpu-offload or the P/D flags");
+    // Each pool's layout has its own GPU count: --gpus-per-node and --nic place both.
+    if (o.nodes.nodes > 0) usage_error("--nodes: each P/D pool spans its own nodes; pass --gpus-per-node (and --nic) instead");
 }
 
-// One side of a P/D run: its device, TP, pool and pricer.
+std::optional<ScaleOut> layout_of(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu);
+
+// One side of a P/D run: its device, TP, DP attention + EP layout (if
+// any), pool and step cost.
 struct PdSide {
     Gpu gpu;
     std::int64_t tp = 1;
+    std::optional<ScaleOut> layout;
     SchedulerConfig config;
     std::int64_t max_model_len = 0;
     std::string pool_source;
+    CostModel cost;
 };
 
-PdSide pd_side(const SimulateOptions& o, const ModelSpec& model, const std::string& gpu_id, std::int64_t tp) {
+PdSide pd_side(const SimulateOptions& o, const ModelSpec& model, const Efficiency& efficiency, const std::string& gpu_id, std::int64_t tp,
+               std::int64_t dp) {
     SimulateOptions side = o;
     if (!gpu_id.empty()) {
         side.gpu.gpu = gpu_id;
         side.gpu.gpu_mem.clear();
     }
     if (tp > 0) side.tp = tp;
+    if (dp > 0) side.dp = dp;
     PdSide out;
     out.gpu = resolve_gpu(side.gpu);
     out.tp = side.tp;
     if (!out.gpu.from_database) usage_error("--prefill-replicas: each pool's device must come from the database; pass --gpu ID (see `kvplan gpus`)");
     check_tp(model, out.tp);
+    out.layout = layout_of(side, model, out.gpu);
     out.config = engine_config(side, model, out.gpu, out.max_model_len, out.pool_source);
+    const CostModelInputs in{&model, out.gpu, parse_weight_format("--weights-dtype", o.weights_dtype), parse_dtype_flag("--kv-dtype", o.kv_dtype),
+                             out.layout ? out.layout->attention_tp : out.tp, efficiency, std::nullopt};
+    if (out.layout) {
+        ExpertLayoutInputs li{*out.layout, o.expert_imbalance != 0 ? o.expert_imbalance : 1.0, bundled_all_to_all_latencies(),
+                              resolve_gpus_per_node(o.nodes, out.layout->gpus, default_gpus_per_node(out.gpu.interconnect)), find_nic(o.nodes.nic)};
+        if (o.two_batch_overlap) add_two_batch_overlap(&li, o.engine);
+        out.cost = make_cost_model(in, li);
+    } else {
+        out.cost = make_cost_model(in);
+    }
     return out;
 }
 
+// How a side's replicas step (core/sim/disagg.hpp): a DP group's waves, one
+// engine's EP step, or one engine's step; the pricers point into `side`.
+PoolPricing pool_pricing(const PdSide& side) {
+    PoolPricing p;
+    if (side.layout && side.layout->dp > 1) {
+        p.dp = side.layout->dp;
+        p.wave = dp_step_pricer(side.cost);
+    } else if (side.layout) {
+        p.step = [&cost = side.cost](const std::vector<SeqWork>& seqs) { return dp_mixed_step(cost, {&seqs}).total_s; };
+    } else {
+        p.step = step_pricer(side.cost);
+        p.decode = decode_pricer(side.cost);
+    }
+    return p;
+}
+
+DisaggPool pool_report(const PdSide& side, std::vector<ReplicaStats> stats) {
+    DisaggPool p{side.gpu.name, side.tp, side.config, std::move(stats)};
+    if (side.layout) {
+        p.dp = side.layout->dp;
+        p.ep = side.layout->ep;
+    }
+    return p;
+}
+
 // Disaggregated prefill/decode (core/sim/disagg.hpp): each side its own
-// device, TP, vLLM pool and roofline; the KV priced for the decode side.
-// Fills `r`.
+// device, TP, DP attention + EP layout, vLLM pool and roofline; the KV
+// priced for the decode side. Fills `r`.
 void run_disagg(const SimulateOptions& o, const ModelSpec& model, const Efficiency& efficiency, const Workload& w, SimulateResult& r) {
-    const PdSide pre = pd_side(o, model, o.prefill_gpu, o.prefill_tp), dec = pd_side(o, model, o.decode_gpu, o.decode_tp);
-    const auto weights = parse_weight_format("--weights-dtype", o.weights_dtype);
+    const PdSide pre = pd_side(o, model, efficiency, o.prefill_gpu, o.prefill_tp, o.prefill_dp);
+    const PdSide dec = pd_side(o, model, efficiency, o.decode_gpu, o.decode_tp, o.decode_dp);
     const auto kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
-    const CostModel pre_cost = make_cost_model(CostModelInputs{&model, pre.gpu, weights, kv_dtype, pre.tp, efficiency, std::nullopt});
-    const CostModel dec_cost = make_cost_model(CostModelInputs{&model, dec.gpu, weights, kv_dtype, dec.tp, efficiency, std::nullopt});
-    DisaggConfig k = disagg_config(model, o.prefill_replicas, o.decode_replicas, parse_kv_link(o.kv_link, pre.gpu, dec.gpu), dec.tp, kv_dtype,
-                                   o.layerwise_transfer);
+    // Each decode GPU pulls the KV its attention ranks hold: the DP rank's TP shard.
+    DisaggConfig k = disagg_config(model, o.prefill_replicas, o.decode_replicas, parse_kv_link(o.kv_link, pre.gpu, dec.gpu),
+                                   dec.layout ? dec.layout->attention_tp : dec.tp, kv_dtype, o.layerwise_transfer);
     k.router = o.router == "least-loaded" ? Router::LeastLoaded : Router::RoundRobin;
     r.config = dec.config;
     r.max_model_len = std::min(pre.max_model_len, dec.max_model_len);
     r.pool_source = dec.pool_source;
     refuse_long_requests(w, r.max_model_len, o.trace.empty() ? "the synthetic workload" : o.trace, false);
-    DisaggRun run = simulate_disagg(w, pre.config, dec.config, k, step_pricer(pre_cost), decode_pricer(pre_cost), step_pricer(dec_cost),
-                                    decode_pricer(dec_cost));
+    DisaggRun run = simulate_disagg(w, pre.config, dec.config, k, pool_pricing(pre), pool_pricing(dec));
     DisaggReport d;
-    d.prefill = DisaggPool{pre.gpu.name, pre.tp, pre.config, run.prefill};
-    d.decode = DisaggPool{dec.gpu.name, dec.tp, dec.config, run.decode};
+    d.prefill = pool_report(pre, run.prefill);
+    d.decode = pool_report(dec, run.decode);
     d.link = o.kv_link;
     d.link_bytes_per_s = k.link.bytes_per_s;
     d.link_latency_s = k.link.latency_s;
@@ -248,8 +300,6 @@ std::optional<ScaleOut> layout_of(const SimulateOptions& o, const ModelSpec& mod
     if (model.experts <= 0) usage_error("--dp: SGLang's DP attention is simulated for mixture-of-experts models only; simulate a dense model's copies as --replicas");
     if (!gpu.from_database) usage_error("--dp / --ep: a device given by --gpu-mem has no interconnect figure for the all-to-alls; pass --gpu ID");
     if (o.pp > 1) usage_error("--dp / --ep with --pp: a pipeline of DP groups is not simulated; pass --pp 1");
-    if (o.prefill_replicas > 0 || o.decode_replicas > 0)
-        usage_error("--dp / --ep in disaggregated pools is not simulated; drop --dp / --ep or the P/D flags");
     return so;
 }
 

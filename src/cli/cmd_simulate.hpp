@@ -49,6 +49,7 @@ struct SimulateOptions {
     std::int64_t prefill_replicas = 0, decode_replicas = 0;
     std::string prefill_gpu, decode_gpu;    // empty: --gpu
     std::int64_t prefill_tp = 0, decode_tp = 0;  // 0: --tp
+    std::int64_t prefill_dp = 0, decode_dp = 0;  // 0: --dp (each pool's replicas DP groups)
     std::string kv_link = "ib-ndr";         // nvlink|ib-ndr|ib-xdr|roce|<N>GB/s
     bool layerwise_transfer = false;
     SpecFlags spec;  // speculative decoding (cli/spec_options.hpp)

@@ -28,6 +28,11 @@ std::string layout_words(const DpLayoutReport& l) {
     return fmt::format("DP {} x TP {} (EP {})", l.dp, l.attention_tp, l.ep);
 }
 
+// A P/D pool's replica: "tp 2", or "DP 8 x TP 1 (EP 8)".
+std::string pool_words(const DisaggPool& p) {
+    return p.dp > 1 || p.ep > 1 ? fmt::format("DP {} x TP {} (EP {})", p.dp, p.tp, p.ep) : fmt::format("tp {}", p.tp);
+}
+
 // The layout line: ranks, experts, nodes.
 std::string layout_line(const DpLayoutReport& l) {
     const std::string experts = l.ep > 1 ? fmt::format("{} routed experts a GPU", l.experts_per_gpu)
@@ -55,8 +60,8 @@ std::string sentence(const SimulateResult& r) {
     }
     if (r.disagg) {
         const DisaggReport& d = *r.disagg;
-        servers = fmt::format("{} prefill ({}, tp {}) and {} decode ({}, tp {}) replicas", d.prefill.stats.size(), d.prefill.gpu_name, d.prefill.tp,
-                              d.decode.stats.size(), d.decode.gpu_name, d.decode.tp);
+        servers = fmt::format("{} prefill ({}, {}) and {} decode ({}, {}) replicas", d.prefill.stats.size(), d.prefill.gpu_name, pool_words(d.prefill),
+                              d.decode.stats.size(), d.decode.gpu_name, pool_words(d.decode));
     }
     std::string out = fmt::format("At {:.2f} requests/s, {} serve{} {} of {} requests with p99 TTFT {:.2f} s and p99 TPOT {:.1f} ms",
                                   s.requests_per_s, servers, s.replicas > 1 ? "" : "s", group_digits(s.completed), group_digits(s.requests), s.ttft_s.p99,
@@ -96,10 +101,17 @@ std::string groups_line(const std::vector<KvGroup>& groups) {
 
 // "prefill: 1 x NVIDIA H100 SXM 80GB, tp 1; KV pool ... blocks of 16 tokens each; ..."
 std::string pool_line(const char* side, const DisaggPool& p) {
-    return fmt::format("{}: {} x {}, tp {}; KV pool {} blocks of {} tokens each; max_num_seqs {}, max_num_batched_tokens {}, prefix caching {}", side,
-                       p.stats.size(), p.gpu_name, p.tp, group_digits(p.config.num_gpu_blocks), p.config.block_size, p.config.max_num_seqs,
-                       group_digits(p.config.max_num_batched_tokens), p.config.prefix_caching ? "on" : "off") +
+    return fmt::format("{}: {} x {}, {}; KV pool {} blocks of {} tokens {}; max_num_seqs {}, max_num_batched_tokens {}, prefix caching {}", side,
+                       p.stats.size(), p.gpu_name, pool_words(p), group_digits(p.config.num_gpu_blocks), p.config.block_size,
+                       p.dp > 1 ? "a DP rank" : "each", p.config.max_num_seqs, group_digits(p.config.max_num_batched_tokens),
+                       p.config.prefix_caching ? "on" : "off") +
            (p.config.groups.empty() ? "" : "; " + groups_line(p.config.groups));
+}
+
+// One P/D replica's share of its peak KV: a DP replica's fullest rank over one rank's pool.
+double pool_peak_share(const ReplicaStats& q, std::int64_t dp) {
+    const std::int64_t blocks = q.total_blocks / std::max<std::int64_t>(1, dp);
+    return blocks > 0 ? static_cast<double>(q.peak_blocks_used) / static_cast<double>(blocks) : 0.0;
 }
 
 // The link in words.
@@ -195,7 +207,10 @@ std::string render_simulate_table(const SimulateResult& r) {
                                                    100.0 * static_cast<double>(r.run.spec_accepted) / static_cast<double>(std::max<std::int64_t>(1, r.run.spec_drafts)),
                                                    group_digits(r.run.spec_drafts))});
     const char* unit = r.engine == "sglang" ? "tokens" : "blocks";
-    if (r.disagg)
+    if (r.disagg && !r.run.dp_ranks.empty())
+        k.add({"peak KV cache usage", fmt::format("{:.1f}%, the fullest of {} engine cores ({} blocks in all)", s.kv_peak_usage * 100,
+                                                  r.run.dp_ranks.size(), group_digits(s.kv_blocks_total))});
+    else if (r.disagg)
         k.add({"peak KV cache usage", fmt::format("{:.1f}%, the fullest of {} replicas ({} blocks in all)", s.kv_peak_usage * 100, s.replicas,
                                                   group_digits(s.kv_blocks_total))});
     else if (r.run.dp_ranks.size() > 1)
@@ -216,12 +231,12 @@ std::string render_simulate_table(const SimulateResult& r) {
         for (std::size_t i = 0; i < r.run.replicas.size(); ++i) {
             const ReplicaStats& q = r.run.replicas[i];
             const std::string name = !r.disagg ? std::to_string(i) : i < n_prefill ? fmt::format("prefill {}", i) : fmt::format("decode {}", i - n_prefill);
-            p.add({name, group_digits(q.requests), group_digits(q.steps), group_digits(q.preemptions),
-                   fmt::format("{:.1f}%", q.total_blocks > 0 ? 100.0 * static_cast<double>(q.peak_blocks_used) / static_cast<double>(q.total_blocks) : 0)});
+            const std::int64_t dp = !r.disagg ? 1 : i < n_prefill ? r.disagg->prefill.dp : r.disagg->decode.dp;
+            p.add({name, group_digits(q.requests), group_digits(q.steps), group_digits(q.preemptions), fmt::format("{:.1f}%", pool_peak_share(q, dp) * 100)});
         }
         out += p.render_text();
     }
-    if (r.run.dp_ranks.size() > 1) out += dp_ranks_text(r.run.dp_ranks);
+    if (r.run.dp_ranks.size() > 1 && !r.disagg) out += dp_ranks_text(r.run.dp_ranks);  // P/D: the replica rows above
     out += "\n" + fit_line(sentence(r), Width::Fit);
     return out;
 }
@@ -311,7 +326,9 @@ std::string render_simulate_json(const SimulateResult& r) {
             nlohmann::ordered_json p;
             p["gpu"] = pool->gpu_name;
             p["tp"] = pool->tp;
-            p["kv_blocks_per_replica"] = pool->config.num_gpu_blocks;
+            p["dp"] = pool->dp;
+            p["ep"] = pool->ep;
+            p["kv_blocks_per_replica"] = pool->config.num_gpu_blocks;  // per DP rank with dp > 1
             p["block_size_tokens"] = pool->config.block_size;
             p["max_num_seqs"] = pool->config.max_num_seqs;
             p["max_num_batched_tokens"] = pool->config.max_num_batched_tokens;
@@ -319,7 +336,7 @@ std::string render_simulate_json(const SimulateResult& r) {
             for (const ReplicaStats& q : pool->stats)
                 p["replicas"].push_back({{"requests", q.requests}, {"steps", q.steps}, {"preemptions", q.preemptions},
                                          {"kv_blocks_total", q.total_blocks}, {"kv_peak_blocks", q.peak_blocks_used},
-                                         {"kv_peak_usage", q.total_blocks > 0 ? static_cast<double>(q.peak_blocks_used) / static_cast<double>(q.total_blocks) : 0.0}});
+                                         {"kv_peak_usage", pool_peak_share(q, pool->dp)}});
             j[key] = std::move(p);
         }
     }

@@ -15,8 +15,9 @@ namespace kvplan {
 struct DisaggPool {
     std::string gpu_name;
     std::int64_t tp = 1;
-    SchedulerConfig config;           // each replica's pool and limits
-    std::vector<ReplicaStats> stats;  // one per replica
+    SchedulerConfig config;           // each engine core's pool and limits (a DP rank's, with dp > 1)
+    std::vector<ReplicaStats> stats;  // one per replica (a DP replica's steps are its waves)
+    std::int64_t dp = 1, ep = 1;      // each replica's DP attention + EP layout (1, 1: none)
 };
 
 struct DisaggReport {

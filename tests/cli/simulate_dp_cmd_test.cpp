@@ -197,6 +197,44 @@ TEST_CASE("simulate --dp 8 --cpu-offload: each DP rank's CPU tier holds the whol
     CHECK(j["ttft_s"]["mean"].get<double>() == Approx((2 * wave(0, 1040) + load_s + wave(1024, 16)) / 3).epsilon(1e-9));
 }
 
+TEST_CASE("simulate P/D with --prefill-dp 8 --decode-dp 8: both pools DP groups, a lone request priced by lockstep waves and the pull") {
+    // One 2,000-token prompt, 3 output tokens, through one prefill and one
+    // decode replica, each DeepSeek-V3 at DP 8 x TP 1 (EP 8) on 8 H200s.
+    // By hand: the prefill wave computes 2,000 tokens while seven ranks run
+    // dummy batches; the decode rank pulls 2,000 x 70,272 B (the MLA latent
+    // at TP 1) over InfiniBand NDR, 25 us + 140,544,000 B / 50 GB/s; then it
+    // computes the last prompt token again (1,999 cached), sampling the
+    // first token, and decodes the other two at contexts 2,000 and 2,001.
+    const std::string trace = write_temp("pd-one.csv", "arrival_s,input_tokens,output_tokens\n0,2000,3\n");
+    auto r = kvplan_run({"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--enable-expert-parallel", "--prefill-replicas", "1",
+                         "--decode-replicas", "1", "--prefill-dp", "8", "--decode-dp", "8", "--trace", trace, "--json"});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["prefill_pool"]["dp"] == 8);
+    CHECK(j["decode_pool"]["ep"] == 8);
+    CHECK(j["decode_pool"]["kv_blocks_per_replica"] == 25'029);  // a DP rank's, as concurrency --dp 8 gives
+    CHECK(j["kv_transfer_bytes_per_token"] == 70'272);
+    ScaleOutInputs si;
+    si.tp = 1;
+    si.dp = 8;
+    si.enable_expert_parallel = true;
+    const auto wave = lone_rank_wave(si, "vllm");
+    const double pull = 25e-6 + 2000.0 * 70'272 / 50e9;
+    CHECK(j["kv_transfer_s"]["mean"].get<double>() == Approx(pull).epsilon(1e-9));
+    const double ttft = wave(0, 2000) + pull + wave(1999, 1);
+    CHECK(j["ttft_s"]["mean"].get<double>() == Approx(ttft).epsilon(1e-9));
+    CHECK(j["e2e_s"]["mean"].get<double>() == Approx(ttft + wave(2000, 1) + wave(2001, 1)).epsilon(1e-9));
+
+    const std::vector<std::string> pd = {"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--enable-expert-parallel", "--rate", "1",
+                                         "--requests", "5", "--input-len", "fixed:100", "--output-len", "fixed:5"};
+    expect_usage_error(with(pd, {"--decode-dp", "8"}), "need --prefill-replicas and --decode-replicas");
+    expect_usage_error(with(pd, {"--prefill-replicas", "1", "--decode-replicas", "1", "--dp", "8", "--nodes", "1"}), "--gpus-per-node");
+    expect_usage_error({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--prefill-replicas", "1", "--decode-replicas", "1",
+                        "--decode-dp", "2", "--rate", "1", "--requests", "5", "--input-len", "fixed:100", "--output-len", "fixed:5"},
+                       "simulate them as --replicas 2");
+}
+
 TEST_CASE("simulate --engine sglang --tp 8 --dp 8 --ep 8: SGLang's DP attention, each rank concurrency's pool, a lone request priced by the lockstep step") {
     // concurrency --engine sglang --tp 8 --dp 8 (tests/cli/concurrency_cmd_test.cpp):
     // 352,192 tokens per DP rank on an H200. SGLang's server_args.py divides the

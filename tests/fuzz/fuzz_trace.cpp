@@ -2,7 +2,8 @@
 // Bytes -> trace (io/trace_reader, every format, auto-detected) -> Workload
 // -> the vLLM or SGLang scheduler over a small pool with a constant step, invariants
 // checked after every step, and vLLM's decode-run jump against stepping,
-// vLLM's pipeline, DP groups, KV offload (one engine and DP groups) and disaggregated pools, and SGLang's
+// vLLM's pipeline, DP groups, KV offload and disaggregated pools (each with
+// single engines and with DP groups), and SGLang's
 // replicas and DP attention groups (vLLM's also speculative) -> metrics. The reader must refuse every bad
 // line with a kvplan::Error; the scheduler must complete or reject every
 // request it is given. Anything else (a crash, a sanitizer report, a
@@ -143,6 +144,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         k.layers = 32;
         const DisaggRun pd = simulate_disagg(w, c, c, k, by_context, decode, by_context, decode, true);
         for (const RequestRecord& r : pd.run.requests)
+            if (!r.rejected && r.finish_s < 0) __builtin_trap();
+        // The same pools with DP groups: the decode side's ranks pulling over
+        // their own links, the prefill side's one engine or a group of 2.
+        const DisaggRun pd_dp = simulate_disagg(w, c, c, k, PoolPricing{1 + static_cast<std::int64_t>(size % 2), by_context, decode, slowest},
+                                                PoolPricing{2 + static_cast<std::int64_t>(size % 3), by_context, decode, slowest}, true);
+        for (const RequestRecord& r : pd_dp.run.requests)
             if (!r.rejected && r.finish_s < 0) __builtin_trap();
     } else {
         SglangConfig c;  // SGLang's, over a token pool

@@ -167,18 +167,76 @@ double kv_transfer_s(std::int64_t tokens, const DisaggConfig& k) { return k.link
 
 // ---- The two pools ----
 
+namespace {
+
+// Routes the decode side's requests (in order of their prefills' return)
+// to its replicas, one engine or one DP group each, and runs them to the
+// end; returns how many each got.
+template <class Replica>
+std::vector<std::int64_t> run_decode_pool(std::vector<Replica>& replicas, const Workload& wd, Router router) {
+    std::vector<std::int64_t> routed(replicas.size(), 0);
+    for (std::size_t j = 0; j < wd.requests.size(); ++j) {
+        const double t = wd.requests[j].arrival_s;
+        std::size_t best = j % replicas.size();
+        if (router == Router::LeastLoaded) {
+            for (Replica& e : replicas) e.advance(t, false);  // every step that starts before t
+            std::int64_t least = std::numeric_limits<std::int64_t>::max();
+            for (std::size_t e = 0; e < replicas.size(); ++e)
+                if (const std::int64_t n = replicas[e].outstanding_at(t); n < least) least = n, best = e;
+        }
+        ++routed[best];
+        replicas[best].add(j);
+    }
+    for (Replica& e : replicas) e.advance(std::numeric_limits<double>::infinity(), false);
+    return routed;
+}
+
+// A pool's replicas' totals into `run`, one ReplicaStats each into `stats`;
+// `units` gets a DP replica's ranks, or the replica itself.
+template <class Replica>
+void take_pool(std::vector<Replica>& replicas, const std::vector<std::int64_t>& routed, SimRun& run, std::vector<ReplicaStats>& stats,
+               std::vector<ReplicaStats>& units, std::vector<std::vector<TimePoint>>& series, std::vector<std::int64_t>& blocks) {
+    for (std::size_t e = 0; e < replicas.size(); ++e) {
+        SimRun d = replicas[e].take_totals();
+        stats.push_back(ReplicaStats{routed[e], d.steps, d.preemptions, d.peak_blocks_used, d.total_blocks});
+        if (d.dp_ranks.empty()) units.push_back(stats.back());
+        else units.insert(units.end(), d.dp_ranks.begin(), d.dp_ranks.end());
+        d.dp_ranks.clear();
+        // The decode side admits no prompt of its own (a pull is not a first admission) and runs no CPU tier:
+        // its token counts add nothing to the prefill side's.
+        add_engine_totals(run, std::move(d), series, blocks);
+    }
+}
+
+void check_pricing(const PoolPricing& p, const char* side) {
+    if (p.dp < 1 || p.dp > 1024) usage_error(std::string("--") + side + "-dp " + std::to_string(p.dp) + ": expected 1 to 1024");
+    if (p.dp > 1 ? !p.wave : !p.step) throw std::logic_error(std::string("simulate_disagg: the ") + side + " pool has no pricer");
+}
+
+}  // namespace
+
 DisaggRun simulate_disagg(const Workload& w, const SchedulerConfig& prefill, const SchedulerConfig& decode, const DisaggConfig& k,
                           const StepPricer& prefill_price, const DecodePricer& prefill_decode, const StepPricer& decode_price,
                           const DecodePricer& decode_decode, bool check_invariants) {
+    return simulate_disagg(w, prefill, decode, k, PoolPricing{1, prefill_price, prefill_decode, {}}, PoolPricing{1, decode_price, decode_decode, {}},
+                           check_invariants);
+}
+
+DisaggRun simulate_disagg(const Workload& w, const SchedulerConfig& prefill, const SchedulerConfig& decode, const DisaggConfig& k,
+                          const PoolPricing& pre_pricing, const PoolPricing& dec_pricing, bool check_invariants) {
     check_scheduler_config(prefill);
     check_scheduler_config(decode);
     check_disagg(w, k);
-    const double forever = std::numeric_limits<double>::infinity();
+    check_pricing(pre_pricing, "prefill");
+    check_pricing(dec_pricing, "decode");
 
-    // 1. Prefill: every request with max_tokens=1, routed like a cluster's.
+    // 1. Prefill: every request with max_tokens=1, routed like a cluster's
+    //    (each replica a DP group with dp > 1).
     Workload wp = w;
     for (SimRequest& r : wp.requests) r.output_tokens = 1;
-    SimRun pre = simulate_cluster(wp, prefill, ClusterConfig{k.prefill_replicas, k.router}, prefill_price, prefill_decode, check_invariants);
+    const ClusterConfig prefill_cluster{k.prefill_replicas, k.router};
+    SimRun pre = pre_pricing.dp > 1 ? simulate_dp_cluster(wp, prefill, pre_pricing.dp, prefill_cluster, pre_pricing.wave, check_invariants)
+                                    : simulate_cluster(wp, prefill, prefill_cluster, pre_pricing.step, pre_pricing.decode, check_invariants);
 
     // 2. Decode: each prefilled request arrives when its prefill returns.
     std::vector<std::size_t> order;  // decode index -> workload index
@@ -192,43 +250,44 @@ DisaggRun simulate_disagg(const Workload& w, const SchedulerConfig& prefill, con
     }
     RequestStates ds = request_states(wd);
     std::vector<DisaggTimes> xfer(wd.requests.size());
-    std::vector<double> link_free(static_cast<std::size_t>(k.decode_replicas), 0.0);  // when each decode replica's link has sent its last bytes
-    std::vector<VllmEngine> engines;
-    engines.reserve(static_cast<std::size_t>(k.decode_replicas));
-    for (std::size_t d = 0; d < static_cast<std::size_t>(k.decode_replicas); ++d) {
-        engines.emplace_back(wd, decode, decode_price, decode_decode, check_invariants, ds);
-        engines.back().set_remote_prefill([&xfer, &link_free, &k, d](std::size_t r, std::int64_t tokens, double start) {
+    // When each decode engine's link has sent its last bytes (a DP group's ranks each their own).
+    const auto engines_per_replica = static_cast<std::size_t>(dec_pricing.dp);
+    std::vector<double> link_free(static_cast<std::size_t>(k.decode_replicas) * engines_per_replica, 0.0);
+    const auto pull = [&xfer, &link_free, &k](std::size_t link) {
+        return [&xfer, &link_free, &k, link](std::size_t r, std::int64_t tokens, double start) {
             const double wire = wire_s(tokens, k);
-            const double begin = std::max(start, link_free[d]);  // FIFO on the replica's link
-            link_free[d] = begin + wire;
+            const double begin = std::max(start, link_free[link]);  // FIFO on the engine's link
+            link_free[link] = begin + wire;
             xfer[r].transfer_start_s = start;
             xfer[r].transfer_end_s = begin + wire + k.link.latency_s;
             return xfer[r].transfer_end_s;
-        });
-    }
-    std::vector<std::int64_t> routed(engines.size(), 0);
-    const auto route = [&](std::size_t j, double t) {
-        std::size_t best = j % engines.size();
-        if (k.router == Router::LeastLoaded) {
-            std::int64_t least = std::numeric_limits<std::int64_t>::max();
-            for (std::size_t e = 0; e < engines.size(); ++e)
-                if (const std::int64_t n = engines[e].outstanding_at(t); n < least) least = n, best = e;
-        }
-        ++routed[best];
-        engines[best].add(j);
+        };
     };
-    for (std::size_t j = 0; j < wd.requests.size(); ++j) {
-        const double t = wd.requests[j].arrival_s;
-        if (k.router == Router::LeastLoaded)
-            for (VllmEngine& e : engines) e.advance(t, false);  // every step that starts before t
-        route(j, t);
+    DisaggRun out;
+    SimRun& run = out.run;
+    std::vector<std::vector<TimePoint>> series;
+    std::vector<std::int64_t> blocks;
+    std::vector<ReplicaStats> units = pre.dp_ranks.empty() ? pre.replicas : pre.dp_ranks;
+    if (dec_pricing.dp > 1) {
+        std::vector<DpGroup> groups;
+        groups.reserve(static_cast<std::size_t>(k.decode_replicas));
+        for (std::size_t d = 0; d < static_cast<std::size_t>(k.decode_replicas); ++d)
+            groups.push_back(vllm_dp_group(wd, decode, dec_pricing.dp, dec_pricing.wave, check_invariants, ds,
+                                           [&](VllmEngine& e, std::size_t rank) { e.set_remote_prefill(pull(d * engines_per_replica + rank)); }));
+        take_pool(groups, run_decode_pool(groups, wd, k.router), run, out.decode, units, series, blocks);
+    } else {
+        std::vector<VllmEngine> engines;
+        engines.reserve(static_cast<std::size_t>(k.decode_replicas));
+        for (std::size_t d = 0; d < static_cast<std::size_t>(k.decode_replicas); ++d) {
+            engines.emplace_back(wd, decode, dec_pricing.step, dec_pricing.decode, check_invariants, ds);
+            engines.back().set_remote_prefill(pull(d));
+        }
+        take_pool(engines, run_decode_pool(engines, wd, k.router), run, out.decode, units, series, blocks);
     }
-    for (VllmEngine& e : engines) e.advance(forever, false);
+    if (pre_pricing.dp > 1 || dec_pricing.dp > 1) run.dp_ranks = std::move(units);
 
     // 3. Merge: the request as the client sees it, both pools' figures.
-    DisaggRun out;
     out.prefill = pre.replicas;
-    SimRun& run = out.run;
     run.requests = pre.requests;
     for (std::size_t i = 0; i < run.requests.size(); ++i) {
         RequestRecord& q = run.requests[i];
@@ -250,25 +309,19 @@ DisaggRun simulate_disagg(const Workload& w, const SchedulerConfig& prefill, con
     }
     for (const DisaggTimes& t : out.times)
         if (t.transfer_end_s >= 0) out.transfer_s.push_back(t.transfer_end_s - t.transfer_start_s);
-    run.itl_s = pre.itl_s;
-    run.steps = pre.steps;
-    run.decode_run_steps = pre.decode_run_steps;
-    run.preemptions = pre.preemptions;
-    run.recomputed_tokens = pre.recomputed_tokens;
-    run.prompt_tokens = pre.prompt_tokens;
-    run.prefix_hit_tokens = pre.prefix_hit_tokens;
-    run.peak_blocks_used = pre.peak_blocks_used;
-    run.total_blocks = pre.total_blocks;
-    run.end_s = pre.end_s;
-    std::vector<std::vector<TimePoint>> series{std::move(pre.timeseries)};
-    std::vector<std::int64_t> blocks{pre.total_blocks};
-    for (std::size_t e = 0; e < engines.size(); ++e) {
-        SimRun d = engines[e].take_totals();
-        out.decode.push_back(ReplicaStats{routed[e], d.steps, d.preemptions, d.peak_blocks_used, d.total_blocks});
-        // The decode side admits no prompt of its own (a pull is not a first admission) and runs no CPU tier:
-        // its token counts add nothing to the prefill side's.
-        add_engine_totals(run, std::move(d), series, blocks);
-    }
+    // The decode side's totals are in `run` (take_pool); the prefill side's join them.
+    run.itl_s.append(pre.itl_s);
+    run.steps += pre.steps;
+    run.decode_run_steps += pre.decode_run_steps;
+    run.preemptions += pre.preemptions;
+    run.recomputed_tokens += pre.recomputed_tokens;
+    run.prompt_tokens += pre.prompt_tokens;
+    run.prefix_hit_tokens += pre.prefix_hit_tokens;
+    run.peak_blocks_used = std::max(run.peak_blocks_used, pre.peak_blocks_used);
+    run.total_blocks += pre.total_blocks;
+    run.end_s = std::max(run.end_s, pre.end_s);
+    series.insert(series.begin(), std::move(pre.timeseries));
+    blocks.insert(blocks.begin(), pre.total_blocks);
     run.timeseries = sum_series(series, blocks, run.total_blocks);
     run.replicas = out.prefill;
     run.replicas.insert(run.replicas.end(), out.decode.begin(), out.decode.end());

@@ -27,8 +27,9 @@
 // Transfer of request r: bytes = prompt tokens x KV bytes per token per rank
 // of the decode side's layout (every TP rank pulls its own heads, in
 // parallel), time = latency + bytes / link bandwidth per direction. One
-// decode replica's pulls share its link: each waits for the last one's
-// bytes to be on the wire (FIFO).
+// decode engine's pulls share its link (a DP group's ranks each have their
+// own GPUs and NICs): each waits for the last one's bytes to be on the
+// wire (FIFO).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,7 @@
 
 #include "core/model/model_spec.hpp"
 #include "core/sim/cluster.hpp"
+#include "core/sim/dp_group.hpp"
 #include "core/sim/scheduler.hpp"
 
 namespace kvplan {
@@ -85,10 +87,25 @@ struct DisaggTimes {
     double transfer_end_s = -1;    // its KV was loaded
 };
 
+// How one pool's replicas step: one engine each (dp 1: `step`, and `decode`
+// for decode-run jumps), or a DP group of `dp` engine cores in lockstep
+// whose waves `wave` prices (dp_group.hpp; vLLM --data-parallel-size with
+// expert parallelism, as wide-EP P/D deployments run both pools). The
+// pricers must outlive the run.
+struct PoolPricing {
+    std::int64_t dp = 1;  // 1 .. 1024
+    StepPricer step;
+    DecodePricer decode;
+    DpStepPricer wave;
+};
+
 struct DisaggRun {
     // Requests merged (arrival, prefill admission as scheduled_s, first
     // token and finish from the decode side, preemptions of both), ITL of
-    // the decode side, steps and pools of both; `replicas` prefill then decode.
+    // the decode side, steps and pools of both; `replicas` prefill then
+    // decode (a DP replica's steps are its waves); with a DP pool,
+    // `dp_ranks` has every engine core of both pools, prefill first (a
+    // replica of one engine counting as one), each its own KV pool.
     SimRun run;
     std::vector<ReplicaStats> prefill, decode;
     std::vector<DisaggTimes> times;  // in workload order
@@ -96,6 +113,9 @@ struct DisaggRun {
 };
 
 // Open loop only (Error(Usage) for a closed loop). `check_invariants` as simulate().
+DisaggRun simulate_disagg(const Workload& w, const SchedulerConfig& prefill, const SchedulerConfig& decode, const DisaggConfig& k,
+                          const PoolPricing& prefill_pricing, const PoolPricing& decode_pricing, bool check_invariants = false);
+// Both pools of single engines.
 DisaggRun simulate_disagg(const Workload& w, const SchedulerConfig& prefill, const SchedulerConfig& decode, const DisaggConfig& k,
                           const StepPricer& prefill_price, const DecodePricer& prefill_decode, const StepPricer& decode_price,
                           const DecodePricer& decode_decode, bool check_invariants = false);

@@ -29,11 +29,17 @@ void DpGroupOf<Engine>::check_ranks(std::int64_t dp) {
     if (dp < 2 || dp > 1024) usage_error("--dp " + std::to_string(dp) + ": a DP group takes 2 to 1024 ranks");
 }
 
-DpGroup vllm_dp_group(const Workload& w, const SchedulerConfig& c, std::int64_t dp, const DpStepPricer& price, bool check, RequestStates& states) {
+DpGroup vllm_dp_group(const Workload& w, const SchedulerConfig& c, std::int64_t dp, const DpStepPricer& price, bool check, RequestStates& states,
+                      const DpRankSetup& each_rank) {
     SchedulerConfig rank = c;
     rank.jump_decode_runs = false;  // every wave is priced over all ranks
-    return DpGroup(dp, DpRouting::VllmBalancer, price, states.records,
-                   [&] { return VllmEngine(w, rank, group_priced(), no_decode_runs(), check, states); });
+    std::size_t made = 0;
+    return DpGroup(dp, DpRouting::VllmBalancer, price, states.records, [&] {
+        VllmEngine e(w, rank, group_priced(), no_decode_runs(), check, states);
+        if (each_rank) each_rank(e, made);
+        ++made;
+        return e;
+    });
 }
 
 SglangDpGroup sglang_dp_group(const Workload& w, const SglangConfig& c, std::int64_t dp, const DpStepPricer& price, bool check, SglangStates& states) {

@@ -107,8 +107,12 @@ using DpGroup = DpGroupOf<VllmEngine>;
 using SglangDpGroup = DpGroupOf<SglangEngine>;
 
 // vLLM's DP ranks: each an engine core of config `c` (concurrency --dp's
-// per engine core). Not with a CPU tier; decode-run jumps do not apply.
-DpGroup vllm_dp_group(const Workload& w, const SchedulerConfig& c, std::int64_t dp, const DpStepPricer& price, bool check, RequestStates& states);
+// per engine core); decode-run jumps do not apply. `each_rank(engine, i)`,
+// when given, is called on rank i once it is made (disagg.cpp sets each
+// decode rank's remote prefill there).
+using DpRankSetup = std::function<void(VllmEngine&, std::size_t)>;
+DpGroup vllm_dp_group(const Workload& w, const SchedulerConfig& c, std::int64_t dp, const DpStepPricer& price, bool check, RequestStates& states,
+                      const DpRankSetup& each_rank = {});
 
 // SGLang's DP attention ranks: each a scheduler of config `c` (one rank's
 // token pool and limits).

@@ -717,16 +717,16 @@ void VllmEngine::sync_to(double t) {
 }
 
 bool VllmEngine::plan_step() {
-    if (remote_ || !stages_.empty()) throw std::logic_error("lockstep: a rank with a pipeline or remote prefill");
+    if (!stages_.empty()) throw std::logic_error("lockstep: a rank with a pipeline");
     plan_done_before_ = done_;
     arrive();
     for (;;) {
         step_.clear();
         work_.clear();
         planned_draft_s_ = 0;
-        // KV offload, as advance(): nothing runs and the queue's head waits
-        // for blocks that loads hold, or nothing is queued but a load.
-        if (cpu_ && running_.empty() && wait_load_s_ > t_) return false;
+        // As advance(): nothing runs and the queue's head waits for blocks
+        // that loads hold, or nothing is queued but loads.
+        if (running_.empty() && wait_load_s_ > t_) return false;
         if (running_.empty() && waiting_.empty() && !(cpu_ && next_load_s() <= t_)) return false;
         const std::int64_t done_before = done_;
         std::int64_t budget = c_.max_num_batched_tokens;
@@ -735,10 +735,13 @@ bool VllmEngine::plan_step() {
         // A request preempted itself or was rejected: the queue's head meets
         // an empty pool, which admits or rejects it next pass (as advance()).
         if (!running_.empty()) throw std::logic_error("the scheduler found nothing to run");
-        // The head started its load, or the blocks it needs are loading: the
-        // rank waits for the first load to end (the group idles it till then).
-        if (cpu_ && !loading_.empty() && done_ == done_before) {
-            wait_load_s_ = next_load_s();
+        // The head waits for blocks that loads hold (a pull from a prefill
+        // instance, or the CPU tier): the rank plans nothing before the first
+        // load ends (the group idles it till then). With the queue empty, its
+        // next step is the next arrival's or the first load's end.
+        if (done_ == done_before) {
+            if (!waiting_.empty() && (!loading_.empty() || !remote_loading_.empty()))
+                wait_load_s_ = std::min(cpu_ ? next_load_s() : std::numeric_limits<double>::infinity(), next_loaded_s());
             return false;
         }
     }
@@ -1022,15 +1025,19 @@ void VllmEngine::advance(double horizon, bool stop_on_done) {
             // A request preempted itself or was rejected: the queue's head
             // now meets an empty pool, which admits or rejects it next pass.
             if (!running_.empty()) throw std::logic_error("the scheduler found nothing to run");
-            // Disaggregated decode: the blocks are held by requests whose KV
-            // is still loading; wait for the first load.
-            if (!remote_loading_.empty()) {
-                const double next = next_loaded_s();
-                if (next >= horizon) return;
-                t_ = std::max(t_, next);
-                sample(t_);
+            // The queue's head waits for blocks that loads hold (KV pulled
+            // from a prefill instance, or loading from the CPU tier): nothing
+            // is admitted before the first load ends. With the queue empty
+            // instead, the idle jump above also takes the next arrival.
+            if (!waiting_.empty() && done_ == done_before) {
+                if (!remote_loading_.empty()) {
+                    const double next = next_loaded_s();
+                    if (next >= horizon) return;
+                    t_ = std::max(t_, next);
+                    sample(t_);
+                }
+                if (cpu_ && !loading_.empty()) wait_load_s_ = next_load_s();
             }
-            if (cpu_ && !loading_.empty() && done_ == done_before) wait_load_s_ = next_load_s();
         } else {
             apply_step();
         }
@@ -1045,8 +1052,8 @@ std::optional<double> VllmEngine::next_step_s() const {
         if (!stalled_ && in_flight_.size() < stages_.size() && (!running_.empty() || !waiting_.empty())) return t_;
         return in_flight_.front().end_s;
     }
+    if (running_.empty() && wait_load_s_ > t_) return wait_load_s_;
     if (cpu_ && running_.empty()) {
-        if (wait_load_s_ > t_) return wait_load_s_;
         if (waiting_.empty() && !loading_.empty()) {
             const double next = inbox_.empty() ? next_load_s() : std::min(next_load_s(), records_[inbox_.front()].arrival_s);
             return std::max(t_, next);

@@ -296,11 +296,13 @@ public:
     // Lockstep, as one data-parallel rank of a DP group (dp_group.hpp): the
     // group moves every rank's clock to the wave's start, each rank
     // schedules its step, the group prices them together as one forward
-    // pass, and each rank commits it (or idles through it). No pipeline or
-    // remote prefill; advance() is not used. With a CPU tier, a rank whose
+    // pass, and each rank commits it (or idles through it). No pipeline;
+    // advance() is not used. With a CPU tier or remote prefill, a rank whose
     // queue head waits for a load plans nothing until next_step_s().
     // Nothing routed here and waiting, running or loading.
-    bool idle() const { return running_.empty() && waiting_.empty() && inbox_.empty() && loading_.empty(); }
+    bool idle() const {
+        return running_.empty() && waiting_.empty() && inbox_.empty() && loading_.empty() && remote_loading_.empty();
+    }
     std::int64_t waiting_count() const { return static_cast<std::int64_t>(waiting_.size() + inbox_.size()); }
     std::int64_t running_count() const { return static_cast<std::int64_t>(running_.size()); }
     // Moves the clock to t (not before now()), logging the seconds crossed.

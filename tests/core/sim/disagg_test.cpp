@@ -3,6 +3,7 @@
 // of blocks, and the invariants of every request on a longer run.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/sim/disagg.hpp"
@@ -122,6 +123,71 @@ TEST_CASE("a lone request through 1P:1D on an H100 pair takes the roofline's ste
     CHECK(run.transfer_s[0] == Approx(transfer).epsilon(1e-12));
     CHECK(r.first_token_s - r.arrival_s == Approx(ttft).epsilon(1e-12));
     CHECK(r.finish_s - r.arrival_s == Approx(e2e).epsilon(1e-12));
+}
+
+TEST_CASE("P/D pools of DP groups: a lone request takes one engine's prefill step, transfer and decode steps as lockstep waves") {
+    // The hand figures of the 1P:1D case above (TTFT 18.71 ms, E2E 214.1 ms)
+    // when each pool's replica is a DP group of 2 or 4 ranks whose wave costs
+    // its busiest rank's step (an idle rank's dummy batch costs nothing here).
+    const DpStepPricer slowest = [](const std::vector<const std::vector<SeqWork>*>& ranks) {
+        double most = 0;
+        for (const auto* r : ranks)
+            if (!r->empty()) most = std::max(most, linear(*r));
+        return most;
+    };
+    SchedulerConfig c;
+    c.num_gpu_blocks = 1000;
+    Workload w;
+    w.requests.push_back(SimRequest{0.25, 700, 40, {}, 0});
+    for (const std::int64_t dp : {2, 4}) {
+        INFO("DP " << dp);
+        const DisaggRun run = simulate_disagg(w, c, c, slow_link(), PoolPricing{dp, {}, {}, slowest}, PoolPricing{dp, {}, {}, slowest}, true);
+        const RequestRecord& r = run.run.requests[0];
+        CHECK(run.times[0].prefill_end_s - r.arrival_s == Approx(0.012).epsilon(1e-9));
+        CHECK(run.transfer_s[0] == Approx(0.0017).epsilon(1e-9));
+        CHECK(r.first_token_s - r.arrival_s == Approx(0.01871).epsilon(1e-9));
+        CHECK(r.finish_s - r.arrival_s == Approx(0.2141).epsilon(1e-9));
+        REQUIRE(run.decode.size() == 1);
+        CHECK(run.decode[0].steps == 40);  // waves
+        CHECK(run.decode[0].total_blocks == dp * 1000);
+        // Every engine core of both pools, each its own pool: the fullest
+        // peaked at 47 of its 1,000 blocks (ceil(739 / 16), as above).
+        CHECK(run.run.dp_ranks.size() == static_cast<std::size_t>(2 * dp));
+        CHECK(summarise(run.run, {}).kv_peak_usage == Approx(0.047));
+    }
+    // A DP decode pool behind a prefill pool of single engines.
+    const DisaggRun mixed = simulate_disagg(w, c, c, slow_link(), PoolPricing{1, linear, linear_decode, {}}, PoolPricing{2, {}, {}, slowest}, true);
+    CHECK(mixed.run.requests[0].finish_s - mixed.run.requests[0].arrival_s == Approx(0.2141).epsilon(1e-9));
+    CHECK(mixed.run.dp_ranks.size() == 3);  // one prefill engine, two decode ranks
+}
+
+TEST_CASE("a DP decode replica's ranks pull their KV over their own links") {
+    // Two 500-token prompts share one 1,000-token prefill step (15 ms) and
+    // reach the decode side together. One decode engine pulls them one after
+    // the other on its link (1.5 ms, then 2 ms: the case below); a DP group
+    // of 2 sends the first to rank 0 and the second to rank 1 (vLLM's
+    // balancer counts the one it routed), each rank's GPUs with their own
+    // NIC: both transfers take 1 ms + 500 x 1 us = 1.5 ms.
+    const DpStepPricer slowest = [](const std::vector<const std::vector<SeqWork>*>& ranks) {
+        double most = 0;
+        for (const auto* r : ranks)
+            if (!r->empty()) most = std::max(most, linear(*r));
+        return most;
+    };
+    Workload w;
+    w.requests.push_back(SimRequest{0, 500, 100, {}, 0});
+    w.requests.push_back(SimRequest{0, 500, 100, {}, 0});
+    SchedulerConfig c;
+    c.num_gpu_blocks = 1000;
+    const DisaggRun run = simulate_disagg(w, c, c, slow_link(), PoolPricing{1, linear, linear_decode, {}}, PoolPricing{2, {}, {}, slowest}, true);
+    CHECK(run.times[1].prefill_end_s == Approx(0.015).epsilon(1e-9));
+    CHECK(run.transfer_s[0] == Approx(0.0015).epsilon(1e-9));
+    CHECK(run.transfer_s[1] == Approx(0.0015).epsilon(1e-9));
+    // Both decode in one wave each step: first tokens together at 15 + 1.5 + 5.01 ms.
+    CHECK(run.run.requests[0].first_token_s == Approx(0.02151).epsilon(1e-9));
+    CHECK(run.run.requests[1].first_token_s == Approx(0.02151).epsilon(1e-9));
+    CHECK(run.run.dp_ranks[1].requests == 1);
+    CHECK(run.run.dp_ranks[2].requests == 1);
 }
 
 TEST_CASE("a decode pool short of blocks makes the next request wait for the first to finish") {
