@@ -96,8 +96,9 @@ void place_on_nodes(const ConcurrencyOptions& o, ConcurrencyResult& r) {
 }
 
 std::optional<ScaleOutInputs> scale_out_inputs(const ConcurrencyOptions& o, Engine engine) {
-    return scale_out_from_flags(layout_flags(o),
-                                engine == Engine::Sglang);
+    return scale_out_from_flags(layout_flags(o), engine == Engine::Sglang   ? ScaleOutRules::Sglang
+                                                   : engine == Engine::Trtllm ? ScaleOutRules::Trtllm
+                                                                              : ScaleOutRules::Vllm);
 }
 
 }  // namespace

@@ -103,8 +103,7 @@ std::string run_roofline(const RooflineOptions& o) {
     const WeightFormat format = parse_weight_format("--weights-dtype", o.weights_dtype);
     const std::optional<Dtype> kv = parse_dtype_flag("--kv-dtype", o.kv_dtype);
     // DP attention + EP: the layout rules `concurrency` uses (core/memory/parallel.cpp).
-    const std::optional<ScaleOutInputs> scale_in = scale_out_from_flags(
-        layout_flags(o), o.engine == "sglang");
+    const std::optional<ScaleOutInputs> scale_in = scale_out_from_flags(layout_flags(o), scale_out_rules(o.engine));
     if (o.expert_imbalance != 0) check_expert_imbalance(o.expert_imbalance);
     std::optional<ExpertLayoutInputs> layout;
     std::int64_t attention_tp = o.tp;

@@ -278,7 +278,7 @@ void run_disagg(const SimulateOptions& o, const ModelSpec& model, const Efficien
 // resolves the same), or nullopt without them; Error(Usage) for what the
 // DP group does not simulate.
 std::optional<ScaleOut> layout_of(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu) {
-    const std::optional<ScaleOutInputs> in = scale_out_from_flags(layout_flags(o), o.engine == "sglang");
+    const std::optional<ScaleOutInputs> in = scale_out_from_flags(layout_flags(o), scale_out_rules(o.engine));
     std::optional<ScaleOut> so;
     if (in) so = plan_scale_out(model, *in);
     if (so && so->dp == 1 && so->ep == 1) so.reset();

@@ -21,7 +21,7 @@ template <typename Options>
 void add_scale_out_options(CLI::App& cmd, Options& o, const std::string& dp_help) {
     const auto ranks = CLI::Range(std::int64_t{1}, std::int64_t{4096});
     cmd.add_option("--dp", o.dp, dp_help)->check(ranks);
-    cmd.add_option("--ep", o.ep, "expert-parallel GPUs (SGLang --ep; vLLM: always tp x dp)")->check(ranks);
+    cmd.add_option("--ep", o.ep, "expert-parallel GPUs (SGLang --ep, TensorRT-LLM moe_expert_parallel_size; vLLM: always tp x dp)")->check(ranks);
     cmd.add_flag("--enable-expert-parallel", o.enable_expert_parallel, "vLLM: routed experts over EP = tp x dp GPUs");
     cmd.add_option("--redundant-experts", o.redundant_experts, "extra physical experts per MoE layer, as EPLB adds them")
         ->check(CLI::Range(std::int64_t{0}, std::int64_t{4096}));

@@ -168,8 +168,7 @@ SchedulerConfig engine_config(const SimulateOptions& o, const ModelSpec& model, 
     if (!o.vllm_version.empty()) in.vllm_sampler = parse_vllm_version(o.vllm_version);
     in.longest_lengths = false;
     // --dp / --ep: each DP rank is an engine core with its own pool and limits (concurrency --dp).
-    in.scale_out = scale_out_from_flags(
-        layout_flags(o), false);
+    in.scale_out = scale_out_from_flags(layout_flags(o), ScaleOutRules::Vllm);
     const CapacityPlan p = plan_capacity(model, in);
     SchedulerConfig c;
     c.block_size = p.block_size;
@@ -212,7 +211,7 @@ SglangConfig sglang_config(const SimulateOptions& o, const ModelSpec& model, con
     if (o.max_num_batched_tokens > 0) in.max_batched_tokens = o.max_num_batched_tokens;
     in.longest_lengths = false;
     // --dp: DP attention, each rank its own pool (concurrency --engine sglang --dp).
-    in.scale_out = scale_out_from_flags(layout_flags(o), true);
+    in.scale_out = scale_out_from_flags(layout_flags(o), ScaleOutRules::Sglang);
     const CapacityPlan p = plan_capacity(model, in);
     const std::int64_t dp = p.scale_out ? p.scale_out->dp : 1;
     SglangConfig c;

@@ -88,6 +88,14 @@ std::vector<std::string> split_sources(const ScaleOut& so) {
                 "attention, mlp, shared_experts, embeddings, lm_head: the TP group of one DP rank (QKV/RowParallelLinear, "
                 "VocabParallelEmbedding, ParallelLMHead)",
                 "router, norms: ReplicatedLinear / RMSNorm, whole on every GPU"};
+    if (so.rules == ScaleOutRules::Trtllm)
+        return {"attention: enable_attention_dp, each GPU its own rank, every GEMM weight replicated (TensorRT-LLM "
+                "docs/source/features/parallel-strategy.md)",
+                "routed experts: moe_expert_parallel_size x moe_tensor_parallel_size = tensor_parallel_size (tensorrt_llm/mapping.py)",
+                "mlp, shared_experts: GatedMLP(overridden_tp_size=1) under attention DP (_torch/models/modeling_deepseekv3.py)",
+                "embeddings: DeepseekV3Model's Embedding without a mapping; lm_head: whole under attention DP "
+                "(enable_lm_head_tp_in_adp not modelled)",
+                "router, norms: whole on every GPU"};
     return {"attention: python/sglang/srt/layers/dp_attention.py compute_dp_attention_world_info (attn_tp_size = tp / dp)",
             "routed experts: server_args.py (moe_tp_size = tp / ep; deepep sets ep = tp)",
             "mlp: models/deepseek_v2.py DeepseekV2DecoderLayer (tp 1 when moe_dense_tp_size is 1, else the full TP)",

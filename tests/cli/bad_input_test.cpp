@@ -758,8 +758,13 @@ TEST_CASE("bad input: concurrency engine flags of the other engine exit 2", "[ba
     expect_clean_error(Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--dp", "8",
                                     "--moe-a2a-backend", "deepep"}),
                        kExitUsage, {"--moe-a2a-backend", "sglang"});
-    expect_clean_error(Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "trtllm", "--tp", "8", "--dp", "8"}),
-                       kExitUsage, {"--dp", "TensorRT-LLM"});
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "trtllm", "--tp", "8", "--dp", "4"}),
+                       kExitUsage, {"--dp 4", "TensorRT-LLM", "pass --dp 8"});
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "trtllm", "--tp", "8", "--dp", "8",
+                                    "--enable-expert-parallel"}),
+                       kExitUsage, {"--enable-expert-parallel", "moe_expert_parallel_size"});
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm-v0", "--dp", "8"}),
+                       kExitUsage, {"--dp", "not modelled with data-parallel attention"});
 }
 
 TEST_CASE("bad input: concurrency --redundant-experts without expert parallelism exits 2", "[bad-input][concurrency]") {

@@ -135,7 +135,7 @@ Scenario read_scenario(const nlohmann::json& object, const std::string& source, 
     if (in.batch && in.pp > 1) r.fail("batch", "decode figures model tensor parallelism only; drop \"batch\" or use pp 1");
     // nodes, gpus_per_node and nic place a DP/EP layout's GPUs, for its decode figures.
     if (in.nodes > 0 || in.gpus_per_node > 0 || !in.nic.empty()) {
-        const std::optional<ScaleOutInputs> si = scale_out_from_flags(scenario_layout(in), in.engine == "sglang");
+        const std::optional<ScaleOutInputs> si = scale_out_from_flags(scenario_layout(in), scale_out_rules(in.engine));
         const char* key = in.nodes > 0 ? "nodes" : in.gpus_per_node > 0 ? "gpus_per_node" : "nic";
         if (!si) r.fail(key, "places a DP attention + EP layout's GPUs: add dp or ep");
         else if (!in.batch) r.fail(key, "places the GPUs for the decode figures, which need the scenario's \"batch\"");
@@ -151,7 +151,7 @@ Scenario read_scenario(const nlohmann::json& object, const std::string& source, 
 
     // two_batch_overlap splits the layout's decode step: an EP layout with a batch, on vLLM or SGLang.
     if (in.two_batch_overlap) {
-        const std::optional<ScaleOutInputs> si = scale_out_from_flags(scenario_layout(in), in.engine == "sglang");
+        const std::optional<ScaleOutInputs> si = scale_out_from_flags(scenario_layout(in), scale_out_rules(in.engine));
         if (in.engine != "vllm" && in.engine != "sglang") r.fail("two_batch_overlap", "applies to engine vllm (--enable-dbo) or sglang only");
         else if (!si || (si->ep < 2 && !si->enable_expert_parallel && !(in.engine == "sglang" && in.moe_a2a_backend == "deepep")))
             r.fail("two_batch_overlap", "hides the expert all-to-all: add ep, or enable_expert_parallel with dp");

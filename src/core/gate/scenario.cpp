@@ -17,7 +17,7 @@ CapacityInputs scenario_capacity_inputs(const Gpu& gpu, const ScenarioInputs& in
     cap.engine = parse_engine(in.engine);
     cap.tp = in.tp;
     cap.pp = in.pp;
-    cap.scale_out = scale_out_from_flags(scenario_layout(in), cap.engine == Engine::Sglang);
+    cap.scale_out = scale_out_from_flags(scenario_layout(in), scale_out_rules(in.engine));
     cap.contexts = {in.context_tokens};
     cap.mem_util = in.mem_util;
     if (in.kv_dtype != "auto") cap.kv_dtype = parse_dtype(in.kv_dtype);
@@ -87,7 +87,7 @@ ScenarioResult evaluate_scenario(const ModelSpec& model, const Gpu& gpu, const S
         const WeightFormat weights = parse_weight_format("weights_dtype", in.weights_dtype);
         CostModelInputs cost_in{&model, gpu, weights, kv_dtype, in.tp, efficiency, std::nullopt};
         std::optional<ExpertLayoutInputs> layout;
-        if (const std::optional<ScaleOutInputs> si = scale_out_from_flags(scenario_layout(in), parse_engine(in.engine) == Engine::Sglang)) {
+        if (const std::optional<ScaleOutInputs> si = scale_out_from_flags(scenario_layout(in), scale_out_rules(in.engine))) {
             const ScaleOut so = plan_scale_out(model, *si);
             if (so.dp > 1 || so.ep > 1) {
                 cost_in.tp = so.attention_tp;

@@ -114,9 +114,9 @@ void set_parallelism(CapacityPlan& p, const ModelSpec& spec, const CapacityInput
     p.pp = in.pp;
     std::int64_t stage_gpus = in.tp;
     if (in.scale_out) {
-        if (in.engine != Engine::Vllm && in.engine != Engine::Sglang && in.engine != Engine::Generic)
-            usage_error(std::string("--dp / --ep model vLLM V1 and SGLang (--engine vllm, sglang or generic); ") + engine_label(in.engine) +
-                        " is not modelled with data-parallel attention");
+        if (in.engine == Engine::VllmV0)
+            usage_error(std::string("--dp / --ep model vLLM V1, SGLang and TensorRT-LLM (--engine vllm, sglang, trtllm or generic); ") +
+                        engine_label(in.engine) + " is not modelled with data-parallel attention");
         ScaleOutInputs so = *in.scale_out;
         so.tp = in.tp;
         p.scale_out = plan_scale_out(spec, so);

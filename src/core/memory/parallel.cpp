@@ -121,7 +121,41 @@ void sglang_rules(ScaleOut& so, const ScaleOutInputs& in) {
     so.head_tp = in.tp;
 }
 
+// TensorRT-LLM (PyTorch backend): T GPUs in all. With enable_attention_dp
+// each GPU is its own attention rank, and every GEMM weight outside the
+// routed experts is replicated ("Data Parallelism for Attention: all GEMM
+// weights are replicated on all GPUs; the KV cache is partitioned",
+// docs/source/features/parallel-strategy.md): the dense MLP and shared
+// experts take overridden_tp_size 1 (GatedMLP in modeling_deepseekv3.py,
+// modeling_qwen3_moe.py), DeepseekV3Model's Embedding has no mapping, and
+// the LM head is whole unless enable_lm_head_tp_in_adp (not modelled).
+// Routed experts: moe_tp_size x moe_ep_size = tp_size (mapping.py).
+void trtllm_rules(ScaleOut& so, const ScaleOutInputs& in) {
+    if (in.enable_expert_parallel) usage_error("--enable-expert-parallel is vLLM's flag; TensorRT-LLM takes --ep N (moe_expert_parallel_size)");
+    if (in.moe_dense_tp > 0) usage_error("--moe-dense-tp-size is SGLang's flag (--engine sglang)");
+    if (in.deepep) usage_error("--moe-a2a-backend is SGLang's flag (--engine sglang)");
+    so.gpus = in.tp;
+    if (in.dp > 1 && in.dp != in.tp)
+        usage_error("--dp " + num(in.dp) + ": TensorRT-LLM's enable_attention_dp makes each of the --tp " + num(in.tp) +
+                    " GPUs its own attention rank; pass --dp " + num(in.tp) + " (or leave --dp out for attention TP)");
+    const bool adp = in.dp > 1;
+    const std::int64_t ep = in.ep > 0 ? in.ep : 1;
+    if (in.tp % ep != 0)
+        usage_error("--ep " + num(ep) + " does not divide --tp " + num(in.tp) + ": TensorRT-LLM splits each expert over tp / ep GPUs "
+                    "(moe_tensor_parallel_size)");
+    so.ep = ep;
+    so.expert_tp = in.tp / ep;
+    so.attention_tp = adp ? 1 : in.tp;
+    so.dense_mlp_tp = so.shared_experts_tp = so.embedding_tp = so.head_tp = adp ? 1 : in.tp;
+}
+
 }  // namespace
+
+ScaleOutRules scale_out_rules(const std::string& engine) {
+    if (engine == "sglang") return ScaleOutRules::Sglang;
+    if (engine == "trtllm") return ScaleOutRules::Trtllm;
+    return ScaleOutRules::Vllm;
+}
 
 ScaleOut plan_scale_out(const ModelSpec& spec, const ScaleOutInputs& in) {
     if (in.tp < 1) usage_error("--tp must be at least 1, found " + num(in.tp));
@@ -131,10 +165,11 @@ ScaleOut plan_scale_out(const ModelSpec& spec, const ScaleOutInputs& in) {
     ScaleOut so;
     so.rules = in.rules;
     so.dp = in.dp;
-    if (in.rules == ScaleOutRules::Vllm)
-        vllm_rules(so, in);
-    else
-        sglang_rules(so, in);
+    switch (in.rules) {
+        case ScaleOutRules::Vllm: vllm_rules(so, in); break;
+        case ScaleOutRules::Sglang: sglang_rules(so, in); break;
+        case ScaleOutRules::Trtllm: trtllm_rules(so, in); break;
+    }
     so.routed_experts = spec.experts;
     if ((so.ep > 1 || in.redundant_experts > 0) && spec.experts < 1)
         usage_error("--ep / --redundant-experts need a mixture-of-experts model; " + spec.name + " has no routed experts (n_routed_experts / num_experts)");
@@ -207,12 +242,12 @@ StageWeights stage_weights_scaled(const WeightSizing& weights, const ModelSpec& 
     return out;
 }
 
-std::optional<ScaleOutInputs> scale_out_from_flags(const ScaleOutFlags& f, bool sglang) {
+std::optional<ScaleOutInputs> scale_out_from_flags(const ScaleOutFlags& f, ScaleOutRules rules) {
     if (f.dp == 0 && f.ep == 0 && !f.enable_expert_parallel && f.redundant_experts == 0 && f.moe_dense_tp == 0 && f.moe_a2a_backend.empty())
         return std::nullopt;
-    if (!sglang && !f.moe_a2a_backend.empty()) usage_error("--moe-a2a-backend applies to --engine sglang only");
+    if (rules != ScaleOutRules::Sglang && !f.moe_a2a_backend.empty()) usage_error("--moe-a2a-backend applies to --engine sglang only");
     ScaleOutInputs s;
-    s.rules = sglang ? ScaleOutRules::Sglang : ScaleOutRules::Vllm;
+    s.rules = rules;
     s.tp = f.tp;
     s.dp = f.dp > 0 ? f.dp : 1;
     s.ep = f.ep;

@@ -56,11 +56,17 @@ namespace kvplan {
 //           dp_attention.py, compute_dp_attention_world_info); routed
 //           experts over EP N, each split over T / N (server_args.py,
 //           moe_tp_size = tp_size // ep_size).
-enum class ScaleOutRules { Vllm, Sglang };
+//   TensorRT-LLM  tensor_parallel_size T, enable_attention_dp,
+//           moe_expert_parallel_size N (its wide-EP recipes: T = N, "DEP N"):
+//           T GPUs in all, each its own attention rank (D = T); every
+//           weight but the routed experts whole on every GPU; routed
+//           experts over EP N, each split over T / N (moe_tensor_parallel_size)
+//           (docs/scale-out.md).
+enum class ScaleOutRules { Vllm, Sglang, Trtllm };
 
 struct ScaleOutInputs {
     ScaleOutRules rules = ScaleOutRules::Vllm;
-    std::int64_t tp = 1;        // the engine's TP flag (vLLM: per DP rank; SGLang: GPUs in all)
+    std::int64_t tp = 1;        // the engine's TP flag (vLLM: per DP rank; SGLang, TensorRT-LLM: GPUs in all)
     std::int64_t dp = 1;        // attention data-parallel ranks
     std::int64_t ep = 0;        // --ep; 0: not given
     bool enable_expert_parallel = false;  // vLLM's flag: EP = TP x DP
@@ -84,13 +90,15 @@ struct ScaleOutFlags {
 
 // nullopt when no scale-out flag is given: the plain TP x PP split.
 // Error(Usage) for moe_a2a_backend on an engine other than SGLang.
-std::optional<ScaleOutInputs> scale_out_from_flags(const ScaleOutFlags& f, bool sglang);
+std::optional<ScaleOutInputs> scale_out_from_flags(const ScaleOutFlags& f, ScaleOutRules rules);
+// The rules an engine name reads the flags by: "sglang", "trtllm", else vLLM's.
+ScaleOutRules scale_out_rules(const std::string& engine);
 
 // How each part of the model is split on one GPU of a stage (a divisor of 1:
 // a whole copy on every GPU).
 struct ScaleOut {
     ScaleOutRules rules = ScaleOutRules::Vllm;
-    std::int64_t gpus = 1;              // GPUs per pipeline stage: vLLM T x D, SGLang T
+    std::int64_t gpus = 1;              // GPUs per pipeline stage: vLLM T x D, SGLang and TensorRT-LLM T
     std::int64_t dp = 1;
     std::int64_t attention_tp = 1;      // attention (and its KV heads) split
     std::int64_t ep = 1;                // expert-parallel group; 1: no expert parallelism

@@ -202,3 +202,69 @@ TEST_CASE("DeepSeek-V3 on 8 H200 under SGLang with DP attention 8 and EP 8") {
     CHECK(dp8.rows[1].max_requests == 10);
     CHECK(dp8.rows[1].max_requests_replica == 80);
 }
+
+TEST_CASE("TensorRT-LLM's attention DP (DEP 8) replicates every weight but the routed experts") {
+    const ModelSpec m = preset("deepseek-v3");
+    ScaleOutInputs in;
+    in.rules = ScaleOutRules::Trtllm;
+    in.tp = 8;  // tensor_parallel_size 8, enable_attention_dp, moe_expert_parallel_size 8
+    in.dp = 8;
+    in.ep = 8;
+    const ScaleOut so = plan_scale_out(m, in);
+    CHECK(so.gpus == 8);
+    CHECK(so.attention_tp == 1);
+    CHECK(so.expert_tp == 1);
+    CHECK(so.experts_per_gpu == 32);
+    CHECK(so.dense_mlp_tp == 1);
+    CHECK(so.shared_experts_tp == 1);
+    CHECK(so.embedding_tp == 1);
+    CHECK(so.head_tp == 1);
+    // 654,068,416,512 x 32 / 256 = 81,758,552,064 B of experts; the rest whole:
+    // 1,853,358,080 x 2 + 11,416,215,392 + 1,189,375,488 + 2,554,954,752
+    // + 212,920,320 + 2,013,184 = 19,082,195,296 B (as vLLM's DP 8 + EP 8).
+    const StageWeights w = one_stage(m, so);
+    CHECK(w.expert_bytes == 81'758'552'064);
+    CHECK(w.dense_bytes == 19'082'195'296);
+    // EP 4 of TP 8: each expert over moe_tensor_parallel_size 2, 64 a GPU.
+    in.ep = 4;
+    const ScaleOut ep4 = plan_scale_out(m, in);
+    CHECK(ep4.experts_per_gpu == 64);
+    CHECK(ep4.expert_tp == 2);
+    CHECK(one_stage(m, ep4).expert_bytes == 81'758'552'064);
+    // Attention DP is every GPU or none; EP must divide TP; vLLM's and SGLang's flags are refused.
+    in.ep = 8;
+    in.dp = 4;
+    CHECK_THROWS_WITH(plan_scale_out(m, in), Catch::Contains("pass --dp 8"));
+    in.dp = 8;
+    in.ep = 3;
+    CHECK_THROWS_WITH(plan_scale_out(m, in), Catch::Contains("does not divide --tp 8"));
+    in.ep = 8;
+    in.enable_expert_parallel = true;
+    CHECK_THROWS_WITH(plan_scale_out(m, in), Catch::Contains("moe_expert_parallel_size"));
+}
+
+TEST_CASE("DeepSeek-V3 on 8 H200 under TensorRT-LLM with attention DP 8 and EP 8") {
+    const ModelSpec m = preset("deepseek-v3");
+    ScaleOutInputs in;
+    in.rules = ScaleOutRules::Trtllm;
+    in.tp = 8;
+    in.dp = 8;
+    in.ep = 8;
+    const CapacityPlan dep8 = plan(m, Engine::Trtllm, 8, in);
+    // Free after loading: 150,023,207,649 - 100,840,747,360 weights
+    // - 826,781,204 non-torch (0.35 + 0.42 GiB: NCCL for the 8-GPU group)
+    // - 1,258,291,200 activations (8,192 tokens x (3 x 18,432 + 3 x 7,168) x 2 B)
+    // = 47,097,387,885 B; x free_gpu_memory_fraction 0.9 = 42,387,649,096 B;
+    // / (32 x 70,272 = 2,248,704 B a block) = 18,849 blocks = 603,168 tokens
+    // on each rank, 4,825,344 over 8.
+    CHECK(dep8.budget.weights_bytes == 100'840'747'360);
+    CHECK(dep8.budget.kv_pool_bytes == 42'387'649'096);
+    CHECK(*dep8.kv_cache_tokens == 603'168);
+    CHECK(*dep8.kv_cache_tokens_total == 4'825'344);
+    // 4K: 128 blocks each, 18,849 / 128 = 147 per rank (1,176 in all);
+    // 32K: 1,024 blocks, 18 per rank (144).
+    CHECK(dep8.rows[0].max_requests == 147);
+    CHECK(dep8.rows[0].max_requests_replica == 1'176);
+    CHECK(dep8.rows[1].max_requests == 18);
+    CHECK(dep8.rows[1].max_requests_replica == 144);
+}
