@@ -27,11 +27,11 @@ CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
     cmd->add_option("--tpot", o.tpot, "analytic: time-per-output-token target, seconds")->check(finite_range(1e-6, 60.0));
     cmd->add_option("--gpus", o.gpus, "devices to consider: comma-separated ids, or all (default)");
     cmd->add_option("--max-gpus", o.max_gpus, "most GPUs per replica: TP 1, 2, 4, 8 (and, with --slo, TP x PP 2 or 4)")->check(CLI::Range(std::int64_t{1}, std::int64_t{8}));
-    cmd->add_option("--max-nodes", o.max_nodes, "search, mixture-of-experts models: DP attention + EP layouts over 2, 4, 8 or 16 nodes up to this (default 1)")
+    cmd->add_option("--max-nodes", o.max_nodes, "mixture-of-experts models: DP attention + EP layouts over 2, 4, 8 or 16 nodes up to this (default 1)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{16}));
-    cmd->add_option("--gpus-per-node", o.gpus_per_node, "search, with --max-nodes: GPUs on one scale-up link (default: 8 in an HGX node, 72 in an NVL72 rack)")
+    cmd->add_option("--gpus-per-node", o.gpus_per_node, "with --max-nodes: GPUs on one scale-up link (default: 8 in an HGX node, 72 in an NVL72 rack)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{72}));
-    cmd->add_option("--nic", o.nic, "search, with --max-nodes: the NIC per GPU between nodes: ib-hdr, ib-ndr (default), ib-xdr, roce-400, efa-p5");
+    cmd->add_option("--nic", o.nic, "with --max-nodes: the NIC per GPU between nodes: ib-hdr, ib-ndr (default), ib-xdr, roce-400, efa-p5");
     add_spec_options(*cmd, o.spec, "search, vLLM: every candidate verifies K drafts a decode step (docs/recommend.md)");
     cmd->add_flag("--two-batch-overlap", o.two_batch_overlap,
                   "search: run the DP + EP layouts as two micro-batches hiding the all-to-all (vLLM --enable-dbo, SGLang --enable-two-batch-overlap)");
@@ -73,6 +73,7 @@ CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
         "  kvplan recommend --model llama-3.1-8b --context 8192 --ttft 0.5 --tpot 0.05\n"
         "  kvplan recommend --model llama-3.1-8b --context 8192 --ttft 0.5 --tpot 0.05 --gpus h100-sxm --num-gpus 8\n"
         "  kvplan recommend --model llama-3.1-70b --context 32768 --ttft 2 --tpot 0.04 --price-per-hour h100-sxm=2.5,h200=3.5,a100-80gb=1.6\n"
+        "  kvplan recommend --model deepseek-v3 --context 8192 --ttft 2 --tpot 0.03 --gpus h200 --max-nodes 4\n"
         "SLO search on the simulator (docs/recommend.md):\n"
         "  kvplan recommend --model llama-3.1-8b --slo ttft=2s,tpot=50ms --rate 20 --gpus h100-sxm,l40s \\\n"
         "      --price-per-hour h100-sxm=2.5,l40s=0.9\n"
@@ -115,8 +116,7 @@ std::map<std::string, double> prices(const RecommendOptions& o) {
 
 bool wants_search(const RecommendOptions& o) {
     return !o.slo.empty() || o.rate > 0 || !o.trace.empty() || !o.input_len.empty() || !o.output_len.empty() || o.requests > 0 ||
-           o.disaggregated || o.kv_link != "auto" || o.pp != "auto" || o.max_nodes > 1 || o.gpus_per_node > 0 || o.nic != "ib-ndr" ||
-           o.two_batch_overlap || !o.spec.method.empty() || o.spec.tokens > 0 || !o.spec.acceptance.empty() || !o.spec.draft_model.empty();
+           o.disaggregated || o.kv_link != "auto" || o.pp != "auto" || o.two_batch_overlap || !o.spec.method.empty() || o.spec.tokens > 0 || !o.spec.acceptance.empty() || !o.spec.draft_model.empty();
 }
 
 CommandOutput run_analytic(const RecommendOptions& o) {
@@ -142,6 +142,11 @@ CommandOutput run_analytic(const RecommendOptions& o) {
     in.kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
     in.efficiency = resolve_efficiency(o.efficiency, o.engine);
     in.all_to_all = bundled_all_to_all_latencies();
+    if (o.max_nodes == 1 && (o.gpus_per_node > 0 || o.nic != "ib-ndr"))
+        usage_error("--gpus-per-node and --nic place layouts over several nodes: add --max-nodes N");
+    in.max_nodes = o.max_nodes;
+    in.gpus_per_node = o.gpus_per_node;
+    if (o.max_nodes > 1) in.nic = find_nic(o.nic);
     r.top = static_cast<std::size_t>(o.top);
     r.wide = o.wide;
     r.rec = recommend(in);
@@ -159,7 +164,7 @@ CommandOutput run_recommend(const RecommendOptions& o) {
     if (o.analytic || !wants_search(o)) {
         if (o.analytic && wants_search(o))
             usage_error("--analytic is the steady-batch search: it takes --context --ttft --tpot, not --slo, --rate, --trace, --input-len, "
-                        "--output-len, --requests, --disaggregated, --kv-link, --pp, --max-nodes, --gpus-per-node, --nic, --two-batch-overlap "
+                        "--output-len, --requests, --disaggregated, --kv-link, --pp, --two-batch-overlap "
                         "or --spec-method");
         if (!o.plot.empty() || !o.report.empty())
             usage_error(std::string(o.plot.empty() ? "--report" : "--plot") + ": the charts are the SLO search's; give --slo with --rate or --trace");

@@ -171,7 +171,8 @@ std::string command(const Args& args, bool wide) { return wide ? "  " + join(arg
 
 std::string layout(const Candidate& c) {
     if (!c.expert_parallel()) return c.dp > 1 ? fmt::format("TP {} x DP {}", c.tp, c.dp) : fmt::format("TP {}", c.tp);
-    const std::string one = fmt::format("DP {} + EP {}", c.attention_dp, c.attention_dp);
+    std::string one = fmt::format("DP {} + EP {}", c.attention_dp, c.attention_dp);
+    if (c.nodes > 1) one += fmt::format(" over {} nodes", c.nodes);
     return c.dp > 1 ? fmt::format("{}, {} replicas", one, c.dp) : one;
 }
 
@@ -379,6 +380,7 @@ nlohmann::ordered_json candidate_json(const Candidate& c, const ServeOptions& s)
     x["attention_dp"] = c.attention_dp;
     x["ep"] = c.expert_parallel() ? c.tp * c.attention_dp : 1;
     x["gpus"] = c.gpus();
+    x["nodes_per_replica"] = c.nodes;
     x["batch"] = c.batch;
     x["ttft_s"] = c.ttft_s;
     x["tpot_s"] = c.tpot_s;
@@ -404,6 +406,7 @@ nlohmann::ordered_json rejected_json(const Candidate& c) {
     x["tp"] = c.tp;
     x["dp"] = c.dp;
     x["attention_dp"] = c.attention_dp;
+    x["nodes_per_replica"] = c.nodes;
     x["ttft_s"] = c.ttft_s;
     x["tpot_s"] = c.tpot_s;  // at batch 1, the best this configuration reaches
     x["max_requests"] = c.max_requests;

@@ -410,11 +410,6 @@ TEST_CASE("recommend --slo --max-nodes 2: a DP 16 + EP 16 layout over two nodes 
         CHECK_THAT(c["sglang_command"].get<std::string>(), Catch::Contains("--tp 16 --dp 16 --enable-dp-attention --ep 16 --nnodes 2 --node-rank 0"));
     }
     CHECK(two_nodes > 0);
-    // The analytic search takes none of them.
-    const Run analytic = Run::kvplan({"recommend", "--model", "deepseek-v3", "--context", "8192", "--ttft", "1", "--tpot", "0.1", "--max-nodes", "2",
-                                      "--analytic"});
-    CHECK(analytic.exit_code == 2);
-    CHECK_THAT(analytic.err, Catch::Contains("--max-nodes"));
     // The placement flags need --max-nodes; an unknown NIC stops the search.
     for (const std::vector<std::string>& extra : {std::vector<std::string>{"--gpus-per-node", "4"}, std::vector<std::string>{"--nic", "roce-400"},
                                                   std::vector<std::string>{"--max-nodes", "2", "--nic", "carrier-pigeon"}}) {
@@ -425,6 +420,39 @@ TEST_CASE("recommend --slo --max-nodes 2: a DP 16 + EP 16 layout over two nodes 
         CHECK(bad.exit_code == 2);
         CHECK(bad.out.empty());
     }
+}
+
+TEST_CASE("recommend (analytic) --max-nodes 4: DP + EP layouts over 2 and 4 nodes, each priced as roofline --nodes prices it") {
+    // DeepSeek-V3 on H200s at 8,192 tokens, TPOT <= 30 ms: TP 8 and DP 8 + EP 8
+    // meet it; DP 16 + EP 16 over 2 nodes meets it too (a larger layout than
+    // the device's candidate); DP 32 + EP 32 over 4 nodes misses it at batch
+    // 1, its step the one roofline prices for that layout on 4 nodes.
+    const Run r = Run::kvplan({"recommend", "--model", "deepseek-v3", "--gpus", "h200", "--context", "8192", "--ttft", "2", "--tpot", "0.03",
+                               "--max-nodes", "4", "--json"});
+    INFO(r.command << "\n" << r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    // TP 1, 2, 4, 8 and DP + EP on 2, 4, 8 GPUs and 2, 4 nodes of 8.
+    CHECK(j["configurations"] == 9);
+    const nlohmann::json* four = nullptr;
+    for (const auto& c : j["rejected"])
+        if (c["attention_dp"] == 32) four = &c;
+    REQUIRE(four != nullptr);
+    CHECK((*four)["nodes_per_replica"] == 4);
+    CHECK((*four)["missed"] == nlohmann::json::array({"tpot"}));
+    const Run roof = Run::kvplan({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--dp", "32", "--enable-expert-parallel", "--nodes", "4",
+                                  "--batch", "1", "--context", "8192", "--json"});
+    REQUIRE(roof.exit_code == 0);
+    CHECK((*four)["tpot_s"].get<double>() == Approx(nlohmann::json::parse(roof.out)["rows"][0]["decode_step_s"].get<double>()).epsilon(1e-9));
+    for (const auto& c : j["candidates"]) CHECK(c["nodes_per_replica"] == 1);
+    CHECK_THAT(Run::kvplan({"recommend", "--model", "deepseek-v3", "--gpus", "h200", "--context", "8192", "--ttft", "2", "--tpot", "0.03",
+                            "--max-nodes", "4"})
+                   .out,
+               Catch::Contains("h200 DP 32 + EP 32 over 4 nodes: misses TPOT 30.0 ms"));
+    // --gpus-per-node and --nic need --max-nodes here too.
+    const Run bad = Run::kvplan({"recommend", "--model", "deepseek-v3", "--context", "8192", "--ttft", "2", "--tpot", "0.03", "--nic", "roce-400"});
+    CHECK(bad.exit_code == 2);
+    CHECK_THAT(bad.err, Catch::Contains("add --max-nodes N"));
 }
 
 TEST_CASE("recommend --slo --two-batch-overlap: the DP + EP layouts run as two micro-batches, their commands say so") {

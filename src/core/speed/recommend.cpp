@@ -31,13 +31,26 @@ std::vector<std::int64_t> tp_degrees(const ModelSpec& spec, const RecommendInput
     return out;
 }
 
+// A DP + EP layout's size: its GPUs and the nodes they span.
+struct LayoutSize {
+    std::int64_t gpus = 0, nodes = 1;
+};
+
 // DP + EP layouts tried for a mixture-of-experts model: 2, 4 and 8 GPUs (one
-// node) up to --max-gpus, dividing --num-gpus when it is given.
-std::vector<std::int64_t> expert_layout_sizes(const ModelSpec& spec, const RecommendInputs& in) {
-    std::vector<std::int64_t> out;
+// node) up to --max-gpus, then 2, 4, 8 and 16 whole nodes up to --max-nodes
+// (the SLO search's sizes, cli/recommend_search.cpp), each dividing
+// --num-gpus when it is given.
+std::vector<LayoutSize> expert_layout_sizes(const ModelSpec& spec, const RecommendInputs& in, const Gpu& gpu) {
+    std::vector<LayoutSize> out;
     if (spec.experts <= 0 || in.all_to_all.empty()) return out;
+    const auto fits = [&](std::int64_t g) { return in.num_gpus == 0 || in.num_gpus % g == 0; };
     for (std::int64_t g : {2, 4, 8})
-        if (g <= in.max_gpus && (in.num_gpus == 0 || in.num_gpus % g == 0)) out.push_back(g);
+        if (g <= in.max_gpus && fits(g)) out.push_back({g, 1});
+    const std::int64_t per_node = in.gpus_per_node > 0 ? in.gpus_per_node : default_gpus_per_node(gpu.interconnect);
+    for (std::int64_t n : {2, 4, 8, 16}) {
+        const std::int64_t g = checked_mul(per_node, n, "GPUs of a layout");
+        if (n <= in.max_nodes && fits(g)) out.push_back({g, n});
+    }
     return out;
 }
 
@@ -64,11 +77,11 @@ struct ExpertLayoutPlan {
     CostModel cost;
 };
 
-std::optional<ExpertLayoutPlan> expert_layout(const RecommendInputs& in, const Gpu& gpu, std::int64_t gpus, const WeightSizing& weights) {
+std::optional<ExpertLayoutPlan> expert_layout(const RecommendInputs& in, const Gpu& gpu, LayoutSize size, const WeightSizing& weights) {
     ScaleOutInputs si;
     si.rules = ScaleOutRules::Vllm;
     si.tp = 1;
-    si.dp = gpus;
+    si.dp = size.gpus;
     si.enable_expert_parallel = true;
     ScaleOut so;
     try {
@@ -88,7 +101,8 @@ std::optional<ExpertLayoutPlan> expert_layout(const RecommendInputs& in, const G
     if (!in.weights.as_checkpoint)
         cap.weights_bytes = stage_weights_scaled(weights, *in.model, pipeline_stages(static_cast<std::int64_t>(in.model->layers.size()), 1).at(0), 1, so).total_bytes;
     const CostModelInputs cost_in{in.model, gpu, in.weights, in.kv_dtype, so.attention_tp, in.efficiency, std::nullopt};
-    return ExpertLayoutPlan{plan_capacity(*in.model, cap), make_cost_model(cost_in, ExpertLayoutInputs{so, 1.0, in.all_to_all, 0, Nic{}})};
+    const ExpertLayoutInputs layout{so, 1.0, in.all_to_all, size.nodes > 1 ? size.gpus / size.nodes : 0, size.nodes > 1 ? in.nic : Nic{}};
+    return ExpertLayoutPlan{plan_capacity(*in.model, cap), make_cost_model(cost_in, layout)};
 }
 
 // TensorRT-LLM sizes its pool as a fraction of the memory free after weights
@@ -223,11 +237,12 @@ Recommendation recommend(const RecommendInputs& in) {
         }
         // Mixture-of-experts models: the smallest DP + EP layout that meets both targets is a second candidate.
         bool ep_chosen = false;
-        for (std::int64_t g : expert_layout_sizes(spec, in)) {
-            const std::optional<ExpertLayoutPlan> p = expert_layout(in, gpu, g, weights);
+        for (const LayoutSize& size : expert_layout_sizes(spec, in, gpu)) {
+            const std::optional<ExpertLayoutPlan> p = expert_layout(in, gpu, size, weights);
             if (!p || p->cost.flops_per_s <= 0) continue;
             ++out.configurations;
-            Candidate c = replica(in, p->cost, p->memory, 1, prompt, g);
+            Candidate c = replica(in, p->cost, p->memory, 1, prompt, size.gpus);
+            c.nodes = size.nodes;
             if (c.max_requests < 1) {
                 out.rejected.push_back(c);
                 continue;

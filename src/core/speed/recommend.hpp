@@ -36,6 +36,12 @@ struct RecommendInputs {
     // expert parallelism on 2, 4 and 8 GPUs of one node (docs/scale-out.md),
     // priced with this published all-to-all table; empty: not tried.
     std::vector<AllToAllLatency> all_to_all;
+    // ... and over 2, 4, 8 and 16 whole nodes up to max_nodes, of
+    // gpus_per_node GPUs each (0: the device's scale-up domain), their
+    // all-to-all between nodes over `nic` (docs/scale-out.md, "Nodes and NICs").
+    std::int64_t max_nodes = 1;
+    std::int64_t gpus_per_node = 0;
+    Nic nic;
 };
 
 // A target a configuration can miss: memory (not one request of the context
