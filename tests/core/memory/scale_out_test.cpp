@@ -268,3 +268,89 @@ TEST_CASE("DeepSeek-V3 on 8 H200 under TensorRT-LLM with attention DP 8 and EP 8
     CHECK(dep8.rows[1].max_requests == 18);
     CHECK(dep8.rows[1].max_requests_replica == 144);
 }
+
+// Kimi-K2 and Qwen3-235B-A22B in the shapes of their published architectures
+// (tests/fixtures/constructed/README.md). Parts as `kvplan size` lists them:
+//   Kimi-K2 (fp8, 384 routed experts, 61 layers, 1 dense, MLA, vocab 163,840):
+//     embeddings 2,348,810,240  attention 6,169,957,728  mlp 396,458,496
+//     experts 1,014,933,749,760  shared_experts 2,643,056,640
+//     router 330,393,600  norms 2,013,184  lm_head 2,348,810,240
+//   Qwen3-235B-A22B (bf16, 128 experts, 94 layers, 4 KV heads of 128):
+//     embeddings 1,244,659,712  attention 13,404,995,584
+//     experts 454,192,791,552  router 98,566,144  norms 1,596,416
+//     lm_head 1,244,659,712
+
+TEST_CASE("the constructed Kimi-K2 and Qwen3-235B-A22B have their published parameter totals") {
+    // Moonshot's model card: 1T total, 32B activated; Qwen3's: 235B total, 22B activated.
+    const ModelSpec kimi = fixture("constructed/kimi-k2.json");
+    const ModelSpec qwen = fixture("constructed/qwen3-235b-a22b.json");
+    // By hand for Kimi-K2: experts 60 MoE layers x 384 x 3 x 7,168 x 2,048 =
+    // 1,014,686,023,680; the rest (attention, 1 dense MLP, shared experts,
+    // router, embeddings, head, norms) 11,722,208,768: 1,026,408,232,448,
+    // "1T"; active: 60 x 8 x 44,040,192 of the experts + the rest = 32,861,500,928, "32B".
+    CHECK(size_weights(kimi).params == 1'026'408'232'448);
+    CHECK(size_weights(kimi).active_params == 32'861'500'928);
+    // Qwen3: 94 x 128 x 3 x 4,096 x 1,536 = 227,096,395,776 of experts, 235.09B in all, 22.19B active.
+    CHECK(size_weights(qwen).params == 235'093'634'560);
+    CHECK(size_weights(qwen).active_params == 22'190'763'520);
+}
+
+TEST_CASE("Kimi-K2 fp8 leaves no KV pool on 8 H200s under vLLM, and 711,024 tokens a rank on 16 with DP 16 + EP 16") {
+    const ModelSpec m = fixture("constructed/kimi-k2.json");
+    // DP 8 + EP 8: 48 of 384 experts, 1,014,933,749,760 x 48 / 384 = 126,866,718,720 B,
+    // and every other part whole: 2,348,810,240 x 2 + 6,169,957,728 + 396,458,496
+    // + 2,643,056,640 + 330,393,600 + 2,013,184 = 14,239,500,128 B; 141,106,218,848 B
+    // in all, more than the 135,020,886,884 B vLLM takes (0.9 x 150,023,207,649).
+    const CapacityPlan dp8 = plan(m, Engine::Vllm, 1, vllm_dp(1, 8, true));
+    CHECK(dp8.budget.weights_bytes == 141'106'218'848);
+    CHECK(dp8.budget.kv_pool_bytes < 0);
+    CHECK(dp8.rows[0].max_requests == 0);
+    // TP 8 holds 1,029,173,249,888 / 8 of it, but the overhead leaves no pool either:
+    // Moonshot's deployment guide makes 16 GPUs the smallest unit for its FP8 weights.
+    CHECK(plan(m, Engine::Vllm, 8, std::nullopt).budget.kv_pool_bytes < 0);
+    // DP 16 + EP 16: 24 experts a GPU, 63,433,359,360 B + 14,239,500,128 = 77,672,859,488 B.
+    // Pool: 135,020,886,884 - 77,672,859,488 - 826,781,204 non-torch
+    // - 1,258,291,200 activations (8,192 x (3 x 18,432 + 3 x 7,168) x 2 B)
+    // - 5,263,851,520 sampler (1,024 x 163,840 x 38 + 146,800,640 - 1,258,291,200)
+    // - 33,554,432 cuBLAS = 49,965,549,040 B; / 1,124,352 B a block (16 x 70,272)
+    // = 44,439 blocks = 711,024 tokens a rank.
+    const CapacityPlan dp16 = plan(m, Engine::Vllm, 1, vllm_dp(1, 16, true));
+    CHECK(dp16.kv_bytes_per_token_per_gpu == 70'272);
+    CHECK(dp16.budget.weights_bytes == 77'672'859'488);
+    CHECK(dp16.budget.kv_pool_bytes == 49'965'549'040);
+    CHECK(*dp16.num_blocks == 44'439);
+    CHECK(*dp16.kv_cache_tokens == 711'024);
+    // 4K: 44,439 / 256 = 173 a rank, 2,768 on 16; 32K: / 2,048 = 21, 336.
+    CHECK(dp16.rows[0].max_requests == 173);
+    CHECK(dp16.rows[0].max_requests_replica == 2'768);
+    CHECK(dp16.rows[1].max_requests == 21);
+    CHECK(dp16.rows[1].max_requests_replica == 336);
+}
+
+TEST_CASE("Qwen3-235B-A22B on 8 H200s with EP 8 under vLLM: whole experts, attention and its 4 KV heads over TP 8") {
+    const ModelSpec m = fixture("constructed/qwen3-235b-a22b.json");
+    // vLLM --tensor-parallel-size 8 --enable-expert-parallel: 16 of 128 experts,
+    // 454,192,791,552 / 8 = 56,774,098,944 B; attention, embeddings and head / 8:
+    // 1,675,624,448 + 155,582,464 x 2; router 98,566,144 and norms 1,596,416 whole:
+    // 58,861,050,880 B.
+    ScaleOutInputs in = vllm_dp(8, 1, true);
+    const CapacityPlan ep8 = plan(m, Engine::Vllm, 8, in);
+    REQUIRE(ep8.scale_out);
+    CHECK(ep8.scale_out->ep == 8);
+    CHECK(ep8.scale_out->experts_per_gpu == 16);
+    CHECK(ep8.budget.weights_bytes == 58'861'050'880);
+    // 4 KV heads over TP 8: each GPU holds one, as vLLM replicates them:
+    // 94 x 1 x 128 x 2 (K, V) x 2 B = 48,128 B a token.
+    CHECK(ep8.kv_bytes_per_token_per_gpu == 48'128);
+    // Pool: 135,020,886,884 - 58,861,050,880 - 826,781,204 non-torch
+    // - 276,824,064 activations (8,192 x (3 x 12,288 / 8 + 3 x 4,096) x 2 B)
+    // - 5,719,195,648 sampler - 33,554,432 cuBLAS = 69,303,480,656 B;
+    // / 770,048 B a block = 89,998 blocks = 1,439,968 tokens;
+    // 4K: / 256 = 351 requests, 32K: / 2,048 = 43.
+    CHECK(ep8.budget.kv_pool_bytes == 69'303'480'656);
+    CHECK(*ep8.kv_cache_tokens == 1'439'968);
+    CHECK(ep8.rows[0].max_requests == 351);
+    CHECK(ep8.rows[1].max_requests == 43);
+    // Plain TP 8 shards the router too (7/8 of 98,566,144 + 1,596,416 = 87,642,240 B less).
+    CHECK(plan(m, Engine::Vllm, 8, std::nullopt).budget.weights_bytes == 58'861'050'880 - 87'642'240);
+}

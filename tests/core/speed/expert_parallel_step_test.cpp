@@ -249,3 +249,45 @@ TEST_CASE("dp_mixed_step refuses a plain cost model and a wrong number of ranks"
     CHECK_THROWS_AS(dp_mixed_step(plain(), {&rank}), std::logic_error);
     CHECK_THROWS_AS(dp_mixed_step(layout(vllm_dp8_ep8()), {&rank, &rank}), std::logic_error);
 }
+
+TEST_CASE("Kimi-K2 DP 16 + EP 16 over two nodes and Qwen3-235B-A22B EP 8: their dispatch and combine bytes by hand") {
+    // Kimi-K2 (tests/fixtures/constructed/kimi-k2.json): hidden 7,168 as
+    // DeepSeek-V3's, so fp8 dispatch 7,392 B and bf16 combine 14,336 B a copy;
+    // 60 MoE layers (61, first_k_dense_replace 1). At batch 128 over 16 ranks,
+    // 8 a rank: 8 x 8 / 16 x 16 = 64 token-expert pairs a rank, 15/16 of them
+    // remote: 60 x 21,728 x 60 layers = 78,220,800 B; the 8 on the other node
+    // of 8 GPUs: 32 pairs x 21,728 x 60 = 41,717,760 B over the NIC.
+    const ModelSpec kimi = fixture("constructed/kimi-k2.json");
+    ScaleOutInputs k;
+    k.tp = 1;
+    k.dp = 16;
+    k.enable_expert_parallel = true;
+    const CostModelInputs kin{&kimi, gpu("h200"), WeightFormat{}, std::nullopt, 1, pure(), std::nullopt};
+    const CostModel km = make_cost_model(kin, ExpertLayoutInputs{plan_scale_out(kimi, k), 1.0, bundled_all_to_all_latencies(), 8, find_nic("ib-ndr")});
+    CHECK(km.moe_layers == 60);
+    CHECK(km.layout.local_experts == 24);
+    CHECK(km.layout.dispatch_bytes_per_copy == 7392);
+    CHECK(km.layout.combine_bytes_per_copy == 14336);
+    const StepCost ks = decode_step(km, 128, 4096);
+    CHECK(ks.rank_expert_tokens == Approx(64));
+    CHECK(ks.all_to_all_bytes == Approx(78'220'800));
+    CHECK(ks.all_to_all_nic_bytes == Approx(41'717'760));
+    // Qwen3-235B-A22B (bf16, hidden 4,096): bf16 dispatch and combine, 8,192 B
+    // each a copy; all 94 layers MoE. vLLM --tp 8 --enable-expert-parallel at
+    // batch 64: one attention rank of 8 GPUs, 64 x 8 / 8 = 64 pairs a GPU, 7/8
+    // remote over NVLink: 56 x 16,384 x 94 = 86,245,376 B.
+    const ModelSpec qwen = fixture("constructed/qwen3-235b-a22b.json");
+    ScaleOutInputs q;
+    q.tp = 8;
+    q.dp = 1;
+    q.enable_expert_parallel = true;
+    const CostModelInputs qin{&qwen, gpu("h200"), WeightFormat{}, std::nullopt, 8, pure(), std::nullopt};
+    const CostModel qm = make_cost_model(qin, ExpertLayoutInputs{plan_scale_out(qwen, q), 1.0, bundled_all_to_all_latencies(), 8, find_nic("ib-ndr")});
+    CHECK(qm.moe_layers == 94);
+    CHECK(qm.layout.local_experts == 16);
+    CHECK(qm.layout.dispatch_bytes_per_copy == 8192);
+    CHECK(qm.layout.combine_bytes_per_copy == 8192);
+    const StepCost qs = decode_step(qm, 64, 4096);
+    CHECK(qs.all_to_all_bytes == Approx(86'245'376));
+    CHECK(qs.all_to_all_nic_bytes == 0);
+}
