@@ -125,10 +125,12 @@ void sglang_rules(ScaleOut& so, const ScaleOutInputs& in) {
 // each GPU is its own attention rank, and every GEMM weight outside the
 // routed experts is replicated ("Data Parallelism for Attention: all GEMM
 // weights are replicated on all GPUs; the KV cache is partitioned",
-// docs/source/features/parallel-strategy.md): the dense MLP and shared
-// experts take overridden_tp_size 1 (GatedMLP in modeling_deepseekv3.py,
-// modeling_qwen3_moe.py), DeepseekV3Model's Embedding has no mapping, and
-// the LM head is whole unless enable_lm_head_tp_in_adp (not modelled).
+// docs/source/features/parallel-strategy.md): the dense MLP takes TP 1
+// (_torch/models/modeling_deepseekv3.py, _compute_mlp_tp_size: "If using
+// attention DP, the MLP also uses DP instead of TP"), the shared experts
+// likewise (GatedMLP(overridden_tp_size=1) under attention DP), the
+// Embedding of DeepseekV3Model has no mapping, and the LM head is whole
+// unless enable_lm_head_tp_in_adp (not modelled).
 // Routed experts: moe_tp_size x moe_ep_size = tp_size (mapping.py).
 void trtllm_rules(ScaleOut& so, const ScaleOutInputs& in) {
     if (in.enable_expert_parallel) usage_error("--enable-expert-parallel is vLLM's flag; TensorRT-LLM takes --ep N (moe_expert_parallel_size)");
