@@ -202,29 +202,53 @@ std::int64_t RadixCache::evict(std::int64_t tokens) {
     return freed;
 }
 
+// One pass over the nodes, one over the edge map and one over the leaf set,
+// with scratch vectors kept between calls: the same checks as looking up
+// every node's edge and leaf entry, without a hash or set lookup per node
+// (the lookups and a fresh vector each pass were half of fuzz_trace's time
+// on its larger inputs). The edge map holds one entry per live node but the
+// root, each keyed by that node's (parent, first token), no node twice; the
+// leaf set one entry per evictable leaf, by its last access, no node twice.
 KVPLAN_INVARIANT_WALK bool RadixCache::consistent() const {
-    std::int64_t total = 0, evictable = 0, leaves = 0;
-    std::vector<std::int64_t> children(nodes_.size(), 0);
-    for (std::size_t i = 1; i < nodes_.size(); ++i) {
-        const Node& n = nodes_[i];
+    const auto size = static_cast<NodeId>(nodes_.size());
+    std::int64_t total = 0, evictable = 0, leaves = 0, live = 0;
+    std::vector<std::int64_t>& children = walk_children_;
+    std::vector<char>& seen = walk_seen_;
+    children.assign(nodes_.size(), 0);
+    for (NodeId i = 1; i < size; ++i) {
+        const Node& n = nodes_[static_cast<std::size_t>(i)];
         if (!n.alive) continue;
-        const Node& p = at(n.parent);
+        if (n.parent < 0 || n.parent >= size) return false;
+        const Node& p = nodes_[static_cast<std::size_t>(n.parent)];
         if (!p.alive || n.depth != p.depth + n.tokens || n.tokens <= 0) return false;
         if (p.parent >= 0 && p.lock_ref < n.lock_ref) return false;  // a lock covers the whole path
-        if (child(n.parent, n.id) != static_cast<NodeId>(i)) return false;
         children[static_cast<std::size_t>(n.parent)] += 1;
         total += n.tokens;
         if (n.lock_ref == 0) evictable += n.tokens;
+        ++live;
     }
-    for (std::size_t i = 0; i < nodes_.size(); ++i) {
-        if (nodes_[i].alive && children[i] != nodes_[i].children) return false;
-        if (evictable_leaf(nodes_[i])) {
-            if (!leaves_.count({nodes_[i].last_access, static_cast<NodeId>(i)})) return false;
-            ++leaves;
-        }
+    seen.assign(nodes_.size(), 0);
+    for (const auto& [key, id] : edges_) {
+        if (id <= 0 || id >= size) return false;
+        const Node& n = nodes_[static_cast<std::size_t>(id)];
+        if (!n.alive || seen[static_cast<std::size_t>(id)] || edge(n.parent, n.id) != key) return false;
+        seen[static_cast<std::size_t>(id)] = 1;
+    }
+    for (NodeId i = 0; i < size; ++i) {
+        const Node& n = nodes_[static_cast<std::size_t>(i)];
+        if (n.alive && children[static_cast<std::size_t>(i)] != n.children) return false;
+        if (evictable_leaf(n)) ++leaves;
+    }
+    seen.assign(nodes_.size(), 0);
+    for (const auto& [access, id] : leaves_) {
+        if (id < 0 || id >= size) return false;
+        const Node& n = nodes_[static_cast<std::size_t>(id)];
+        if (!evictable_leaf(n) || n.last_access != access || seen[static_cast<std::size_t>(id)]) return false;
+        seen[static_cast<std::size_t>(id)] = 1;
     }
     return total == total_ && evictable == evictable_ && leaves == static_cast<std::int64_t>(leaves_.size()) &&
-           static_cast<std::int64_t>(edges_.size()) == static_cast<std::int64_t>(nodes_.size() - 1 - free_ids_.size());
+           static_cast<std::int64_t>(edges_.size()) == live &&
+           live == static_cast<std::int64_t>(nodes_.size() - 1 - free_ids_.size());
 }
 
 }  // namespace kvplan

@@ -97,6 +97,9 @@ private:
     std::set<std::pair<std::int64_t, NodeId>> leaves_;  // evictable leaves by (last access, id)
     std::int64_t total_ = 0, evictable_ = 0;
     std::int64_t clock_ = 0;
+    // consistent()'s scratch, kept between calls (no allocation a pass).
+    mutable std::vector<std::int64_t> walk_children_;
+    mutable std::vector<char> walk_seen_;
 };
 
 }  // namespace kvplan
