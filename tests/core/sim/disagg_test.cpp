@@ -27,6 +27,14 @@ const DecodePricer linear_decode = [](std::int64_t batch, std::int64_t) -> std::
     return 0.005 + 1e-5 * static_cast<double>(batch);
 };
 
+// A DP group's wave: its busiest rank's `linear` step (an idle rank's dummy batch costs nothing here).
+const DpStepPricer slowest = [](const std::vector<const std::vector<SeqWork>*>& ranks) {
+    double most = 0;
+    for (const auto* r : ranks)
+        if (!r->empty()) most = std::max(most, linear(*r));
+    return most;
+};
+
 // 1,000 B per token per rank over 1 GB/s with 1 ms latency: 1 ms + 1 us per token.
 DisaggConfig slow_link(std::int64_t p = 1, std::int64_t d = 1) {
     DisaggConfig k;
@@ -129,12 +137,6 @@ TEST_CASE("P/D pools of DP groups: a lone request takes one engine's prefill ste
     // The hand figures of the 1P:1D case above (TTFT 18.71 ms, E2E 214.1 ms)
     // when each pool's replica is a DP group of 2 or 4 ranks whose wave costs
     // its busiest rank's step (an idle rank's dummy batch costs nothing here).
-    const DpStepPricer slowest = [](const std::vector<const std::vector<SeqWork>*>& ranks) {
-        double most = 0;
-        for (const auto* r : ranks)
-            if (!r->empty()) most = std::max(most, linear(*r));
-        return most;
-    };
     SchedulerConfig c;
     c.num_gpu_blocks = 1000;
     Workload w;
@@ -168,12 +170,6 @@ TEST_CASE("a DP decode replica's ranks pull their KV over their own links") {
     // of 2 sends the first to rank 0 and the second to rank 1 (vLLM's
     // balancer counts the one it routed), each rank's GPUs with their own
     // NIC: both transfers take 1 ms + 500 x 1 us = 1.5 ms.
-    const DpStepPricer slowest = [](const std::vector<const std::vector<SeqWork>*>& ranks) {
-        double most = 0;
-        for (const auto* r : ranks)
-            if (!r->empty()) most = std::max(most, linear(*r));
-        return most;
-    };
     Workload w;
     w.requests.push_back(SimRequest{0, 500, 100, {}, 0});
     w.requests.push_back(SimRequest{0, 500, 100, {}, 0});

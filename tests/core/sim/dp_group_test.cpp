@@ -31,6 +31,13 @@ const DpStepPricer slowest = [](const std::vector<const std::vector<SeqWork>*>& 
 // The same 5 ms + 10 us a token for one engine.
 const StepPricer linear = [](const std::vector<SeqWork>& w) { return 0.005 + 1e-5 * static_cast<double>(tokens_of(w)); };
 
+// 10 ms a wave plus 10 us per token of its busiest rank (cpu_tier_test's per-token price).
+const DpStepPricer per_token_wave = [](const std::vector<const std::vector<SeqWork>*>& ranks) {
+    std::int64_t most = 0;
+    for (const auto* r : ranks) most = std::max(most, tokens_of(*r));
+    return 0.01 + 1e-5 * static_cast<double>(most);
+};
+
 SchedulerConfig pool(std::int64_t blocks) {
     SchedulerConfig c;
     c.num_gpu_blocks = blocks;
@@ -167,13 +174,7 @@ TEST_CASE("DP ranks with a CPU tier each load from their own, and a wave waits f
         for (int copy = 0; copy < 2; ++copy) w.requests.push_back(SimRequest{at, 4112, 2, {static_cast<std::uint64_t>(content)}, 4096});
     SchedulerConfig c = pool(258);
     c.cpu_tier = CpuTierConfig{1000, 1'000'000, 1e10, 0.0};
-    // 10 ms a wave plus 10 us per token of its busiest rank (cpu_tier_test's per-token price).
-    const DpStepPricer price = [](const std::vector<const std::vector<SeqWork>*>& ranks) {
-        std::int64_t most = 0;
-        for (const auto* r : ranks) most = std::max(most, tokens_of(*r));
-        return 0.01 + 1e-5 * static_cast<double>(most);
-    };
-    const SimRun g = simulate_dp_cluster(w, c, 2, ClusterConfig{}, price, true);
+    const SimRun g = simulate_dp_cluster(w, c, 2, ClusterConfig{}, per_token_wave, true);
     REQUIRE(g.dp_ranks.size() == 2);
     CHECK(g.dp_ranks[0].requests == 3);
     CHECK(g.dp_ranks[1].requests == 3);
@@ -223,12 +224,7 @@ TEST_CASE("a DP rank waiting for its load idles through the other rank's waves")
     w.requests.push_back(SimRequest{2.0, 4112, 2, {1}, 4096});
     SchedulerConfig c = pool(258);
     c.cpu_tier = CpuTierConfig{1000, 1'000'000, 1e10, 0.0};
-    const DpStepPricer price = [](const std::vector<const std::vector<SeqWork>*>& ranks) {
-        std::int64_t most = 0;
-        for (const auto* r : ranks) most = std::max(most, tokens_of(*r));
-        return 0.01 + 1e-5 * static_cast<double>(most);
-    };
-    const SimRun g = simulate_dp_cluster(w, c, 2, ClusterConfig{}, price, true);
+    const SimRun g = simulate_dp_cluster(w, c, 2, ClusterConfig{}, per_token_wave, true);
     CHECK(g.dp_ranks[0].requests == 3);
     CHECK(g.dp_ranks[1].requests == 1);
     const RequestRecord& rc = g.requests[3];
