@@ -189,8 +189,10 @@ struct PdSide {
     CostModel cost;
 };
 
-PdSide pd_side(const SimulateOptions& o, const ModelSpec& model, const Efficiency& efficiency, const std::string& gpu_id, std::int64_t tp,
-               std::int64_t dp) {
+// `name` ("prefill" or "decode") prefixes what the side's own TP, layout
+// and pool refuse, so that the message says which pool has no room.
+PdSide pd_side(const SimulateOptions& o, const ModelSpec& model, const Efficiency& efficiency, const char* name, const std::string& gpu_id,
+               std::int64_t tp, std::int64_t dp) {
     SimulateOptions side = o;
     if (!gpu_id.empty()) {
         side.gpu.gpu = gpu_id;
@@ -202,9 +204,13 @@ PdSide pd_side(const SimulateOptions& o, const ModelSpec& model, const Efficienc
     out.gpu = resolve_gpu(side.gpu);
     out.tp = side.tp;
     if (!out.gpu.from_database) usage_error("--prefill-replicas: each pool's device must come from the database; pass --gpu ID (see `kvplan gpus`)");
-    check_tp(model, out.tp);
-    out.layout = layout_of(side, model, out.gpu);
-    out.config = engine_config(side, model, out.gpu, out.max_model_len, out.pool_source);
+    try {
+        check_tp(model, out.tp);
+        out.layout = layout_of(side, model, out.gpu);
+        out.config = engine_config(side, model, out.gpu, out.max_model_len, out.pool_source);
+    } catch (const Error& e) {
+        throw Error(e.kind(), std::string("the ") + name + " pool (" + out.gpu.name + ", TP " + std::to_string(out.tp) + "): " + e.what());
+    }
     const CostModelInputs in{&model, out.gpu, parse_weight_format("--weights-dtype", o.weights_dtype), parse_dtype_flag("--kv-dtype", o.kv_dtype),
                              out.layout ? out.layout->attention_tp : out.tp, efficiency, std::nullopt};
     if (out.layout) {
@@ -247,8 +253,8 @@ DisaggPool pool_report(const PdSide& side, std::vector<ReplicaStats> stats) {
 // device, TP, DP attention + EP layout, vLLM pool and roofline; the KV
 // priced for the decode side. Fills `r`.
 void run_disagg(const SimulateOptions& o, const ModelSpec& model, const Efficiency& efficiency, const Workload& w, SimulateResult& r) {
-    const PdSide pre = pd_side(o, model, efficiency, o.prefill_gpu, o.prefill_tp, o.prefill_dp);
-    const PdSide dec = pd_side(o, model, efficiency, o.decode_gpu, o.decode_tp, o.decode_dp);
+    const PdSide pre = pd_side(o, model, efficiency, "prefill", o.prefill_gpu, o.prefill_tp, o.prefill_dp);
+    const PdSide dec = pd_side(o, model, efficiency, "decode", o.decode_gpu, o.decode_tp, o.decode_dp);
     const auto kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
     // Each decode GPU pulls the KV its attention ranks hold: the DP rank's TP shard.
     DisaggConfig k = disagg_config(model, o.prefill_replicas, o.decode_replicas, parse_kv_link(o.kv_link, pre.gpu, dec.gpu),

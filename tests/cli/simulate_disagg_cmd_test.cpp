@@ -106,4 +106,8 @@ TEST_CASE("simulate P/D refuses flags that cannot combine, in one line") {
     expect_usage_error(with({"--kv-link", "roce"}), "need --prefill-replicas and --decode-replicas");
     expect_usage_error(with({"--prefill-replicas", "1", "--decode-replicas", "1", "--decode-gpu", "l40s", "--kv-link", "nvlink"}),
                        "--kv-link nvlink");
+    // Llama-3.1-8B's 14.96 GiB of bf16 weights exceed 0.9 x a T4's 14.56 GiB:
+    // the refusal says that the decode pool is the one without room.
+    expect_usage_error(with({"--prefill-replicas", "1", "--decode-replicas", "1", "--decode-gpu", "t4"}),
+                       "the decode pool (NVIDIA T4 16GB, TP 1): the model leaves no KV cache memory on NVIDIA T4 16GB");
 }
