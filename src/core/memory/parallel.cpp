@@ -3,6 +3,7 @@
 #include "core/checked.hpp"
 #include "core/error.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace kvplan {
@@ -35,6 +36,7 @@ std::int64_t stage_weight_bytes(const WeightSizing& weights, const ModelSpec& sp
     const bool first = stage.index == 0;
     const bool last = stage.index == pp - 1;
     std::int64_t bytes = 0;
+    std::int64_t whole = 0;  // held whole by every rank (WeightPart::whole_bytes)
     std::int64_t embedding = 0;
     bool has_head = false;
     for (const WeightPart& p : weights.parts) {
@@ -47,11 +49,13 @@ std::int64_t stage_weight_bytes(const WeightSizing& weights, const ModelSpec& sp
         } else if (layers > 0) {
             // Per-layer parts: this stage's share, rounded up.
             bytes = checked_add(bytes, ceil_div(checked_mul(p.bytes, stage.layers, "stage weight bytes"), layers));
+            whole = checked_add(whole, ceil_div(checked_mul(p.whole_bytes, stage.layers, "stage weight bytes"), layers));
         }
     }
     if (spec.tied_embeddings && !has_head && last && !first) bytes = checked_add(bytes, embedding);
     if (weights.parts.empty()) bytes = ceil_div(checked_mul(weights.bytes, stage.layers, "stage weight bytes"), std::max<std::int64_t>(1, layers));
-    return ceil_div(bytes, tp);
+    whole = std::min(whole, bytes);
+    return checked_add(ceil_div(bytes - whole, tp), whole);
 }
 
 }  // namespace kvplan
@@ -194,8 +198,8 @@ StageWeights stage_weights_scaled(const WeightSizing& weights, const ModelSpec& 
     StageWeights out;
     std::int64_t embedding = 0;
     bool has_head = false;
-    auto add = [&](ParamPart part, std::int64_t stage_bytes, std::int64_t divisor, std::int64_t bytes) {
-        WeightShare w{part, bytes, stage_bytes, divisor};
+    auto add = [&](ParamPart part, std::int64_t stage_bytes, std::int64_t divisor, std::int64_t bytes, std::int64_t whole = 0) {
+        WeightShare w{part, bytes, stage_bytes, divisor, whole};
         out.shares.push_back(w);
         if (part == ParamPart::Experts)
             out.expert_bytes = checked_add(out.expert_bytes, bytes);
@@ -207,6 +211,7 @@ StageWeights stage_weights_scaled(const WeightSizing& weights, const ModelSpec& 
         if (p.part == ParamPart::Embedding) embedding = p.bytes;
         if (p.part == ParamPart::Head) has_head = true;
         std::int64_t stage_bytes = 0;
+        std::int64_t stage_whole = 0;  // of stage_bytes, whole on every attention TP rank
         if (p.part == ParamPart::Embedding) {
             if (!first) continue;
             stage_bytes = p.bytes;
@@ -215,6 +220,7 @@ StageWeights stage_weights_scaled(const WeightSizing& weights, const ModelSpec& 
             stage_bytes = p.bytes;
         } else if (layers > 0) {
             stage_bytes = ceil_div(checked_mul(p.bytes, stage.layers, "stage weight bytes"), layers);
+            stage_whole = std::min(stage_bytes, ceil_div(checked_mul(p.whole_bytes, stage.layers, "stage weight bytes"), layers));
         }
         switch (p.part) {
             case ParamPart::Experts: {
@@ -226,7 +232,9 @@ StageWeights stage_weights_scaled(const WeightSizing& weights, const ModelSpec& 
                 break;
             }
             case ParamPart::Attention:
-            case ParamPart::Mixer: add(p.part, stage_bytes, so.attention_tp, ceil_div(stage_bytes, so.attention_tp)); break;
+            case ParamPart::Mixer:
+                add(p.part, stage_bytes, so.attention_tp, checked_add(stage_whole, ceil_div(stage_bytes - stage_whole, so.attention_tp)), stage_whole);
+                break;
             case ParamPart::Mlp: add(p.part, stage_bytes, so.dense_mlp_tp, ceil_div(stage_bytes, so.dense_mlp_tp)); break;
             case ParamPart::SharedExperts: add(p.part, stage_bytes, so.shared_experts_tp, ceil_div(stage_bytes, so.shared_experts_tp)); break;
             case ParamPart::Embedding: add(p.part, stage_bytes, so.embedding_tp, ceil_div(stage_bytes, so.embedding_tp)); break;

@@ -32,7 +32,9 @@ ModelSpec stage_model(const ModelSpec& spec, const PipelineStage& stage);
 // Weight bytes one GPU of `stage` holds: per-layer parts in proportion to the
 // stage's layers, the embedding on the first stage, the LM head on the last
 // (a tied head is a second copy there when pp > 1, as vLLM loads it), all
-// divided over `tp` ranks (norms, replicated in practice, are negligible).
+// divided over `tp` ranks but for the tensors every rank holds whole (MLA's
+// down-projections, WeightPart::whole_bytes); norms, replicated in practice,
+// are negligible and divided too.
 std::int64_t stage_weight_bytes(const WeightSizing& weights, const ModelSpec& spec, const PipelineStage& stage,
                                 std::int64_t pp, std::int64_t tp);
 
@@ -122,6 +124,7 @@ struct WeightShare {
     std::int64_t bytes = 0;       // on one GPU of the stage
     std::int64_t stage_bytes = 0; // the stage's whole copy of this part
     std::int64_t divisor = 1;     // TP split; for routed experts EP x expert TP
+    std::int64_t whole_bytes = 0; // of stage_bytes, held whole rather than split (MLA's down-projections)
 };
 
 struct StageWeights {

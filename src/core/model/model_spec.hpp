@@ -57,6 +57,9 @@ struct ParamTensor {
     std::int64_t copies = 1;           // layers (x experts) that hold one
     bool linear = false;               // a projection weight a quantizer may convert
     std::optional<Dtype> fixed_dtype;  // stored in this dtype whatever the model's (e.g. fp32 biases)
+    // Held whole by every TP rank of its part: MLA's down-projections, which
+    // all three engines replicate (see param_count.cpp add_mla).
+    bool whole_under_tp = false;
 };
 
 // quantization_config's quant_method, as far as kvplan tells them apart.

@@ -92,7 +92,7 @@ namespace {
 class TensorList {
 public:
     void add(ParamPart part, const std::string& name, std::int64_t rows, std::int64_t cols, std::int64_t copies,
-             bool linear, std::optional<Dtype> fixed = std::nullopt) {
+             bool linear, std::optional<Dtype> fixed = std::nullopt, bool whole_under_tp = false) {
         if (rows == 0 || cols == 0 || copies == 0) return;
         auto key = std::make_tuple(static_cast<int>(part), name, rows, cols, linear, fixed ? static_cast<int>(*fixed) : -1);
         auto it = index_.find(key);
@@ -101,13 +101,17 @@ public:
             return;
         }
         index_[key] = tensors_.size();
-        tensors_.push_back(ParamTensor{part, name, rows, cols, copies, linear, fixed});
+        tensors_.push_back(ParamTensor{part, name, rows, cols, copies, linear, fixed, whole_under_tp});
     }
     void matrix(ParamPart part, const std::string& name, std::int64_t out, std::int64_t in, std::int64_t copies = 1) {
         add(part, name, out, in, copies, true);
     }
     void vector(ParamPart part, const std::string& name, std::int64_t n, std::int64_t copies = 1) {
         add(part, name, n, 1, copies, false);
+    }
+    // A matrix every TP rank holds whole (ParamTensor::whole_under_tp).
+    void whole_matrix(ParamPart part, const std::string& name, std::int64_t out, std::int64_t in) {
+        add(part, name, out, in, 1, true, std::nullopt, true);
     }
     std::vector<ParamTensor> take() { return std::move(tensors_); }
 
@@ -150,6 +154,14 @@ void add_attention(TensorList& t, const ModelDims& d, const LayerPlan& layer, bo
 
 // MLA (DeepSeek-V2/V3): low-rank q (when q_lora_rank is set) and a joint
 // low-rank KV projection whose output is the cached latent plus the RoPE key.
+// The two down-projections (q_a_proj, kv_a_proj_with_mqa) are whole on every
+// TP rank in all three engines: vLLM fuses them into fused_qkv_a_proj with
+// disable_tp=True (kv_a_proj_with_mqa alone is a ReplicatedLinear without
+// q_lora_rank; vllm/model_executor/models/deepseek_v2.py), SGLang into a
+// ReplicatedLinear fused_qkv_a_proj_with_mqa (python/sglang/srt/models/
+// deepseek_v2.py), TensorRT-LLM into a kv_a_proj_with_mqa Linear with no
+// mapping (_torch/models/modeling_deepseekv3.py DeepseekV3Attention). The
+// up-projections and o_proj split over TP with the heads.
 void add_mla(TensorList& t, const ConfigReader& cfg, const ModelDims& d) {
     std::int64_t rank = cfg.require_int({"kv_lora_rank"}, 1, 1'000'000);
     std::int64_t nope = cfg.require_int({"qk_nope_head_dim"}, 0, 100'000);
@@ -157,13 +169,13 @@ void add_mla(TensorList& t, const ConfigReader& cfg, const ModelDims& d) {
     std::int64_t v = cfg.require_int({"v_head_dim"}, 1, 100'000);
     std::int64_t qk = nope + rope;
     if (auto q_rank = cfg.get_int({"q_lora_rank"}, 1, 1'000'000)) {
-        t.matrix(ParamPart::Attention, "q_a_proj", *q_rank, d.hidden);
+        t.whole_matrix(ParamPart::Attention, "q_a_proj", *q_rank, d.hidden);
         t.vector(ParamPart::Norm, "q_a_layernorm", *q_rank);
         t.matrix(ParamPart::Attention, "q_b_proj", checked_mul(d.heads, qk), *q_rank);
     } else {
         t.matrix(ParamPart::Attention, "q_proj", checked_mul(d.heads, qk), d.hidden);
     }
-    t.matrix(ParamPart::Attention, "kv_a_proj_with_mqa", rank + rope, d.hidden);
+    t.whole_matrix(ParamPart::Attention, "kv_a_proj_with_mqa", rank + rope, d.hidden);
     t.vector(ParamPart::Norm, "kv_a_layernorm", rank);
     t.matrix(ParamPart::Attention, "kv_b_proj", checked_mul(d.heads, nope + v), rank);
     t.matrix(ParamPart::Attention, "o_proj", d.hidden, checked_mul(d.heads, v));
@@ -290,7 +302,7 @@ std::vector<ParamTensor> count_params(const ConfigReader& cfg, const ModelDims& 
         } else if (layer.ffn == Ffn::Moe) {
             add_moe(t, cfg, d);
         }
-        for (const ParamTensor& p : t.take()) all.add(p.part, p.name, p.rows, p.cols, p.copies, p.linear, p.fixed_dtype);
+        for (const ParamTensor& p : t.take()) all.add(p.part, p.name, p.rows, p.cols, p.copies, p.linear, p.fixed_dtype, p.whole_under_tp);
     }
 
     all.add(ParamPart::Embedding, "embed_tokens", d.vocab + tr.extra_embedding_rows, d.hidden, 1, false);

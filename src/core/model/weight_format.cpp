@@ -127,7 +127,7 @@ WeightSizing size_weights_in(const ModelSpec& spec, const WeightFormat& f) {
         return out;
     }
     out.bytes = 0;
-    for (WeightPart& p : out.parts) p.bytes = 0;
+    for (WeightPart& p : out.parts) p.bytes = p.whole_bytes = 0;
     for (const ParamTensor& t : spec.params) {
         const double elements = static_cast<double>(t.rows) * static_cast<double>(t.cols) * static_cast<double>(t.copies);
         const bool matrix = t.cols > 1;
@@ -138,7 +138,10 @@ WeightSizing size_weights_in(const ModelSpec& spec, const WeightFormat& f) {
         const std::int64_t bytes = static_cast<std::int64_t>(std::ceil(elements * bits / 8.0));
         out.bytes = checked_add(out.bytes, bytes, "weight bytes");
         for (WeightPart& p : out.parts)
-            if (p.part == t.part) p.bytes = checked_add(p.bytes, bytes, "weight bytes");
+            if (p.part == t.part) {
+                p.bytes = checked_add(p.bytes, bytes, "weight bytes");
+                if (t.whole_under_tp) p.whole_bytes = checked_add(p.whole_bytes, bytes, "weight bytes");
+            }
     }
     return out;
 }

@@ -61,9 +61,13 @@ void use_stored(const StoredWeights& s, bool unquantized, WeightSizing& out) {
         else if (p.part == ParamPart::Experts) p.bytes = s.expert_bytes;
         else {
             // rest x (this part's share of the formula's rest), in doubles: the product overflows int64 for 1T models.
+            const std::int64_t formula = p.bytes;
             p.bytes = rest_formula > 0 ? static_cast<std::int64_t>(static_cast<double>(rest) * static_cast<double>(p.bytes) /
                                                                    static_cast<double>(rest_formula))
                                        : 0;
+            // The whole-under-TP tensors keep their share of the part.
+            if (formula > 0)
+                p.whole_bytes = static_cast<std::int64_t>(static_cast<double>(p.whole_bytes) * static_cast<double>(p.bytes) / static_cast<double>(formula));
             shared += p.bytes;
             last_rest = &p;
         }
@@ -108,8 +112,13 @@ WeightSizing size_weights_of(const ModelSpec& spec, std::optional<Dtype> dtype_o
         out.active_params = checked_add(out.active_params, active, "parameter count");
         out.bytes = checked_add(out.bytes, bytes, "weight bytes");
         auto it = std::find_if(parts.begin(), parts.end(), [&](const WeightPart& p) { return p.part == t.part; });
-        if (it == parts.end()) parts.push_back(WeightPart{t.part, params, bytes});
-        else { it->params += params; it->bytes += bytes; }
+        if (it == parts.end()) it = parts.insert(parts.end(), WeightPart{t.part, 0, 0, 0, 0});
+        it->params += params;
+        it->bytes += bytes;
+        if (t.whole_under_tp) {
+            it->whole_params += params;
+            it->whole_bytes += bytes;
+        }
     }
     std::sort(parts.begin(), parts.end(), [](const WeightPart& a, const WeightPart& b) { return a.part < b.part; });
     out.parts = std::move(parts);

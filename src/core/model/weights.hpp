@@ -15,6 +15,8 @@ struct WeightPart {
     ParamPart part;
     std::int64_t params = 0;
     std::int64_t bytes = 0;
+    std::int64_t whole_params = 0; // of `params`, tensors every TP rank holds whole (ParamTensor::whole_under_tp)
+    std::int64_t whole_bytes = 0;  // their bytes
 };
 
 struct WeightSizing {

@@ -161,6 +161,7 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
     m.weight_bytes_total = static_cast<double>(w.bytes);
     const double tp = static_cast<double>(in.tp);
     double dense = 0, expert_part = 0, embedding = 0, expert_params = 0;
+    double whole = 0, whole_params = 0;  // held and computed whole on every TP rank (MLA's down-projections)
     std::int64_t embedding_params = 0;
     bool has_head = false;
     std::int64_t head_params = 0;
@@ -177,6 +178,8 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
             if (with_head) dense += static_cast<double>(p.bytes);
         } else {
             dense += static_cast<double>(p.bytes) * layer_share;
+            whole += static_cast<double>(p.whole_bytes) * layer_share;
+            whole_params += static_cast<double>(p.whole_params) * layer_share;
         }
     }
     if (w.parts.empty()) dense = static_cast<double>(w.bytes) * layer_share;  // hand-built: --params only
@@ -192,7 +195,7 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
         if (sample || staged) m.moe_layers = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(static_cast<double>(m.moe_layers) * layer_share)));
     }
     else dense += expert_part;
-    m.dense_weight_bytes = dense / tp;
+    m.dense_weight_bytes = (dense - whole) / tp + whole;
     if (layout) {
         // A sample (a speculative head's one layer) keeps the layout; a pipeline stage does not take one.
         if (staged) usage_error("--dp / --ep: the data-parallel step is priced for the whole model, without --pp");
@@ -217,7 +220,7 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
         active = static_cast<std::int64_t>(static_cast<double>(active - head) * layer_share) + (with_head ? head : 0);
     }
     m.active_params = active;
-    m.matmul_flops_per_token = 2.0 * static_cast<double>(active) / tp;
+    m.matmul_flops_per_token = 2.0 * (static_cast<double>(active) - whole_params) / tp + 2.0 * whole_params;
 
     // KV and state per layer group, one GPU.
     KvOptions kvo;

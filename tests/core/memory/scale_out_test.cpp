@@ -15,6 +15,8 @@
 //     lm_head 262,144,000
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "core/memory/capacity.hpp"
 #include "core/memory/parallel.hpp"
 #include "core/model/weights.hpp"
@@ -156,6 +158,37 @@ TEST_CASE("gpt-oss-120b and Mixtral with EP 8 hold whole experts, attention stil
     CHECK(stage_weight_bytes(size_weights(x), x, whole, 1, 8) == 11'675'698'176);
 }
 
+TEST_CASE("MLA's down-projections are whole on every TP rank, as vLLM, SGLang and TensorRT-LLM load them") {
+    const ModelSpec m = preset("deepseek-v3");
+    const WeightSizing w = size_weights(m);
+    // q_a_proj 1,536 x 7,168 and kv_a_proj_with_mqa (512 + 64) x 7,168, fp8
+    // with one fp32 scale per 128 x 128 block: 11,010,048 + 12 x 56 x 4 and
+    // 4,128,768 + 5 x 56 x 4 = 15,142,624 B a layer, x 61 = 923,700,064 B.
+    const auto attention = std::find_if(w.parts.begin(), w.parts.end(), [](const WeightPart& p) { return p.part == ParamPart::Attention; });
+    REQUIRE(attention != w.parts.end());
+    CHECK(attention->whole_bytes == 923'700'064);
+    CHECK(attention->whole_params == 61 * (1536 + 576) * 7168);
+    // Plain TP 8: (673,150,611,808 - 923,700,064) / 8 + 923,700,064 = 84,952,064,032 B a GPU,
+    // 808,237,556 B (7/8 of the copies) more than an even split.
+    const PipelineStage all = pipeline_stages(61, 1)[0];
+    CHECK(stage_weight_bytes(w, m, all, 1, 8) == 84'952'064'032);
+    CHECK(stage_weight_bytes(w, m, all, 1, 1) == 673'150'611'808);
+    // TP 8 + EP 8: the attention share is 923,700,064 + (11,416,215,392 - 923,700,064) / 8
+    // = 923,700,064 + 1,311,564,416 = 2,235,264,480; under DP attention (TP 1) the whole part.
+    const StageWeights tp8 = one_stage(m, plan_scale_out(m, vllm_dp(8, 1, true)));
+    CHECK(tp8.shares[1].part == ParamPart::Attention);
+    CHECK(tp8.shares[1].bytes == 2'235'264'480);
+    CHECK(tp8.shares[1].whole_bytes == 923'700'064);
+    CHECK(one_stage(m, plan_scale_out(m, vllm_dp(1, 8, true))).shares[1].bytes == 11'416'215'392);
+    // DeepSeek-V2-Lite has no q_lora_rank: only kv_a_proj_with_mqa is whole,
+    // 576 x 2,048 x 2 B (bf16) x 27 layers = 63,700,992 B; q_proj splits with the heads.
+    const ModelSpec lite = fixture("configs/deepseek-v2-lite.json");
+    const WeightSizing lw = size_weights(lite);
+    const auto la = std::find_if(lw.parts.begin(), lw.parts.end(), [](const WeightPart& p) { return p.part == ParamPart::Attention; });
+    REQUIRE(la != lw.parts.end());
+    CHECK(la->whole_bytes == 63'700'992);
+}
+
 TEST_CASE("DeepSeek-V3 on 8 H200 under vLLM holds several times more requests with DP 8 and EP 8 than with TP 8") {
     const ModelSpec m = preset("deepseek-v3");
     const CapacityPlan tp8 = plan(m, Engine::Vllm, 8, std::nullopt);
@@ -181,8 +214,8 @@ TEST_CASE("DeepSeek-V3 on 8 H200 under vLLM holds several times more requests wi
     CHECK(dp8.rows[0].max_requests_replica == 776);
     CHECK(dp8.rows[1].max_requests == 12);
     CHECK(dp8.rows[1].max_requests_total == 96);
-    // TP 8 holds 155 at 4K and 19 at 32K (the same command with --tp 8): 5x fewer.
-    CHECK(tp8.rows[0].max_requests_replica == 155);
+    // TP 8 holds 152 at 4K and 19 at 32K (the same command with --tp 8): 5x fewer.
+    CHECK(tp8.rows[0].max_requests_replica == 152);
     CHECK(tp8.rows[1].max_requests_replica == 19);
 }
 
