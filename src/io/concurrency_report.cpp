@@ -77,7 +77,7 @@ std::string split_text(const WeightShare& w, const ScaleOut& so) {
                                                                        so.physical_experts - so.routed_experts, so.ep);
         return so.expert_tp > 1 ? out + fmt::format(", / {}", so.expert_tp) : out;
     }
-    if (w.divisor > 1 && w.whole_bytes > 0) return fmt::format("/ {}, MLA a-proj whole", w.divisor);
+    if (w.divisor > 1 && w.capped_bytes > 0) return fmt::format("/ {}, some replicated", w.divisor);
     return w.divisor > 1 ? fmt::format("/ {}", w.divisor) : std::string("whole");
 }
 
@@ -89,7 +89,7 @@ std::vector<std::string> split_sources(const ScaleOut& so) {
                 "attention, mlp, shared_experts, embeddings, lm_head: the TP group of one DP rank (QKV/RowParallelLinear, "
                 "VocabParallelEmbedding, ParallelLMHead)",
                 "router, norms, MLA's q_a_proj and kv_a_proj_with_mqa: ReplicatedLinear (fused_qkv_a_proj disable_tp=True) / RMSNorm, "
-                "whole on every GPU"};
+                "whole on every GPU; K/V: one whole KV head a GPU when TP exceeds the KV heads (QKVParallelLinear)"};
     if (so.rules == ScaleOutRules::Trtllm)
         return {"attention: enable_attention_dp, each GPU its own rank, every GEMM weight replicated (TensorRT-LLM "
                 "docs/source/features/parallel-strategy.md)",
@@ -103,7 +103,8 @@ std::vector<std::string> split_sources(const ScaleOut& so) {
             "mlp: models/deepseek_v2.py DeepseekV2DecoderLayer (tp 1 when moe_dense_tp_size is 1, else the full TP)",
             "shared_experts: DeepseekV2MoE (tp 1 under the deepep backend, else the full TP)",
             "embeddings: VocabParallelEmbedding(enable_tp=not is_dp_attention_enabled()); lm_head: ParallelLMHead over the full TP",
-            "router, norms, MLA's fused_qkv_a_proj_with_mqa (ReplicatedLinear): whole on every GPU"};
+            "router, norms, MLA's fused_qkv_a_proj_with_mqa (ReplicatedLinear): whole on every GPU; K/V: one whole KV head a GPU "
+            "when TP exceeds the KV heads (QKVParallelLinear)"};
 }
 
 Table weights_table(const CapacityPlan& p) {
@@ -360,7 +361,7 @@ std::string render_concurrency_json(const ConcurrencyResult& r) {
             t["bytes"] = w.bytes;
             t["stage_bytes"] = w.stage_bytes;
             t["divisor"] = w.divisor;
-            t["whole_bytes"] = w.whole_bytes;
+            t["replicated_stage_bytes"] = w.capped_bytes;
             j["weight_parts_per_gpu"].push_back(t);
         }
     }

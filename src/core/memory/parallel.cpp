@@ -30,13 +30,26 @@ ModelSpec stage_model(const ModelSpec& spec, const PipelineStage& stage) {
     return out;
 }
 
+RankSplit split_over_tp(const WeightPart& part, std::int64_t stage_bytes, std::int64_t stage_layers, std::int64_t layers, std::int64_t tp) {
+    RankSplit r;
+    for (const CappedShare& c : part.capped) {
+        if (c.max_split >= tp || c.max_split < 1) continue;  // splits evenly at this TP
+        const std::int64_t share = std::min(stage_bytes - r.capped_stage_bytes,
+                                            ceil_div(checked_mul(c.bytes, stage_layers, "stage weight bytes"), std::max<std::int64_t>(1, layers)));
+        r.capped_stage_bytes += share;
+        r.capped_rank_bytes = checked_add(r.capped_rank_bytes, ceil_div(share, c.max_split));
+    }
+    r.even_bytes = stage_bytes - r.capped_stage_bytes;
+    return r;
+}
+
 std::int64_t stage_weight_bytes(const WeightSizing& weights, const ModelSpec& spec, const PipelineStage& stage,
                                 std::int64_t pp, std::int64_t tp) {
     const std::int64_t layers = static_cast<std::int64_t>(spec.layers.size());
     const bool first = stage.index == 0;
     const bool last = stage.index == pp - 1;
-    std::int64_t bytes = 0;
-    std::int64_t whole = 0;  // held whole by every rank (WeightPart::whole_bytes)
+    std::int64_t bytes = 0;   // split evenly over tp
+    std::int64_t capped = 0;  // one rank's bytes of the tensors split over fewer ranks
     std::int64_t embedding = 0;
     bool has_head = false;
     for (const WeightPart& p : weights.parts) {
@@ -48,14 +61,14 @@ std::int64_t stage_weight_bytes(const WeightSizing& weights, const ModelSpec& sp
             if (last) bytes = checked_add(bytes, p.bytes);
         } else if (layers > 0) {
             // Per-layer parts: this stage's share, rounded up.
-            bytes = checked_add(bytes, ceil_div(checked_mul(p.bytes, stage.layers, "stage weight bytes"), layers));
-            whole = checked_add(whole, ceil_div(checked_mul(p.whole_bytes, stage.layers, "stage weight bytes"), layers));
+            const RankSplit s = split_over_tp(p, ceil_div(checked_mul(p.bytes, stage.layers, "stage weight bytes"), layers), stage.layers, layers, tp);
+            bytes = checked_add(bytes, s.even_bytes);
+            capped = checked_add(capped, s.capped_rank_bytes);
         }
     }
     if (spec.tied_embeddings && !has_head && last && !first) bytes = checked_add(bytes, embedding);
     if (weights.parts.empty()) bytes = ceil_div(checked_mul(weights.bytes, stage.layers, "stage weight bytes"), std::max<std::int64_t>(1, layers));
-    whole = std::min(whole, bytes);
-    return checked_add(ceil_div(bytes - whole, tp), whole);
+    return checked_add(ceil_div(bytes, tp), capped);
 }
 
 }  // namespace kvplan
@@ -198,8 +211,8 @@ StageWeights stage_weights_scaled(const WeightSizing& weights, const ModelSpec& 
     StageWeights out;
     std::int64_t embedding = 0;
     bool has_head = false;
-    auto add = [&](ParamPart part, std::int64_t stage_bytes, std::int64_t divisor, std::int64_t bytes, std::int64_t whole = 0) {
-        WeightShare w{part, bytes, stage_bytes, divisor, whole};
+    auto add = [&](ParamPart part, std::int64_t stage_bytes, std::int64_t divisor, std::int64_t bytes, std::int64_t capped = 0) {
+        WeightShare w{part, bytes, stage_bytes, divisor, capped};
         out.shares.push_back(w);
         if (part == ParamPart::Experts)
             out.expert_bytes = checked_add(out.expert_bytes, bytes);
@@ -211,7 +224,6 @@ StageWeights stage_weights_scaled(const WeightSizing& weights, const ModelSpec& 
         if (p.part == ParamPart::Embedding) embedding = p.bytes;
         if (p.part == ParamPart::Head) has_head = true;
         std::int64_t stage_bytes = 0;
-        std::int64_t stage_whole = 0;  // of stage_bytes, whole on every attention TP rank
         if (p.part == ParamPart::Embedding) {
             if (!first) continue;
             stage_bytes = p.bytes;
@@ -220,7 +232,6 @@ StageWeights stage_weights_scaled(const WeightSizing& weights, const ModelSpec& 
             stage_bytes = p.bytes;
         } else if (layers > 0) {
             stage_bytes = ceil_div(checked_mul(p.bytes, stage.layers, "stage weight bytes"), layers);
-            stage_whole = std::min(stage_bytes, ceil_div(checked_mul(p.whole_bytes, stage.layers, "stage weight bytes"), layers));
         }
         switch (p.part) {
             case ParamPart::Experts: {
@@ -232,9 +243,12 @@ StageWeights stage_weights_scaled(const WeightSizing& weights, const ModelSpec& 
                 break;
             }
             case ParamPart::Attention:
-            case ParamPart::Mixer:
-                add(p.part, stage_bytes, so.attention_tp, checked_add(stage_whole, ceil_div(stage_bytes - stage_whole, so.attention_tp)), stage_whole);
+            case ParamPart::Mixer: {
+                const RankSplit s = split_over_tp(p, stage_bytes, stage.layers, layers, so.attention_tp);
+                add(p.part, stage_bytes, so.attention_tp, checked_add(ceil_div(s.even_bytes, so.attention_tp), s.capped_rank_bytes),
+                    s.capped_stage_bytes);
                 break;
+            }
             case ParamPart::Mlp: add(p.part, stage_bytes, so.dense_mlp_tp, ceil_div(stage_bytes, so.dense_mlp_tp)); break;
             case ParamPart::SharedExperts: add(p.part, stage_bytes, so.shared_experts_tp, ceil_div(stage_bytes, so.shared_experts_tp)); break;
             case ParamPart::Embedding: add(p.part, stage_bytes, so.embedding_tp, ceil_div(stage_bytes, so.embedding_tp)); break;

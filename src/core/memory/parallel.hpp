@@ -29,12 +29,22 @@ std::vector<PipelineStage> pipeline_stages(std::int64_t layers, std::int64_t pp)
 // stage_weight_bytes for weights).
 ModelSpec stage_model(const ModelSpec& spec, const PipelineStage& stage);
 
+// One TP rank's share of a per-layer part's stage bytes (`stage_layers` of the
+// model's `layers`): the tensors TP may split over at most `max_split` < tp
+// ranks (WeightPart::capped: K/V of fewer KV heads than ranks, MLA's
+// down-projections) each / max_split, the rest even over tp.
+struct RankSplit {
+    std::int64_t even_bytes = 0;          // of the stage's bytes, split evenly over tp
+    std::int64_t capped_stage_bytes = 0;  // of the stage's bytes, split over fewer ranks
+    std::int64_t capped_rank_bytes = 0;   // what one rank holds of those
+};
+RankSplit split_over_tp(const WeightPart& part, std::int64_t stage_bytes, std::int64_t stage_layers, std::int64_t layers, std::int64_t tp);
+
 // Weight bytes one GPU of `stage` holds: per-layer parts in proportion to the
 // stage's layers, the embedding on the first stage, the LM head on the last
 // (a tied head is a second copy there when pp > 1, as vLLM loads it), all
-// divided over `tp` ranks but for the tensors every rank holds whole (MLA's
-// down-projections, WeightPart::whole_bytes); norms, replicated in practice,
-// are negligible and divided too.
+// divided over `tp` ranks but for the tensors split over fewer (split_over_tp);
+// norms, replicated in practice, are negligible and divided too.
 std::int64_t stage_weight_bytes(const WeightSizing& weights, const ModelSpec& spec, const PipelineStage& stage,
                                 std::int64_t pp, std::int64_t tp);
 
@@ -124,7 +134,7 @@ struct WeightShare {
     std::int64_t bytes = 0;       // on one GPU of the stage
     std::int64_t stage_bytes = 0; // the stage's whole copy of this part
     std::int64_t divisor = 1;     // TP split; for routed experts EP x expert TP
-    std::int64_t whole_bytes = 0; // of stage_bytes, held whole rather than split (MLA's down-projections)
+    std::int64_t capped_bytes = 0; // of stage_bytes, split over fewer ranks than divisor (split_over_tp)
 };
 
 struct StageWeights {

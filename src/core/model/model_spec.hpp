@@ -57,9 +57,12 @@ struct ParamTensor {
     std::int64_t copies = 1;           // layers (x experts) that hold one
     bool linear = false;               // a projection weight a quantizer may convert
     std::optional<Dtype> fixed_dtype;  // stored in this dtype whatever the model's (e.g. fp32 biases)
-    // Held whole by every TP rank of its part: MLA's down-projections, which
-    // all three engines replicate (see param_count.cpp add_mla).
-    bool whole_under_tp = false;
+    // 0: tensor parallelism splits it over any number of ranks. Otherwise over
+    // at most this many, the ranks beyond holding replicas: the K and V
+    // projections of kv_heads heads (engines give each rank one whole KV head
+    // when TP exceeds them), MLA's down-projections (1: whole on every rank).
+    // See param_count.cpp add_attention and add_mla.
+    std::int64_t max_tp_split = 0;
 };
 
 // quantization_config's quant_method, as far as kvplan tells them apart.

@@ -92,16 +92,16 @@ namespace {
 class TensorList {
 public:
     void add(ParamPart part, const std::string& name, std::int64_t rows, std::int64_t cols, std::int64_t copies,
-             bool linear, std::optional<Dtype> fixed = std::nullopt, bool whole_under_tp = false) {
+             bool linear, std::optional<Dtype> fixed = std::nullopt, std::int64_t max_tp_split = 0) {
         if (rows == 0 || cols == 0 || copies == 0) return;
-        auto key = std::make_tuple(static_cast<int>(part), name, rows, cols, linear, fixed ? static_cast<int>(*fixed) : -1);
+        auto key = std::make_tuple(static_cast<int>(part), name, rows, cols, linear, fixed ? static_cast<int>(*fixed) : -1, max_tp_split);
         auto it = index_.find(key);
         if (it != index_.end()) {
             tensors_[it->second].copies = checked_add(tensors_[it->second].copies, copies, "tensor copies");
             return;
         }
         index_[key] = tensors_.size();
-        tensors_.push_back(ParamTensor{part, name, rows, cols, copies, linear, fixed, whole_under_tp});
+        tensors_.push_back(ParamTensor{part, name, rows, cols, copies, linear, fixed, max_tp_split});
     }
     void matrix(ParamPart part, const std::string& name, std::int64_t out, std::int64_t in, std::int64_t copies = 1) {
         add(part, name, out, in, copies, true);
@@ -109,15 +109,18 @@ public:
     void vector(ParamPart part, const std::string& name, std::int64_t n, std::int64_t copies = 1) {
         add(part, name, n, 1, copies, false);
     }
-    // A matrix every TP rank holds whole (ParamTensor::whole_under_tp).
-    void whole_matrix(ParamPart part, const std::string& name, std::int64_t out, std::int64_t in) {
-        add(part, name, out, in, 1, true, std::nullopt, true);
+    // A matrix TP splits over at most `max_split` ranks (ParamTensor::max_tp_split).
+    void capped_matrix(ParamPart part, const std::string& name, std::int64_t out, std::int64_t in, std::int64_t max_split) {
+        add(part, name, out, in, 1, true, std::nullopt, max_split);
+    }
+    void capped_vector(ParamPart part, const std::string& name, std::int64_t n, std::int64_t max_split) {
+        add(part, name, n, 1, 1, false, std::nullopt, max_split);
     }
     std::vector<ParamTensor> take() { return std::move(tensors_); }
 
 private:
     std::vector<ParamTensor> tensors_;
-    std::map<std::tuple<int, std::string, std::int64_t, std::int64_t, bool, int>, std::size_t> index_;
+    std::map<std::tuple<int, std::string, std::int64_t, std::int64_t, bool, int, std::int64_t>, std::size_t> index_;
 };
 
 void add_norm(TensorList& t, const FamilyTraits& tr, const std::string& name, std::int64_t n) {
@@ -132,13 +135,16 @@ void add_attention(TensorList& t, const ModelDims& d, const LayerPlan& layer, bo
     std::int64_t q = checked_mul(heads, d.head_dim);
     std::int64_t kv = checked_mul(s.kv_heads, s.k_head_dim);
     t.matrix(ParamPart::Attention, "q_proj", tr.gated_attention ? 2 * q : q, d.hidden);
-    t.matrix(ParamPart::Attention, "k_proj", kv, d.hidden);
-    t.matrix(ParamPart::Attention, "v_proj", kv, d.hidden);
+    // K and V split by whole KV heads: past kv_heads ranks each holds one head
+    // whole (vLLM's and SGLang's QKVParallelLinear, num_kv_head_replicas =
+    // tp_size / total_num_kv_heads; TensorRT-LLM's Attention, ceil(kv_heads / tp)).
+    t.capped_matrix(ParamPart::Attention, "k_proj", kv, d.hidden, s.kv_heads);
+    t.capped_matrix(ParamPart::Attention, "v_proj", kv, d.hidden, s.kv_heads);
     t.matrix(ParamPart::Attention, "o_proj", d.hidden, q);
     if (tr.qkv_bias) {
         t.vector(ParamPart::Attention, "q_proj.bias", q);
-        t.vector(ParamPart::Attention, "k_proj.bias", kv);
-        t.vector(ParamPart::Attention, "v_proj.bias", kv);
+        t.capped_vector(ParamPart::Attention, "k_proj.bias", kv, s.kv_heads);
+        t.capped_vector(ParamPart::Attention, "v_proj.bias", kv, s.kv_heads);
     }
     if (tr.o_bias) t.vector(ParamPart::Attention, "o_proj.bias", d.hidden);
     if (tr.qk_norm || cross) {  // per-head RMSNorm over head_dim (Qwen3, Gemma-3, mllama cross layers)
@@ -169,13 +175,13 @@ void add_mla(TensorList& t, const ConfigReader& cfg, const ModelDims& d) {
     std::int64_t v = cfg.require_int({"v_head_dim"}, 1, 100'000);
     std::int64_t qk = nope + rope;
     if (auto q_rank = cfg.get_int({"q_lora_rank"}, 1, 1'000'000)) {
-        t.whole_matrix(ParamPart::Attention, "q_a_proj", *q_rank, d.hidden);
+        t.capped_matrix(ParamPart::Attention, "q_a_proj", *q_rank, d.hidden, 1);
         t.vector(ParamPart::Norm, "q_a_layernorm", *q_rank);
         t.matrix(ParamPart::Attention, "q_b_proj", checked_mul(d.heads, qk), *q_rank);
     } else {
         t.matrix(ParamPart::Attention, "q_proj", checked_mul(d.heads, qk), d.hidden);
     }
-    t.whole_matrix(ParamPart::Attention, "kv_a_proj_with_mqa", rank + rope, d.hidden);
+    t.capped_matrix(ParamPart::Attention, "kv_a_proj_with_mqa", rank + rope, d.hidden, 1);
     t.vector(ParamPart::Norm, "kv_a_layernorm", rank);
     t.matrix(ParamPart::Attention, "kv_b_proj", checked_mul(d.heads, nope + v), rank);
     t.matrix(ParamPart::Attention, "o_proj", d.hidden, checked_mul(d.heads, v));
@@ -302,7 +308,7 @@ std::vector<ParamTensor> count_params(const ConfigReader& cfg, const ModelDims& 
         } else if (layer.ffn == Ffn::Moe) {
             add_moe(t, cfg, d);
         }
-        for (const ParamTensor& p : t.take()) all.add(p.part, p.name, p.rows, p.cols, p.copies, p.linear, p.fixed_dtype, p.whole_under_tp);
+        for (const ParamTensor& p : t.take()) all.add(p.part, p.name, p.rows, p.cols, p.copies, p.linear, p.fixed_dtype, p.max_tp_split);
     }
 
     all.add(ParamPart::Embedding, "embed_tokens", d.vocab + tr.extra_embedding_rows, d.hidden, 1, false);

@@ -127,7 +127,10 @@ WeightSizing size_weights_in(const ModelSpec& spec, const WeightFormat& f) {
         return out;
     }
     out.bytes = 0;
-    for (WeightPart& p : out.parts) p.bytes = p.whole_bytes = 0;
+    for (WeightPart& p : out.parts) {
+        p.bytes = 0;
+        for (CappedShare& c : p.capped) c.bytes = 0;
+    }
     for (const ParamTensor& t : spec.params) {
         const double elements = static_cast<double>(t.rows) * static_cast<double>(t.cols) * static_cast<double>(t.copies);
         const bool matrix = t.cols > 1;
@@ -140,7 +143,7 @@ WeightSizing size_weights_in(const ModelSpec& spec, const WeightFormat& f) {
         for (WeightPart& p : out.parts)
             if (p.part == t.part) {
                 p.bytes = checked_add(p.bytes, bytes, "weight bytes");
-                if (t.whole_under_tp) p.whole_bytes = checked_add(p.whole_bytes, bytes, "weight bytes");
+                if (t.max_tp_split > 0) capped_share(p, t.max_tp_split).bytes += bytes;
             }
     }
     return out;

@@ -65,9 +65,10 @@ void use_stored(const StoredWeights& s, bool unquantized, WeightSizing& out) {
             p.bytes = rest_formula > 0 ? static_cast<std::int64_t>(static_cast<double>(rest) * static_cast<double>(p.bytes) /
                                                                    static_cast<double>(rest_formula))
                                        : 0;
-            // The whole-under-TP tensors keep their share of the part.
-            if (formula > 0)
-                p.whole_bytes = static_cast<std::int64_t>(static_cast<double>(p.whole_bytes) * static_cast<double>(p.bytes) / static_cast<double>(formula));
+            // The capped tensors keep their share of the part.
+            for (CappedShare& c : p.capped)
+                if (formula > 0)
+                    c.bytes = static_cast<std::int64_t>(static_cast<double>(c.bytes) * static_cast<double>(p.bytes) / static_cast<double>(formula));
             shared += p.bytes;
             last_rest = &p;
         }
@@ -76,6 +77,13 @@ void use_stored(const StoredWeights& s, bool unquantized, WeightSizing& out) {
 }
 
 }  // namespace
+
+CappedShare& capped_share(WeightPart& part, std::int64_t max_split) {
+    for (CappedShare& c : part.capped)
+        if (c.max_split == max_split) return c;
+    part.capped.push_back(CappedShare{max_split, 0, 0});
+    return part.capped.back();
+}
 
 WeightSizing size_weights(const ModelSpec& spec, std::optional<Dtype> dtype_override) {
     // Every input is the config's (or --params): an overflow names the model.
@@ -112,12 +120,13 @@ WeightSizing size_weights_of(const ModelSpec& spec, std::optional<Dtype> dtype_o
         out.active_params = checked_add(out.active_params, active, "parameter count");
         out.bytes = checked_add(out.bytes, bytes, "weight bytes");
         auto it = std::find_if(parts.begin(), parts.end(), [&](const WeightPart& p) { return p.part == t.part; });
-        if (it == parts.end()) it = parts.insert(parts.end(), WeightPart{t.part, 0, 0, 0, 0});
+        if (it == parts.end()) it = parts.insert(parts.end(), WeightPart{t.part, 0, 0, {}});
         it->params += params;
         it->bytes += bytes;
-        if (t.whole_under_tp) {
-            it->whole_params += params;
-            it->whole_bytes += bytes;
+        if (t.max_tp_split > 0) {
+            CappedShare& c = capped_share(*it, t.max_tp_split);
+            c.params += params;
+            c.bytes += bytes;
         }
     }
     std::sort(parts.begin(), parts.end(), [](const WeightPart& a, const WeightPart& b) { return a.part < b.part; });

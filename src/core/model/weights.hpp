@@ -11,13 +11,23 @@
 
 namespace kvplan {
 
+// A part's tensors that TP splits over at most `max_split` ranks
+// (ParamTensor::max_tp_split), summed by that limit.
+struct CappedShare {
+    std::int64_t max_split = 1;
+    std::int64_t params = 0;
+    std::int64_t bytes = 0;
+};
+
 struct WeightPart {
     ParamPart part;
     std::int64_t params = 0;
     std::int64_t bytes = 0;
-    std::int64_t whole_params = 0; // of `params`, tensors every TP rank holds whole (ParamTensor::whole_under_tp)
-    std::int64_t whole_bytes = 0;  // their bytes
+    std::vector<CappedShare> capped;  // of params and bytes, by max_split
 };
+
+// The entry of `part.capped` for `max_split`, added empty if missing.
+CappedShare& capped_share(WeightPart& part, std::int64_t max_split);
 
 struct WeightSizing {
     std::int64_t params = 0;         // learned parameters of the language model

@@ -161,7 +161,9 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
     m.weight_bytes_total = static_cast<double>(w.bytes);
     const double tp = static_cast<double>(in.tp);
     double dense = 0, expert_part = 0, embedding = 0, expert_params = 0;
-    double whole = 0, whole_params = 0;  // held and computed whole on every TP rank (MLA's down-projections)
+    // Tensors TP splits over fewer ranks than it has (WeightPart::capped): the
+    // stage's bytes and parameters of them, and one rank's.
+    double capped = 0, capped_rank = 0, capped_params = 0, capped_params_rank = 0;
     std::int64_t embedding_params = 0;
     bool has_head = false;
     std::int64_t head_params = 0;
@@ -178,8 +180,14 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
             if (with_head) dense += static_cast<double>(p.bytes);
         } else {
             dense += static_cast<double>(p.bytes) * layer_share;
-            whole += static_cast<double>(p.whole_bytes) * layer_share;
-            whole_params += static_cast<double>(p.whole_params) * layer_share;
+            for (const CappedShare& c : p.capped) {
+                if (c.max_split >= in.tp || c.max_split < 1) continue;
+                const double split = static_cast<double>(c.max_split);
+                capped += static_cast<double>(c.bytes) * layer_share;
+                capped_rank += static_cast<double>(c.bytes) * layer_share / split;
+                capped_params += static_cast<double>(c.params) * layer_share;
+                capped_params_rank += static_cast<double>(c.params) * layer_share / split;
+            }
         }
     }
     if (w.parts.empty()) dense = static_cast<double>(w.bytes) * layer_share;  // hand-built: --params only
@@ -195,7 +203,7 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
         if (sample || staged) m.moe_layers = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(static_cast<double>(m.moe_layers) * layer_share)));
     }
     else dense += expert_part;
-    m.dense_weight_bytes = (dense - whole) / tp + whole;
+    m.dense_weight_bytes = (dense - capped) / tp + capped_rank;
     if (layout) {
         // A sample (a speculative head's one layer) keeps the layout; a pipeline stage does not take one.
         if (staged) usage_error("--dp / --ep: the data-parallel step is priced for the whole model, without --pp");
@@ -220,7 +228,7 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
         active = static_cast<std::int64_t>(static_cast<double>(active - head) * layer_share) + (with_head ? head : 0);
     }
     m.active_params = active;
-    m.matmul_flops_per_token = 2.0 * (static_cast<double>(active) - whole_params) / tp + 2.0 * whole_params;
+    m.matmul_flops_per_token = 2.0 * ((static_cast<double>(active) - capped_params) / tp + capped_params_rank);
 
     // KV and state per layer group, one GPU.
     KvOptions kvo;

@@ -166,8 +166,10 @@ TEST_CASE("MLA's down-projections are whole on every TP rank, as vLLM, SGLang an
     // 4,128,768 + 5 x 56 x 4 = 15,142,624 B a layer, x 61 = 923,700,064 B.
     const auto attention = std::find_if(w.parts.begin(), w.parts.end(), [](const WeightPart& p) { return p.part == ParamPart::Attention; });
     REQUIRE(attention != w.parts.end());
-    CHECK(attention->whole_bytes == 923'700'064);
-    CHECK(attention->whole_params == 61 * (1536 + 576) * 7168);
+    REQUIRE(attention->capped.size() == 1);
+    CHECK(attention->capped[0].max_split == 1);
+    CHECK(attention->capped[0].bytes == 923'700'064);
+    CHECK(attention->capped[0].params == 61 * (1536 + 576) * 7168);
     // Plain TP 8: (673,150,611,808 - 923,700,064) / 8 + 923,700,064 = 84,952,064,032 B a GPU,
     // 808,237,556 B (7/8 of the copies) more than an even split.
     const PipelineStage all = pipeline_stages(61, 1)[0];
@@ -178,7 +180,7 @@ TEST_CASE("MLA's down-projections are whole on every TP rank, as vLLM, SGLang an
     const StageWeights tp8 = one_stage(m, plan_scale_out(m, vllm_dp(8, 1, true)));
     CHECK(tp8.shares[1].part == ParamPart::Attention);
     CHECK(tp8.shares[1].bytes == 2'235'264'480);
-    CHECK(tp8.shares[1].whole_bytes == 923'700'064);
+    CHECK(tp8.shares[1].capped_bytes == 923'700'064);
     CHECK(one_stage(m, plan_scale_out(m, vllm_dp(1, 8, true))).shares[1].bytes == 11'416'215'392);
     // DeepSeek-V2-Lite has no q_lora_rank: only kv_a_proj_with_mqa is whole,
     // 576 x 2,048 x 2 B (bf16) x 27 layers = 63,700,992 B; q_proj splits with the heads.
@@ -186,7 +188,29 @@ TEST_CASE("MLA's down-projections are whole on every TP rank, as vLLM, SGLang an
     const WeightSizing lw = size_weights(lite);
     const auto la = std::find_if(lw.parts.begin(), lw.parts.end(), [](const WeightPart& p) { return p.part == ParamPart::Attention; });
     REQUIRE(la != lw.parts.end());
-    CHECK(la->whole_bytes == 63'700'992);
+    REQUIRE(la->capped.size() == 1);
+    CHECK(la->capped[0].bytes == 63'700'992);
+}
+
+TEST_CASE("K and V projections split by whole KV heads: past the KV heads each TP rank holds one head") {
+    // Qwen2.5-7B: 28 layers, hidden 3,584, 4 KV heads of 128, bf16, with q/k/v
+    // biases. k_proj + v_proj + their biases: 2 x (512 x 3,584 + 512) x 2 B =
+    // 7,342,080 B a layer, x 28 = 205,578,240 B, split over at most 4 ranks.
+    const ModelSpec m = preset("qwen2.5-7b");
+    const WeightSizing w = size_weights(m);
+    const auto attention = std::find_if(w.parts.begin(), w.parts.end(), [](const WeightPart& p) { return p.part == ParamPart::Attention; });
+    REQUIRE(attention != w.parts.end());
+    REQUIRE(attention->capped.size() == 1);
+    CHECK(attention->capped[0].max_split == 4);
+    CHECK(attention->capped[0].bytes == 205'578'240);
+    const PipelineStage all = pipeline_stages(28, 1)[0];
+    // TP 4 splits everything evenly: ceil(total / 4).
+    CHECK(stage_weight_bytes(w, m, all, 1, 4) == (w.bytes + 3) / 4);
+    // TP 8: the rest / 8 and a quarter of K/V on each rank, 205,578,240 / 4 -
+    // 205,578,240 / 8 = 25,697,280 B more than an even split (vLLM's
+    // num_kv_head_replicas = 2).
+    CHECK(stage_weight_bytes(w, m, all, 1, 8) == (w.bytes - 205'578'240 + 7) / 8 + 205'578'240 / 4);
+    CHECK(stage_weight_bytes(w, m, all, 1, 8) - (w.bytes + 7) / 8 == 25'697'280);
 }
 
 TEST_CASE("DeepSeek-V3 on 8 H200 under vLLM holds several times more requests with DP 8 and EP 8 than with TP 8") {
@@ -363,27 +387,29 @@ TEST_CASE("Kimi-K2 fp8 leaves no KV pool on 8 H200s under vLLM, and 711,024 toke
 TEST_CASE("Qwen3-235B-A22B on 8 H200s with EP 8 under vLLM: whole experts, attention and its 4 KV heads over TP 8") {
     const ModelSpec m = fixture("constructed/qwen3-235b-a22b.json");
     // vLLM --tensor-parallel-size 8 --enable-expert-parallel: 16 of 128 experts,
-    // 454,192,791,552 / 8 = 56,774,098,944 B; attention, embeddings and head / 8:
-    // 1,675,624,448 + 155,582,464 x 2; router 98,566,144 and norms 1,596,416 whole:
-    // 58,861,050,880 B.
+    // 454,192,791,552 / 8 = 56,774,098,944 B; attention / 8 but K and V, whose
+    // 4 KV heads give each GPU one whole head (94 x 2 x 512 x 4,096 x 2 B =
+    // 788,529,152 B, / 4): (13,404,995,584 - 788,529,152) / 8 + 197,132,288 =
+    // 1,774,190,592; embeddings and head / 8: 155,582,464 x 2; router
+    // 98,566,144 and norms 1,596,416 whole: 58,959,617,024 B.
     ScaleOutInputs in = vllm_dp(8, 1, true);
     const CapacityPlan ep8 = plan(m, Engine::Vllm, 8, in);
     REQUIRE(ep8.scale_out);
     CHECK(ep8.scale_out->ep == 8);
     CHECK(ep8.scale_out->experts_per_gpu == 16);
-    CHECK(ep8.budget.weights_bytes == 58'861'050'880);
+    CHECK(ep8.budget.weights_bytes == 58'959'617'024);
     // 4 KV heads over TP 8: each GPU holds one, as vLLM replicates them:
     // 94 x 1 x 128 x 2 (K, V) x 2 B = 48,128 B a token.
     CHECK(ep8.kv_bytes_per_token_per_gpu == 48'128);
-    // Pool: 135,020,886,884 - 58,861,050,880 - 826,781,204 non-torch
+    // Pool: 135,020,886,884 - 58,959,617,024 - 826,781,204 non-torch
     // - 276,824,064 activations (8,192 x (3 x 12,288 / 8 + 3 x 4,096) x 2 B)
-    // - 5,719,195,648 sampler - 33,554,432 cuBLAS = 69,303,480,656 B;
-    // / 770,048 B a block = 89,998 blocks = 1,439,968 tokens;
+    // - 5,719,195,648 sampler - 33,554,432 cuBLAS = 69,204,914,512 B;
+    // / 770,048 B a block = 89,870 blocks = 1,437,920 tokens;
     // 4K: / 256 = 351 requests, 32K: / 2,048 = 43.
-    CHECK(ep8.budget.kv_pool_bytes == 69'303'480'656);
-    CHECK(*ep8.kv_cache_tokens == 1'439'968);
+    CHECK(ep8.budget.kv_pool_bytes == 69'204'914'512);
+    CHECK(*ep8.kv_cache_tokens == 1'437'920);
     CHECK(ep8.rows[0].max_requests == 351);
     CHECK(ep8.rows[1].max_requests == 43);
     // Plain TP 8 shards the router too (7/8 of 98,566,144 + 1,596,416 = 87,642,240 B less).
-    CHECK(plan(m, Engine::Vllm, 8, std::nullopt).budget.weights_bytes == 58'861'050'880 - 87'642'240);
+    CHECK(plan(m, Engine::Vllm, 8, std::nullopt).budget.weights_bytes == 58'959'617'024 - 87'642'240);
 }
