@@ -297,6 +297,14 @@ TEST_CASE("concurrency with SGLang DP attention names every weight part and its 
     CHECK_THAT(r.out, Catch::Contains("hold 680 requests of deepseek-v3; at 32,768, 80."));
     // SGLang divides its chunked prefill over the DP ranks: 8,192 / 8.
     CHECK_THAT(r.out, Catch::Contains("8,192 batched tokens (1,024 a DP rank)"));
+    // 1,024 is under the 2,048 SGLang gives one small GPU: a note says so; the
+    // published wide-EP launch's 524,288 (65,536 a rank) draws none.
+    CHECK_THAT(r.out, Catch::Contains("SGLang divides --chunked-prefill-size 8,192 over the 8 DP ranks: 1,024 prompt tokens a rank"));
+    const auto wide = kvplan_run({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang", "--tp", "8", "--dp", "8", "--ep",
+                                  "8", "--max-num-batched-tokens", "524288"});
+    REQUIRE(wide.code == 0);
+    CHECK_THAT(wide.out, Catch::Contains("524,288 batched tokens (65,536 a DP rank)"));
+    CHECK_THAT(wide.out, !Catch::Contains("SGLang divides --chunked-prefill-size"));
 }
 
 TEST_CASE("concurrency --engine trtllm --tp 8 --dp 8 --ep 8: TensorRT-LLM's attention DP, every part but the experts whole") {

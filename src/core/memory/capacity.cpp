@@ -349,6 +349,14 @@ void add_notes(CapacityPlan& p, const ModelSpec& spec, const CapacityInputs& in,
     if (p.scale_out && p.scale_out->dp > 1)
         p.notes.push_back("each of the " + std::to_string(p.scale_out->dp) +
                           " attention DP ranks is an engine core with its own KV pool and its own requests: 'per DP rank' is what each logs");
+    // SGLang divides its chunked prefill over the DP ranks (server_args.py
+    // _handle_data_parallelism): below the 2,048 tokens it gives a single
+    // small GPU, each prefill step spends its weight read and all-to-all on
+    // few tokens (docs/scale-out.md, "Prefill pools").
+    if (in.engine == Engine::Sglang && p.scale_out && p.scale_out->dp > 1 && p.max_batched_tokens / p.scale_out->dp < 2048)
+        p.notes.push_back("SGLang divides --chunked-prefill-size " + group_digits(p.max_batched_tokens) + " over the " +
+                          std::to_string(p.scale_out->dp) + " DP ranks: " + group_digits(p.max_batched_tokens / p.scale_out->dp) +
+                          " prompt tokens a rank a step; wide-EP launches pass a larger total (--max-num-batched-tokens)");
     if (p.scale_out && p.scale_out->ep > 1)
         p.notes.push_back("not counted: the all-to-all buffers of expert parallelism (DeepEP / pplx NVSHMEM buffers); pass --overhead to include them");
     if (in.kv_dtype == Dtype::Fp8 && std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) { return l.kind == LayerKind::Mla; }))
