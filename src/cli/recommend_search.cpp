@@ -408,15 +408,18 @@ void configure_pd(Setup& s, SimulateOptions so, const ModelSpec& model, const Gp
                   const std::string& link_flag, const Efficiency& efficiency) {
     SchedulerConfig pre, dec;
     std::int64_t pre_len = 0, dec_len = 0;
+    const char* side = "prefill pool: ";  // which pool a refusal is about
     try {
         std::string pool;
         so.tp = s.row.prefill_tp;
         pre = engine_config(so, model, gpu, pre_len, pool);
+        side = "decode pool: ";
         so.tp = s.row.tp;
         dec = engine_config(so, model, gpu, dec_len, pool);
+        side = "";
         refuse_long_requests(w, std::min(pre_len, dec_len), source, false);
     } catch (const Error& e) {
-        s.row.reason = std::string("memory: ") + e.what();
+        s.row.reason = std::string("memory: ") + side + e.what();
         return;
     }
     const WeightFormat weights = parse_weight_format("--weights-dtype", so.weights_dtype);

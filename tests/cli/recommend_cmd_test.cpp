@@ -256,6 +256,31 @@ TEST_CASE("recommend --slo --disaggregated: units of every P:D ratio beside the 
     CHECK_THAT(link.err, Catch::Contains("--kv-link: the KV transfer link of disaggregated units; add --disaggregated"));
 }
 
+TEST_CASE("recommend --slo --disaggregated: a unit whose pool cannot hold the model is rejected naming that pool") {
+    // Llama-3.1-8B's 14.96 GiB of bf16 weights exceed 0.9 x a T4's 14.56 GiB
+    // at TP 1 and fit at TP 2: a unit with a TP 1 prefill side is refused for
+    // its prefill pool, one with TP 2 prefill and TP 1 decode for its decode pool.
+    const Run r = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=10s", "--rate", "0.2", "--gpus", "t4", "--max-gpus", "2",
+                               "--requests", "10", "--input-len", "fixed:100", "--output-len", "fixed:10", "--disaggregated", "--json"});
+    INFO(r.command << "\n" << r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    int prefill = 0, decode = 0;
+    for (const auto& c : j["rejected"]) {
+        if (!c["disaggregated"].get<bool>()) continue;
+        const std::string reason = c["reason"].get<std::string>();
+        if (c["prefill_tp"] == 1) {
+            ++prefill;
+            CHECK_THAT(reason, Catch::StartsWith("memory: prefill pool: the model leaves no KV cache memory on NVIDIA T4 16GB"));
+        } else if (c["decode_tp"] == 1) {
+            ++decode;
+            CHECK_THAT(reason, Catch::StartsWith("memory: decode pool: the model leaves no KV cache memory on NVIDIA T4 16GB"));
+        }
+    }
+    CHECK(prefill > 0);
+    CHECK(decode > 0);
+}
+
 TEST_CASE("recommend --slo --pp: pipelines of TP x PP within --max-gpus, vLLM only, each fleet and command by hand") {
     // --pp 1,2 --max-gpus 2 on an H100: TP 1, TP 2 and TP 1 x PP 2, each
     // with three knob settings (9 candidates); with SGLang, whose pipeline
