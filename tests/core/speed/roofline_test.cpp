@@ -98,6 +98,20 @@ TEST_CASE("MoE decode reads only the experts the batch touches: E x (1 - (1 - k/
     CHECK(many == Approx(c.weight_bytes_total - 262'144'000).epsilon(0.01));  // everything but the embedding table
 }
 
+TEST_CASE("tensor parallelism leaves MLA's down-projections whole: each rank reads and multiplies its copy (DeepSeek-V3, TP 8)") {
+    const ModelSpec m = preset("deepseek-v3");
+    const CostModel one = cost(m, ideal_gpu()), eight = cost(m, ideal_gpu(), pure(), 8);
+    // Read every step: every part but the embedding table and the routed
+    // experts, 11,416,215,392 + 1,189,375,488 + 2,554,954,752 + 212,920,320
+    // + 2,013,184 + 1,853,358,080 = 17,228,837,216 B; q_a_proj and
+    // kv_a_proj_with_mqa, 923,700,064 B of it, stay whole on each of 8 ranks.
+    CHECK(one.dense_weight_bytes == Approx(17'228'837'216.0));
+    CHECK(eight.dense_weight_bytes == Approx((17'228'837'216.0 - 923'700'064.0) / 8 + 923'700'064.0));
+    // Their 61 x (1,536 + 576) x 7,168 parameters are multiplied in full on every rank.
+    const double copies = 61.0 * (1536 + 576) * 7168;
+    CHECK(eight.matmul_flops_per_token == Approx(2.0 * ((one.matmul_flops_per_token / 2.0 - copies) / 8 + copies)));
+}
+
 TEST_CASE("tensor parallelism splits weights and adds two ring all-reduces per layer") {
     const ModelSpec m = preset("llama-3.1-70b");
     const CostModel one = cost(m, ideal_gpu()), four = cost(m, ideal_gpu(), pure(), 4);
