@@ -51,6 +51,11 @@ StageWeights one_stage(const ModelSpec& m, const ScaleOut& so) {
     return stage_weights_scaled(w, m, pipeline_stages(static_cast<std::int64_t>(m.layers.size()), 1)[0], 1, so);
 }
 
+// The attention part of a model's weights, or parts.end().
+std::vector<WeightPart>::const_iterator attention_part(const WeightSizing& w) {
+    return std::find_if(w.parts.begin(), w.parts.end(), [](const WeightPart& p) { return p.part == ParamPart::Attention; });
+}
+
 CapacityPlan plan(const ModelSpec& m, Engine e, std::int64_t tp, std::optional<ScaleOutInputs> so) {
     CapacityInputs in;
     in.gpu = gpu("h200");
@@ -164,7 +169,7 @@ TEST_CASE("MLA's down-projections are whole on every TP rank, as vLLM, SGLang an
     // q_a_proj 1,536 x 7,168 and kv_a_proj_with_mqa (512 + 64) x 7,168, fp8
     // with one fp32 scale per 128 x 128 block: 11,010,048 + 12 x 56 x 4 and
     // 4,128,768 + 5 x 56 x 4 = 15,142,624 B a layer, x 61 = 923,700,064 B.
-    const auto attention = std::find_if(w.parts.begin(), w.parts.end(), [](const WeightPart& p) { return p.part == ParamPart::Attention; });
+    const auto attention = attention_part(w);
     REQUIRE(attention != w.parts.end());
     REQUIRE(attention->capped.size() == 1);
     CHECK(attention->capped[0].max_split == 1);
@@ -186,7 +191,7 @@ TEST_CASE("MLA's down-projections are whole on every TP rank, as vLLM, SGLang an
     // 576 x 2,048 x 2 B (bf16) x 27 layers = 63,700,992 B; q_proj splits with the heads.
     const ModelSpec lite = fixture("configs/deepseek-v2-lite.json");
     const WeightSizing lw = size_weights(lite);
-    const auto la = std::find_if(lw.parts.begin(), lw.parts.end(), [](const WeightPart& p) { return p.part == ParamPart::Attention; });
+    const auto la = attention_part(lw);
     REQUIRE(la != lw.parts.end());
     REQUIRE(la->capped.size() == 1);
     CHECK(la->capped[0].bytes == 63'700'992);
@@ -198,7 +203,7 @@ TEST_CASE("K and V projections split by whole KV heads: past the KV heads each T
     // 7,342,080 B a layer, x 28 = 205,578,240 B, split over at most 4 ranks.
     const ModelSpec m = preset("qwen2.5-7b");
     const WeightSizing w = size_weights(m);
-    const auto attention = std::find_if(w.parts.begin(), w.parts.end(), [](const WeightPart& p) { return p.part == ParamPart::Attention; });
+    const auto attention = attention_part(w);
     REQUIRE(attention != w.parts.end());
     REQUIRE(attention->capped.size() == 1);
     CHECK(attention->capped[0].max_split == 4);
