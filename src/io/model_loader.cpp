@@ -329,7 +329,7 @@ namespace {
 // The folder holding a config.json, as vLLM, SGLang and TensorRT-LLM take a local model.
 ServedModel served_folder(const std::string& config) {
     fs::path folder = fs::path(config).parent_path();
-    ServedModel out{folder.empty() ? "." : folder.string()};
+    ServedModel out{folder.empty() ? "." : folder.string(), false, {}};
     if (fs::path(config).filename() != "config.json")
         out.warning = config + " is not named config.json: the engines read " + out.id +
                       "/config.json; name the checkpoint folder in the commands";
@@ -345,7 +345,7 @@ ServedModel served_folder(const std::string& config) {
 ServedModel served_model(const std::string& arg) {
     std::error_code ec;
     if (fs::exists(arg, ec)) return served_folder(fs::is_directory(arg, ec) ? config_in_folder(arg) : arg);
-    if (auto preset = find_preset(arg)) return ServedModel{preset->hf_id};
+    if (auto preset = find_preset(arg)) return ServedModel{preset->hf_id, false, {}};
     if (auto cached = hf_cache_entry(arg)) {
         ServedModel out = served_folder(config_in_folder(*cached));
         // The engines resolve a repo id through the same cache, whose folder
@@ -355,8 +355,8 @@ ServedModel served_model(const std::string& arg) {
         return out;
     }
     for (const Preset& p : presets())
-        if (equal_ignoring_case(arg, p.hf_id)) return ServedModel{std::string(p.hf_id)};
-    return ServedModel{arg};
+        if (equal_ignoring_case(arg, p.hf_id)) return ServedModel{std::string(p.hf_id), false, {}};
+    return ServedModel{arg, false, {}};
 }
 
 }  // namespace kvplan

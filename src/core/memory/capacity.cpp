@@ -215,7 +215,8 @@ Stage size_stage(const ModelSpec& spec, const CapacityInputs& in, const Capacity
     } else {
         b.weights_bytes = in.weights_bytes.value_or(stage_weight_bytes(s.weights, spec, where, in.pp, in.tp));
     }
-    b.overhead = overhead;
+    for (const OverheadTerm& t : overhead)
+        if (!t.last_stage_only || where.index == in.pp - 1) b.overhead.push_back(t);
     b.kv_pool_bytes = in.kv_pool_bytes;
     st.budget = make_budget(b);
     const std::int64_t kv_tp = attention_tp(p, in);  // the MLA latent is whole on every attention-TP rank
@@ -271,6 +272,13 @@ StageFit fit_requests(const Stage& st, const CapacityInputs& in, const CapacityP
     return f;
 }
 
+// True when stage a's KV pool is smaller than b's: in blocks under vLLM's
+// layout (what its workers' minimum is taken over), then in bytes.
+bool smaller_pool(const Stage& a, const Stage& b) {
+    if (a.layout && b.layout && a.num_blocks != b.num_blocks) return a.num_blocks < b.num_blocks;
+    return a.budget.kv_pool_bytes < b.budget.kv_pool_bytes;
+}
+
 // One row per context, each the minimum over stages. Returns the stage that
 // holds the fewest requests of the longest context (the binding stage) and
 // that count.
@@ -284,6 +292,10 @@ std::pair<std::size_t, std::int64_t> fill_rows(CapacityPlan& p, const ModelSpec&
         row.max_requests = -1;
         for (std::size_t i = 0; i < stages.size(); ++i) {
             const StageFit f = fit_requests(stages[i], in, p, s, context, min_blocks);
+            // Ties go to the smaller pool: under vLLM every stage takes the
+            // fewest blocks of any worker, so that stage's budget is the one.
+            const bool tie_smaller = f.requests == binding_requests && smaller_pool(stages[i], stages[binding]);
+            if (context == s.longest && tie_smaller) binding = i;
             if (row.max_requests >= 0 && f.requests >= row.max_requests) continue;
             row.max_requests = f.requests;
             row.kv_bytes_per_request = f.need;

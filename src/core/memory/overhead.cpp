@@ -135,6 +135,7 @@ OverheadTerm v1_sampler_term(const VllmProfilePeak& peak, const OverheadInputs& 
     t.source = triton ? "vLLM >= 0.16.1 _dummy_sampler_run: bf16 + fp32 logits, Triton top-k/top-p in place, softmax, noise"
                       : "vLLM V1 _dummy_sampler_run: bf16 + fp32 logits and PyTorch's sort of them (values, int64 indices, radix buffers)";
     t.in_pool = in.engine != Engine::Sglang;
+    t.last_stage_only = true;
     return t;
 }
 
@@ -163,6 +164,7 @@ OverheadTerm summed_sampler_term(const ModelSpec& spec, const OverheadInputs& in
     t.source = in.engine == Engine::VllmV0 ? "vLLM V0 profile_run: fp32 logits of the last token per sequence"
                                            : "fit to llm-d's H100 table (vLLM V1 at 1,024 sequences), within 15%";
     t.in_pool = in.engine != Engine::Sglang;
+    t.last_stage_only = true;
     return t;
 }
 

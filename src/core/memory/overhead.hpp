@@ -24,6 +24,11 @@ struct OverheadTerm {
     // activation peak in the (1 - mem_fraction_static) headroom; vLLM
     // captures CUDA graphs after sizing the pool.
     bool in_pool = true;
+    // Held by the last pipeline stage only: the logits and the sampler run
+    // there alone (vLLM V1 profile_run: _dummy_sampler_run under
+    // get_pp_group().is_last_rank; V0's execute_model returns intermediate
+    // tensors elsewhere).
+    bool last_stage_only = false;
 };
 
 // Which top-k/top-p implementation vLLM V1's dummy sampler run goes

@@ -30,17 +30,20 @@ ModelSpec stage_model(const ModelSpec& spec, const PipelineStage& stage) {
     return out;
 }
 
-RankSplit split_over_tp(const WeightPart& part, std::int64_t stage_bytes, std::int64_t stage_layers, std::int64_t layers, std::int64_t tp) {
+RankSplit split_over_tp(const WeightPart& stage_part, std::int64_t tp) {
     RankSplit r;
-    for (const CappedShare& c : part.capped) {
-        if (c.max_split >= tp || c.max_split < 1) continue;  // splits evenly at this TP
-        const std::int64_t share = std::min(stage_bytes - r.capped_stage_bytes,
-                                            ceil_div(checked_mul(c.bytes, stage_layers, "stage weight bytes"), std::max<std::int64_t>(1, layers)));
+    for (const CappedShare& c : stage_part.capped) {
+        if (!splits_fewer(c, tp)) continue;  // splits evenly at this TP
+        const std::int64_t share = std::min(stage_part.bytes - r.capped_stage_bytes, c.bytes);
         r.capped_stage_bytes += share;
         r.capped_rank_bytes = checked_add(r.capped_rank_bytes, ceil_div(share, c.max_split));
     }
-    r.even_bytes = stage_bytes - r.capped_stage_bytes;
+    r.even_bytes = stage_part.bytes - r.capped_stage_bytes;
     return r;
+}
+
+WeightPart stage_part(const WeightPart& part, const PipelineStage& stage, std::int64_t layers) {
+    return layer_range_share(part, stage.first_layer, stage.layers, layers);
 }
 
 std::int64_t stage_weight_bytes(const WeightSizing& weights, const ModelSpec& spec, const PipelineStage& stage,
@@ -60,8 +63,8 @@ std::int64_t stage_weight_bytes(const WeightSizing& weights, const ModelSpec& sp
             has_head = true;
             if (last) bytes = checked_add(bytes, p.bytes);
         } else if (layers > 0) {
-            // Per-layer parts: this stage's share, rounded up.
-            const RankSplit s = split_over_tp(p, ceil_div(checked_mul(p.bytes, stage.layers, "stage weight bytes"), layers), stage.layers, layers, tp);
+            // Per-layer parts: what this stage's layers hold.
+            const RankSplit s = split_over_tp(stage_part(p, stage, layers), tp);
             bytes = checked_add(bytes, s.even_bytes);
             capped = checked_add(capped, s.capped_rank_bytes);
         }
@@ -223,16 +226,14 @@ StageWeights stage_weights_scaled(const WeightSizing& weights, const ModelSpec& 
     for (const WeightPart& p : weights.parts) {
         if (p.part == ParamPart::Embedding) embedding = p.bytes;
         if (p.part == ParamPart::Head) has_head = true;
-        std::int64_t stage_bytes = 0;
-        if (p.part == ParamPart::Embedding) {
-            if (!first) continue;
-            stage_bytes = p.bytes;
-        } else if (p.part == ParamPart::Head) {
-            if (!last) continue;
-            stage_bytes = p.bytes;
+        WeightPart held{p.part, 0, 0, {}, {}};  // what this stage holds of the part
+        if (p.part == ParamPart::Embedding || p.part == ParamPart::Head) {
+            if (p.part == ParamPart::Embedding ? !first : !last) continue;
+            held = p;
         } else if (layers > 0) {
-            stage_bytes = ceil_div(checked_mul(p.bytes, stage.layers, "stage weight bytes"), layers);
+            held = stage_part(p, stage, layers);
         }
+        const std::int64_t stage_bytes = held.bytes;
         switch (p.part) {
             case ParamPart::Experts: {
                 // physical_experts / ep whole experts of routed_experts, each / expert_tp.
@@ -244,7 +245,7 @@ StageWeights stage_weights_scaled(const WeightSizing& weights, const ModelSpec& 
             }
             case ParamPart::Attention:
             case ParamPart::Mixer: {
-                const RankSplit s = split_over_tp(p, stage_bytes, stage.layers, layers, so.attention_tp);
+                const RankSplit s = split_over_tp(held, so.attention_tp);
                 add(p.part, stage_bytes, so.attention_tp, checked_add(ceil_div(s.even_bytes, so.attention_tp), s.capped_rank_bytes),
                     s.capped_stage_bytes);
                 break;

@@ -29,8 +29,8 @@ std::vector<PipelineStage> pipeline_stages(std::int64_t layers, std::int64_t pp)
 // stage_weight_bytes for weights).
 ModelSpec stage_model(const ModelSpec& spec, const PipelineStage& stage);
 
-// One TP rank's share of a per-layer part's stage bytes (`stage_layers` of the
-// model's `layers`): the tensors TP may split over at most `max_split` < tp
+// One TP rank's share of a per-layer part's stage bytes (`stage_part`, from
+// stage_part): the tensors TP may split over at most `max_split` < tp
 // ranks (WeightPart::capped: K/V of fewer KV heads than ranks, MLA's
 // down-projections) each / max_split, the rest even over tp.
 struct RankSplit {
@@ -38,10 +38,15 @@ struct RankSplit {
     std::int64_t capped_stage_bytes = 0;  // of the stage's bytes, split over fewer ranks
     std::int64_t capped_rank_bytes = 0;   // what one rank holds of those
 };
-RankSplit split_over_tp(const WeightPart& part, std::int64_t stage_bytes, std::int64_t stage_layers, std::int64_t layers, std::int64_t tp);
+RankSplit split_over_tp(const WeightPart& stage_part, std::int64_t tp);
 
-// Weight bytes one GPU of `stage` holds: per-layer parts in proportion to the
-// stage's layers, the embedding on the first stage, the LM head on the last
+// What the stage's own layers hold of a per-layer part (layer_range_share):
+// DeepSeek-V3 at PP 4 puts its 3 dense MLPs and 12 MoE layers on stage 0 and
+// 16 MoE layers on stage 2, 30% more weight bytes a GPU there.
+WeightPart stage_part(const WeightPart& part, const PipelineStage& stage, std::int64_t layers);
+
+// Weight bytes one GPU of `stage` holds: what the stage's layers hold of each
+// per-layer part, the embedding on the first stage, the LM head on the last
 // (a tied head is a second copy there when pp > 1, as vLLM loads it), all
 // divided over `tp` ranks but for the tensors split over fewer (split_over_tp);
 // norms, replicated in practice, are negligible and divided too.

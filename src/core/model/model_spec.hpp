@@ -63,6 +63,12 @@ struct ParamTensor {
     // when TP exceeds them), MLA's down-projections (1: whole on every rank).
     // See param_count.cpp add_attention and add_mla.
     std::int64_t max_tp_split = 0;
+    // The decoder layers that hold it, ascending, each `copies / layers.size()`
+    // times (DeepSeek's dense MLP: layers 0-2; its experts: 3-60). Empty for a
+    // tensor outside the layers (embedding, final norm, head) and for tensors
+    // built without a layer plan; those are shared over the layers evenly
+    // where a pipeline stage's share is wanted (layer_range_share, weights.hpp).
+    std::vector<std::int64_t> layers;
 };
 
 // quantization_config's quant_method, as far as kvplan tells them apart.

@@ -91,17 +91,21 @@ namespace {
 // [4096 x 4096] x 32 layers" rather than 32 lines.
 class TensorList {
 public:
+    // `layer`: the decoder layer adding it (ParamTensor::layers); -1 for none.
     void add(ParamPart part, const std::string& name, std::int64_t rows, std::int64_t cols, std::int64_t copies,
-             bool linear, std::optional<Dtype> fixed = std::nullopt, std::int64_t max_tp_split = 0) {
+             bool linear, std::optional<Dtype> fixed = std::nullopt, std::int64_t max_tp_split = 0, std::int64_t layer = -1) {
         if (rows == 0 || cols == 0 || copies == 0) return;
         auto key = std::make_tuple(static_cast<int>(part), name, rows, cols, linear, fixed ? static_cast<int>(*fixed) : -1, max_tp_split);
         auto it = index_.find(key);
         if (it != index_.end()) {
-            tensors_[it->second].copies = checked_add(tensors_[it->second].copies, copies, "tensor copies");
+            ParamTensor& t = tensors_[it->second];
+            t.copies = checked_add(t.copies, copies, "tensor copies");
+            if (layer >= 0 && (t.layers.empty() || t.layers.back() != layer)) t.layers.push_back(layer);
             return;
         }
         index_[key] = tensors_.size();
-        tensors_.push_back(ParamTensor{part, name, rows, cols, copies, linear, fixed, max_tp_split});
+        tensors_.push_back(ParamTensor{part, name, rows, cols, copies, linear, fixed, max_tp_split, {}});
+        if (layer >= 0) tensors_.back().layers.push_back(layer);
     }
     void matrix(ParamPart part, const std::string& name, std::int64_t out, std::int64_t in, std::int64_t copies = 1) {
         add(part, name, out, in, copies, true);
@@ -282,7 +286,8 @@ std::vector<ParamTensor> count_params(const ConfigReader& cfg, const ModelDims& 
     const FamilyTraits& tr = d.traits;
     TensorList all;
 
-    for (const LayerPlan& layer : plan) {
+    for (std::size_t index = 0; index < plan.size(); ++index) {
+        const LayerPlan& layer = plan[index];
         TensorList t;  // one layer's tensors, then merged into `all`
         bool mixes = layer.mixer != Mixer::None;
         bool ffn = layer.ffn != Ffn::None;
@@ -308,7 +313,8 @@ std::vector<ParamTensor> count_params(const ConfigReader& cfg, const ModelDims& 
         } else if (layer.ffn == Ffn::Moe) {
             add_moe(t, cfg, d);
         }
-        for (const ParamTensor& p : t.take()) all.add(p.part, p.name, p.rows, p.cols, p.copies, p.linear, p.fixed_dtype, p.max_tp_split);
+        for (const ParamTensor& p : t.take())
+            all.add(p.part, p.name, p.rows, p.cols, p.copies, p.linear, p.fixed_dtype, p.max_tp_split, static_cast<std::int64_t>(index));
     }
 
     all.add(ParamPart::Embedding, "embed_tokens", d.vocab + tr.extra_embedding_rows, d.hidden, 1, false);

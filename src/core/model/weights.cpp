@@ -1,6 +1,7 @@
 #include "core/model/weights.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "core/checked.hpp"
 
@@ -36,9 +37,18 @@ namespace {
 
 WeightSizing size_weights_of(const ModelSpec& spec, std::optional<Dtype> dtype_override);
 
+// Scales each layer's bytes by stored / formula, rounding down: the part's
+// rounding stays unplaced (LayerAmounts).
+void scale_layers(std::vector<std::int64_t>& by_layer, std::int64_t stored, std::int64_t formula) {
+    for (std::int64_t& b : by_layer)
+        b = formula > 0 ? static_cast<std::int64_t>(static_cast<double>(b) * static_cast<double>(stored) / static_cast<double>(formula)) : 0;
+}
+
 // The stored bytes in place of the formula's (see weights.hpp).
 void use_stored(const StoredWeights& s, bool unquantized, WeightSizing& out) {
     const std::int64_t loaded = s.bytes - s.skipped_bytes;
+    std::map<ParamPart, std::int64_t> formula_bytes;  // each part's, before the stored bytes replace them
+    for (const WeightPart& p : out.parts) formula_bytes[p.part] = p.bytes;
     out.from_files = true;
     out.bytes = loaded;
     if (unquantized) out.params = s.params - s.skipped_params;
@@ -74,6 +84,13 @@ void use_stored(const StoredWeights& s, bool unquantized, WeightSizing& out) {
         }
     }
     if (last_rest) last_rest->bytes += rest - shared;  // the rounding, so the parts add up to the stored bytes
+    // Each layer keeps its share of its part's stored bytes.
+    for (WeightPart& p : out.parts) {
+        const auto f = formula_bytes.find(p.part);
+        if (f == formula_bytes.end()) continue;
+        scale_layers(p.by_layer.bytes, p.bytes, f->second);
+        for (CappedShare& c : p.capped) scale_layers(c.by_layer.bytes, p.bytes, f->second);
+    }
 }
 
 }  // namespace
@@ -81,8 +98,33 @@ void use_stored(const StoredWeights& s, bool unquantized, WeightSizing& out) {
 CappedShare& capped_share(WeightPart& part, std::int64_t max_split) {
     for (CappedShare& c : part.capped)
         if (c.max_split == max_split) return c;
-    part.capped.push_back(CappedShare{max_split, 0, 0});
+    part.capped.push_back(CappedShare{max_split, 0, 0, {}});
     return part.capped.back();
+}
+
+bool splits_fewer(const CappedShare& c, std::int64_t tp) { return c.max_split >= 1 && c.max_split < tp; }
+
+std::int64_t layer_range_amount(std::int64_t total, const std::vector<std::int64_t>& by_layer, std::int64_t first,
+                                std::int64_t count, std::int64_t layers) {
+    if (first <= 0 && count >= layers) return total;
+    std::int64_t placed = 0, in_range = 0;
+    for (std::size_t i = 0; i < by_layer.size(); ++i) {
+        placed = checked_add(placed, by_layer[i], "weight bytes");
+        const auto layer = static_cast<std::int64_t>(i);
+        if (layer >= first && layer < first + count) in_range = checked_add(in_range, by_layer[i], "weight bytes");
+    }
+    const std::int64_t rest = std::max<std::int64_t>(0, total - placed);
+    return checked_add(in_range, ceil_div(checked_mul(rest, count, "stage weight bytes"), std::max<std::int64_t>(1, layers)),
+                       "stage weight bytes");
+}
+
+WeightPart layer_range_share(const WeightPart& part, std::int64_t first, std::int64_t count, std::int64_t layers) {
+    WeightPart out{part.part, layer_range_amount(part.params, part.by_layer.params, first, count, layers),
+                   layer_range_amount(part.bytes, part.by_layer.bytes, first, count, layers), {}, {}};
+    for (const CappedShare& c : part.capped)
+        out.capped.push_back(CappedShare{c.max_split, layer_range_amount(c.params, c.by_layer.params, first, count, layers),
+                                         layer_range_amount(c.bytes, c.by_layer.bytes, first, count, layers), {}});
+    return out;
 }
 
 WeightSizing size_weights(const ModelSpec& spec, std::optional<Dtype> dtype_override) {
@@ -91,6 +133,23 @@ WeightSizing size_weights(const ModelSpec& spec, std::optional<Dtype> dtype_over
 }
 
 namespace {
+
+// Adds each of t's layers' copies (copies / its layer count, a remainder left
+// unplaced) of `elements` parameters and `one` bytes a copy to `a`.
+void place_in_layers(LayerAmounts& a, const ParamTensor& t, std::int64_t elements, std::int64_t one, std::int64_t layers) {
+    if (t.layers.empty()) return;
+    const std::int64_t per_layer = t.copies / static_cast<std::int64_t>(t.layers.size());
+    if (a.bytes.empty()) {
+        a.params.assign(static_cast<std::size_t>(layers), 0);
+        a.bytes.assign(static_cast<std::size_t>(layers), 0);
+    }
+    for (std::int64_t layer : t.layers) {
+        if (layer < 0 || layer >= layers) continue;  // not one of the spec's layers: stays unplaced
+        const auto i = static_cast<std::size_t>(layer);
+        a.params[i] = checked_add(a.params[i], checked_mul(elements, per_layer, "parameter count"), "parameter count");
+        a.bytes[i] = checked_add(a.bytes[i], checked_mul(one, per_layer, "weight bytes"), "weight bytes");
+    }
+}
 
 WeightSizing size_weights_of(const ModelSpec& spec, std::optional<Dtype> dtype_override) {
     WeightSizing out;
@@ -103,6 +162,7 @@ WeightSizing size_weights_of(const ModelSpec& spec, std::optional<Dtype> dtype_o
         return out;
     }
 
+    const auto layers = static_cast<std::int64_t>(spec.layers.size());
     std::vector<WeightPart> parts;
     for (const ParamTensor& t : spec.params) {
         const std::int64_t elements = checked_mul(t.rows, t.cols, "tensor elements");
@@ -120,13 +180,15 @@ WeightSizing size_weights_of(const ModelSpec& spec, std::optional<Dtype> dtype_o
         out.active_params = checked_add(out.active_params, active, "parameter count");
         out.bytes = checked_add(out.bytes, bytes, "weight bytes");
         auto it = std::find_if(parts.begin(), parts.end(), [&](const WeightPart& p) { return p.part == t.part; });
-        if (it == parts.end()) it = parts.insert(parts.end(), WeightPart{t.part, 0, 0, {}});
+        if (it == parts.end()) it = parts.insert(parts.end(), WeightPart{t.part, 0, 0, {}, {}});
         it->params += params;
         it->bytes += bytes;
+        place_in_layers(it->by_layer, t, elements, one, layers);
         if (t.max_tp_split > 0) {
             CappedShare& c = capped_share(*it, t.max_tp_split);
             c.params += params;
             c.bytes += bytes;
+            place_in_layers(c.by_layer, t, elements, one, layers);
         }
     }
     std::sort(parts.begin(), parts.end(), [](const WeightPart& a, const WeightPart& b) { return a.part < b.part; });

@@ -11,23 +11,51 @@
 
 namespace kvplan {
 
+// What each decoder layer holds of an amount, from the tensors that name
+// their layers (ParamTensor::layers): one entry per decoder layer, or empty
+// when no tensor names its layers. The amount beyond their sum (a final norm,
+// tensors built without a layer plan) belongs to no layer in particular.
+struct LayerAmounts {
+    std::vector<std::int64_t> params;
+    std::vector<std::int64_t> bytes;
+};
+
 // A part's tensors that TP splits over at most `max_split` ranks
 // (ParamTensor::max_tp_split), summed by that limit.
 struct CappedShare {
     std::int64_t max_split = 1;
     std::int64_t params = 0;
     std::int64_t bytes = 0;
+    LayerAmounts by_layer;
 };
+
+// True when TP over `tp` ranks splits `c`'s tensors over fewer ranks than
+// it has (the rest hold replicas).
+bool splits_fewer(const CappedShare& c, std::int64_t tp);
 
 struct WeightPart {
     ParamPart part;
     std::int64_t params = 0;
     std::int64_t bytes = 0;
     std::vector<CappedShare> capped;  // of params and bytes, by max_split
+    LayerAmounts by_layer;            // of params and bytes
 };
 
 // The entry of `part.capped` for `max_split`, added empty if missing.
 CappedShare& capped_share(WeightPart& part, std::int64_t max_split);
+
+// Of `total`, what layers [first, first + count) of the model's `layers` hold:
+// their entries of `by_layer`, plus the unplaced rest (total - sum) in
+// proportion to `count`, rounded up. The whole `total` when the range covers
+// every layer.
+std::int64_t layer_range_amount(std::int64_t total, const std::vector<std::int64_t>& by_layer, std::int64_t first,
+                                std::int64_t count, std::int64_t layers);
+
+// `part` as held by layers [first, first + count): params, bytes and each
+// capped share by layer_range_amount; by_layer left empty. A pipeline
+// stage's share: DeepSeek-V3's first stage holds its 3 dense MLPs and fewer
+// experts than a later stage of as many layers.
+WeightPart layer_range_share(const WeightPart& part, std::int64_t first, std::int64_t count, std::int64_t layers);
 
 struct WeightSizing {
     std::int64_t params = 0;         // learned parameters of the language model

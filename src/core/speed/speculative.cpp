@@ -73,6 +73,7 @@ HeadParts draft_head_parts(const ModelSpec& target) {
         const bool expert_side = t.part == ParamPart::Experts || t.part == ParamPart::SharedExperts || t.part == ParamPart::Router;
         if (moe_layers > 0 && t.part == ParamPart::Mlp && t.copies < layers) continue;
         t.copies = expert_side && moe_layers > 0 ? std::max<std::int64_t>(1, t.copies / moe_layers) : 1;
+        t.layers.clear();  // a head layer of its own, none of the target's
         (t.part == ParamPart::Experts ? experts : rest).params.push_back(t);
     }
     const std::int64_t projection = checked_mul(checked_mul(2, target.hidden, "draft head projection"), target.hidden, "draft head projection");

@@ -97,6 +97,20 @@ ExpertLayout make_layout(const CostModel& m, const ModelSpec& spec, const Expert
     return L;
 }
 
+// The MoE layers among a stage's: those whose routed experts hold bytes. When
+// the tensors name no layers, the model's `moe_layers` in proportion.
+std::int64_t moe_layers_in(const WeightSizing& w, const PipelineStage& stage, std::int64_t moe_layers, std::int64_t layers) {
+    for (const WeightPart& p : w.parts) {
+        if (p.part != ParamPart::Experts || p.by_layer.bytes.empty()) continue;
+        std::int64_t n = 0;
+        for (std::int64_t l = stage.first_layer; l < stage.first_layer + stage.layers && l < layers; ++l)
+            if (p.by_layer.bytes[static_cast<std::size_t>(l)] > 0) ++n;
+        return n;
+    }
+    const double share = static_cast<double>(stage.layers) / static_cast<double>(std::max<std::int64_t>(1, layers));
+    return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(static_cast<double>(moe_layers) * share)));
+}
+
 // make_cost_model, of one pipeline stage when `stage` is given.
 CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage, std::int64_t pp, const ExpertLayoutInputs* layout = nullptr) {
     const ModelSpec& spec = *in.model;
@@ -167,26 +181,37 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
     std::int64_t embedding_params = 0;
     bool has_head = false;
     std::int64_t head_params = 0;
+    // Of a per-layer amount, what the priced layers hold: all of it, an
+    // average layer's share for a sample, the stage's own layers for a stage.
+    auto priced = [&](std::int64_t total, const std::vector<std::int64_t>& by_layer) {
+        if (staged) return static_cast<double>(layer_range_amount(total, by_layer, stage->first_layer, stage->layers, all_layers));
+        return static_cast<double>(total) * layer_share;
+    };
+    double stage_active = 0;  // a stage's active parameters, its head aside
+    double whole_experts = 0;
     for (const WeightPart& p : w.parts) {
         if (p.part == ParamPart::Embedding) {
             embedding = static_cast<double>(p.bytes);
             embedding_params = p.params;
         } else if (p.part == ParamPart::Experts) {
-            expert_part = static_cast<double>(p.bytes) * layer_share;
-            expert_params = static_cast<double>(p.params) * layer_share;
+            whole_experts = static_cast<double>(p.bytes);
+            expert_part = priced(p.bytes, p.by_layer.bytes);
+            expert_params = priced(p.params, p.by_layer.params);
+            if (spec.experts > 0) stage_active += expert_params / static_cast<double>(spec.experts) * static_cast<double>(spec.experts_per_token);
         } else if (p.part == ParamPart::Head) {
             has_head = true;
             head_params = p.params;
             if (with_head) dense += static_cast<double>(p.bytes);
         } else {
-            dense += static_cast<double>(p.bytes) * layer_share;
+            dense += priced(p.bytes, p.by_layer.bytes);
+            stage_active += priced(p.params, p.by_layer.params);
             for (const CappedShare& c : p.capped) {
-                if (c.max_split >= in.tp || c.max_split < 1) continue;
+                if (!splits_fewer(c, in.tp)) continue;
                 const double split = static_cast<double>(c.max_split);
-                capped += static_cast<double>(c.bytes) * layer_share;
-                capped_rank += static_cast<double>(c.bytes) * layer_share / split;
-                capped_params += static_cast<double>(c.params) * layer_share;
-                capped_params_rank += static_cast<double>(c.params) * layer_share / split;
+                capped += priced(c.bytes, c.by_layer.bytes);
+                capped_rank += priced(c.bytes, c.by_layer.bytes) / split;
+                capped_params += priced(c.params, c.by_layer.params);
+                capped_params_rank += priced(c.params, c.by_layer.params) / split;
             }
         }
     }
@@ -197,10 +222,11 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
     for (const ParamTensor& t : spec.params)
         if (t.part == ParamPart::Experts && ends_with(t.name, "up_proj") && spec.experts > 0) m.moe_layers = t.copies / spec.experts;
     if (m.moe_layers > 0) {
-        m.expert_bytes = expert_part / layer_share / static_cast<double>(m.moe_layers * m.experts) / tp;
+        m.expert_bytes = whole_experts / static_cast<double>(m.moe_layers * m.experts) / tp;
         // A token runs k of the E experts: 2 FLOPs per active expert weight.
         m.expert_flops_per_token = 2.0 * expert_params * static_cast<double>(m.experts_per_token) / static_cast<double>(m.experts) / tp;
-        if (sample || staged) m.moe_layers = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(static_cast<double>(m.moe_layers) * layer_share)));
+        if (staged) m.moe_layers = moe_layers_in(w, *stage, m.moe_layers, all_layers);
+        if (sample) m.moe_layers = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(static_cast<double>(m.moe_layers) * layer_share)));
     }
     else dense += expert_part;
     m.dense_weight_bytes = (dense - capped) / tp + capped_rank;
@@ -225,7 +251,8 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
     if (sample) active = static_cast<std::int64_t>(static_cast<double>(active - head_params - (!has_head && spec.tied_embeddings ? embedding_params : 0)) * layer_share);
     if (staged) {
         const std::int64_t head = head_params + (!has_head && spec.tied_embeddings ? embedding_params : 0);
-        active = static_cast<std::int64_t>(static_cast<double>(active - head) * layer_share) + (with_head ? head : 0);
+        active = (w.parts.empty() ? static_cast<std::int64_t>(static_cast<double>(active - head) * layer_share)
+                                  : static_cast<std::int64_t>(std::llround(stage_active))) + (with_head ? head : 0);
     }
     m.active_params = active;
     m.matmul_flops_per_token = 2.0 * ((static_cast<double>(active) - capped_params) / tp + capped_params_rank);

@@ -320,6 +320,41 @@ TEST_CASE("pipeline stages follow vLLM's get_pp_indices") {
     CHECK(plan_capacity(preset("llama-3.1-8b"), in).kv_bytes_per_token_per_gpu == 65'536);
 }
 
+TEST_CASE("a pipeline stage holds its own layers' weights: DeepSeek-V3's dense layers sit on stage 0") {
+    // DeepSeek-V3 (fp8, 128 x 128 blocks, fp32 scales; embedding, head and router bf16) at TP 8, PP 4:
+    // layers 15, 15, 16, 15. Per layer, by hand (fp8 [r x c] = r c + ceil(r/128) ceil(c/128) x 4 B):
+    //   split over TP: q_b_proj [24,576 x 1,536] 37,757,952 B; kv_b_proj [32,768 x 512] 16,781,312 B;
+    //   o_proj [7,168 x 16,384] 117,469,184 B; norms (2 x 7,168 + 1,536 + 512) x 2 B = 32,768 B;
+    //   MoE: 256 + 1 experts of 3 x [2,048 x 7,168] fp8 (44,050,944 B each), router 256 x 7,168 x 2 B,
+    //   its fp32 bias 1,024 B: 11,324,763,648 B; dense MLP: 3 x [18,432 x 7,168] fp8 = 396,458,496 B.
+    //   Whole on every rank: q_a_proj [1,536 x 7,168] + kv_a_proj_with_mqa [576 x 7,168] = 15,142,624 B.
+    // Stage 0: (3 x 568,499,712 + 12 x 11,496,804,864 + the embedding 129,280 x 7,168 x 2) / 8
+    //   + 15 x 15,142,624 = 17,917,203,808 B, plus 15/61 of the final norm's 14,336 B over 8 ranks (441 B;
+    //   the final norm is in no layer, so it is spread over the stages).
+    // Stage 2: 16 x 11,496,804,864 / 8 + 16 x 15,142,624 = 23,235,891,712 B, plus its 471 B of the final norm.
+    const ModelSpec m = preset("deepseek-v3");
+    const WeightSizing w = size_weights(m);
+    const auto stages = pipeline_stages(61, 4);
+    CHECK(stage_weight_bytes(w, m, stages[0], 4, 8) == 17'917'204'249);
+    CHECK(stage_weight_bytes(w, m, stages[2], 4, 8) == 23'235'892'183);
+    // The fullest stage binds; spread evenly over the layers every stage came to 19.3-20.6 GiB.
+    CapacityInputs in;
+    in.gpu = gpu("h200");
+    in.engine = Engine::Vllm;
+    in.tp = 8;
+    in.pp = 4;
+    in.contexts = {4096};
+    const CapacityPlan p = plan_capacity(m, in);
+    CHECK(p.binding_stage == 2);
+    CHECK(p.budget.weights_bytes == 23'235'892'183);
+    // Only the last stage profiles the logits and sampler: stage 2's budget has no such term.
+    for (const OverheadTerm& t : p.budget.overhead) CHECK(t.name != "logits and sampler buffers");
+    // vLLM 0.6.6 logged "Loading model weights took 16.9583 GB" (GiB) on stage 0 of this layout
+    // (deepseek-ai/DeepSeek-V3#205): kvplan's 16.69 GiB is within 2% of it.
+    const double stage0_gib = static_cast<double>(stage_weight_bytes(w, m, stages[0], 4, 8)) / kGiB;
+    CHECK(std::abs(stage0_gib - 16.9583) / 16.9583 < 0.02);
+}
+
 TEST_CASE("when weights alone exceed memory, the plan says so and names the smallest TP that fits") {
     // 14 GB of weights on a 10 GB device (util 1, no overhead): TP 1 leaves -4 GB. TP 2: 7 GB weights, 3 GB pool,
     // a 2,000-token request needs 2,000 x 262,144 B = 0.52 GB per GPU: it fits.
