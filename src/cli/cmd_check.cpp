@@ -67,9 +67,9 @@ ScenarioCheck check_scenario(const Scenario& s, const std::string& baseline_path
     try {
         const Gpu* gpu = nullptr;
         try {
-            gpu = &find_gpu(known_gpus(), s.inputs.gpu);
+            gpu = &find_gpu(known_gpus(), s.inputs.gpu, "gpu");
         } catch (const Error& e) {
-            data_error(std::string("gpu: ") + e.what());
+            data_error(e.what());
         }
         const ModelSpec& model = models.get(scenario_model_argument(s.inputs.model, baseline_path));
         Efficiency efficiency;

@@ -91,7 +91,7 @@ std::vector<Gpu> chosen_gpus(const RecommendOptions& o) {
     std::vector<Gpu> out;
     if (o.gpus == "all") out = known_gpus();
     else
-        for (const std::string& id : split_list(o.gpus, "--gpus")) out.push_back(find_gpu(known_gpus(), id));
+        for (const std::string& id : split_list(o.gpus, "--gpus")) out.push_back(find_gpu(known_gpus(), id, "--gpus"));
     if (out.empty()) usage_error("--gpus: expected comma-separated device ids or all");
     return out;
 }
@@ -103,7 +103,7 @@ std::map<std::string, double> prices(const RecommendOptions& o) {
     for (const std::string& pair : split_list(o.prices, "--price-per-hour")) {
         const auto eq = pair.find('=');
         if (eq == std::string::npos) usage_error("--price-per-hour: expected GPU=USD pairs such as h100-sxm=2.5, found \"" + pair + "\"");
-        const Gpu& g = find_gpu(known_gpus(), pair.substr(0, eq));
+        const Gpu& g = find_gpu(known_gpus(), pair.substr(0, eq), "--price-per-hour");
         char* end = nullptr;
         const std::string value = pair.substr(eq + 1);
         const double usd = std::strtod(value.c_str(), &end);
@@ -141,6 +141,7 @@ CommandOutput run_analytic(const RecommendOptions& o) {
     in.weights = parse_weight_format("--weights-dtype", o.weights_dtype);
     in.kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
     in.efficiency = resolve_efficiency(o.efficiency, o.engine);
+    use_engine_kv_default(model, in.efficiency);
     in.all_to_all = bundled_all_to_all_latencies();
     if (o.max_nodes == 1 && (o.gpus_per_node > 0 || o.nic != "ib-ndr"))
         usage_error("--gpus-per-node and --nic place layouts over several nodes: add --max-nodes N");

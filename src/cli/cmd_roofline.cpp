@@ -92,6 +92,10 @@ CLI::App* setup_roofline(CLI::App& app, RooflineOptions& o) {
     return cmd;
 }
 
+void use_engine_kv_default(ModelSpec& model, const Efficiency& efficiency) {
+    if (efficiency.profile.kv_cache_dtype && !model.engine_kv_dtype) model.engine_kv_dtype = efficiency.profile.kv_cache_dtype;
+}
+
 std::string run_roofline(const RooflineOptions& o) {
     RooflineResult r;
     ModelSpec model = resolve_model(o.model);
@@ -100,6 +104,7 @@ std::string run_roofline(const RooflineOptions& o) {
     r.gpu = resolve_gpu(o.gpu);
     if (!r.gpu.from_database) usage_error("roofline needs the device's bandwidth and FLOP/s: pass --gpu ID (see `kvplan gpus`), not --gpu-mem");
     r.efficiency = resolve_efficiency(o.efficiency, o.engine);
+    use_engine_kv_default(model, r.efficiency);
     const WeightFormat format = parse_weight_format("--weights-dtype", o.weights_dtype);
     const std::optional<Dtype> kv = parse_dtype_flag("--kv-dtype", o.kv_dtype);
     // DP attention + EP: the layout rules `concurrency` uses (core/memory/parallel.cpp).

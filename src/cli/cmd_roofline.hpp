@@ -27,6 +27,9 @@ void add_efficiency_options(CLI::App& app, EfficiencyOptions& options);
 // Builds the Efficiency the flags describe on `engine`'s speed profile
 // (models/engines/<engine>.json; reads the calibration file).
 Efficiency resolve_efficiency(const EfficiencyOptions& options, const std::string& engine);
+// The engine's own KV cache dtype (EngineProfile::kv_cache_dtype, llama.cpp's
+// f16) for --kv-dtype auto, unless the model's files already name one.
+void use_engine_kv_default(ModelSpec& model, const Efficiency& efficiency);
 
 struct RooflineOptions {
     ModelOptions model;

@@ -197,6 +197,7 @@ PdSide pd_side(const SimulateOptions& o, const ModelSpec& model, const Efficienc
     if (!gpu_id.empty()) {
         side.gpu.gpu = gpu_id;
         side.gpu.gpu_mem.clear();
+        side.gpu.flag = std::string("--") + name + "-gpu";
     }
     if (tp > 0) side.tp = tp;
     if (dp > 0) side.dp = dp;

@@ -15,7 +15,7 @@ void add_gpu_options(CLI::App& app, GpuOptions& o, GpuMemFlag gpu_mem) {
 
 Gpu resolve_gpu(const GpuOptions& o) {
     if (!o.gpu.empty() && !o.gpu_mem.empty()) usage_error("give either --gpu ID or --gpu-mem SIZE, not both");
-    if (!o.gpu.empty()) return find_gpu(known_gpus(), o.gpu);
+    if (!o.gpu.empty()) return find_gpu(known_gpus(), o.gpu, o.flag);
     if (!o.gpu_mem.empty()) {
         const bool plain = o.gpu_mem.find_first_not_of("0123456789.") == std::string::npos;
         return gpu_from_memory(parse_byte_size("--gpu-mem", o.gpu_mem, false), o.gpu_mem + (plain ? " GiB" : "") + " GPU");

@@ -13,6 +13,7 @@ namespace kvplan {
 struct GpuOptions {
     std::string gpu;      // --gpu
     std::string gpu_mem;  // --gpu-mem
+    std::string flag = "--gpu";  // what an unknown id is reported against (simulate's --decode-gpu)
 };
 
 // `gpu_mem`: whether the command can plan for a device known only by its

@@ -134,7 +134,7 @@ std::vector<Gpu> parse_gpu_database(const nlohmann::json& db, const std::string&
     return out;
 }
 
-const Gpu& find_gpu(const std::vector<Gpu>& gpus, const std::string& id) {
+const Gpu& find_gpu(const std::vector<Gpu>& gpus, const std::string& id, const std::string& flag) {
     const std::string wanted = normalise_id(id);
     for (const Gpu& g : gpus) {
         if (g.id == wanted || normalise_id(g.name) == wanted) return g;
@@ -151,7 +151,7 @@ const Gpu& find_gpu(const std::vector<Gpu>& gpus, const std::string& id) {
     std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     std::string hint;
     for (std::size_t i = 0; i < ranked.size() && i < 4; ++i) hint += (i ? ", " : "") + ranked[i].second;
-    usage_error("--gpu: unknown device \"" + id + "\" (closest: " + hint +
+    usage_error(flag + ": unknown device \"" + id + "\" (closest: " + hint +
                 "; `kvplan gpus` lists them all, or describe the device with --gpu-mem SIZE)");
 }
 

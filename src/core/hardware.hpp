@@ -76,8 +76,9 @@ std::vector<Gpu> parse_gpu_database(const nlohmann::json& db, const std::string&
 
 // Looks up `id` by id or alias, ignoring case, spaces and underscores
 // ("H100", "h100_sxm", "NVIDIA H100" all work). Throws Error(Usage) naming the
-// closest ids when nothing matches.
-const Gpu& find_gpu(const std::vector<Gpu>& gpus, const std::string& id);
+// closest ids when nothing matches, prefixed with `flag` (the flag or field
+// that gave the id).
+const Gpu& find_gpu(const std::vector<Gpu>& gpus, const std::string& id, const std::string& flag = "--gpu");
 
 // A device known only by its memory (--gpu-mem): no bandwidth or FLOP/s.
 Gpu gpu_from_memory(std::int64_t memory_bytes, const std::string& label);

@@ -45,6 +45,8 @@ std::string render_engine_detail(const EngineProfile& p, bool markdown) {
     lines.push_back({"allreduce", allreduce_text(p), "the engine's source (docs/roofline.md, \"All-reduce latency\")"});
     lines.push_back({"int4_group_bits", num(p.int4_group_bits), "the engine's int4 layout: scale and zero bits per group"});
     lines.push_back({"quantize_head", p.quantize_head ? "true" : "false", "whether the engine's int4/int8 quantizer converts the LM head"});
+    if (p.kv_cache_dtype)
+        lines.push_back({"kv_cache_dtype", std::string(dtype_name(*p.kv_cache_dtype)), "what --kv-dtype auto means under the engine (its own default)"});
     if (markdown) {
         Table t({"value", "setting", "fitted on"}, 3);
         for (const Line& l : lines) t.add({l.name, l.value, l.fitted});
@@ -76,6 +78,7 @@ std::string render_engines_json(const std::vector<EngineProfile>& engines, const
         j["allreduce"] = {{"implementation", allreduce_name(p.allreduce)}, {"latency_s", p.fixed_allreduce_latency_s}};
         j["int4_group_bits"] = p.int4_group_bits;
         j["quantize_head"] = p.quantize_head;
+        j["kv_cache_dtype"] = p.kv_cache_dtype ? nlohmann::ordered_json(std::string(dtype_name(*p.kv_cache_dtype))) : nlohmann::ordered_json();
         j["fitted_on"] = p.fitted_on;
         out["engines"].push_back(j);
     }

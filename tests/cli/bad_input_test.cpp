@@ -682,6 +682,23 @@ TEST_CASE("bad input: an empty item in a comma-separated list is refused, not sk
                        {"--batch 1,,8: an empty item"});
 }
 
+TEST_CASE("bad input: an unknown device is reported against the flag that named it", "[bad-input][flags]") {
+    const std::vector<std::string> pd{"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--prefill-replicas", "1",
+                                      "--decode-replicas", "1", "--rate", "1", "--requests", "4", "--input-len", "fixed:100",
+                                      "--output-len", "fixed:10"};
+    std::vector<std::string> decode = pd, prefill = pd;
+    decode.insert(decode.end(), {"--decode-gpu", "h1000"});
+    prefill.insert(prefill.end(), {"--prefill-gpu", "h1000"});
+    expect_clean_error(Run::kvplan(decode), kExitUsage, {"--decode-gpu: unknown device \"h1000\""});
+    expect_clean_error(Run::kvplan(prefill), kExitUsage, {"--prefill-gpu: unknown device \"h1000\""});
+    expect_clean_error(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.05",
+                                    "--gpus", "h100-sxm,h1000"}),
+                       kExitUsage, {"--gpus: unknown device \"h1000\""});
+    expect_clean_error(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.05",
+                                    "--price-per-hour", "h1000=2"}),
+                       kExitUsage, {"--price-per-hour: unknown device \"h1000\""});
+}
+
 TEST_CASE("bad input: a newline or a terminal escape in a value is printed escaped, on one line", "[bad-input][flags]") {
     // A value with a newline would split the error in two (and a second line
     // starting "::" is a GitHub workflow command); ESC would recolour the terminal.

@@ -37,6 +37,21 @@ TEST_CASE("roofline --json carries the documented keys and one row per batch") {
     CHECK(priced["rows"][0].contains("usd_per_million_tokens"));
 }
 
+TEST_CASE("roofline --engine llamacpp caches KV in f16, llama.cpp's --cache-type-k default, unless told otherwise") {
+    auto kv_of = [](std::vector<std::string> args) {
+        auto r = kvplan_run(args);
+        REQUIRE(r.code == 0);
+        return nlohmann::json::parse(r.out)["kv_dtype"].get<std::string>();
+    };
+    const std::vector<std::string> base{"roofline", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--batch", "1", "--json"};
+    std::vector<std::string> llama = base, told = base;
+    llama.insert(llama.end(), {"--engine", "llamacpp"});
+    told.insert(told.end(), {"--engine", "llamacpp", "--kv-dtype", "bf16"});
+    CHECK(kv_of(base) == "bf16");   // vLLM's rule: the checkpoint's bf16
+    CHECK(kv_of(llama) == "fp16");
+    CHECK(kv_of(told) == "bf16");
+}
+
 TEST_CASE("roofline says where the regime changes, in words") {
     auto r = kvplan_run({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "4096"});
     REQUIRE(r.code == 0);

@@ -264,7 +264,8 @@ EngineProfile parse_engine_profile(const nlohmann::json& value, const std::strin
     ConfigReader r(value, source);
     refuse_unknown(r, value, {"schema_version", "id", "name", "description", "weights_fraction", "kv_fraction", "step_overhead_s",
                               "layer_overhead_s", "kernel_factor", "flops_fraction", "prefill_half_tokens", "moe_efficiency",
-                              "tp_flops_loss", "link_fraction", "allreduce", "int4_group_bits", "quantize_head", "fitted_on"});
+                              "tp_flops_loss", "link_fraction", "allreduce", "int4_group_bits", "quantize_head", "kv_cache_dtype",
+                              "fitted_on"});
     if (r.require_int({"schema_version"}, 1, 1000) != 1) r.fail("schema_version", "expected 1");
     EngineProfile p;
     p.id = r.get_string("id").value_or("");
@@ -307,6 +308,10 @@ EngineProfile parse_engine_profile(const nlohmann::json& value, const std::strin
     }
     p.int4_group_bits = read_number(r, "int4_group_bits", 0, 64, p.int4_group_bits, false);
     p.quantize_head = r.get_bool("quantize_head").value_or(false);
+    if (auto d = r.get_string("kv_cache_dtype")) {
+        p.kv_cache_dtype = parse_dtype(*d);
+        if (!p.kv_cache_dtype || *d == "auto") r.fail("kv_cache_dtype", "expected fp32, fp16, bf16, fp8, int8 or int4, found \"" + *d + "\"");
+    }
     if (auto f = r.child("fitted_on")) {
         const std::vector<std::string> names = profile_value_names();
         for (const auto& [name, v] : value.at("fitted_on").items()) {

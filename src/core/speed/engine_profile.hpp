@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/dtype.hpp"
 #include "core/hardware.hpp"
 
 namespace kvplan {
@@ -104,6 +105,10 @@ struct EngineProfile {
     // int4 formats as the engine stores them: bits of scale (and zero) per group, and whether the LM head is quantized.
     double int4_group_bits = 16;
     bool quantize_head = false;
+    // What --kv-dtype auto means under this engine when the checkpoint's
+    // quantization names no KV dtype: llama.cpp's --cache-type-k/-v default
+    // f16. nullopt: the serving dtype (vLLM's rule, auto_kv_dtype).
+    std::optional<Dtype> kv_cache_dtype;
     std::map<std::string, std::string> fitted_on;  // value name -> the rows it was fitted on
     std::vector<LinkLatency> links;                 // the interconnect table, bundled into the profile when loaded
     std::vector<AllToAllLatency> all_to_all;        // DeepEP's published all-to-all times, likewise

@@ -60,6 +60,8 @@ TEST_CASE("a profile file with a bad value names the file and the field") {
     CHECK_THAT(with("kernel_factor", nlohmann::json{{"awq", 0.9}}), Catch::Contains("kernel_factor.awq: unknown weight format family"));
     CHECK_THAT(with("allreduce", nlohmann::json{{"implementation", "mpi"}}), Catch::Contains("allreduce.implementation"));
     CHECK_THAT(with("fitted_on", nlohmann::json{{"speed", "rows"}}), Catch::Contains("fitted_on.speed: not a profile value"));
+    CHECK_THAT(with("kv_cache_dtype", "q8_0"), Catch::Contains("p.json: kv_cache_dtype: expected fp32, fp16"));
+    CHECK_THAT(with("kv_cache_dtype", "auto"), Catch::Contains("p.json: kv_cache_dtype: expected"));
     CHECK_THAT(data_error_of(nlohmann::json::array()), Catch::Contains("expected a JSON object"));
 }
 
