@@ -549,10 +549,10 @@ TEST_CASE("recommend --slo prices steps with the efficiency flags: a 100 ms step
 
 TEST_CASE("recommend tries DP attention + EP for a mixture-of-experts model: DeepSeek-V3 on 8 x H200 beats TP 8 when TPOT allows its batch") {
     // vLLM --tensor-parallel-size 1 --data-parallel-size 8 --enable-expert-parallel
-    // holds 97 sequences of 4,096 tokens on each of 8 ranks (`kvplan concurrency
+    // holds 90 sequences of 4,096 tokens on each of 8 ranks (`kvplan concurrency
     // --model deepseek-v3 --gpu h200 --engine vllm --tp 1 --dp 8
-    // --enable-expert-parallel --context 4096` says the same), 776 in all,
-    // where TP 8 replicates the MLA latent and holds 155.
+    // --enable-expert-parallel --context 4096` says the same), 720 in all,
+    // where TP 8 replicates the MLA latent and holds 152.
     const std::vector<std::string> a{"recommend", "--model", "deepseek-v3", "--gpus", "h200", "--context", "4096", "--ttft", "2", "--json"};
     auto args = a;
     args.insert(args.end(), {"--tpot", "0.1"});
@@ -566,15 +566,15 @@ TEST_CASE("recommend tries DP attention + EP for a mixture-of-experts model: Dee
     CHECK(ep["ep"] == 8);
     CHECK(ep["tp"] == 1);
     CHECK(ep["gpus"] == 8);
-    CHECK(ep["max_requests"] == 776);
-    CHECK(ep["batch"] == 776);  // memory binds before the 100 ms TPOT
-    CHECK(ep["tokens_per_s_per_gpu"].get<double>() == Approx(776 / ep["tpot_s"].get<double>() / 8));
+    CHECK(ep["max_requests"] == 720);
+    CHECK(ep["batch"] == 720);  // memory binds before the 100 ms TPOT
+    CHECK(ep["tokens_per_s_per_gpu"].get<double>() == Approx(720 / ep["tpot_s"].get<double>() / 8));
     CHECK(j["candidates"][1]["tp"] == 8);
     CHECK(j["candidates"][1]["max_requests"] == 152);  // tests/core/memory/scale_out_test.cpp
-    // Flags per engine: vLLM's per engine core (776 / 8 = 97), SGLang's the server's totals it divides by --dp.
-    CHECK_THAT(ep["vllm_flags"].get<std::string>(), Catch::StartsWith("--tensor-parallel-size 1 --data-parallel-size 8 --enable-expert-parallel --max-num-seqs 97 "));
-    CHECK_THAT(ep["sglang_flags"].get<std::string>(), Catch::StartsWith("--tp 8 --dp 8 --enable-dp-attention --ep 8 --max-running-requests 776 "));
-    CHECK_THAT(ep["trtllm_flags"].get<std::string>(), Catch::StartsWith("--tp_size 8 --ep_size 8 --max_batch_size 97 ") &&
+    // Flags per engine: vLLM's per engine core (720 / 8 = 90), SGLang's the server's totals it divides by --dp.
+    CHECK_THAT(ep["vllm_flags"].get<std::string>(), Catch::StartsWith("--tensor-parallel-size 1 --data-parallel-size 8 --enable-expert-parallel --max-num-seqs 90 "));
+    CHECK_THAT(ep["sglang_flags"].get<std::string>(), Catch::StartsWith("--tp 8 --dp 8 --enable-dp-attention --ep 8 --max-running-requests 720 "));
+    CHECK_THAT(ep["trtllm_flags"].get<std::string>(), Catch::StartsWith("--tp_size 8 --ep_size 8 --max_batch_size 90 ") &&
                                                           Catch::EndsWith("--extra_llm_api_options attention_dp.yaml"));
     // At 50 ms the layout's batch falls to the TPOT bound and TP 8 ranks first.
     args = a;
@@ -583,7 +583,7 @@ TEST_CASE("recommend tries DP attention + EP for a mixture-of-experts model: Dee
     REQUIRE(tight["candidates"].size() == 2);
     CHECK(tight["candidates"][0]["tp"] == 8);
     CHECK(tight["candidates"][1]["attention_dp"] == 8);
-    CHECK(tight["candidates"][1]["batch"].get<int>() < 776);
+    CHECK(tight["candidates"][1]["batch"].get<int>() < 720);
     CHECK(tight["candidates"][1]["tpot_s"].get<double>() <= 0.05);
     // A dense model gets no such layout.
     const auto dense = nlohmann::json::parse(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--gpus", "h100-sxm", "--context", "8192", "--ttft", "1",

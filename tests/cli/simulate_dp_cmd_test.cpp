@@ -53,7 +53,7 @@ std::function<double(std::int64_t, std::int64_t)> lone_rank_wave(const ScaleOutI
 
 TEST_CASE("simulate --dp 8 --enable-expert-parallel: eight pools of concurrency's per-rank blocks, a lone request priced by the lockstep step") {
     // concurrency --dp 8 --enable-expert-parallel (tests/cli/concurrency_cmd_test.cpp):
-    // 25,029 blocks of 16 tokens per DP rank on an H200.
+    // 23,209 blocks of 16 tokens per DP rank on an H200.
     const std::string trace = write_temp("one.csv", "arrival_s,input_tokens,output_tokens\n0,2000,3\n");
     auto r = kvplan_run(with(kDp8, {"--trace", trace, "--json"}));
     INFO(r.err);
@@ -65,8 +65,8 @@ TEST_CASE("simulate --dp 8 --enable-expert-parallel: eight pools of concurrency'
     CHECK(j["layout"]["experts_per_gpu"] == 32);
     CHECK(j["layout"]["nodes"] == 1);
     CHECK(j["layout"]["nic"].is_null());
-    CHECK(j["layout"]["kv_blocks_per_rank"] == 25'029);
-    CHECK(j["kv_blocks_total"] == 8 * 25'029);
+    CHECK(j["layout"]["kv_blocks_per_rank"] == 23'209);
+    CHECK(j["kv_blocks_total"] == 8 * 23'209);
     REQUIRE(j["dp_ranks"].size() == 8);
     CHECK(j["dp_ranks"][0]["requests"] == 1);  // every score 0: rank 0
     CHECK(j["dp_ranks"][1]["requests"] == 0);
@@ -101,11 +101,11 @@ TEST_CASE("simulate --dp 8 on a busy workload: every request served, a table of 
 }
 
 TEST_CASE("simulate --dp 8 --enable-expert-parallel --spec-method mtp: the head's KV and its weights per GPU out of each rank's pool, drafts kept") {
-    // Each rank's pool without speculation: 25,029 blocks of 16 tokens of
+    // Each rank's pool without speculation: 23,209 blocks of 16 tokens of
     // 70,272 B (61 MLA layers x 576 x 2 B). The MTP head adds one layer's
     // latent, 1,152 B a token, to every block, and its weights on one GPU
     // (its 256 routed experts over EP 8, the rest whole) come out first:
-    // blocks = floor((25,029 x 16 x 70,272 - head bytes) / (16 x 71,424)).
+    // blocks = floor((23,209 x 16 x 70,272 - head bytes) / (16 x 71,424)).
     auto r = kvplan_run(with(kDp8, {"--rate", "10", "--requests", "300", "--input-len", "fixed:2000", "--output-len", "fixed:200", "--seed", "2",
                                     "--spec-method", "mtp", "--spec-tokens", "1", "--acceptance", "0.8", "--json"}));
     INFO(r.err);
@@ -117,7 +117,7 @@ TEST_CASE("simulate --dp 8 --enable-expert-parallel --spec-method mtp: the head'
     si.dp = 8;
     si.enable_expert_parallel = true;
     const std::int64_t head = draft_head_weight_bytes_per_gpu(m, plan_scale_out(m, si));
-    const double pool = 25'029.0 * 16 * 70'272 - static_cast<double>(head);
+    const double pool = 23'209.0 * 16 * 70'272 - static_cast<double>(head);
     CHECK(j["speculative"]["draft_weights_bytes_per_gpu"] == head);
     CHECK(j["speculative"]["draft_kv_bytes_per_token"] == 1'152);
     CHECK(j["layout"]["kv_blocks_per_rank"] == static_cast<std::int64_t>(pool / (16.0 * 71'424)));
@@ -213,7 +213,7 @@ TEST_CASE("simulate P/D with --prefill-dp 8 --decode-dp 8: both pools DP groups,
     const auto j = nlohmann::json::parse(r.out);
     CHECK(j["prefill_pool"]["dp"] == 8);
     CHECK(j["decode_pool"]["ep"] == 8);
-    CHECK(j["decode_pool"]["kv_blocks_per_replica"] == 25'029);  // a DP rank's, as concurrency --dp 8 gives
+    CHECK(j["decode_pool"]["kv_blocks_per_replica"] == 23'209);  // a DP rank's, as concurrency --dp 8 gives
     CHECK(j["kv_transfer_bytes_per_token"] == 70'272);
     ScaleOutInputs si;
     si.tp = 1;
@@ -237,7 +237,7 @@ TEST_CASE("simulate P/D with --prefill-dp 8 --decode-dp 8: both pools DP groups,
 
 TEST_CASE("simulate --engine sglang --tp 8 --dp 8 --ep 8: SGLang's DP attention, each rank concurrency's pool, a lone request priced by the lockstep step") {
     // concurrency --engine sglang --tp 8 --dp 8 (tests/cli/concurrency_cmd_test.cpp):
-    // 352,192 tokens per DP rank on an H200. SGLang's server_args.py divides the
+    // 323,065 tokens per DP rank on an H200. SGLang's server_args.py divides the
     // chunked prefill size, 8,192 on this device, over the 8 ranks: 1,024.
     const std::string trace = write_temp("one-sglang.csv", "arrival_s,input_tokens,output_tokens\n0,2000,3\n");
     auto r = kvplan_run({"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang", "--tp", "8", "--dp", "8", "--ep", "8",
@@ -250,8 +250,8 @@ TEST_CASE("simulate --engine sglang --tp 8 --dp 8 --ep 8: SGLang's DP attention,
     CHECK(j["layout"]["ep"] == 8);
     CHECK(j["layout"]["attention_tp"] == 1);
     CHECK(j["layout"]["experts_per_gpu"] == 32);
-    CHECK(j["layout"]["kv_blocks_per_rank"] == 352'192);
-    CHECK(j["kv_blocks_total"] == 8 * 352'192);
+    CHECK(j["layout"]["kv_blocks_per_rank"] == 323'065);
+    CHECK(j["kv_blocks_total"] == 8 * 323'065);
     REQUIRE(j["dp_ranks"].size() == 8);
     CHECK(j["dp_ranks"][0]["requests"] == 1);  // round robin starts at rank 0
     CHECK(j["steps"] == 4);

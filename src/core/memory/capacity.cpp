@@ -217,6 +217,12 @@ Stage size_stage(const ModelSpec& spec, const CapacityInputs& in, const Capacity
     }
     for (const OverheadTerm& t : overhead)
         if (!t.last_stage_only || where.index == in.pp - 1) b.overhead.push_back(t);
+    if (!in.overhead_bytes)
+        if (auto t = mla_decode_copy_term(spec, in.engine, where.first_layer, where.layers, attention_tp(p, in))) {
+            // Listed with the terms in the pool, before those outside it.
+            auto at = std::find_if(b.overhead.begin(), b.overhead.end(), [](const OverheadTerm& o) { return !o.in_pool; });
+            b.overhead.insert(at, *t);
+        }
     b.kv_pool_bytes = in.kv_pool_bytes;
     st.budget = make_budget(b);
     const std::int64_t kv_tp = attention_tp(p, in);  // the MLA latent is whole on every attention-TP rank

@@ -4,6 +4,7 @@
 
 #include "core/checked.hpp"
 #include "core/digits.hpp"
+#include "core/model/weights.hpp"
 
 namespace kvplan {
 
@@ -240,6 +241,37 @@ std::vector<OverheadTerm> estimate_overhead(const ModelSpec& spec, const Overhea
     }
     terms.push_back(cuda_graph_term());
     return terms;
+}
+
+std::optional<OverheadTerm> mla_decode_copy_term(const ModelSpec& spec, Engine engine, std::int64_t first_layer, std::int64_t layers,
+                                                 std::int64_t attention_tp) {
+    if (engine != Engine::Vllm && engine != Engine::Sglang) return std::nullopt;
+    const auto it = std::find_if(spec.params.begin(), spec.params.end(), [](const ParamTensor& t) { return t.name == "kv_b_proj"; });
+    if (it == spec.params.end()) return std::nullopt;
+    const ParamTensor& kv_b = *it;
+    const bool quantized = quantized_bytes(kv_b, spec.quantization).has_value();
+    if (engine == Engine::Vllm && !quantized) return std::nullopt;
+    const Quantization& q = spec.quantization;
+    const bool per_tensor_fp8 = quantized && q.method == QuantMethod::Fp8 && !(q.block_rows == 128 && q.block_cols == 128);
+    const Dtype copy = engine == Engine::Sglang && per_tensor_fp8 ? Dtype::Fp8 : serving_dtype(spec.checkpoint_dtype);
+    // The MLA layers in the range: those kv_b_proj names, else its copies in proportion.
+    std::int64_t held = 0;
+    for (std::int64_t l : kv_b.layers)
+        if (l >= first_layer && l < first_layer + layers) ++held;
+    const auto total = static_cast<std::int64_t>(spec.layers.size());
+    if (kv_b.layers.empty()) held = total > 0 ? ceil_div(checked_mul(kv_b.copies, layers, "MLA layers"), total) : 0;
+    if (held == 0) return std::nullopt;
+    const std::int64_t rows = ceil_div(kv_b.rows, std::max<std::int64_t>(1, attention_tp));  // heads x (qk_nope + v) on this rank
+    const std::int64_t per_layer = bytes_for(checked_mul(rows, kv_b.cols, "MLA copy"), copy);
+    OverheadTerm t;
+    t.name = "MLA decode copy of kv_b_proj";
+    t.bytes = t.low_bytes = t.high_bytes = checked_mul(held, per_layer, "MLA copy bytes");
+    t.basis = group_digits(held) + " layers x " + group_digits(rows) + " x " + group_digits(kv_b.cols) + " x " +
+              std::to_string(dtype_bits(copy) / 8) + " B (" + (engine == Engine::Vllm ? "W_UK_T, W_UV" : "w_kc, w_vc") + ")";
+    t.source = engine == Engine::Vllm
+                   ? "vLLM MLACommonImpl.process_weights_after_loading: 16-bit copies of a quantized kv_b_proj, kept beside it"
+                   : "SGLang DeepseekV2ForCausalLM.post_load_weights: contiguous copies of kv_b_proj, kept beside it";
+    return t;
 }
 
 }  // namespace kvplan

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,22 @@ bool hopper_gpu(const Gpu& gpu);
 VllmSampler vllm_sampler_for_version(int major, int minor, int patch);
 
 std::vector<OverheadTerm> estimate_overhead(const ModelSpec& spec, const OverheadInputs& in);
+
+// The decode path's copy of MLA's kv_b_proj that vLLM and SGLang keep beside
+// it (the prefill path still runs kv_b_proj), for the MLA layers among
+// [first_layer, first_layer + layers), each split over `attention_tp` with
+// the heads:
+//   vLLM V1: W_UK_T and W_UV, copies of a quantized kv_b_proj dequantized
+//     to the serving dtype (MLACommonImpl.process_weights_after_loading:
+//     "we just store fp16/bf16 copies"); views of an unquantized one, so
+//     nothing.
+//   SGLang: w_kc and w_vc, contiguous copies of every kv_b_proj
+//     (DeepseekV2ForCausalLM.post_load_weights): in the serving dtype, but
+//     1 B a value for fp8 without 128 x 128 blocks (requantized per tensor).
+// nullopt for other engines and models without MLA. Both engines measure it
+// with the weights they load, before sizing the pool.
+std::optional<OverheadTerm> mla_decode_copy_term(const ModelSpec& spec, Engine engine, std::int64_t first_layer, std::int64_t layers,
+                                                 std::int64_t attention_tp);
 
 // Widest per-token MLP activation of a layer on one rank: the dense
 // intermediate size, or for MoE the routed experts' intermediate x experts

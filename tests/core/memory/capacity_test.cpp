@@ -355,6 +355,45 @@ TEST_CASE("a pipeline stage holds its own layers' weights: DeepSeek-V3's dense l
     CHECK(std::abs(stage0_gib - 16.9583) / 16.9583 < 0.02);
 }
 
+TEST_CASE("vLLM and SGLang keep a 16-bit copy of MLA's kv_b_proj for the decode path, vLLM only of a quantized one") {
+    // DeepSeek-V3: kv_b_proj is [128 heads x (128 + 128), 512] in fp8 with 128 x 128 blocks. vLLM's
+    // W_UK_T and W_UV are its bf16 dequantization; SGLang's w_kc and w_vc likewise. Per GPU at TP 8:
+    // 61 layers x 4,096 rows x 512 x 2 B = 255,852,544 B; at attention TP 1, 8 times that.
+    const ModelSpec m = preset("deepseek-v3");
+    const auto vllm = mla_decode_copy_term(m, Engine::Vllm, 0, 61, 8);
+    REQUIRE(vllm.has_value());
+    CHECK(vllm->bytes == 255'852'544);
+    CHECK(vllm->in_pool);
+    CHECK_THAT(vllm->basis, Catch::Contains("61 layers x 4,096 x 512 x 2 B (W_UK_T, W_UV)"));
+    CHECK(mla_decode_copy_term(m, Engine::Sglang, 0, 61, 1)->bytes == 2'046'820'352);
+    // A pipeline stage holds its own layers' copies: 16 of 61 on stage 2 of PP 4.
+    CHECK(mla_decode_copy_term(m, Engine::Vllm, 30, 16, 8)->bytes == 16 * 4'096 * 512 * 2);
+    // TensorRT-LLM and the generic engine: none modelled.
+    CHECK_FALSE(mla_decode_copy_term(m, Engine::Trtllm, 0, 61, 8).has_value());
+    CHECK_FALSE(mla_decode_copy_term(m, Engine::Generic, 0, 61, 8).has_value());
+    // An unquantized checkpoint: vLLM's tensors are views of kv_b_proj (no bytes); SGLang's are
+    // contiguous copies, bf16.
+    ModelSpec bf16 = m;
+    bf16.quantization = Quantization{};
+    CHECK_FALSE(mla_decode_copy_term(bf16, Engine::Vllm, 0, 61, 8).has_value());
+    CHECK(mla_decode_copy_term(bf16, Engine::Sglang, 0, 61, 8)->bytes == 255'852'544);
+    // Fp8 without 128 x 128 blocks: SGLang requantizes per tensor, 1 B a value.
+    ModelSpec per_channel = m;
+    per_channel.quantization.block_rows = per_channel.quantization.block_cols = 0;
+    per_channel.quantization.group_size = 0;
+    CHECK(mla_decode_copy_term(per_channel, Engine::Sglang, 0, 61, 8)->bytes == 255'852'544 / 2);
+    // No MLA, no copy.
+    CHECK_FALSE(mla_decode_copy_term(preset("llama-3.1-8b"), Engine::Vllm, 0, 32, 1).has_value());
+    // The plan subtracts it from the pool: vLLM at TP 8 on an H200 keeps 44,031,143,216 - 255,852,544
+    // = 43,775,290,672 B.
+    CapacityInputs in;
+    in.gpu = gpu("h200");
+    in.engine = Engine::Vllm;
+    in.tp = 8;
+    in.contexts = {4096};
+    CHECK(plan_capacity(m, in).budget.kv_pool_bytes == 43'775'290'672);
+}
+
 TEST_CASE("when weights alone exceed memory, the plan says so and names the smallest TP that fits") {
     // 14 GB of weights on a 10 GB device (util 1, no overhead): TP 1 leaves -4 GB. TP 2: 7 GB weights, 3 GB pool,
     // a 2,000-token request needs 2,000 x 262,144 B = 0.52 GB per GPU: it fits.

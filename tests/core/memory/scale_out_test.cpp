@@ -231,18 +231,20 @@ TEST_CASE("DeepSeek-V3 on 8 H200 under vLLM holds several times more requests wi
     // - 826,781,204 non-torch (0.35 + 0.42 GiB: NCCL for the 8-GPU DP/EP group)
     // - 1,258,291,200 activations (8,192 tokens x (3 x 18,432 + 3 x 7,168) x 2 B at attention TP 1)
     // - 3,919,052,800 sampler (1,024 x 129,280 x 38 + 146,800,640 - 1,258,291,200)
-    // - 33,554,432 cuBLAS = 28,142,459,888 B; / (16 x 70,272 = 1,124,352 B a block)
-    // = 25,029 blocks = 400,464 tokens on each DP rank, 3,203,712 over 8.
-    CHECK(dp8.budget.kv_pool_bytes == 28'142'459'888);
-    CHECK(*dp8.num_blocks == 25'029);
-    CHECK(*dp8.kv_cache_tokens == 400'464);
-    CHECK(*dp8.kv_cache_tokens_total == 3'203'712);
-    // 4K: 256 blocks each, 25,029 / 256 = 97 per rank, 776 per replica;
-    // 32K: 2,048 blocks, 12 per rank, 96 per replica.
-    CHECK(dp8.rows[0].max_requests == 97);
-    CHECK(dp8.rows[0].max_requests_replica == 776);
-    CHECK(dp8.rows[1].max_requests == 12);
-    CHECK(dp8.rows[1].max_requests_total == 96);
+    // - 33,554,432 cuBLAS
+    // - 2,046,820,352 the bf16 W_UK_T and W_UV beside the fp8 kv_b_proj (61 layers x all 128 heads x
+    //   (128 + 128) x 512 x 2 B at attention TP 1) = 26,095,639,536 B; / (16 x 70,272 = 1,124,352 B a block)
+    // = 23,209 blocks = 371,344 tokens on each DP rank, 2,970,752 over 8.
+    CHECK(dp8.budget.kv_pool_bytes == 26'095'639'536);
+    CHECK(*dp8.num_blocks == 23'209);
+    CHECK(*dp8.kv_cache_tokens == 371'344);
+    CHECK(*dp8.kv_cache_tokens_total == 2'970'752);
+    // 4K: 256 blocks each, 23,209 / 256 = 90 per rank, 720 per replica;
+    // 32K: 2,048 blocks, 11 per rank, 88 per replica.
+    CHECK(dp8.rows[0].max_requests == 90);
+    CHECK(dp8.rows[0].max_requests_replica == 720);
+    CHECK(dp8.rows[1].max_requests == 11);
+    CHECK(dp8.rows[1].max_requests_total == 88);
     // TP 8 holds 152 at 4K and 19 at 32K (the same command with --tp 8): 5x fewer.
     CHECK(tp8.rows[0].max_requests_replica == 152);
     CHECK(tp8.rows[1].max_requests_replica == 19);
@@ -253,16 +255,18 @@ TEST_CASE("DeepSeek-V3 on 8 H200 under SGLang with DP attention 8 and EP 8") {
     const CapacityPlan dp8 = plan(m, Engine::Sglang, 8, sglang_dp(8, 8, 8));
     // Pool: 0.81 x 150,023,207,649 = 121,518,798,195 (mem_fraction_static at tp 8)
     // - 95,942,770,080 weights (81,758,552,064 experts + 14,184,218,016 dense)
-    // - 826,781,204 non-torch = 24,749,246,911 B; / 70,272 B a token = 352,192 tokens per DP rank.
+    // - 826,781,204 non-torch
+    // - 2,046,820,352 w_kc and w_vc, bf16 copies of the fp8 kv_b_proj (61 layers x 32,768 x 512 x 2 B: all
+    //   heads at attention TP 1) = 22,702,426,559 B; / 70,272 B a token = 323,065 tokens per DP rank.
     CHECK(dp8.budget.weights_bytes == 95'942'770'080);
-    CHECK(dp8.budget.kv_pool_bytes == 24'749'246'911);
-    CHECK(*dp8.kv_cache_tokens == 352'192);
-    CHECK(*dp8.kv_cache_tokens_total == 2'817'536);
-    // 352,192 / 4,096 = 85 per rank (680 in all); / 32,768 = 10 (80).
-    CHECK(dp8.rows[0].max_requests == 85);
-    CHECK(dp8.rows[0].max_requests_replica == 680);
-    CHECK(dp8.rows[1].max_requests == 10);
-    CHECK(dp8.rows[1].max_requests_replica == 80);
+    CHECK(dp8.budget.kv_pool_bytes == 22'702'426'559);
+    CHECK(*dp8.kv_cache_tokens == 323'065);
+    CHECK(*dp8.kv_cache_tokens_total == 2'584'520);
+    // 323,065 / 4,096 = 78 per rank (624 in all); / 32,768 = 9 (72).
+    CHECK(dp8.rows[0].max_requests == 78);
+    CHECK(dp8.rows[0].max_requests_replica == 624);
+    CHECK(dp8.rows[1].max_requests == 9);
+    CHECK(dp8.rows[1].max_requests_replica == 72);
 }
 
 TEST_CASE("TensorRT-LLM's attention DP (DEP 8) replicates every weight but the routed experts") {
@@ -357,7 +361,7 @@ TEST_CASE("the constructed Kimi-K2 and Qwen3-235B-A22B have their published para
     CHECK(size_weights(qwen).active_params == 22'190'763'520);
 }
 
-TEST_CASE("Kimi-K2 fp8 leaves no KV pool on 8 H200s under vLLM, and 711,024 tokens a rank on 16 with DP 16 + EP 16") {
+TEST_CASE("Kimi-K2 fp8 leaves no KV pool on 8 H200s under vLLM, and 696,464 tokens a rank on 16 with DP 16 + EP 16") {
     const ModelSpec m = fixture("constructed/kimi-k2.json");
     // DP 8 + EP 8: 48 of 384 experts, 1,014,933,749,760 x 48 / 384 = 126,866,718,720 B,
     // and every other part whole: 2,348,810,240 x 2 + 6,169,957,728 + 396,458,496
@@ -374,17 +378,18 @@ TEST_CASE("Kimi-K2 fp8 leaves no KV pool on 8 H200s under vLLM, and 711,024 toke
     // Pool: 135,020,886,884 - 77,672,859,488 - 826,781,204 non-torch
     // - 1,258,291,200 activations (8,192 x (3 x 18,432 + 3 x 7,168) x 2 B)
     // - 5,263,851,520 sampler (1,024 x 163,840 x 38 + 146,800,640 - 1,258,291,200)
-    // - 33,554,432 cuBLAS = 49,965,549,040 B; / 1,124,352 B a block (16 x 70,272)
-    // = 44,439 blocks = 711,024 tokens a rank.
+    // - 33,554,432 cuBLAS
+    // - 1,023,410,176 bf16 W_UK_T and W_UV (61 x 64 heads x 256 x 512 x 2 B)
+    // = 48,942,138,864 B; / 1,124,352 B a block (16 x 70,272) = 43,529 blocks = 696,464 tokens a rank.
     const CapacityPlan dp16 = plan(m, Engine::Vllm, 1, vllm_dp(1, 16, true));
     CHECK(dp16.kv_bytes_per_token_per_gpu == 70'272);
     CHECK(dp16.budget.weights_bytes == 77'672'859'488);
-    CHECK(dp16.budget.kv_pool_bytes == 49'965'549'040);
-    CHECK(*dp16.num_blocks == 44'439);
-    CHECK(*dp16.kv_cache_tokens == 711'024);
-    // 4K: 44,439 / 256 = 173 a rank, 2,768 on 16; 32K: / 2,048 = 21, 336.
-    CHECK(dp16.rows[0].max_requests == 173);
-    CHECK(dp16.rows[0].max_requests_replica == 2'768);
+    CHECK(dp16.budget.kv_pool_bytes == 48'942'138'864);
+    CHECK(*dp16.num_blocks == 43'529);
+    CHECK(*dp16.kv_cache_tokens == 696'464);
+    // 4K: 43,529 / 256 = 170 a rank, 2,720 on 16; 32K: / 2,048 = 21, 336.
+    CHECK(dp16.rows[0].max_requests == 170);
+    CHECK(dp16.rows[0].max_requests_replica == 2'720);
     CHECK(dp16.rows[1].max_requests == 21);
     CHECK(dp16.rows[1].max_requests_replica == 336);
 }
