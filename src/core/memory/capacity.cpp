@@ -213,7 +213,8 @@ Stage size_stage(const ModelSpec& spec, const CapacityInputs& in, const Capacity
         st.weights = stage_weights_scaled(s.weights, spec, where, in.pp, *p.scale_out);
         b.weights_bytes = in.weights_bytes.value_or(st.weights->total_bytes);
     } else {
-        b.weights_bytes = in.weights_bytes.value_or(stage_weight_bytes(s.weights, spec, where, in.pp, in.tp));
+        b.weights_bytes = in.weights_bytes.value_or(
+            stage_weight_bytes(s.weights, spec, where, in.pp, in.tp, in.engine == Engine::Trtllm && trtllm_whole_embedding(spec)));
     }
     for (const OverheadTerm& t : overhead)
         if (!t.last_stage_only || where.index == in.pp - 1) b.overhead.push_back(t);

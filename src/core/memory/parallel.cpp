@@ -46,8 +46,12 @@ WeightPart stage_part(const WeightPart& part, const PipelineStage& stage, std::i
     return layer_range_share(part, stage.first_layer, stage.layers, layers);
 }
 
+bool trtllm_whole_embedding(const ModelSpec& spec) {
+    return spec.architecture == "DeepseekV3ForCausalLM" || spec.architecture == "Glm4MoeForCausalLM";
+}
+
 std::int64_t stage_weight_bytes(const WeightSizing& weights, const ModelSpec& spec, const PipelineStage& stage,
-                                std::int64_t pp, std::int64_t tp) {
+                                std::int64_t pp, std::int64_t tp, bool whole_embedding) {
     const std::int64_t layers = static_cast<std::int64_t>(spec.layers.size());
     const bool first = stage.index == 0;
     const bool last = stage.index == pp - 1;
@@ -58,7 +62,8 @@ std::int64_t stage_weight_bytes(const WeightSizing& weights, const ModelSpec& sp
     for (const WeightPart& p : weights.parts) {
         if (p.part == ParamPart::Embedding) {
             embedding = p.bytes;
-            if (first) bytes = checked_add(bytes, p.bytes);
+            if (first && whole_embedding) capped = checked_add(capped, p.bytes);
+            else if (first) bytes = checked_add(bytes, p.bytes);
         } else if (p.part == ParamPart::Head) {
             has_head = true;
             if (last) bytes = checked_add(bytes, p.bytes);
@@ -152,7 +157,7 @@ void sglang_rules(ScaleOut& so, const ScaleOutInputs& in) {
 // Embedding of DeepseekV3Model has no mapping, and the LM head is whole
 // unless enable_lm_head_tp_in_adp (not modelled).
 // Routed experts: moe_tp_size x moe_ep_size = tp_size (mapping.py).
-void trtllm_rules(ScaleOut& so, const ScaleOutInputs& in) {
+void trtllm_rules(ScaleOut& so, const ScaleOutInputs& in, bool whole_embedding) {
     if (in.enable_expert_parallel) usage_error("--enable-expert-parallel is vLLM's flag; TensorRT-LLM takes --ep N (moe_expert_parallel_size)");
     if (in.moe_dense_tp > 0) usage_error("--moe-dense-tp-size is SGLang's flag (--engine sglang)");
     if (in.deepep) usage_error("--moe-a2a-backend is SGLang's flag (--engine sglang)");
@@ -169,6 +174,7 @@ void trtllm_rules(ScaleOut& so, const ScaleOutInputs& in) {
     so.expert_tp = in.tp / ep;
     so.attention_tp = adp ? 1 : in.tp;
     so.dense_mlp_tp = so.shared_experts_tp = so.embedding_tp = so.head_tp = adp ? 1 : in.tp;
+    if (whole_embedding) so.embedding_tp = 1;
 }
 
 }  // namespace
@@ -190,7 +196,7 @@ ScaleOut plan_scale_out(const ModelSpec& spec, const ScaleOutInputs& in) {
     switch (in.rules) {
         case ScaleOutRules::Vllm: vllm_rules(so, in); break;
         case ScaleOutRules::Sglang: sglang_rules(so, in); break;
-        case ScaleOutRules::Trtllm: trtllm_rules(so, in); break;
+        case ScaleOutRules::Trtllm: trtllm_rules(so, in, trtllm_whole_embedding(spec)); break;
     }
     so.routed_experts = spec.experts;
     if ((so.ep > 1 || in.redundant_experts > 0) && spec.experts < 1)

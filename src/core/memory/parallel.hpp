@@ -48,10 +48,18 @@ WeightPart stage_part(const WeightPart& part, const PipelineStage& stage, std::i
 // Weight bytes one GPU of `stage` holds: what the stage's layers hold of each
 // per-layer part, the embedding on the first stage, the LM head on the last
 // (a tied head is a second copy there when pp > 1, as vLLM loads it), all
-// divided over `tp` ranks but for the tensors split over fewer (split_over_tp);
-// norms, replicated in practice, are negligible and divided too.
+// divided over `tp` ranks but for the tensors split over fewer (split_over_tp)
+// and, with `whole_embedding`, the embedding (trtllm_whole_embedding); norms,
+// replicated in practice, are negligible and divided too.
 std::int64_t stage_weight_bytes(const WeightSizing& weights, const ModelSpec& spec, const PipelineStage& stage,
-                                std::int64_t pp, std::int64_t tp);
+                                std::int64_t pp, std::int64_t tp, bool whole_embedding = false);
+
+// TensorRT-LLM models whose token embedding is an Embedding built without a
+// mapping, so whole on every GPU at any TP: DeepseekV3Model
+// (DeepseekV3ForCausalLM: DeepSeek-V3/R1, Kimi-K2;
+// _torch/models/modeling_deepseekv3.py) and Glm4Model (Glm4MoeForCausalLM,
+// modeling_glm.py). Its Llama and others pass the mapping and split it.
+bool trtllm_whole_embedding(const ModelSpec& spec);
 
 }  // namespace kvplan
 

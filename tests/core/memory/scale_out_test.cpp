@@ -309,6 +309,36 @@ TEST_CASE("TensorRT-LLM's attention DP (DEP 8) replicates every weight but the r
     CHECK_THROWS_WITH(plan_scale_out(m, in), Catch::Contains("moe_expert_parallel_size"));
 }
 
+TEST_CASE("TensorRT-LLM's DeepSeek-V3 keeps its token embedding whole at plain TP, where its Llama splits it") {
+    // DeepseekV3Model builds Embedding(vocab, hidden, dtype) with no mapping: at TP 8 each GPU holds
+    // all 129,280 x 7,168 x 2 = 1,853,358,080 B where an even split holds 231,669,760: 1,621,688,320 B more.
+    const ModelSpec m = preset("deepseek-v3");
+    CHECK(trtllm_whole_embedding(m));
+    const WeightSizing w = size_weights(m);
+    const PipelineStage all = pipeline_stages(61, 1)[0];
+    CHECK(stage_weight_bytes(w, m, all, 1, 8, true) - stage_weight_bytes(w, m, all, 1, 8) == 1'621'688'320);
+    CapacityInputs in;
+    in.gpu = gpu("h200");
+    in.engine = Engine::Trtllm;
+    in.tp = 8;
+    in.contexts = {4096};
+    // 84,952,064,032 B split as vLLM splits it (tests above), plus the 1,621,688,320.
+    CHECK(plan_capacity(m, in).budget.weights_bytes == 86'573'752'352);
+    in.engine = Engine::Vllm;
+    CHECK(plan_capacity(m, in).budget.weights_bytes == 84'952'064'032);
+    // With --ep 8 (no attention DP) the layout keeps it whole too.
+    ScaleOutInputs so_in;
+    so_in.rules = ScaleOutRules::Trtllm;
+    so_in.tp = 8;
+    so_in.ep = 8;
+    CHECK(plan_scale_out(m, so_in).embedding_tp == 1);
+    CHECK(plan_scale_out(m, so_in).head_tp == 8);
+    // LlamaModel passes the mapping: split.
+    CHECK_FALSE(trtllm_whole_embedding(preset("llama-3.1-70b")));
+    so_in.ep = 0;
+    CHECK(plan_scale_out(preset("llama-3.1-70b"), so_in).embedding_tp == 8);
+}
+
 TEST_CASE("DeepSeek-V3 on 8 H200 under TensorRT-LLM with attention DP 8 and EP 8") {
     const ModelSpec m = preset("deepseek-v3");
     ScaleOutInputs in;
