@@ -142,7 +142,10 @@ std::string render_measure_json(const MeasureResult& r) {
     j["repeats"] = r.repeats > 0 ? Json(r.repeats) : Json(nullptr);  // null: a saved kvplan-gpu-bench file does not say
     j["measured_bandwidth_bytes_per_s"] = r.read_bytes_per_s;
     j["measured_flop_per_s"] = r.flops_per_s;
-    j["step_overhead_s"] = 0.0;
+    // null: these kernels run without an engine's scheduler, sampler or
+    // launches between steps, so the engine profile's per-step cost stays
+    // (a calibration replaces bandwidth and FLOP/s, not the engine).
+    j["step_overhead_s"] = nullptr;
     j["stream"] = {{"array_bytes", r.stream_array_bytes},
                    {"read", rate_json(r.read_bytes_per_s, r.read_range, "bytes_per_s")},
                    {"copy", rate_json(r.copy_bytes_per_s, r.copy_range, "bytes_per_s")}};

@@ -37,6 +37,7 @@ TEST_CASE("measure --device cpu: a tiny run reports measured beside predicted, i
     CHECK(j["schema_version"] == 2);
     CHECK_THAT(j["device"].get<std::string>(), Catch::StartsWith("cpu: "));
     CHECK(j["measured_bandwidth_bytes_per_s"].get<double>() > 1e8);
+    CHECK(j["step_overhead_s"].is_null());  // the engine profile's per-step cost stays (roofline.md, "Calibration files")
     CHECK(j["measured_flop_per_s"].get<double>() > 1e7);
     CHECK(j["repeats"] == 1);
     CHECK(j["stream"]["array_bytes"].is_number_integer());

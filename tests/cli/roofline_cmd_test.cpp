@@ -75,6 +75,26 @@ TEST_CASE("roofline --calibration uses measured figures and says so") {
     CHECK(j["achievable_flops_per_s"] == 6.0e14);
 }
 
+TEST_CASE("roofline --calibration keeps the engine's per-step cost unless the file gives one") {
+    // measure writes "step_overhead_s": null (its kernels run no scheduler or sampler): the profile's
+    // cost stays, 1.5 ms generic and 2.37 ms llama.cpp (models/engines/*.json). A number replaces it.
+    auto overhead = [](const char* step, const char* engine) {
+        char path[] = "/tmp/kvplan_calibration_XXXXXX";
+        const int fd = mkstemp(path);
+        REQUIRE(fd >= 0);
+        close(fd);
+        std::ofstream(path) << R"({"schema_version": 2, "measured_bandwidth_bytes_per_s": 3.0e12, "step_overhead_s": )" << step << "}";
+        auto r = kvplan_run({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100", "--batch", "1", "--engine", engine,
+                             "--calibration", path, "--json"});
+        std::remove(path);
+        REQUIRE(r.code == 0);
+        return nlohmann::json::parse(r.out)["step_overhead_s"].get<double>();
+    };
+    CHECK(overhead("null", "generic") == Approx(0.0015).epsilon(1e-12));
+    CHECK(overhead("null", "llamacpp") == Approx(0.00237).epsilon(1e-12));
+    CHECK(overhead("0.0004", "llamacpp") == Approx(0.0004).epsilon(1e-12));
+}
+
 TEST_CASE("recommend --json lists candidates best first with vLLM flags") {
     auto r = kvplan_run({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.05", "--gpus",
                          "h100-sxm,l40s,a100-80gb", "--json"});
