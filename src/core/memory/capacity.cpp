@@ -218,7 +218,8 @@ Stage size_stage(const ModelSpec& spec, const CapacityInputs& in, const Capacity
     }
     for (const OverheadTerm& t : overhead)
         if (!t.last_stage_only || where.index == in.pp - 1) b.overhead.push_back(t);
-    if (!in.overhead_bytes)
+    // Given --weights (what the engine logged it loaded) already holds it.
+    if (!in.overhead_bytes && !in.weights_bytes)
         if (auto t = mla_decode_copy_term(spec, in.engine, where.first_layer, where.layers, attention_tp(p, in))) {
             // Listed with the terms in the pool, before those outside it.
             auto at = std::find_if(b.overhead.begin(), b.overhead.end(), [](const OverheadTerm& o) { return !o.in_pool; });

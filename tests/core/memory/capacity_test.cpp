@@ -392,6 +392,9 @@ TEST_CASE("vLLM and SGLang keep a 16-bit copy of MLA's kv_b_proj for the decode 
     in.tp = 8;
     in.contexts = {4096};
     CHECK(plan_capacity(m, in).budget.kv_pool_bytes == 43'775'290'672);
+    // Weights given by hand (an engine's "Model loading took" figure) already hold it: no term.
+    in.weights_bytes = 84'952'064'032 + 255'852'544;
+    CHECK(plan_capacity(m, in).budget.kv_pool_bytes == 43'775'290'672);
 }
 
 TEST_CASE("when weights alone exceed memory, the plan says so and names the smallest TP that fits") {
