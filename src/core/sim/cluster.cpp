@@ -15,7 +15,7 @@ namespace kvplan {
 // whose series ended earlier has nothing running, its blocks free). Walks the
 // points, not the seconds: each output point spans the seconds until the next
 // replica's point changes, so an idle stretch costs one point per replica.
-void add_engine_totals(SimRun& run, SimRun&& e, std::vector<std::vector<TimePoint>>& series, std::vector<std::int64_t>& blocks) {
+void add_engine_counters(SimRun& run, const SimRun& e) {
     run.itl_s.append(e.itl_s);
     run.steps += e.steps;
     run.decode_run_steps += e.decode_run_steps;
@@ -34,6 +34,10 @@ void add_engine_totals(SimRun& run, SimRun&& e, std::vector<std::vector<TimePoin
     run.peak_blocks_used = std::max(run.peak_blocks_used, e.peak_blocks_used);
     run.total_blocks += e.total_blocks;
     run.end_s = std::max(run.end_s, e.end_s);
+}
+
+void add_engine_totals(SimRun& run, SimRun&& e, std::vector<std::vector<TimePoint>>& series, std::vector<std::int64_t>& blocks) {
+    add_engine_counters(run, e);
     run.dp_ranks.insert(run.dp_ranks.end(), e.dp_ranks.begin(), e.dp_ranks.end());
     series.push_back(std::move(e.timeseries));
     blocks.push_back(e.total_blocks);

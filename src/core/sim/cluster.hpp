@@ -41,9 +41,12 @@ SimRun simulate_cluster(const Workload& w, const SchedulerConfig& c, const Clust
 std::vector<TimePoint> sum_series(const std::vector<std::vector<TimePoint>>& series, const std::vector<std::int64_t>& blocks,
                                   std::int64_t total_blocks);
 
-// Adds one engine's totals to `run` (ITL gaps, steps, preemptions, token and
-// byte counts summed; peak_blocks_used and end_s the larger; total_blocks the
-// sum) and its series and pool to those sum_series will add up.
+// Adds one engine's counters to `run`: ITL gaps, steps, preemptions, token and
+// byte counts summed; peak_blocks_used and end_s the larger; total_blocks the sum.
+void add_engine_counters(SimRun& run, const SimRun& engine);
+
+// add_engine_counters, then the engine's DP ranks, and its series and pool to
+// those sum_series will add up.
 void add_engine_totals(SimRun& run, SimRun&& engine, std::vector<std::vector<TimePoint>>& series, std::vector<std::int64_t>& blocks);
 
 // The same with SGLang engines; the "blocks" are token slots.

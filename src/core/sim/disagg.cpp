@@ -309,17 +309,10 @@ DisaggRun simulate_disagg(const Workload& w, const SchedulerConfig& prefill, con
     }
     for (const DisaggTimes& t : out.times)
         if (t.transfer_end_s >= 0) out.transfer_s.push_back(t.transfer_end_s - t.transfer_start_s);
-    // The decode side's totals are in `run` (take_pool); the prefill side's join them.
-    run.itl_s.append(pre.itl_s);
-    run.steps += pre.steps;
-    run.decode_run_steps += pre.decode_run_steps;
-    run.preemptions += pre.preemptions;
-    run.recomputed_tokens += pre.recomputed_tokens;
-    run.prompt_tokens += pre.prompt_tokens;
-    run.prefix_hit_tokens += pre.prefix_hit_tokens;
-    run.peak_blocks_used = std::max(run.peak_blocks_used, pre.peak_blocks_used);
-    run.total_blocks += pre.total_blocks;
-    run.end_s = std::max(run.end_s, pre.end_s);
+    // The decode side's totals are in `run` (take_pool); the prefill side's
+    // join them (its offload and speculation counters are 0: both are refused
+    // in disaggregated pools), its series first.
+    add_engine_counters(run, pre);
     series.insert(series.begin(), std::move(pre.timeseries));
     blocks.insert(blocks.begin(), pre.total_blocks);
     run.timeseries = sum_series(series, blocks, run.total_blocks);
