@@ -97,6 +97,11 @@ ExpertLayout make_layout(const CostModel& m, const ModelSpec& spec, const Expert
     return L;
 }
 
+// `moe_layers` in proportion to a share of the layers, at least one.
+std::int64_t moe_layers_in_share(std::int64_t moe_layers, double share) {
+    return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(static_cast<double>(moe_layers) * share)));
+}
+
 // The MoE layers among a stage's: those whose routed experts hold bytes. When
 // the tensors name no layers, the model's `moe_layers` in proportion.
 std::int64_t moe_layers_in(const WeightSizing& w, const PipelineStage& stage, std::int64_t moe_layers, std::int64_t layers) {
@@ -107,8 +112,7 @@ std::int64_t moe_layers_in(const WeightSizing& w, const PipelineStage& stage, st
             if (p.by_layer.bytes[static_cast<std::size_t>(l)] > 0) ++n;
         return n;
     }
-    const double share = static_cast<double>(stage.layers) / static_cast<double>(std::max<std::int64_t>(1, layers));
-    return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(static_cast<double>(moe_layers) * share)));
+    return moe_layers_in_share(moe_layers, static_cast<double>(stage.layers) / static_cast<double>(std::max<std::int64_t>(1, layers)));
 }
 
 // make_cost_model, of one pipeline stage when `stage` is given.
@@ -208,10 +212,11 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
             for (const CappedShare& c : p.capped) {
                 if (!splits_fewer(c, in.tp)) continue;
                 const double split = static_cast<double>(c.max_split);
-                capped += priced(c.bytes, c.by_layer.bytes);
-                capped_rank += priced(c.bytes, c.by_layer.bytes) / split;
-                capped_params += priced(c.params, c.by_layer.params);
-                capped_params_rank += priced(c.params, c.by_layer.params) / split;
+                const double bytes = priced(c.bytes, c.by_layer.bytes), params = priced(c.params, c.by_layer.params);
+                capped += bytes;
+                capped_rank += bytes / split;
+                capped_params += params;
+                capped_params_rank += params / split;
             }
         }
     }
@@ -226,7 +231,7 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
         // A token runs k of the E experts: 2 FLOPs per active expert weight.
         m.expert_flops_per_token = 2.0 * expert_params * static_cast<double>(m.experts_per_token) / static_cast<double>(m.experts) / tp;
         if (staged) m.moe_layers = moe_layers_in(w, *stage, m.moe_layers, all_layers);
-        if (sample) m.moe_layers = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(static_cast<double>(m.moe_layers) * layer_share)));
+        if (sample) m.moe_layers = moe_layers_in_share(m.moe_layers, layer_share);
     }
     else dense += expert_part;
     m.dense_weight_bytes = (dense - capped) / tp + capped_rank;
