@@ -175,24 +175,11 @@ void check_disagg_flags(const SimulateOptions& o) {
     if (o.nodes.nodes > 0) usage_error("--nodes: each P/D pool spans its own nodes; pass --gpus-per-node (and --nic) instead");
 }
 
-std::optional<ScaleOut> layout_of(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu);
-
-// One side of a P/D run: its device, TP, DP attention + EP layout (if
-// any), pool and step cost.
-struct PdSide {
-    Gpu gpu;
-    std::int64_t tp = 1;
-    std::optional<ScaleOut> layout;
-    SchedulerConfig config;
-    std::int64_t max_model_len = 0;
-    std::string pool_source;
-    CostModel cost;
-};
-
-// `name` ("prefill" or "decode") prefixes what the side's own TP, layout
-// and pool refuse, so that the message says which pool has no room.
-PdSide pd_side(const SimulateOptions& o, const ModelSpec& model, const Efficiency& efficiency, const char* name, const std::string& gpu_id,
-               std::int64_t tp, std::int64_t dp) {
+// One side of a P/D run (cli/sim_setup.hpp, pd_side); `name` ("prefill"
+// or "decode") prefixes what the side's own TP, layout and pool refuse, so
+// that the message says which pool has no room.
+PdSide named_pd_side(const SimulateOptions& o, const ModelSpec& model, const Efficiency& efficiency, const char* name, const std::string& gpu_id,
+                     std::int64_t tp, std::int64_t dp) {
     SimulateOptions side = o;
     if (!gpu_id.empty()) {
         side.gpu.gpu = gpu_id;
@@ -201,44 +188,13 @@ PdSide pd_side(const SimulateOptions& o, const ModelSpec& model, const Efficienc
     }
     if (tp > 0) side.tp = tp;
     if (dp > 0) side.dp = dp;
-    PdSide out;
-    out.gpu = resolve_gpu(side.gpu);
-    out.tp = side.tp;
-    if (!out.gpu.from_database) usage_error("--prefill-replicas: each pool's device must come from the database; pass --gpu ID (see `kvplan gpus`)");
+    const Gpu gpu = resolve_gpu(side.gpu);
+    if (!gpu.from_database) usage_error("--prefill-replicas: each pool's device must come from the database; pass --gpu ID (see `kvplan gpus`)");
     try {
-        check_tp(model, out.tp);
-        out.layout = layout_of(side, model, out.gpu);
-        out.config = engine_config(side, model, out.gpu, out.max_model_len, out.pool_source);
+        return pd_side(side, model, gpu, efficiency);
     } catch (const Error& e) {
-        throw Error(e.kind(), std::string("the ") + name + " pool (" + out.gpu.name + ", TP " + std::to_string(out.tp) + "): " + e.what());
+        throw Error(e.kind(), std::string("the ") + name + " pool (" + gpu.name + ", TP " + std::to_string(side.tp) + "): " + e.what());
     }
-    const CostModelInputs in{&model, out.gpu, parse_weight_format("--weights-dtype", o.weights_dtype), parse_dtype_flag("--kv-dtype", o.kv_dtype),
-                             out.layout ? out.layout->attention_tp : out.tp, efficiency, std::nullopt};
-    if (out.layout) {
-        ExpertLayoutInputs li{*out.layout, o.expert_imbalance != 0 ? o.expert_imbalance : 1.0, bundled_all_to_all_latencies(),
-                              resolve_gpus_per_node(o.nodes, out.layout->gpus, default_gpus_per_node(out.gpu.interconnect)), find_nic(o.nodes.nic)};
-        if (o.two_batch_overlap) add_two_batch_overlap(&li, o.engine);
-        out.cost = make_cost_model(in, li);
-    } else {
-        out.cost = make_cost_model(in);
-    }
-    return out;
-}
-
-// How a side's replicas step (core/sim/disagg.hpp): a DP group's waves, one
-// engine's EP step, or one engine's step; the pricers point into `side`.
-PoolPricing pool_pricing(const PdSide& side) {
-    PoolPricing p;
-    if (side.layout && side.layout->dp > 1) {
-        p.dp = side.layout->dp;
-        p.wave = dp_step_pricer(side.cost);
-    } else if (side.layout) {
-        p.step = [&cost = side.cost](const std::vector<SeqWork>& seqs) { return dp_mixed_step(cost, {&seqs}).total_s; };
-    } else {
-        p.step = step_pricer(side.cost);
-        p.decode = decode_pricer(side.cost);
-    }
-    return p;
 }
 
 DisaggPool pool_report(const PdSide& side, std::vector<ReplicaStats> stats) {
@@ -254,8 +210,8 @@ DisaggPool pool_report(const PdSide& side, std::vector<ReplicaStats> stats) {
 // device, TP, DP attention + EP layout, vLLM pool and roofline; the KV
 // priced for the decode side. Fills `r`.
 void run_disagg(const SimulateOptions& o, const ModelSpec& model, const Efficiency& efficiency, const Workload& w, SimulateResult& r) {
-    const PdSide pre = pd_side(o, model, efficiency, "prefill", o.prefill_gpu, o.prefill_tp, o.prefill_dp);
-    const PdSide dec = pd_side(o, model, efficiency, "decode", o.decode_gpu, o.decode_tp, o.decode_dp);
+    const PdSide pre = named_pd_side(o, model, efficiency, "prefill", o.prefill_gpu, o.prefill_tp, o.prefill_dp);
+    const PdSide dec = named_pd_side(o, model, efficiency, "decode", o.decode_gpu, o.decode_tp, o.decode_dp);
     const auto kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
     // Each decode GPU pulls the KV its attention ranks hold: the DP rank's TP shard.
     DisaggConfig k = disagg_config(model, o.prefill_replicas, o.decode_replicas, parse_kv_link(o.kv_link, pre.gpu, dec.gpu),
@@ -279,35 +235,6 @@ void run_disagg(const SimulateOptions& o, const ModelSpec& model, const Efficien
     r.run = std::move(run.run);
     r.router = o.router;
     r.summary = summarise(r.run, r.slo);
-}
-
-// --dp / --ep: the layout vLLM's flags give one replica (concurrency --dp
-// resolves the same), or nullopt without them; Error(Usage) for what the
-// DP group does not simulate.
-std::optional<ScaleOut> layout_of(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu) {
-    const std::optional<ScaleOutInputs> in = scale_out_from_flags(layout_flags(o), scale_out_rules(o.engine));
-    std::optional<ScaleOut> so;
-    if (in) so = plan_scale_out(model, *in);
-    if (so && so->dp == 1 && so->ep == 1) so.reset();
-    const bool placed = o.nodes.nodes > 0 || o.nodes.gpus_per_node > 0 || o.nodes.nic != "ib-ndr";
-    if (!so) {
-        if (placed) usage_error("--nodes, --gpus-per-node and --nic place a DP attention + EP layout: add --dp or --ep");
-        if (o.expert_imbalance != 0) usage_error("--expert-imbalance needs expert parallelism (--dp N with --enable-expert-parallel)");
-        if (o.two_batch_overlap) add_two_batch_overlap(nullptr, o.engine);  // refused: no layout
-        return so;
-    }
-    if (o.expert_imbalance != 0) {
-        check_expert_imbalance(o.expert_imbalance);
-        if (so->ep < 2) usage_error("--expert-imbalance needs expert parallelism (--dp N with --enable-expert-parallel)");
-    }
-    // vLLM synchronizes DP ranks only for MoE models (their experts' collectives); a dense model's engine cores run independently.
-    if (model.experts <= 0 && o.engine != "sglang")
-        usage_error("--dp: a dense model's DP ranks run independently in vLLM (no expert all-to-all to wait for); simulate them as --replicas " +
-                    std::to_string(so->dp));
-    if (model.experts <= 0) usage_error("--dp: SGLang's DP attention is simulated for mixture-of-experts models only; simulate a dense model's copies as --replicas");
-    if (!gpu.from_database) usage_error("--dp / --ep: a device given by --gpu-mem has no interconnect figure for the all-to-alls; pass --gpu ID");
-    if (o.pp > 1) usage_error("--dp / --ep with --pp: a pipeline of DP groups is not simulated; pass --pp 1");
-    return so;
 }
 
 // A DP attention + EP replica (core/sim/dp_group.hpp): every DP rank an

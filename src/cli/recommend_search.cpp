@@ -133,7 +133,7 @@ SimulateOptions traffic_options(const RecommendOptions& o) {
 struct Setup {
     SloCandidate row;
     std::unique_ptr<CostModel> cost;          // the pricers point into it (a unit's decode side)
-    std::unique_ptr<CostModel> prefill_cost;  // a unit's prefill side
+    std::unique_ptr<PdSide> prefill_side, decode_side;  // a unit's sides (its pricers point into their cost models)
     std::unique_ptr<std::vector<CostModel>> stage_costs;  // a pipeline's stages (the stage pricers point into them)
     // --spec-method: the proposer and its pricer (the engine's draft_s points into them).
     std::unique_ptr<ModelSpec> draft_model;
@@ -157,16 +157,20 @@ Setup named(const Gpu& gpu, std::int64_t tp, std::int64_t pp, const char* knobs,
     return s;
 }
 
-// The settings the engine commands carry for one vLLM instance.
-void serve_settings(Candidate& c, const Gpu& gpu, std::int64_t tp, const SchedulerConfig& v, std::int64_t max_model_len, Dtype kv_dtype) {
+// The settings the engine commands carry for one vLLM instance of a unit:
+// TP ranks, or a DP attention + EP group whose batch counts all its ranks
+// (the commands give each engine core its share, as for the aggregated layouts).
+void serve_settings(Candidate& c, const Gpu& gpu, const PdSide& side, std::int64_t max_model_len) {
+    const std::int64_t dp = side.layout ? side.layout->dp : 1;
     c.gpu = gpu.id;
-    c.tp = tp;
-    c.batch = v.max_num_seqs;
-    c.max_num_batched_tokens = v.max_num_batched_tokens;
+    c.tp = side.kv_tp();
+    c.attention_dp = dp;
+    c.batch = checked_mul(side.config.max_num_seqs, dp, "sequences");
+    c.max_num_batched_tokens = side.config.max_num_batched_tokens;
     c.max_model_len = max_model_len;
-    c.kv_dtype = kv_dtype;
-    c.vllm_mem_fraction = default_mem_fraction(Engine::Vllm, tp);
-    c.sglang_mem_fraction = default_mem_fraction(Engine::Sglang, tp);
+    c.kv_dtype = side.cost.kv_dtype;
+    c.vllm_mem_fraction = default_mem_fraction(Engine::Vllm, side.tp);
+    c.sglang_mem_fraction = default_mem_fraction(Engine::Sglang, side.tp);
 }
 
 // --spec-method: the candidate's proposer as `simulate` runs it (the
@@ -403,71 +407,88 @@ std::string link_for(const std::string& flag, const Gpu& gpu, std::int64_t unit_
 }
 
 // One disaggregated unit of vLLM instances with each side's engine
-// defaults, or a rejection reason in row.reason.
+// defaults, or a rejection reason in row.reason. A side is TP instances, or
+// DP attention + EP groups (--data-parallel-size N --enable-expert-parallel,
+// TP 1 a rank) where its dp is above 1, as `simulate --prefill-dp
+// --decode-dp` runs them.
 void configure_pd(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& gpu, const Workload& w, const std::string& source,
                   const std::string& link_flag, const Efficiency& efficiency) {
-    SchedulerConfig pre, dec;
-    std::int64_t pre_len = 0, dec_len = 0;
+    auto side_options = [&so](std::int64_t tp, std::int64_t dp) {
+        SimulateOptions side = so;
+        side.tp = tp;
+        side.dp = dp;
+        side.enable_expert_parallel = dp > 1;
+        return side;
+    };
     const char* side = "prefill pool: ";  // which pool a refusal is about
     try {
-        std::string pool;
-        so.tp = s.row.prefill_tp;
-        pre = engine_config(so, model, gpu, pre_len, pool);
+        s.prefill_side = std::make_unique<PdSide>(pd_side(side_options(s.row.prefill_tp, s.row.prefill_dp), model, gpu, efficiency));
         side = "decode pool: ";
-        so.tp = s.row.tp;
-        dec = engine_config(so, model, gpu, dec_len, pool);
+        s.decode_side = std::make_unique<PdSide>(pd_side(side_options(s.row.tp, s.row.dp), model, gpu, efficiency));
         side = "";
-        refuse_long_requests(w, std::min(pre_len, dec_len), source, false);
+        refuse_long_requests(w, std::min(s.prefill_side->max_model_len, s.decode_side->max_model_len), source, false);
     } catch (const Error& e) {
         s.row.reason = std::string("memory: ") + side + e.what();
         return;
     }
-    const WeightFormat weights = parse_weight_format("--weights-dtype", so.weights_dtype);
-    const std::optional<Dtype> kv = parse_dtype_flag("--kv-dtype", so.kv_dtype);
-    s.prefill_cost = std::make_unique<CostModel>(
-        make_cost_model(CostModelInputs{&model, gpu, weights, kv, s.row.prefill_tp, efficiency, std::nullopt}));
-    s.cost = std::make_unique<CostModel>(make_cost_model(CostModelInputs{&model, gpu, weights, kv, s.row.tp, efficiency, std::nullopt}));
-    if (s.cost->flops_per_s <= 0) {
+    const PdSide& pre = *s.prefill_side;
+    const PdSide& dec = *s.decode_side;
+    if (dec.cost.flops_per_s <= 0) {
         s.row.reason = "no FLOP/s figure for this device: prefill cannot be priced";
         return;
     }
     s.row.kv_link = link_for(link_flag, gpu, s.row.gpus_per_replica());
     DisaggUnit u;
     try {
-        u.pools = disagg_config(model, s.row.prefill_replicas, s.row.decode_replicas, parse_kv_link(s.row.kv_link, gpu, gpu), s.row.tp, kv, false);
+        // Each decode GPU pulls the KV its attention ranks hold: the DP rank's TP shard.
+        u.pools = disagg_config(model, s.row.prefill_replicas, s.row.decode_replicas, parse_kv_link(s.row.kv_link, gpu, gpu), dec.kv_tp(),
+                                parse_dtype_flag("--kv-dtype", so.kv_dtype), false);
     } catch (const Error& e) {
         s.row.reason = std::string("link: ") + e.what();
         return;
     }
-    u.prefill = pre;
-    u.decode = dec;
-    u.prefill_price = step_pricer(*s.prefill_cost);
-    u.prefill_decode = decode_pricer(*s.prefill_cost);
-    u.decode_price = step_pricer(*s.cost);
-    u.decode_decode = decode_pricer(*s.cost);
+    u.prefill = pre.config;
+    u.decode = dec.config;
+    u.prefill_pricing = pool_pricing(pre);
+    u.decode_pricing = pool_pricing(dec);
     s.engine.pd = std::move(u);
-    const std::int64_t max_model_len = std::min(pre_len, dec_len);
-    serve_settings(s.row.prefill_serve, gpu, s.row.prefill_tp, pre, max_model_len, s.prefill_cost->kv_dtype);
-    serve_settings(s.row.serve, gpu, s.row.tp, dec, max_model_len, s.cost->kv_dtype);
+    const std::int64_t max_model_len = std::min(pre.max_model_len, dec.max_model_len);
+    serve_settings(s.row.prefill_serve, gpu, pre, max_model_len);
+    serve_settings(s.row.serve, gpu, dec, max_model_len);
     s.ready = true;
 }
 
-// Every unit for one GPU, KV dtype and weight format: each side's TP and the P:D ratio.
+// A unit's side: TP instances, or a DP attention + EP group of `dp` GPUs (TP 1 a rank).
+struct UnitSide {
+    std::int64_t tp = 1, dp = 1;
+    std::int64_t gpus() const { return tp * dp; }
+};
+
+// Every unit for one GPU, KV dtype and weight format: each side's TP, or
+// for a mixture-of-experts model each side's DP + EP group (the layouts the
+// aggregated search tries within one node), and the P:D ratio. Both sides
+// are of one kind, as `simulate --enable-expert-parallel` applies to both.
 void add_units(std::vector<Setup>& out, const RecommendOptions& o, const SimulateOptions& so, const ModelSpec& model, const Gpu& gpu,
                const Workload& w, const std::string& source, const Efficiency& efficiency) {
-    const std::vector<std::int64_t> tps = tp_degrees(model, o.max_gpus);
-    for (std::int64_t ptp : tps)
-        for (std::int64_t dtp : tps)
+    std::vector<UnitSide> sides;
+    for (std::int64_t tp : tp_degrees(model, o.max_gpus)) sides.push_back({tp, 1});
+    for (const Layout& l : expert_layouts(model, gpu, o.engine, o.max_gpus, NodeSpan{}))
+        if (l.nodes == 1) sides.push_back({1, l.dp});
+    for (const UnitSide& pre : sides)
+        for (const UnitSide& dec : sides) {
+            if ((pre.dp > 1) != (dec.dp > 1)) continue;
             for (std::int64_t p = 1; p <= kMaxInstancesPerSide; ++p)
                 for (std::int64_t d = 1; d <= kMaxInstancesPerSide; ++d) {
-                    if (std::gcd(p, d) != 1 || p * ptp + d * dtp > kMaxUnitGpus) continue;
-                    Setup s = named(gpu, dtp, 1, "default", so.kv_dtype, so.weights_dtype);
-                    s.row.prefill_tp = ptp;
+                    if (std::gcd(p, d) != 1 || p * pre.gpus() + d * dec.gpus() > kMaxUnitGpus) continue;
+                    Setup s = named(gpu, dec.tp, 1, "default", so.kv_dtype, so.weights_dtype, dec.dp);
+                    s.row.prefill_tp = pre.tp;
+                    s.row.prefill_dp = pre.dp;
                     s.row.prefill_replicas = p;
                     s.row.decode_replicas = d;
                     configure_pd(s, so, model, gpu, w, source, o.kv_link, efficiency);
                     out.push_back(std::move(s));
                 }
+        }
 }
 
 // Every GPU x TP x PP x KV dtype x weight format x knob setting, in that order

@@ -264,6 +264,67 @@ void refuse_long_requests(const Workload& w, std::int64_t max_model_len, const s
                        (sglang ? " (SGLang would cut its output to fit; " : " (vLLM refuses it; ") + "raise --max-model-len or --limit the trace)");
 }
 
+std::optional<ScaleOut> layout_of(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu) {
+    const std::optional<ScaleOutInputs> in = scale_out_from_flags(layout_flags(o), scale_out_rules(o.engine));
+    std::optional<ScaleOut> so;
+    if (in) so = plan_scale_out(model, *in);
+    if (so && so->dp == 1 && so->ep == 1) so.reset();
+    const bool placed = o.nodes.nodes > 0 || o.nodes.gpus_per_node > 0 || o.nodes.nic != "ib-ndr";
+    if (!so) {
+        if (placed) usage_error("--nodes, --gpus-per-node and --nic place a DP attention + EP layout: add --dp or --ep");
+        if (o.expert_imbalance != 0) usage_error("--expert-imbalance needs expert parallelism (--dp N with --enable-expert-parallel)");
+        if (o.two_batch_overlap) add_two_batch_overlap(nullptr, o.engine);  // refused: no layout
+        return so;
+    }
+    if (o.expert_imbalance != 0) {
+        check_expert_imbalance(o.expert_imbalance);
+        if (so->ep < 2) usage_error("--expert-imbalance needs expert parallelism (--dp N with --enable-expert-parallel)");
+    }
+    // vLLM synchronizes DP ranks only for MoE models (their experts' collectives); a dense model's engine cores run independently.
+    if (model.experts <= 0 && o.engine != "sglang")
+        usage_error("--dp: a dense model's DP ranks run independently in vLLM (no expert all-to-all to wait for); simulate them as --replicas " +
+                    std::to_string(so->dp));
+    if (model.experts <= 0) usage_error("--dp: SGLang's DP attention is simulated for mixture-of-experts models only; simulate a dense model's copies as --replicas");
+    if (!gpu.from_database) usage_error("--dp / --ep: a device given by --gpu-mem has no interconnect figure for the all-to-alls; pass --gpu ID");
+    if (o.pp > 1) usage_error("--dp / --ep with --pp: a pipeline of DP groups is not simulated; pass --pp 1");
+    return so;
+}
+
+PdSide pd_side(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu, const Efficiency& efficiency) {
+    PdSide out;
+    out.gpu = gpu;
+    out.tp = o.tp;
+    check_tp(model, out.tp);
+    out.layout = layout_of(o, model, out.gpu);
+    out.config = engine_config(o, model, out.gpu, out.max_model_len, out.pool_source);
+    const CostModelInputs in{&model, out.gpu, parse_weight_format("--weights-dtype", o.weights_dtype), parse_dtype_flag("--kv-dtype", o.kv_dtype),
+                             out.kv_tp(), efficiency, std::nullopt};
+    if (out.layout) {
+        ExpertLayoutInputs li{*out.layout, o.expert_imbalance != 0 ? o.expert_imbalance : 1.0, bundled_all_to_all_latencies(),
+                              resolve_gpus_per_node(o.nodes, out.layout->gpus, default_gpus_per_node(out.gpu.interconnect)), find_nic(o.nodes.nic)};
+        if (o.two_batch_overlap) add_two_batch_overlap(&li, o.engine);
+        out.cost = make_cost_model(in, li);
+    } else {
+        out.cost = make_cost_model(in);
+    }
+    return out;
+}
+
+PoolPricing pool_pricing(const PdSide& side) {
+    PoolPricing p;
+    if (side.layout && side.layout->dp > 1) {
+        p.dp = side.layout->dp;
+        p.wave = dp_step_pricer(side.cost);
+    } else if (side.layout) {
+        p.step = [&cost = side.cost](const std::vector<SeqWork>& seqs) { return dp_mixed_step(cost, {&seqs}).total_s; };
+    } else {
+        p.step = step_pricer(side.cost);
+        p.decode = decode_pricer(side.cost);
+    }
+    return p;
+}
+
+
 StepPricer step_pricer(const CostModel& cost) {
     return [&cost](const std::vector<SeqWork>& seqs) { return mixed_step(cost, seqs).total_s; };
 }

@@ -57,6 +57,34 @@ Dtype kv_sizing_dtype(const ModelSpec& model, std::optional<Dtype> kv_dtype, std
 DisaggConfig disagg_config(const ModelSpec& model, std::int64_t prefill_replicas, std::int64_t decode_replicas, const KvLink& link,
                            std::int64_t decode_tp, std::optional<Dtype> kv_dtype, bool layerwise);
 
+// --dp / --ep: the layout vLLM's flags give one replica (concurrency --dp
+// resolves the same), or nullopt without them; Error(Usage) for what the
+// DP group does not simulate.
+std::optional<ScaleOut> layout_of(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu);
+
+// One side of a P/D run (simulate --prefill-replicas, recommend
+// --disaggregated): its device, TP, DP attention + EP layout (if any),
+// vLLM pool and step cost.
+struct PdSide {
+    Gpu gpu;
+    std::int64_t tp = 1;
+    std::optional<ScaleOut> layout;
+    SchedulerConfig config;
+    std::int64_t max_model_len = 0;
+    std::string pool_source;
+    CostModel cost;
+    // The ranks among which one decode GPU's share of the KV is split: the
+    // DP rank's attention TP, or the instance's TP.
+    std::int64_t kv_tp() const { return layout ? layout->attention_tp : tp; }
+};
+// The side `o` describes (its --tp, --dp, --enable-expert-parallel) on
+// `gpu`; Error as the TP check, the layout or the pool throws it (callers
+// say which pool).
+PdSide pd_side(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu, const Efficiency& efficiency);
+// How a side's replicas step (core/sim/disagg.hpp): a DP group's waves, one
+// engine's EP step, or one engine's step; the pricers point into side.cost.
+PoolPricing pool_pricing(const PdSide& side);
+
 // The roofline's price of a step (mixed_step) and of a pure decode step from
 // its batch and context sum (decode_batch_step). Both keep a reference to
 // `cost`, which must outlive them.

@@ -143,7 +143,7 @@ std::vector<PlotFile> roofline_pareto(const RooflineResult& r) {
 // "h100-sxm TP 1 default", "l40s TP 2 PP 2 default" or "h100-sxm TP 1/2 1P:3D", with the KV dtype and
 // weight format when the search tried more than one; no commas (a CSV field).
 std::string candidate_label(const SloRecommendResult& r, const SloCandidate& c) {
-    std::string out = c.pd() ? fmt::format("{} TP {}/{} {}P:{}D", c.gpu, c.prefill_tp, c.tp, c.prefill_replicas, c.decode_replicas)
+    std::string out = c.pd() ? fmt::format("{} {}P:{}D", unit_sides(c), c.prefill_replicas, c.decode_replicas)
                              : fmt::format("{} TP {}{} {}", c.gpu, c.tp, c.pp > 1 ? fmt::format(" PP {}", c.pp) : "", c.knobs);
     if (r.kv_axis) out += " kv=" + c.kv_dtype_flag;
     if (r.weights_axis) out += " w=" + c.weights_flag;
@@ -152,7 +152,7 @@ std::string candidate_label(const SloRecommendResult& r, const SloCandidate& c) 
 
 // The colour group of the Pareto chart: the device and its TP (and PP).
 std::string gpu_tp(const SloCandidate& c) {
-    if (c.pd()) return fmt::format("{} TP {}/{}", c.gpu, c.prefill_tp, c.tp);
+    if (c.pd()) return unit_sides(c);
     return c.pp > 1 ? fmt::format("{} TP {} PP {}", c.gpu, c.tp, c.pp) : fmt::format("{} TP {}", c.gpu, c.tp);
 }
 

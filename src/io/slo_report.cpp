@@ -40,15 +40,30 @@ std::string knobs(const SloRecommendResult& r, const SloCandidate& c) {
     return out;
 }
 
+// One side of a unit in the tp column: "2", or "1 ep8" for DP 8 + EP 8
+// groups of TP 1, as the aggregated layouts' rows write them.
+std::string side_cell(std::int64_t tp, std::int64_t dp) { return dp > 1 ? fmt::format("{} ep{}", tp, dp) : std::to_string(tp); }
+
+}  // namespace
+
+std::string unit_sides(const SloCandidate& c) {
+    if (c.prefill_dp <= 1 && c.dp <= 1) return fmt::format("{} TP {}/{}", c.gpu, c.prefill_tp, c.tp);
+    auto words = [](std::int64_t tp, std::int64_t dp) { return dp > 1 ? fmt::format("DP {} + EP {}", dp, dp) : fmt::format("TP {}", tp); };
+    return fmt::format("{} {}/{}", c.gpu, words(c.prefill_tp, c.prefill_dp), words(c.tp, c.dp));
+}
+
+namespace {
+
 // A unit's TP is its prefill side's and its decode side's.
 // A pipeline's, its stages' TP and the stage count.
 std::string tp_text(const SloCandidate& c) {
-    if (c.pd()) return fmt::format("{}/{}", c.prefill_tp, c.tp);
+    if (c.pd()) return side_cell(c.prefill_tp, c.prefill_dp) + "/" + side_cell(c.tp, c.dp);
     if (c.dp > 1) return fmt::format("{} ep{}", c.tp, c.dp);
     return c.pp > 1 ? fmt::format("{} pp{}", c.tp, c.pp) : std::to_string(c.tp);
 }
 
 std::string layout(const SloRecommendResult& r, const SloCandidate& c) {
+    if (c.pd()) return fmt::format("{} ({})", unit_sides(c), knobs(r, c));
     const std::string tp = c.pp > 1 ? fmt::format("{} PP {}", c.tp, c.pp) : c.dp > 1 ? fmt::format("{} DP {} + EP {}", c.tp, c.dp, c.dp) : tp_text(c);
     return fmt::format("{} TP {} ({})", c.gpu, tp, knobs(r, c));
 }
@@ -161,9 +176,11 @@ std::string scaled_line(const SloCandidate& c) {
 // A disaggregated unit's commands: each side's instance for vLLM and SGLang, and SGLang's router.
 std::string unit_commands(const SloRecommendResult& r, const SloCandidate& c, Width width) {
     auto count = [](std::int64_t n, const char* what) { return fmt::format("{} {}{}", group_digits(n), what, n > 1 ? "s" : ""); };
-    std::string out = fit_line(fmt::format("Commands for the best ({}: {} of {} of TP {} and {} of TP {}, KV over {}):", c.gpu,
-                                           count(c.fleet.replicas, "unit"), count(c.prefill_replicas, "prefill instance"), c.prefill_tp,
-                                           count(c.decode_replicas, "decode instance"), c.tp, c.kv_link),
+    auto side = [](std::int64_t tp, std::int64_t dp) { return dp > 1 ? fmt::format("DP {} + EP {}", dp, dp) : fmt::format("TP {}", tp); };
+    std::string out = fit_line(fmt::format("Commands for the best ({}: {} of {} of {} and {} of {}, KV over {}):", c.gpu,
+                                           count(c.fleet.replicas, "unit"), count(c.prefill_replicas, "prefill instance"),
+                                           side(c.prefill_tp, c.prefill_dp), count(c.decode_replicas, "decode instance"), side(c.tp, c.dp),
+                                           c.kv_link),
                                width);
     ServeOptions s = serve_for(r, c);
     s.pd_role = "prefill";
@@ -220,6 +237,8 @@ void add_unit_json(nlohmann::ordered_json& x, const SloCandidate& c) {
     x["decode_replicas"] = unit(c.decode_replicas);
     x["prefill_tp"] = unit(c.prefill_tp);
     x["decode_tp"] = unit(c.tp);
+    x["prefill_dp"] = unit(c.prefill_dp);  // DP attention + EP groups (EP = DP) when above 1
+    x["decode_dp"] = unit(c.dp);
     x["kv_link"] = unit(c.kv_link);
 }
 
@@ -259,10 +278,14 @@ std::string render_slo_table(const SloRecommendResult& r) {
         out += "\n" + fitted([&](bool slim) { return fleet_table(r, slim); }, width);
         out += "\nLatency at each candidate's rate per replica (one replica, simulated):\n" +
                fitted([&](bool slim) { return latency_table(r, slim); }, width);
-        if (std::any_of(r.candidates.begin(), r.candidates.begin() + static_cast<std::ptrdiff_t>(std::min(r.top, r.candidates.size())),
-                        [](const SloCandidate& c) { return c.pd(); }))
+        const auto shown = r.candidates.begin() + static_cast<std::ptrdiff_t>(std::min(r.top, r.candidates.size()));
+        if (std::any_of(r.candidates.begin(), shown, [](const SloCandidate& c) { return c.pd(); }))
             out += fit_line("TP a/b with nP:mD is a disaggregated unit: n prefill instances of TP a and m decode instances of TP b, "
                             "simulated together; its req/s, replicas and latencies are per unit.",
+                            width);
+        if (std::any_of(r.candidates.begin(), shown, [](const SloCandidate& c) { return c.dp > 1 || c.prefill_dp > 1; }))
+            out += fit_line("1 epN: data-parallel attention on N GPUs (TP 1 each) with the routed experts over EP N, vLLM's "
+                            "--data-parallel-size N --enable-expert-parallel; in a unit, each such instance is one DP group.",
                             width);
         const SloCandidate& best = r.candidates.front();
         if (best.pd()) {

@@ -28,16 +28,22 @@ struct SloCandidate {
     std::optional<ScaledFleet> scaled;  // a trace: the fleet scaled minute by minute to its rate
     std::string reason;     // rejected: "memory: ...", "slo: ...", "cost: ..."
     // A disaggregated unit (recommend --disaggregated): `prefill_replicas`
-    // prefill instances of `prefill_tp` GPUs and `decode_replicas` decode
-    // instances of `tp`; the outcome's rate, the fleet's replicas and
-    // `serve` (the decode side) are per unit.
-    std::int64_t prefill_replicas = 0, decode_replicas = 0, prefill_tp = 0;
+    // prefill instances of `prefill_tp` x `prefill_dp` GPUs and
+    // `decode_replicas` decode instances of `tp` x `dp` (dp above 1: DP
+    // attention + EP groups, TP 1 a rank); the outcome's rate, the fleet's
+    // replicas and `serve` (the decode side) are per unit.
+    std::int64_t prefill_replicas = 0, decode_replicas = 0, prefill_tp = 0, prefill_dp = 1;
     Candidate prefill_serve;
     std::string kv_link;    // the link as searched: nvlink, ib-ndr, ...
     std::size_t order = 0;  // its place in the search's candidate order (the engine that was searched)
     bool pd() const { return prefill_replicas > 0; }
-    std::int64_t gpus_per_replica() const { return pd() ? prefill_replicas * prefill_tp + decode_replicas * tp : tp * pp * dp; }
+    std::int64_t gpus_per_replica() const { return pd() ? prefill_replicas * prefill_tp * prefill_dp + decode_replicas * tp * dp : tp * pp * dp; }
 };
+
+// A unit's sides as the tables and sentences name them: "h200 TP 2/4"
+// when both are TP instances, else each side in words ("TP 8", "DP 8 + EP
+// 8"): "h200 DP 8 + EP 8/TP 8". No commas (a CSV field).
+std::string unit_sides(const SloCandidate& c);
 
 struct SloRecommendResult {
     RecommendResult base;   // model, served checkpoint and weights: what serve_options() reads

@@ -281,6 +281,52 @@ TEST_CASE("recommend --slo --disaggregated: a unit whose pool cannot hold the mo
     CHECK(decode > 0);
 }
 
+TEST_CASE("recommend --slo --disaggregated on a mixture-of-experts model: units of DP + EP groups beside units of TP instances") {
+    // Mixtral-8x7B on H100s, --max-gpus 2. Aggregated: TP 1 and 2 and DP 2
+    // + EP 2, each with three knob settings (9). Units of TP sides {1, 2}:
+    // every pair and coprime P:D within 16 GPUs, 44; of DP 2 + EP 2 sides
+    // (both sides of one kind, as simulate --enable-expert-parallel makes
+    // them): P x 2 + D x 2 <= 16, P and D up to 4 and coprime: 1:1, 1:2,
+    // 1:3, 1:4, 2:1, 2:3, 3:1, 3:2, 3:4, 4:1, 4:3, 11. 64 in all.
+    const std::vector<std::string> args = {"recommend", "--model", "mixtral-8x7b", "--slo", "ttft=2s,tpot=50ms", "--rate", "20", "--gpus",
+                                           "h100-sxm", "--max-gpus", "2", "--requests", "200", "--price-per-hour", "h100-sxm=2",
+                                           "--disaggregated", "--top", "64"};
+    std::vector<std::string> json = args;
+    json.push_back("--json");
+    const Run r = Run::kvplan(json);
+    INFO(r.command << "\n" << r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["candidates_tried"].get<std::int64_t>() == 64);
+    int dp_units = 0, dp_qualified = 0;
+    for (const auto* list : {&j["candidates"], &j["rejected"]})
+        for (const auto& c : *list) {
+            if (!c["disaggregated"].get<bool>() || c["prefill_dp"] == 1) continue;
+            ++dp_units;
+            CHECK(c["prefill_dp"] == 2);
+            CHECK(c["decode_dp"] == 2);
+            CHECK(c["prefill_tp"] == 1);
+            CHECK(c["decode_tp"] == 1);
+            if (list != &j["candidates"]) continue;
+            ++dp_qualified;
+            // A unit of P + D groups of 2 GPUs; 2 USD per GPU-hour.
+            const auto p = c["prefill_replicas"].get<std::int64_t>(), d = c["decode_replicas"].get<std::int64_t>();
+            const auto replicas = c["replicas"].get<std::int64_t>();
+            CHECK(c["gpus_total"].get<std::int64_t>() == replicas * (2 * p + 2 * d));
+            CHECK(c["usd_per_hour"].get<double>() == Approx(2.0 * static_cast<double>(replicas * (2 * p + 2 * d))));
+            for (const char* side : {"vllm_prefill_command", "vllm_decode_command"}) {
+                CHECK_THAT(c[side].get<std::string>(), Catch::Contains("--tensor-parallel-size 1 --data-parallel-size 2 --enable-expert-parallel"));
+                CHECK_THAT(c[side].get<std::string>(), Catch::Contains(R"("kv_connector":"NixlConnector")"));
+            }
+        }
+    CHECK(dp_units == 11);
+    CHECK(dp_qualified > 0);
+    const Run t = Run::kvplan(args);
+    CHECK_THAT(t.out, Catch::Contains("1 ep2/1 ep2"));
+    CHECK_THAT(t.out, Catch::Contains("1 epN: data-parallel attention on N GPUs"));
+    CHECK(widest_line(t.out) <= 100);
+}
+
 TEST_CASE("recommend --slo --pp: pipelines of TP x PP within --max-gpus, vLLM only, each fleet and command by hand") {
     // --pp 1,2 --max-gpus 2 on an H100: TP 1, TP 2 and TP 1 x PP 2, each
     // with three knob settings (9 candidates); with SGLang, whose pipeline

@@ -70,9 +70,7 @@ namespace {
 
 SimRun run_engine(const Workload& w, const SearchEngine& e) {
     if (e.pd)
-        return simulate_disagg(w, e.pd->prefill, e.pd->decode, e.pd->pools, e.pd->prefill_price, e.pd->prefill_decode, e.pd->decode_price,
-                               e.pd->decode_decode)
-            .run;
+        return simulate_disagg(w, e.pd->prefill, e.pd->decode, e.pd->pools, e.pd->prefill_pricing, e.pd->decode_pricing).run;
     if (e.sglang && e.dp > 1) return simulate_sglang_dp_cluster(w, e.sglang_config, e.dp, ClusterConfig{}, e.dp_price);
     if (e.sglang) return simulate_sglang(w, e.sglang_config, e.price);
     if (e.dp > 1) return simulate_dp_cluster(w, e.vllm, e.dp, ClusterConfig{}, e.dp_price);
@@ -264,6 +262,14 @@ RequestFloor dp_floor(double in, double outs, std::int64_t pool_tokens, std::int
     return {in * per_prompt_token, outs * step / static_cast<double>(rank * dp)};
 }
 
+// One side of a disaggregated unit: one engine, or a DP group's waves.
+RequestFloor pool_floor(double in, double outs, const SchedulerConfig& c, const PoolPricing& p) {
+    if (p.dp > 1)
+        return dp_floor(in, outs, checked_mul(c.num_gpu_blocks, c.block_size, "KV pool tokens"), c.max_num_seqs, c.max_num_batched_tokens, p.dp,
+                        p.wave);
+    return vllm_floor(in, outs, c, p.step, p.decode);
+}
+
 // A step that costs nothing bounds nothing: a million requests a second stands for no bound.
 double finite_bound(double rps) { return std::isfinite(rps) && rps > 0 ? std::min(rps, 1e6) : 1e6; }
 
@@ -280,8 +286,8 @@ double rate_upper_bound(const RateWorkload& w, const SearchEngine& e) {
     outs /= n;
     if (e.pd) {
         // Each side alone: the prefill instances take every prompt, the decode instances every output token.
-        const RequestFloor p = vllm_floor(in, 1, e.pd->prefill, e.pd->prefill_price, e.pd->prefill_decode);
-        const RequestFloor d = vllm_floor(in, outs, e.pd->decode, e.pd->decode_price, e.pd->decode_decode);
+        const RequestFloor p = pool_floor(in, 1, e.pd->prefill, e.pd->prefill_pricing);
+        const RequestFloor d = pool_floor(in, outs, e.pd->decode, e.pd->decode_pricing);
         return std::min(finite_bound(static_cast<double>(e.pd->pools.prefill_replicas) / p.prefill_s),
                         finite_bound(static_cast<double>(e.pd->pools.decode_replicas) / d.decode_s));
     }

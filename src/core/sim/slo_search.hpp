@@ -47,12 +47,12 @@ double peak_rate_rps(const Workload& w, double window_s);
 
 // A disaggregated unit searched as one replica: `pools.prefill_replicas`
 // prefill and `pools.decode_replicas` decode instances of vLLM
-// (core/sim/disagg.hpp), each side with its own pool and prices.
+// (core/sim/disagg.hpp), each side with its own pool and prices: one
+// engine's, or a DP attention + EP group's lockstep waves (pricing.dp > 1).
 struct DisaggUnit {
     SchedulerConfig prefill, decode;
     DisaggConfig pools;
-    StepPricer prefill_price, decode_price;
-    DecodePricer prefill_decode, decode_decode;  // may be empty
+    PoolPricing prefill_pricing, decode_pricing;
 };
 
 // One engine on one replica (or one disaggregated unit), priced step by step.

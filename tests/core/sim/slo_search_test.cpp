@@ -225,9 +225,9 @@ SearchEngine md1_unit(std::int64_t decode) {
     u.pools.decode_replicas = decode;
     u.pools.link = KvLink{1e15, 1e-6};
     u.pools.kv_bytes_per_token_per_rank = 1000;
-    u.prefill_price = [](const std::vector<SeqWork>&) { return 1e-6; };
-    u.decode_price = flat;
-    u.decode_decode = flat_decode;
+    u.prefill_pricing.step = [](const std::vector<SeqWork>&) { return 1e-6; };
+    u.decode_pricing.step = flat;
+    u.decode_pricing.decode = flat_decode;
     SearchEngine e;
     e.pd = std::move(u);
     return e;
@@ -267,7 +267,7 @@ TEST_CASE("slo search: a disaggregated unit's bound is the slower side's, by han
     s.output.a = 10;
     const RateWorkload w = rate_workload(synthetic_workload(s));
     SearchEngine e = md1_unit(2);
-    e.pd->prefill_price = [](const std::vector<SeqWork>& seqs) {
+    e.pd->prefill_pricing.step = [](const std::vector<SeqWork>& seqs) {
         double tokens = 0;
         for (const SeqWork& q : seqs) tokens += static_cast<double>(q.new_tokens);
         return 0.01 + 1e-4 * tokens;
