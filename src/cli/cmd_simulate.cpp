@@ -197,12 +197,18 @@ PdSide named_pd_side(const SimulateOptions& o, const ModelSpec& model, const Eff
     }
 }
 
-DisaggPool pool_report(const PdSide& side, std::vector<ReplicaStats> stats) {
+// A side's report: its replicas, and with DP groups their engine cores,
+// taken from the front of `ranks` (the run's cores, prefill side first).
+DisaggPool pool_report(const PdSide& side, std::vector<ReplicaStats> stats, std::vector<ReplicaStats>& ranks) {
     DisaggPool p{side.gpu.name, side.tp, side.config, std::move(stats)};
     if (side.layout) {
         p.dp = side.layout->dp;
         p.ep = side.layout->ep;
     }
+    // A replica of one engine is one core.
+    const std::size_t cores = std::min(ranks.size(), p.stats.size() * static_cast<std::size_t>(p.dp));
+    if (p.dp > 1) p.dp_ranks.assign(ranks.begin(), ranks.begin() + static_cast<std::ptrdiff_t>(cores));
+    ranks.erase(ranks.begin(), ranks.begin() + static_cast<std::ptrdiff_t>(cores));
     return p;
 }
 
@@ -223,8 +229,9 @@ void run_disagg(const SimulateOptions& o, const ModelSpec& model, const Efficien
     refuse_long_requests(w, r.max_model_len, o.trace.empty() ? "the synthetic workload" : o.trace, false);
     DisaggRun run = simulate_disagg(w, pre.config, dec.config, k, pool_pricing(pre), pool_pricing(dec));
     DisaggReport d;
-    d.prefill = pool_report(pre, run.prefill);
-    d.decode = pool_report(dec, run.decode);
+    std::vector<ReplicaStats> cores = run.run.dp_ranks;
+    d.prefill = pool_report(pre, run.prefill, cores);
+    d.decode = pool_report(dec, run.decode, cores);
     d.link = o.kv_link;
     d.link_bytes_per_s = k.link.bytes_per_s;
     d.link_latency_s = k.link.latency_s;

@@ -337,6 +337,17 @@ std::string render_simulate_json(const SimulateResult& r) {
                 p["replicas"].push_back({{"requests", q.requests}, {"steps", q.steps}, {"preemptions", q.preemptions},
                                          {"kv_blocks_total", q.total_blocks}, {"kv_peak_blocks", q.peak_blocks_used},
                                          {"kv_peak_usage", pool_peak_share(q, pool->dp)}});
+            p["dp_ranks"] = nullptr;  // one engine a replica
+            if (pool->dp > 1) {
+                p["dp_ranks"] = nlohmann::ordered_json::array();
+                for (std::size_t i = 0; i < pool->dp_ranks.size(); ++i) {
+                    const ReplicaStats& q = pool->dp_ranks[i];
+                    p["dp_ranks"].push_back({{"replica", i / static_cast<std::size_t>(pool->dp)}, {"rank", i % static_cast<std::size_t>(pool->dp)},
+                                             {"requests", q.requests}, {"steps", q.steps}, {"preemptions", q.preemptions},
+                                             {"kv_blocks_total", q.total_blocks}, {"kv_peak_blocks", q.peak_blocks_used},
+                                             {"kv_peak_usage", peak_share(q)}});
+                }
+            }
             j[key] = std::move(p);
         }
     }

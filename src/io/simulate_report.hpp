@@ -18,6 +18,7 @@ struct DisaggPool {
     SchedulerConfig config;           // each engine core's pool and limits (a DP rank's, with dp > 1)
     std::vector<ReplicaStats> stats;  // one per replica (a DP replica's steps are its waves)
     std::int64_t dp = 1, ep = 1;      // each replica's DP attention + EP layout (1, 1: none)
+    std::vector<ReplicaStats> dp_ranks;  // with dp > 1: every replica's engine cores, replica by replica
 };
 
 struct DisaggReport {
