@@ -23,7 +23,9 @@
 #include "cpu/decode_step.hpp"
 #include "cpu/flops.hpp"
 #include "cpu/stream.hpp"
+#include "io/engine_db.hpp"
 #include "io/file_writer.hpp"
+#include "io/gpu_db.hpp"
 #include "io/host_load.hpp"
 #include "io/measure_report.hpp"
 #include "io/model_loader.hpp"
@@ -50,13 +52,17 @@ CLI::App* setup_measure(CLI::App& app, MeasureOptions& o) {
     cmd->add_option("--repeats", o.repeats, "timed runs per figure; the median is reported, with the range and spread of the runs (default 5)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1000}));
     cmd->add_flag("--json", o.json, "print the calibration JSON (schema: docs/measure.md)");
     cmd->add_option("--output", o.output, "write the calibration JSON to FILE (for kvplan roofline --calibration FILE)");
+    cmd->add_option("--engine", o.engine, "cuda: beside each measured step, what this speed profile predicts on the device (`kvplan engines`)");
+    cmd->add_option("--gpu", o.gpu, "with --engine: the database device the profile predicts for (default: the device measured, by name)");
     cmd->footer(
         "Examples:\n"
         "  kvplan measure --device cpu --model gpt2 --layers 2 --batch 1,8 --context 512 --prompt 64 --output host.json\n"
         "  kvplan measure --model gpt2 --layers 1 --batch 1 --context 256 --prompt 32 --repeats 9 --json   # the calibration JSON\n"
         "Then `kvplan roofline --model gpt2 --gpu h100 --batch 1,8 --context 512 --calibration host.json` predicts from the measured\n"
         "figures. A real model's layers take longer: --model llama-3.1-8b --layers 1 --batch 1,8 --context 1024 is about 30 s on 2 cores.\n"
-        "A 1-minute load average above the online cores is warned about: the timings are then unreliable.");
+        "A 1-minute load average above the online cores is warned about: the timings are then unreliable.\n"
+        "A saved GPU run beside an engine's speed profile on that device (docs/measure.md):\n"
+        "`kvplan measure --device cuda --model llama-3.1-8b --from RUN.json --engine vllm --gpu h100`.");
     return cmd;
 }
 
@@ -372,10 +378,49 @@ MeasureResult measure_cpu(const MeasureOptions& o, const ModelSpec& spec, std::o
     return r;
 }
 
+// --engine: the database device the profile predicts for: --gpu, or the
+// one the measured device's name (less its vendor word) names; nullopt
+// when that name is not in the database (the caller then asks for --gpu).
+std::optional<Gpu> engine_device(const MeasureOptions& o, const std::string& measured) {
+    if (!o.gpu.empty()) return find_gpu(known_gpus(), o.gpu, "--gpu");
+    std::string name = measured.substr(measured.find(": ") == std::string::npos ? 0 : measured.find(": ") + 2);
+    for (const char* vendor : {"NVIDIA ", "AMD "})
+        if (name.rfind(vendor, 0) == 0) name = name.substr(std::string(vendor).size());
+    for (const std::string& candidate : {measured.substr(measured.find(": ") == std::string::npos ? 0 : measured.find(": ") + 2), name}) {
+        try {
+            return find_gpu(known_gpus(), candidate, "--gpu");
+        } catch (const Error&) {
+        }
+    }
+    return std::nullopt;
+}
+
+// Each step as the profile predicts it on `gpu`, for the same sampled layers
+// and shapes as `predicted_s`, without the profile's per-step and per-layer
+// costs: the kernels are timed as CUDA graphs with no scheduler or sampler.
+void add_engine_predictions(MeasureResult& r, const ModelSpec& spec, const std::string& engine, const Gpu& gpu, Dtype kv_dtype) {
+    Efficiency e;
+    e.profile = find_engine("--engine", engine);
+    e.step_overhead_s = 0;
+    e.profile.layer_overhead_s = 0;
+    const CostModel cost =
+        make_cost_model(CostModelInputs{&spec, gpu, parse_weight_format("--precision", "bf16"), kv_dtype, 1, e, r.layers_measured});
+    const double scale = static_cast<double>(r.layers_total) / static_cast<double>(r.layers_measured);
+    for (MeasuredStep& m : r.decode) m.engine_predicted_s = decode_step(cost, m.batch, m.tokens).total_s * scale;
+    for (MeasuredStep& m : r.prefill) m.engine_predicted_s = prefill_step(cost, 1, m.tokens).total_s * scale;
+    r.engine = e.profile.name;
+    r.engine_device = gpu.name;
+}
+
 }  // namespace
 
 std::string run_measure(const MeasureOptions& o, std::ostream& progress) {
     if (o.model.model.empty()) usage_error("kvplan measure needs --model NAME|PATH: it builds and times that model's layers (presets: " + preset_names() + ")");
+    if (!o.engine.empty() && o.device != "cuda")
+        usage_error("--engine: the speed profiles describe GPUs; on this host's CPU the measured figures are the calibration (drop --engine)");
+    if (!o.gpu.empty() && o.engine.empty()) usage_error("--gpu names the device an engine profile predicts for; add --engine");
+    if (!o.engine.empty()) find_engine("--engine", o.engine);  // before measuring, not after
+    if (!o.gpu.empty()) find_gpu(known_gpus(), o.gpu, "--gpu");
     const ModelSpec spec = resolve_model(o.model);
     if (!o.output.empty()) check_writable(o.output);  // before minutes of measuring, not after
     MeasureResult r;
@@ -384,6 +429,13 @@ std::string run_measure(const MeasureOptions& o, std::ostream& progress) {
         r = measure_cuda(o, spec, progress);
         const bool fp8 = r.precision.find("fp8 KV") != std::string::npos;
         add_predictions(r, spec, "bf16", fp8 ? Dtype::Fp8 : Dtype::Bf16, 2, fp8 ? 1 : 2, 0);
+        if (!o.engine.empty()) {
+            const std::optional<Gpu> gpu = engine_device(o, r.device);
+            if (!gpu)
+                usage_error("--engine: the measured device \"" + r.device.substr(r.device.find(": ") + 2) +
+                            "\" is not in the database; name the one to predict for with --gpu ID (see `kvplan gpus`)");
+            add_engine_predictions(r, spec, o.engine, *gpu, fp8 ? Dtype::Fp8 : Dtype::Bf16);
+        }
     } else {
         r = measure_cpu(o, spec, progress);
         const bool fp32 = o.precision == "fp32";

@@ -30,6 +30,8 @@ struct MeasureOptions {
     std::string output;                  // calibration file
     std::string kv_dtype = "bf16";       // cuda: bf16 or fp8 KV cache
     std::string from;                    // cuda: read a saved kvplan-gpu-bench JSON instead of running it
+    std::string engine;                  // cuda: this speed profile's prediction beside the measurement
+    std::string gpu;                     // with engine: the database device it predicts for (default: the measured one's name)
 };
 
 CLI::App* setup_measure(CLI::App& app, MeasureOptions& options);

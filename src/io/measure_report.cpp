@@ -1,5 +1,6 @@
 #include "io/measure_report.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -26,12 +27,40 @@ std::string range(const RepeatRange& r, F&& format) {
     return lo.substr(0, lo.find(' ')) + "\u2013" + hi;
 }
 
-Table steps_table(const std::vector<MeasuredStep>& steps, const char* tokens_header) {
-    Table t({"batch", tokens_header, "predicted\n(ms)", "measured\n(ms)", "range\n(ms)", "spread", "error", "achieved"}, 0);
-    for (const MeasuredStep& m : steps)
-        t.add({group_digits(m.batch), group_digits(m.tokens), ms(m.predicted_s), ms(m.measured_s), range(m.measured_range, ms),
-               spread(m.measured_range, m.measured_s), err(m), gbs(m.bytes / m.measured_s)});
+// The profile's error against the measured step (--engine).
+std::string engine_err(const MeasuredStep& m) { return fmt::format("{:+.1f}%", (*m.engine_predicted_s / m.measured_s - 1) * 100); }
+
+Table steps_table(const std::vector<MeasuredStep>& steps, const char* tokens_header, bool engine) {
+    std::vector<std::string> head = {"batch", tokens_header, "predicted\n(ms)", "measured\n(ms)", "range\n(ms)", "spread", "error", "achieved"};
+    if (engine) head.insert(head.end(), {"profile\n(ms)", "profile\nerror"});
+    Table t(head, 0);
+    for (const MeasuredStep& m : steps) {
+        std::vector<std::string> row = {group_digits(m.batch), group_digits(m.tokens), ms(m.predicted_s), ms(m.measured_s),
+                                        range(m.measured_range, ms), spread(m.measured_range, m.measured_s), err(m), gbs(m.bytes / m.measured_s)};
+        if (engine) row.insert(row.end(), {ms(*m.engine_predicted_s), engine_err(m)});
+        t.add(row);
+    }
     return t;
+}
+
+// --engine: what the profile columns are, and the range of their errors.
+std::string engine_line(const MeasureResult& r) {
+    auto span = [](const std::vector<MeasuredStep>& steps) {
+        double lo = 1e300, hi = -1e300;
+        for (const MeasuredStep& m : steps) {
+            lo = std::min(lo, *m.engine_predicted_s / m.measured_s - 1);
+            hi = std::max(hi, *m.engine_predicted_s / m.measured_s - 1);
+        }
+        return lo == hi ? fmt::format("{:+.1f}%", lo * 100) : fmt::format("{:+.1f}% to {:+.1f}%", lo * 100, hi * 100);
+    };
+    std::string parts;
+    if (!r.decode.empty()) parts += "decode " + span(r.decode);
+    if (!r.prefill.empty()) parts += (parts.empty() ? "" : ", ") + std::string("prefill ") + span(r.prefill);
+    return fit_line(fmt::format("profile = {}'s speed profile on the {} (its fractions of the datasheet bandwidth and FLOP/s; "
+                                "no per-step or per-layer cost, which the timed kernels do not pay): {} against the measured steps. "
+                                "A calibration from this run (--output) replaces those fractions with the measured rates.",
+                                r.engine, r.engine_device, parts),
+                    Width::Fit);
 }
 
 // Bandwidth and FLOP/s, each a median with its repeats' spread.
@@ -55,8 +84,10 @@ std::string repeats_line(const MeasureResult& r) {
 }  // namespace
 
 std::string render_measure_table(const MeasureResult& r) {
-    std::string out = fit_line(fmt::format("kvplan measure: {} on {}, {} weights and KV, {} of {} layers timed and scaled", r.model,
-                                           r.device, r.precision, r.layers_measured, r.layers_total),
+    // A GPU run's precision names both ("bf16 weights, fp8 KV"); a CPU run's is one dtype for both.
+    const std::string precision = r.precision.find("weights") == std::string::npos ? r.precision + " weights and KV" : r.precision;
+    std::string out = fit_line(fmt::format("kvplan measure: {} on {}, {}, {} of {} layers timed and scaled", r.model, r.device, precision,
+                                           r.layers_measured, r.layers_total),
                                Width::Fit);
     if (r.threads > 0)
         out += fmt::format("memory bandwidth: STREAM, {} per array, {} threads\n", binary_size(r.stream_array_bytes), r.threads);
@@ -65,7 +96,8 @@ std::string render_measure_table(const MeasureResult& r) {
     out += kernels_table(r) + "\n";
     out += fit_line("Decode step (all layers; embedding and LM head excluded); predicted = roofline with the measured bandwidth and FLOP/s:",
                     Width::Fit);
-    out += steps_table(r.decode, "context").render_text();
+    const bool engine = !r.engine.empty();
+    out += steps_table(r.decode, "context", engine).render_text();
     if (!r.decode.empty()) {
         const MeasuredStep& m = r.decode.front();
         Table c({"component", "measured\n(ms)", "share", "bytes\nmoved", "achieved", "of copy\nbandwidth"});
@@ -82,14 +114,21 @@ std::string render_measure_table(const MeasureResult& r) {
         out += fmt::format("\nComponents at batch {}, context {} (the median run):\n", m.batch, group_digits(m.tokens)) + c.render_text();
     }
     if (!r.prefill.empty()) {
-        Table p({"prompt", "predicted\n(ms)", "measured\n(ms)", "range\n(ms)", "spread", "error", "achieved", "of measured\npeak"}, 0);
-        for (const MeasuredStep& m : r.prefill)
-            p.add({group_digits(m.tokens), ms(m.predicted_s), ms(m.measured_s), range(m.measured_range, ms), spread(m.measured_range, m.measured_s), err(m),
-                   fmt::format("{:.2f} TFLOP/s", m.flops / m.measured_s / 1e12), fmt::format("{:.0f}%", m.flops / m.measured_s / r.flops_per_s * 100)});
+        std::vector<std::string> head = {"prompt", "predicted\n(ms)", "measured\n(ms)", "range\n(ms)", "spread", "error", "achieved", "of measured\npeak"};
+        if (engine) head.insert(head.end(), {"profile\n(ms)", "profile\nerror"});
+        Table p(head, 0);
+        for (const MeasuredStep& m : r.prefill) {
+            std::vector<std::string> row = {group_digits(m.tokens), ms(m.predicted_s), ms(m.measured_s), range(m.measured_range, ms),
+                                            spread(m.measured_range, m.measured_s), err(m), fmt::format("{:.2f} TFLOP/s", m.flops / m.measured_s / 1e12),
+                                            fmt::format("{:.0f}%", m.flops / m.measured_s / r.flops_per_s * 100)};
+            if (engine) row.insert(row.end(), {ms(*m.engine_predicted_s), engine_err(m)});
+            p.add(row);
+        }
         out += "\nPrefill (all layers):\n" + p.render_text();
     }
+    if (engine) out += engine_line(r);
     out += repeats_line(r);
-    for (const std::string& n : r.notes) out += "note: " + n + "\n";
+    for (const std::string& n : r.notes) out += fit_line("note: " + n, Width::Fit, "", "  ");
     return out;
 }
 
@@ -123,6 +162,7 @@ Json steps_json(const std::vector<MeasuredStep>& v, const char* tokens_key) {
         x["spread_percent"] = m.measured_range.known() ? Json(m.measured_range.relative(m.measured_s) * 100) : Json(nullptr);
         x["predicted_bytes"] = whole(m.bytes);
         x["predicted_flop"] = whole(m.flops);
+        x["engine_predicted_s"] = m.engine_predicted_s ? Json(*m.engine_predicted_s) : Json(nullptr);
         a.push_back(x);
     }
     return a;
@@ -151,6 +191,8 @@ std::string render_measure_json(const MeasureResult& r) {
                    {"copy", rate_json(r.copy_bytes_per_s, r.copy_range, "bytes_per_s")}};
     if (r.threads > 0) j["stream"]["triad"] = rate_json(r.triad_bytes_per_s, r.triad_range, "bytes_per_s");
     j["matrix_product"] = rate_json(r.flops_per_s, r.flops_range, "flop_per_s");
+    j["engine"] = r.engine.empty() ? Json(nullptr) : Json(r.engine);  // --engine: the profile engine_predicted_s comes from
+    j["engine_device"] = r.engine.empty() ? Json(nullptr) : Json(r.engine_device);
     j["decode"] = steps_json(r.decode, "context_tokens");
     j["prefill"] = steps_json(r.prefill, "prompt_tokens");
     j["warnings"] = r.warnings;

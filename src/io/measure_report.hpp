@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@ struct MeasuredStep {
     // Bytes each component must move (weights, or the KV cache for attention), all layers.
     double qkv_bytes = 0, attention_bytes = 0, o_proj_bytes = 0, mlp_bytes = 0;
     double flops = 0;          // predicted FLOPs of the step (prefill: reported as TFLOP/s)
+    std::optional<double> engine_predicted_s;  // --engine: the speed profile's prediction on the database device
 };
 
 struct MeasureResult {
@@ -49,6 +51,8 @@ struct MeasureResult {
     std::vector<MeasuredStep> prefill;
     std::vector<std::string> notes;
     std::vector<std::string> warnings;  // why the timings may be unreliable (a loaded host)
+    std::string engine;         // --engine: the profile's name ("vLLM"); empty without it
+    std::string engine_device;  // the database device it predicted for
 };
 
 std::string render_measure_table(const MeasureResult& r);

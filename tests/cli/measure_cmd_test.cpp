@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/display_width.hpp"
 #include "test_support.hpp"
 
 using namespace kvplan;
@@ -66,7 +67,8 @@ TEST_CASE("measure --device cpu: a tiny run reports measured beside predicted, i
 // consumer never guesses: walk the whole file.
 static void check_unit_keys(const nlohmann::json& j, const std::string& where) {
     static const std::vector<std::string> counts = {"schema_version", "threads", "layers_measured", "layers_total", "repeats", "batch"};
-    static const std::vector<std::string> words = {"device", "model", "precision", "stream", "read", "copy", "triad", "matrix_product", "decode", "prefill", "warnings", "notes"};
+    static const std::vector<std::string> words = {"device", "model", "precision", "stream", "read", "copy", "triad", "matrix_product", "decode", "prefill", "warnings", "notes",
+                                                   "engine", "engine_device"};
     for (const auto& [key, value] : j.items()) {
         INFO(where + "." + key);
         if (value.is_object()) check_unit_keys(value, where + "." + key);
@@ -194,6 +196,53 @@ TEST_CASE("measure --device cuda --from FILE reads a kvplan-gpu-bench result and
     CHECK(j["decode"][0]["predicted_bytes"].is_number_integer());
     CHECK(j["decode"][0]["predicted_bytes"].get<double>() == Approx(13'959'176'192.0 + 1024.0 * 131'072 + 131'072).epsilon(1e-6));
     CHECK(j["prefill"][0]["prompt_tokens"] == 512);
+}
+
+TEST_CASE("measure --engine: the speed profile's prediction on the database device beside each measured step") {
+    // vLLM's profile on an H100 SXM (3.35 TB/s, 989 TFLOP/s bf16): weights
+    // stream at 0.55 of the datasheet, the KV cache at 0.85, matrix products
+    // at 0.65; no per-step cost (the timed kernels run no scheduler).
+    // Decode, batch 1 at 1,024 tokens: 13,959,176,192 B of weights / (0.55 x
+    // 3.35e12) + (1,024 + 1) x 131,072 B of KV / (0.85 x 3.35e12) = 7.6234 ms.
+    // Prefill of 512 tokens: 2 x 512 x 6,979,588,096 FLOP of matrix products
+    // plus causal attention, 4 x 4,096 x (512 x 513 / 2) x 32 layers =
+    // 6.88e10 FLOP, over 0.65 x 989e12 FLOP/s = 11.224 ms.
+    const std::string bench = std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/gpu/bench-output-format.json";
+    const std::vector<std::string> args = {"measure", "--device", "cuda", "--model", "llama-3.1-8b", "--from", bench, "--engine", "vllm", "--gpu", "h100"};
+    std::vector<std::string> json = args;
+    json.push_back("--json");
+    auto r = kvplan_run(json);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["engine"] == "vLLM");
+    CHECK(j["engine_device"] == "NVIDIA H100 SXM 80GB");
+    const double decode = 13'959'176'192.0 / (0.55 * 3.35e12) + 1025.0 * 131'072 / (0.85 * 3.35e12);
+    CHECK(j["decode"][0]["engine_predicted_s"].get<double>() == Approx(decode).epsilon(1e-3));
+    const double prefill = (2.0 * 512 * 6'979'588'096 + 4.0 * 4096 * (512 * 513 / 2) * 32) / (0.65 * 989e12);
+    CHECK(j["prefill"][0]["engine_predicted_s"].get<double>() == Approx(prefill).epsilon(1e-3));
+    // The calibration itself is unchanged: the measured rates, no per-step cost.
+    CHECK(j["measured_bandwidth_bytes_per_s"] == 4.0e12);
+    CHECK(j["step_overhead_s"].is_null());
+    const auto table = kvplan_run(args);
+    CHECK_THAT(table.out, Catch::Contains("profile = vLLM's speed profile on the NVIDIA H100 SXM 80GB"));
+    CHECK(kvplan::widest_line(table.out) <= 100);
+    // Without --engine the rows carry null; the device's name must be in the database, else --gpu is asked for.
+    auto plain = kvplan_run({"measure", "--device", "cuda", "--model", "llama-3.1-8b", "--from", bench, "--json"});
+    CHECK(nlohmann::json::parse(plain.out)["decode"][0]["engine_predicted_s"].is_null());
+    auto unknown = kvplan_run({"measure", "--device", "cuda", "--model", "llama-3.1-8b", "--from", bench, "--engine", "vllm"});
+    CHECK(unknown.code == 2);
+    CHECK(unknown.out.empty());
+    CHECK_THAT(unknown.err, Catch::Contains("the measured device \"Synthetic GPU\" is not in the database; name the one to predict for with --gpu ID"));
+    auto cpu = kvplan_run({"measure", "--model", "gpt2", "--engine", "llamacpp"});
+    CHECK(cpu.code == 2);
+    CHECK_THAT(cpu.err, Catch::Contains("--engine: the speed profiles describe GPUs"));
+    auto lone = kvplan_run({"measure", "--device", "cuda", "--model", "llama-3.1-8b", "--from", bench, "--gpu", "h100"});
+    CHECK(lone.code == 2);
+    CHECK_THAT(lone.err, Catch::Contains("--gpu names the device an engine profile predicts for; add --engine"));
+    auto bogus = kvplan_run({"measure", "--device", "cuda", "--model", "llama-3.1-8b", "--from", bench, "--engine", "nope"});
+    CHECK(bogus.code == 2);
+    CHECK_THAT(bogus.err, Catch::Contains("--engine"));
 }
 
 TEST_CASE("measure --device cuda without a GPU exits 69 with one line") {
