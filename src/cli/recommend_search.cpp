@@ -550,6 +550,10 @@ std::string rejection(const SearchOutcome& x, const std::string& error, double t
         return fmt::format("cost: even at its bound of {:.2f} req/s per replica ({} replica{}) it costs more than the {} cheapest found",
                            x.bound_rps, replicas, replicas > 1 ? "s" : "", top);
     }
+    if (x.status == SearchOutcome::Status::Burst)
+        return fmt::format("simulation: the workload meets the targets even at {:.3g} req/s, {:g} x the most its decode steps sustain: "
+                           "too few requests to find its rate (raise --requests, or replay a longer trace)",
+                           x.max_rate_rps, kBurstFactor);
     if (x.status == SearchOutcome::Status::SloAlone)
         return fmt::format("slo: {} is {:.1f} ms for a request alone (the goodput quantile), over the {:.1f} ms target", x.binding,
                            x.alone_value_s * 1e3, x.target_s * 1e3);
@@ -567,8 +571,15 @@ bool better(const SloCandidate& a, const SloCandidate& b) {
     return static_cast<double>(a.fleet.replicas) * a.outcome.max_rate_rps > static_cast<double>(b.fleet.replicas) * b.outcome.max_rate_rps;
 }
 
-// Nothing qualifies: the rejected candidate closest to its target alone, and what would pass.
-std::string nearest(const std::vector<SloCandidate>& rejected) {
+// Nothing qualifies: the candidates that were too few requests' burst, or
+// the rejected candidate closest to its target alone, and what would pass.
+std::string nearest(const std::vector<SloCandidate>& rejected, std::int64_t requests_per_run) {
+    const auto bursts = std::count_if(rejected.begin(), rejected.end(), [](const SloCandidate& c) { return c.outcome.status == SearchOutcome::Status::Burst; });
+    if (bursts > 0)
+        return fmt::format("{} candidate{} meet{} the targets even at {:g} x the rate {} decode steps sustain: {} requests are too few "
+                           "to find a rate. Raise --requests (the default is {}) or replay a longer trace.",
+                           bursts, bursts > 1 ? "s" : "", bursts > 1 ? "" : "s", kBurstFactor, bursts > 1 ? "their" : "its",
+                           group_digits(requests_per_run), group_digits(kDefaultRequests));
     const SloCandidate* best = nullptr;
     for (const SloCandidate& c : rejected)
         if (c.outcome.status == SearchOutcome::Status::SloAlone && c.reason.starts_with("slo") &&
@@ -576,13 +587,12 @@ std::string nearest(const std::vector<SloCandidate>& rejected) {
             best = &c;
     if (!best) return "No GPU x TP up to --max-gpus holds the model and a request of this traffic.";
     const double need = std::ceil(best->outcome.alone_value_s * 1e4) / 1e4;  // rounded up to 0.1 ms
-    const std::string tp = best->pd()      ? fmt::format("{}/{}", best->prefill_tp, best->tp)
-                           : best->pp > 1 ? fmt::format("{} PP {}", best->tp, best->pp)
-                                          : std::to_string(best->tp);
+    const std::string layout = best->pd()      ? unit_sides(*best)
+                               : best->pp > 1 ? fmt::format("{} TP {} PP {}", best->gpu, best->tp, best->pp)
+                                              : fmt::format("{} TP {}", best->gpu, best->tp);
     const std::string knobs = best->pd() ? fmt::format("{}P:{}D", best->prefill_replicas, best->decode_replicas) : best->knobs;
-    return fmt::format("The {} target binds: the closest is {} TP {} ({}), {:.1f} ms for a request alone; {}={:.1f}ms would pass at a low rate.",
-                       best->outcome.binding, best->gpu, tp, knobs, best->outcome.alone_value_s * 1e3, best->outcome.binding,
-                       need * 1e3);
+    return fmt::format("The {} target binds: the closest is {} ({}), {:.1f} ms for a request alone; {}={:.1f}ms would pass at a low rate.",
+                       best->outcome.binding, layout, knobs, best->outcome.alone_value_s * 1e3, best->outcome.binding, need * 1e3);
 }
 
 }  // namespace
@@ -710,7 +720,7 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
     // The rejections that say most first: missed targets, then memory, then the rest; cost last.
     auto rank = [](const SloCandidate& c) { return c.reason.starts_with("slo") ? 0 : c.reason.starts_with("memory") ? 1 : c.reason.starts_with("cost") ? 3 : 2; };
     std::stable_sort(r.rejected.begin(), r.rejected.end(), [&](const SloCandidate& a, const SloCandidate& b) { return rank(a) < rank(b); });
-    if (r.candidates.empty()) r.nearest = nearest(r.rejected);
+    if (r.candidates.empty()) r.nearest = nearest(r.rejected, r.requests_per_run);
     r.search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!r.qualified.empty()) {
         // The goodput curves of the best three, on the search's own workload and engines.

@@ -263,8 +263,12 @@ TEST_CASE("recommend --slo --disaggregated: a unit whose pool cannot hold the mo
     const Run r = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=10s", "--rate", "0.2", "--gpus", "t4", "--max-gpus", "2",
                                "--requests", "10", "--input-len", "fixed:100", "--output-len", "fixed:10", "--disaggregated", "--json"});
     INFO(r.command << "\n" << r.out << r.err);
-    REQUIRE(r.exit_code == 0);
+    // Ten requests are a burst to the candidates that hold the model (they
+    // meet the target at any rate, so none ranks: exit 1); the memory
+    // rejections are what this checks.
+    REQUIRE(r.exit_code == 1);
     const auto j = nlohmann::json::parse(r.out);
+    CHECK_THAT(j["nearest"].get<std::string>(), Catch::Contains("10 requests are too few to find a rate"));
     int prefill = 0, decode = 0;
     for (const auto& c : j["rejected"]) {
         if (!c["disaggregated"].get<bool>()) continue;
@@ -457,7 +461,10 @@ TEST_CASE("recommend --slo --max-nodes 2: a DP 16 + EP 16 layout over two nodes 
     // The 21 one-node candidates (above) and DP 16 over 2 nodes of 8 H200s
     // (EP 16 divides the 256 experts), three knob settings: 24. Its
     // all-to-all crosses the NIC (ib-ndr) for the other node's ranks.
-    const std::vector<std::string> args = {"recommend", "--model", "deepseek-v3", "--gpus", "h200", "--slo", "ttft=5s,tpot=200ms", "--rate", "20",
+    // TTFT 1 s: 200 requests arriving at once would take over a second to
+    // prefill, so the search finds the rate the layout sustains (at 5 s the
+    // whole run passed as a burst at any rate).
+    const std::vector<std::string> args = {"recommend", "--model", "deepseek-v3", "--gpus", "h200", "--slo", "ttft=1s,tpot=200ms", "--rate", "20",
                                            "--input-len", "fixed:2000", "--output-len", "fixed:200", "--requests", "200", "--max-nodes", "2",
                                            "--top", "30"};
     std::vector<std::string> json = args;
@@ -527,7 +534,7 @@ TEST_CASE("recommend (analytic) --max-nodes 4: DP + EP layouts over 2 and 4 node
 }
 
 TEST_CASE("recommend --slo --two-batch-overlap: the DP + EP layouts run as two micro-batches, their commands say so") {
-    const Run r = Run::kvplan({"recommend", "--model", "deepseek-v3", "--gpus", "h200", "--slo", "ttft=5s,tpot=200ms", "--rate", "20",
+    const Run r = Run::kvplan({"recommend", "--model", "deepseek-v3", "--gpus", "h200", "--slo", "ttft=1s,tpot=200ms", "--rate", "20",
                                "--input-len", "fixed:2000", "--output-len", "fixed:200", "--requests", "200", "--two-batch-overlap", "--top", "30",
                                "--json"});
     INFO(r.command << "\n" << r.out << r.err);

@@ -100,7 +100,10 @@ struct SearchOutcome {
     // Pruned: not searched, because even at its bound the fleet would cost
     // more than the `keep` cheapest found (search_all with PruneBy), or its
     // search stopped at a failing rate whose fleet would (simulations > 0).
-    enum class Status { Found, SloAlone, NoRate, Pruned } status = Status::Found;
+    // Burst: the workload still meets the targets at kBurstFactor x the
+    // bound, a rate no engine sustains: it is over before a queue builds, too
+    // few requests to find the rate (max_rate_rps holds that passing rate).
+    enum class Status { Found, SloAlone, NoRate, Pruned, Burst } status = Status::Found;
     double bound_rps = 0;       // the analytic upper bound the search starts from
     double max_rate_rps = 0;    // Found: the highest rate that passed
     double fail_rate_rps = 0;   // Found: the lowest rate that failed (within rel_tolerance above)
@@ -113,6 +116,9 @@ struct SearchOutcome {
     std::int64_t simulations = 0;
     std::int64_t simulated_requests = 0;
 };
+
+// How far above the bound a passing workload is a burst, not a rate (search_max_rate).
+inline constexpr double kBurstFactor = 4;
 
 // The search for one engine: the lone-request check (the request at the
 // goodput quantile of the input lengths for TTFT, of the output lengths for

@@ -137,6 +137,24 @@ TEST_CASE("slo search: a request that misses its target alone drops the candidat
     CHECK(x.simulations == 1);  // the lone request only
 }
 
+TEST_CASE("slo search: a workload that still meets its targets at 4 x the bound is a burst, not a rate") {
+    // The M/D/1 engine serves one request each 0.1 s: the bound is 10 req/s.
+    // Five requests arriving at once finish by 0.5 s, so an E2E target of
+    // 1 s holds at any rate: at 10, 20 and 40 req/s (4 x the bound) the run
+    // passes, and the search stops there instead of doubling on for ever.
+    SearchTargets t;
+    t.slo.e2e_s = 1.0;
+    const SearchOutcome x = search_max_rate(poisson(5), md1_engine(), t);
+    CHECK(x.bound_rps == Approx(10.0));
+    CHECK(x.status == SearchOutcome::Status::Burst);
+    CHECK(x.max_rate_rps == Approx(40.0));
+    CHECK(x.simulations == 1 + 3);  // the lone request, then 10, 20 and 40 req/s
+    // A hundred requests at 40 req/s queue for 100 x 0.1 - 100 / 40 = 7.5 s: a rate is found below the bound.
+    const SearchOutcome y = search_max_rate(poisson(100), md1_engine(), t);
+    CHECK(y.status == SearchOutcome::Status::Found);
+    CHECK(y.max_rate_rps < 10.0);
+}
+
 TEST_CASE("slo search: rescaled arrivals keep the requests and their order, and the peak minute counts a sliding window") {
     Workload w;
     for (double a : {0.0, 10.0, 20.0, 30.0, 65.0, 70.0, 75.0}) w.requests.push_back(SimRequest{a, 10, 10, {}, 0});
