@@ -226,7 +226,7 @@ void run_disagg(const SimulateOptions& o, const ModelSpec& model, const Efficien
     r.config = dec.config;
     r.max_model_len = std::min(pre.max_model_len, dec.max_model_len);
     r.pool_source = dec.pool_source;
-    refuse_long_requests(w, r.max_model_len, o.trace.empty() ? "the synthetic workload" : o.trace, false);
+    refuse_long_requests(w, r.max_model_len, o.trace.empty() ? kSyntheticSource : o.trace, false);
     DisaggRun run = simulate_disagg(w, pre.config, dec.config, k, pool_pricing(pre), pool_pricing(dec));
     DisaggReport d;
     std::vector<ReplicaStats> cores = run.run.dp_ranks;
@@ -350,7 +350,7 @@ std::string run_simulate(const SimulateOptions& o) {
         r.config = engine_config(o, model, gpu, r.max_model_len, r.pool_source);
     }
     if (o.prefill_replicas == 0)
-        refuse_long_requests(w, r.max_model_len, o.trace.empty() ? "the synthetic workload" : o.trace, o.engine == "sglang");
+        refuse_long_requests(w, r.max_model_len, o.trace.empty() ? kSyntheticSource : o.trace, o.engine == "sglang");
     if (!o.slo.empty()) r.slo = parse_slo(o.slo);
 
     if (o.prefill_replicas > 0) {

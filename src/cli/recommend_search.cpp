@@ -628,7 +628,7 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
 
     const SimulateOptions base = traffic_options(o);
     Workload w = make_workload(base, r.workload);
-    const std::string source = o.trace.empty() ? "the synthetic workload" : o.trace;
+    const std::string source = o.trace.empty() ? kSyntheticSource : o.trace;
     // The target: the synthetic rate, or the trace's busiest minute (a fleet
     // sized for it also serves the quieter ones).
     r.target_rps = o.trace.empty() ? o.rate : peak_rate_rps(w, 60);

@@ -257,11 +257,14 @@ SglangConfig sglang_config(const SimulateOptions& o, const ModelSpec& model, con
 // vLLM refuses such a request; SGLang cuts its max_new_tokens to fit the
 // context, which would change the workload: both are refused here.
 void refuse_long_requests(const Workload& w, std::int64_t max_model_len, const std::string& source, bool sglang) {
+    // What to change: a synthetic workload's length distributions, or how much of a trace is replayed.
+    const bool synthetic = source == kSyntheticSource;
+    const std::string fix = synthetic ? "draw shorter --input-len / --output-len, or raise --max-model-len" : "raise --max-model-len or --limit the trace";
     for (std::size_t i = 0; i < w.requests.size(); ++i)
         if (w.requests[i].input_tokens + w.requests[i].output_tokens > max_model_len)
             data_error(source + ": request " + std::to_string(i + 1) + ": " + std::to_string(w.requests[i].input_tokens) + " + " +
                        std::to_string(w.requests[i].output_tokens) + " tokens exceed max_model_len " + std::to_string(max_model_len) +
-                       (sglang ? " (SGLang would cut its output to fit; " : " (vLLM refuses it; ") + "raise --max-model-len or --limit the trace)");
+                       (sglang ? " (SGLang would cut its output to fit; " : " (vLLM refuses it; ") + fix + ")");
 }
 
 std::optional<ScaleOut> layout_of(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu) {

@@ -43,7 +43,10 @@ SglangConfig sglang_config(const SimulateOptions& o, const ModelSpec& model, con
 // pointing into them.
 std::vector<CostModel> stage_cost_models(const CostModelInputs& in, std::int64_t pp);
 StagePricers stage_pricers(const std::vector<CostModel>& stages);
-// Error(Data) for a request longer than max_model_len (vLLM refuses it, SGLang would cut it).
+// What the messages call a workload drawn from --rate/--concurrency and the length distributions.
+inline constexpr const char* kSyntheticSource = "the synthetic workload";
+// Error(Data) for a request longer than max_model_len (vLLM refuses it, SGLang would cut it);
+// `source` is the trace's path or kSyntheticSource.
 void refuse_long_requests(const Workload& w, std::int64_t max_model_len, const std::string& source, bool sglang);
 
 // --kv-link: nvlink, ib-ndr, ib-xdr, roce or "<N>GB/s" (10^9 bytes per
