@@ -297,6 +297,17 @@ void run_layout(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu
 }
 
 // The files a run writes, after it: the CSVs, the charts, the HTML report.
+// A max_model_len past what the model's config allows: the engine refuses
+// to start (vLLM's _get_and_verify_max_len, SGLang's ModelConfig) unless an
+// environment variable overrides it; the run goes on, saying so.
+void note_long_max_model_len(const ModelSpec& model, const std::string& engine, SimulateResult& r) {
+    if (model.max_position_tokens <= 0 || r.max_model_len <= model.max_position_tokens) return;
+    const bool sglang = engine == "sglang";
+    r.notes.push_back(fmt::format("max_model_len {} exceeds the model's max_position_embeddings ({}); {} refuses it unless {}=1",
+                                  group_digits(r.max_model_len), group_digits(model.max_position_tokens), sglang ? "SGLang" : "vLLM",
+                                  sglang ? "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN" : "VLLM_ALLOW_LONG_MAX_MODEL_LEN"));
+}
+
 std::string finish(const SimulateOptions& o, const SimulateResult& r) {
     if (!o.requests_csv.empty()) write_file_atomically(o.requests_csv, render_requests_csv(r));
     if (!o.timeseries_csv.empty()) write_file_atomically(o.timeseries_csv, render_timeseries_csv(r));
@@ -355,8 +366,10 @@ std::string run_simulate(const SimulateOptions& o) {
 
     if (o.prefill_replicas > 0) {
         run_disagg(o, model, efficiency, w, r);
+        note_long_max_model_len(model, o.engine, r);
         return finish(o, r);
     }
+    note_long_max_model_len(model, o.engine, r);
     if (layout) {
         run_layout(o, model, gpu, efficiency, *layout, w, sglang, r);
         r.summary = summarise(r.run, r.slo);

@@ -75,6 +75,7 @@ struct SimulateResult {
     std::optional<DisaggReport> disagg;  // P/D runs only
     std::optional<SpecReport> spec;      // --spec-method runs only
     std::optional<DpLayoutReport> layout;  // --dp / --ep runs only
+    std::vector<std::string> notes;      // what the engine would do differently (printed after the summary)
 };
 
 std::string render_simulate_table(const SimulateResult& r);

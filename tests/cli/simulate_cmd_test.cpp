@@ -51,12 +51,29 @@ TEST_CASE("simulate replays a trace: every request completes, twice the same, wi
     }
     CHECK(j["ttft_s"]["p50"].get<double>() > 0.0015);
     CHECK(j["goodput_requests_per_s"].is_null());
+    CHECK(j["notes"].empty());
     auto t = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", kTraces + "azure_2023_code.csv",
                          "--limit", "500", "--slo", "ttft=2s,tpot=50ms"});
     REQUIRE(t.code == 0);
     std::istringstream lines(t.out);
     for (std::string line; std::getline(lines, line);) CHECK(line.size() <= 100);
     CHECK(t.out.find("met every SLO") != std::string::npos);
+}
+
+TEST_CASE("simulate says when --max-model-len passes the model's max_position_embeddings, which the engine refuses by default") {
+    // Llama-2-7B's config allows 4,096 positions: vLLM's _get_and_verify_max_len
+    // refuses 8,192 unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, SGLang unless
+    // SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1. The run goes on, with a note.
+    const std::vector<std::string> args{"simulate", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--rate", "2", "--requests", "20",
+                                        "--input-len", "fixed:5000", "--output-len", "fixed:10", "--max-model-len", "8192"};
+    auto t = kvplan_run(args);
+    REQUIRE(t.code == 0);
+    CHECK_THAT(t.out, Catch::Contains("note: max_model_len 8,192 exceeds the model's max_position_embeddings (4,096); vLLM refuses it"));
+    std::vector<std::string> sg = args;
+    sg.insert(sg.end(), {"--engine", "sglang", "--json"});
+    auto j = kvplan_run(sg);
+    REQUIRE(j.code == 0);
+    CHECK_THAT(nlohmann::json::parse(j.out)["notes"][0].get<std::string>(), Catch::Contains("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"));
 }
 
 TEST_CASE("the pool holds the weights --weights-dtype stores: fp8 linear layers free 3,328 blocks of Llama-3.1-8B on an H100") {
