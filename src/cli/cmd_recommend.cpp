@@ -114,9 +114,25 @@ std::map<std::string, double> prices(const RecommendOptions& o) {
     return out;
 }
 
+// The SLO search's own flags (the --spec-* flags serve both searches).
 bool wants_search(const RecommendOptions& o) {
     return !o.slo.empty() || o.rate > 0 || !o.trace.empty() || !o.input_len.empty() || !o.output_len.empty() || o.requests > 0 ||
-           o.disaggregated || o.kv_link != "auto" || o.pp != "auto" || o.two_batch_overlap || !o.spec.method.empty() || o.spec.tokens > 0 || !o.spec.acceptance.empty() || !o.spec.draft_model.empty();
+           o.disaggregated || o.kv_link != "auto" || o.pp != "auto" || o.two_batch_overlap;
+}
+
+// --spec-method in the analytic search: the flags checked (and a draft
+// model loaded into `draft`) as roofline checks them, priced per candidate
+// by the core search; nullopt without --spec-method.
+std::optional<RecommendSpec> analytic_spec(const RecommendOptions& o, const ModelSpec& model, const RecommendInputs& in, ModelSpec& draft) {
+    const CostModelInputs probe{&model, in.gpus.front(), in.weights, in.kv_dtype, 1, in.efficiency, std::nullopt};
+    const std::optional<SpecInputs> checked = resolve_spec(o.spec, model, probe, draft);
+    if (!checked) return std::nullopt;
+    RecommendSpec s{checked->method, checked->k, checked->rates, nullptr, ""};
+    if (s.method == SpecMethod::Draft) {
+        s.draft_model = &draft;
+        s.draft_label = draft.source.repo_id.empty() ? draft.name : draft.source.repo_id;
+    }
+    return s;
 }
 
 CommandOutput run_analytic(const RecommendOptions& o) {
@@ -148,6 +164,8 @@ CommandOutput run_analytic(const RecommendOptions& o) {
     in.max_nodes = o.max_nodes;
     in.gpus_per_node = o.gpus_per_node;
     if (o.max_nodes > 1) in.nic = find_nic(o.nic);
+    ModelSpec draft;  // --spec-method draft: outlives the search, which points into it
+    in.spec = analytic_spec(o, model, in, draft);
     r.top = static_cast<std::size_t>(o.top);
     r.wide = o.wide;
     r.rec = recommend(in);
@@ -165,8 +183,7 @@ CommandOutput run_recommend(const RecommendOptions& o) {
     if (o.analytic || !wants_search(o)) {
         if (o.analytic && wants_search(o))
             usage_error("--analytic is the steady-batch search: it takes --context --ttft --tpot, not --slo, --rate, --trace, --input-len, "
-                        "--output-len, --requests, --disaggregated, --kv-link, --pp, --two-batch-overlap "
-                        "or --spec-method");
+                        "--output-len, --requests, --disaggregated, --kv-link, --pp or --two-batch-overlap");
         if (!o.plot.empty() || !o.report.empty())
             usage_error(std::string(o.plot.empty() ? "--report" : "--plot") + ": the charts are the SLO search's; give --slo with --rate or --trace");
         return run_analytic(o);

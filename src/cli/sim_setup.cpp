@@ -406,8 +406,7 @@ void add_speculation(const SimulateOptions& o, const ModelSpec& model, const Mod
     // profiles, so they come out of the same budget, over TP: a draft
     // model's checkpoint, or an EAGLE/MTP head's one layer and projection.
     // Under DP attention + EP the head's routed experts are spread as the target's are.
-    rep.draft_weights_bytes_per_gpu = layout ? draft_head_weight_bytes_per_gpu(model, *layout)
-                                             : ceil_div(spec.method == SpecMethod::Draft ? size_weights(draft_model).bytes : draft_head_weight_bytes(model), o.tp);
+    rep.draft_weights_bytes_per_gpu = proposer_weight_bytes_per_gpu(spec.method, model, &draft_model, o.tp, layout);
     if (o.num_gpu_blocks == 0 && target_bytes > 0) {
         const double pool = static_cast<double>(r.config.num_gpu_blocks) * static_cast<double>(r.config.block_size) * static_cast<double>(target_bytes) -
                             static_cast<double>(rep.draft_weights_bytes_per_gpu);

@@ -94,14 +94,7 @@ std::optional<SpecInputs> resolve_spec(const SpecFlags& f, const ModelSpec& mode
 
 std::int64_t spec_kv_bytes_per_token(const SpecInputs& spec, const ModelSpec& model, const ModelSpec& draft_model, std::int64_t tp,
                                      Dtype kv_dtype) {
-    if (spec.method == SpecMethod::Draft) return kv_transfer_bytes_per_token(draft_model, tp, kv_dtype);
-    // The draft head is one layer of the target's shape (make_draft_head_model): its first caching layer's bytes.
-    ModelSpec probe = model;
-    for (const LayerSpec& l : model.layers) {
-        probe.layers = {l};
-        if (const std::int64_t b = kv_transfer_bytes_per_token(probe, tp, kv_dtype); b > 0) return b;
-    }
-    return 0;
+    return proposer_kv_bytes_per_token(spec.method, model, &draft_model, tp, kv_dtype);
 }
 
 }  // namespace kvplan

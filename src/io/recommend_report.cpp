@@ -271,6 +271,10 @@ std::string best_commands(const RecommendResult& r, const ServeOptions& s) {
     if (best.expert_parallel())
         out += wrap_text("attention_dp.yaml holds the line \"enable_attention_dp: true\"; vLLM and SGLang take the layout from their flags.",
                          width, "  ", "  ");
+    if (!best.spec_method.empty())
+        out += wrap_text("trtllm-serve sets speculative decoding in its --extra_llm_api_options YAML (speculative_config: decoding_type and the "
+                         "draft length, docs: TensorRT-LLM \"Speculative Decoding\"); the line above runs without it.",
+                         width, "  ", "  ");
     if (best.dp > 1)
         out += wrap_text(fmt::format("{}: start {} such servers, each on its own {} "
                                      "(CUDA_VISIBLE_DEVICES) and --port.",

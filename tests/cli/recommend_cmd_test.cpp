@@ -331,6 +331,42 @@ TEST_CASE("recommend --slo --disaggregated on a mixture-of-experts model: units 
     CHECK(widest_line(t.out) <= 100);
 }
 
+TEST_CASE("recommend (analytic) --spec-method: every candidate speculative, its commands carrying the proposer") {
+    // Llama-3.1-70B on H100s at 8,192 tokens with Llama-3.1-8B drafting 4
+    // tokens at acceptance 0.7 (E = 1 + 0.7 + 0.49 + 0.343 + 0.2401 = 2.7731).
+    // The draft's 32 query and 8 KV heads split over TP 1, 2, 4 and 8 alike;
+    // GPT-2's 12 heads do not split over 8, so that TP is not tried.
+    const std::vector<std::string> args = {"recommend", "--model", "llama-3.1-70b", "--gpus", "h100-sxm", "--context", "8192", "--ttft", "2",
+                                           "--tpot", "0.03", "--spec-method", "draft", "--draft-model", "llama-3.1-8b", "--spec-tokens", "4",
+                                           "--acceptance", "0.7"};
+    std::vector<std::string> json = args;
+    json.push_back("--json");
+    const Run r = Run::kvplan(json);
+    INFO(r.command << "\n" << r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    REQUIRE_FALSE(j["candidates"].empty());
+    for (const auto& c : j["candidates"]) {
+        CHECK(c["tpot_s"].get<double>() <= 0.03);
+        CHECK_THAT(c["vllm_command"].get<std::string>(),
+                   Catch::Contains(R"(--speculative-config '{"model":"meta-llama/Llama-3.1-8B-Instruct","num_speculative_tokens":4}')"));
+        CHECK_THAT(c["sglang_command"].get<std::string>(), Catch::Contains("--speculative-algorithm STANDALONE"));
+    }
+    const Run t = Run::kvplan(args);
+    CHECK_THAT(t.out, Catch::Contains("note: speculative decoding (draft, K 4)"));
+    CHECK_THAT(t.out, Catch::Contains("trtllm-serve sets speculative decoding in its --extra_llm_api_options YAML"));
+    CHECK(widest_line(t.out) <= 100);
+    const Run gpt2 = Run::kvplan({"recommend", "--model", "llama-3.1-70b", "--gpus", "h100-sxm", "--context", "8192", "--ttft", "2", "--tpot",
+                                  "0.05", "--spec-method", "draft", "--draft-model", "gpt2", "--spec-tokens", "2", "--acceptance", "0.5",
+                                  "--analytic"});
+    CHECK_THAT(gpt2.out, Catch::Contains("the draft model's heads do not split over TP 8: not tried"));
+    // The flags are checked as roofline checks them.
+    const Run bad = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "1", "--tpot", "0.01", "--spec-method", "eagle"});
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.out.empty());
+    CHECK_THAT(bad.err, Catch::Contains("--spec-method eagle needs --spec-tokens K"));
+}
+
 TEST_CASE("recommend --slo --pp: pipelines of TP x PP within --max-gpus, vLLM only, each fleet and command by hand") {
     // --pp 1,2 --max-gpus 2 on an H100: TP 1, TP 2 and TP 1 x PP 2, each
     // with three knob settings (9 candidates); with SGLang, whose pipeline

@@ -1,6 +1,7 @@
 #include "core/speed/recommend.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/checked.hpp"
 #include "core/error.hpp"
@@ -75,6 +76,7 @@ CapacityPlan replica_memory(const RecommendInputs& in, const Gpu& gpu, std::int6
 struct ExpertLayoutPlan {
     CapacityPlan memory;
     CostModel cost;
+    ExpertLayoutInputs layout;
 };
 
 std::optional<ExpertLayoutPlan> expert_layout(const RecommendInputs& in, const Gpu& gpu, LayoutSize size, const WeightSizing& weights) {
@@ -102,7 +104,7 @@ std::optional<ExpertLayoutPlan> expert_layout(const RecommendInputs& in, const G
         cap.weights_bytes = stage_weights_scaled(weights, *in.model, pipeline_stages(static_cast<std::int64_t>(in.model->layers.size()), 1).at(0), 1, so).total_bytes;
     const CostModelInputs cost_in{in.model, gpu, in.weights, in.kv_dtype, so.attention_tp, in.efficiency, std::nullopt};
     const ExpertLayoutInputs layout{so, 1.0, in.all_to_all, size.nodes > 1 ? size.gpus / size.nodes : 0, size.nodes > 1 ? in.nic : Nic{}};
-    return ExpertLayoutPlan{plan_capacity(*in.model, cap), make_cost_model(cost_in, layout)};
+    return ExpertLayoutPlan{plan_capacity(*in.model, cap), make_cost_model(cost_in, layout), layout};
 }
 
 // TensorRT-LLM sizes its pool as a fraction of the memory free after weights
@@ -114,18 +116,70 @@ double trtllm_fraction(const MemoryBudget& b) {
     return std::min(1.0, static_cast<double>(b.kv_pool_bytes) / static_cast<double>(free));
 }
 
+// --spec-method: one replica's proposer on its device and layout.
+struct Proposer {
+    CostModel draft;              // one draft pass
+    double expected_tokens = 1;   // E: tokens a sequence keeps a step
+    std::int64_t weights_per_gpu = 0, kv_bytes_per_token = 0;
+};
+
+// The proposer `in.spec` describes for `target` (under `layout`, an MTP or
+// EAGLE head's routed experts over EP); Error(Usage) from check_tp when a
+// draft model's heads do not split over the target's TP.
+Proposer make_proposer(const RecommendInputs& in, const CostModelInputs& target, const ExpertLayoutInputs* layout, Dtype kv_dtype) {
+    const RecommendSpec& s = *in.spec;
+    Proposer p;
+    if (s.method == SpecMethod::Draft) {
+        check_tp(*s.draft_model, target.tp);
+        p.draft = make_draft_model(CostModelInputs{s.draft_model, target.gpu, WeightFormat{}, target.kv_dtype, target.tp, target.efficiency, std::nullopt});
+    } else {
+        p.draft = layout ? make_draft_head_model(target, *layout) : make_draft_head_model(target);
+    }
+    p.expected_tokens = expected_tokens_per_step(s.rates);
+    p.weights_per_gpu = proposer_weight_bytes_per_gpu(s.method, *in.model, s.draft_model, target.tp, layout ? &layout->scale_out : nullptr);
+    p.kv_bytes_per_token = proposer_kv_bytes_per_token(s.method, *in.model, s.draft_model, target.tp, kv_dtype);
+    return p;
+}
+
+// The requests a replica's pool holds once the proposer's weights are out
+// of it and its KV shares the blocks, the rule the SLO search's simulator
+// applies to vLLM's blocks (cli/sim_setup.cpp, add_speculation): the
+// pool's tokens scale by (pool - weights) / pool x target bytes per token /
+// (target + proposer bytes per token).
+std::int64_t requests_beside(const CapacityPlan& plan, std::int64_t requests, const Proposer& p) {
+    const double pool = static_cast<double>(plan.budget.kv_pool_bytes), per_token = static_cast<double>(plan.kv_bytes_per_token_per_gpu);
+    if (pool <= 0 || per_token <= 0) return requests;
+    const double left = pool - static_cast<double>(p.weights_per_gpu);
+    if (left <= 0) return 0;
+    return static_cast<std::int64_t>(std::floor(static_cast<double>(requests) * left / pool * per_token /
+                                                (per_token + static_cast<double>(p.kv_bytes_per_token))));
+}
+
+// Seconds per output token of one sequence at `batch`: a decode step, or a
+// speculative step (K drafts, one verify) over the E tokens it keeps.
+double per_token_s(const CostModel& m, const Proposer* p, std::int64_t k, std::int64_t batch, std::int64_t context) {
+    if (!p) return decode_step(m, batch, context).total_s;
+    return spec_step(m, p->draft, k, batch, context).total_s / p->expected_tokens;
+}
+
 // One replica of `tp` x `attention_dp` GPUs at batch 1 (the best TPOT it can
-// reach), and which targets it misses.
+// reach), and which targets it misses; with a proposer, speculative.
 Candidate replica(const RecommendInputs& in, const CostModel& m, const CapacityPlan& plan, std::int64_t tp, std::int64_t prompt,
-                  std::int64_t attention_dp = 1) {
+                  std::int64_t attention_dp = 1, const Proposer* p = nullptr) {
     Candidate c;
     c.gpu = plan.gpu.id;
     c.tp = tp;
     c.attention_dp = attention_dp;
     c.dp = in.num_gpus > 0 ? in.num_gpus / c.replica_gpus() : 1;
     c.max_requests = plan.rows.at(0).max_requests_replica;  // = max_requests without DP attention
+    if (p) {
+        c.max_requests = requests_beside(plan, c.max_requests, *p);
+        c.spec_method = spec_method_name(in.spec->method);
+        c.spec_tokens = in.spec->k;
+        c.spec_draft = in.spec->draft_label;
+    }
     c.ttft_s = prefill_step(m, 1, prompt).total_s;
-    c.tpot_s = decode_step(m, 1, in.context).total_s;
+    c.tpot_s = per_token_s(m, p, in.spec ? in.spec->k : 0, 1, in.context);
     c.tokens_per_s_per_gpu = 1.0 / c.tpot_s / static_cast<double>(c.replica_gpus());
     c.tokens_per_s = static_cast<double>(c.dp) / c.tpot_s;
     if (c.max_requests < 1) c.missed.push_back(Target::Memory);
@@ -144,15 +198,16 @@ Candidate replica(const RecommendInputs& in, const CostModel& m, const CapacityP
 // The largest batch that still meets the TPOT target (step time grows with
 // the batch), capped by memory, and the figures at that batch. Throughput of
 // DP replicas is dp x one replica's; latency is one replica's.
-void fill_batch(Candidate& c, const RecommendInputs& in, const CostModel& m, std::int64_t prompt) {
+void fill_batch(Candidate& c, const RecommendInputs& in, const CostModel& m, std::int64_t prompt, const Proposer* p = nullptr) {
+    const std::int64_t k = in.spec ? in.spec->k : 0;
     std::int64_t lo = 1, hi = c.max_requests;
     while (lo < hi) {
         const std::int64_t mid = lo + (hi - lo + 1) / 2;
-        if (decode_step(m, mid, in.context).total_s <= in.tpot_s) lo = mid;
+        if (per_token_s(m, p, k, mid, in.context) <= in.tpot_s) lo = mid;
         else hi = mid - 1;
     }
     c.batch = lo;
-    c.tpot_s = decode_step(m, lo, in.context).total_s;
+    c.tpot_s = per_token_s(m, p, k, lo, in.context);
     const double replica_tokens_per_s = static_cast<double>(lo) / c.tpot_s;
     c.tokens_per_s = static_cast<double>(c.dp) * replica_tokens_per_s;
     c.tokens_per_s_per_gpu = replica_tokens_per_s / static_cast<double>(c.replica_gpus());
@@ -207,7 +262,7 @@ Recommendation recommend(const RecommendInputs& in) {
     const WeightSizing weights = size_weights_in(spec, in.weights);
     const std::vector<std::int64_t> degrees = tp_degrees(spec, in);
     bool ttft_met = false, tpot_met = false;
-    std::string skipped;
+    std::string skipped, unsplit;
     for (const Gpu& gpu : in.gpus) {
         bool chosen = false;  // this device has its candidate: the smallest TP that meets both targets
         for (std::int64_t tp : degrees) {
@@ -216,8 +271,18 @@ Recommendation recommend(const RecommendInputs& in) {
                 skipped += (skipped.empty() ? "" : ", ") + gpu.id;
                 break;
             }
+            const CapacityPlan plan = replica_memory(in, gpu, tp, weights);
+            std::optional<Proposer> p;
+            if (in.spec) {
+                try {
+                    p = make_proposer(in, CostModelInputs{in.model, gpu, in.weights, in.kv_dtype, tp, in.efficiency, std::nullopt}, nullptr, plan.kv_dtype);
+                } catch (const Error&) {
+                    unsplit += (unsplit.empty() ? "" : ", ") + std::to_string(tp);
+                    continue;  // the draft model's heads do not split over this TP
+                }
+            }
             ++out.configurations;
-            Candidate c = replica(in, m, replica_memory(in, gpu, tp, weights), tp, prompt);
+            Candidate c = replica(in, m, plan, tp, prompt, 1, p ? &*p : nullptr);
             if (c.max_requests < 1) {
                 out.rejected.push_back(c);
                 continue;
@@ -230,18 +295,24 @@ Recommendation recommend(const RecommendInputs& in) {
             if (!c.missed.empty()) out.rejected.push_back(c);
             else if (chosen) ++out.larger_tp_meeting;
             else {
-                fill_batch(c, in, m, prompt);
+                fill_batch(c, in, m, prompt, p ? &*p : nullptr);
                 out.candidates.push_back(c);
                 chosen = true;
             }
         }
         // Mixture-of-experts models: the smallest DP + EP layout that meets both targets is a second candidate.
         bool ep_chosen = false;
-        for (const LayoutSize& size : expert_layout_sizes(spec, in, gpu)) {
+        // A separate draft model is not priced under a layout (as in roofline and simulate).
+        const bool layouts = !in.spec || in.spec->method != SpecMethod::Draft;
+        for (const LayoutSize& size : layouts ? expert_layout_sizes(spec, in, gpu) : std::vector<LayoutSize>{}) {
             const std::optional<ExpertLayoutPlan> p = expert_layout(in, gpu, size, weights);
             if (!p || p->cost.flops_per_s <= 0) continue;
+            std::optional<Proposer> head;
+            if (in.spec)
+                head = make_proposer(in, CostModelInputs{in.model, gpu, in.weights, in.kv_dtype, p->layout.scale_out.attention_tp, in.efficiency, std::nullopt},
+                                     &p->layout, p->memory.kv_dtype);
             ++out.configurations;
-            Candidate c = replica(in, p->cost, p->memory, 1, prompt, size.gpus);
+            Candidate c = replica(in, p->cost, p->memory, 1, prompt, size.gpus, head ? &*head : nullptr);
             c.nodes = size.nodes;
             if (c.max_requests < 1) {
                 out.rejected.push_back(c);
@@ -255,7 +326,7 @@ Recommendation recommend(const RecommendInputs& in) {
             if (!c.missed.empty()) out.rejected.push_back(c);
             else if (ep_chosen) ++out.larger_tp_meeting;
             else {
-                fill_batch(c, in, p->cost, prompt);
+                fill_batch(c, in, p->cost, prompt, head ? &*head : nullptr);
                 out.candidates.push_back(c);
                 ep_chosen = true;
             }
@@ -263,6 +334,11 @@ Recommendation recommend(const RecommendInputs& in) {
     }
 
     if (!skipped.empty()) out.notes.push_back("skipped for want of a FLOP/s figure (no TTFT): " + skipped);
+    if (!unsplit.empty()) out.notes.push_back("the draft model's heads do not split over TP " + unsplit + ": not tried");
+    if (in.spec)
+        out.notes.push_back(std::string("speculative decoding (") + spec_method_name(in.spec->method) + ", K " + std::to_string(in.spec->k) +
+                            "): TPOT is a speculative step over the tokens a sequence keeps a step; the proposer's weights and KV come "
+                            "out of the pool; TTFT is the target's prefill, as roofline prices it");
     std::stable_sort(out.candidates.begin(), out.candidates.end(), better);
     std::stable_sort(out.rejected.begin(), out.rejected.end(), [&](const Candidate& a, const Candidate& b) { return closer(a, b, in); });
     if (out.candidates.empty()) out.binding = binding(out, ttft_met, tpot_met);

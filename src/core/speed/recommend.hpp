@@ -13,10 +13,22 @@
 
 #include "core/hardware.hpp"
 #include "core/model/model_spec.hpp"
+#include "core/speed/speculative.hpp"
 #include "core/speed/step_cost.hpp"
 #include "core/model/weight_format.hpp"
 
 namespace kvplan {
+
+// --spec-method in the analytic search: every candidate verifies K drafts a
+// decode step (vLLM's --speculative-config), priced by spec_step, its
+// proposer's weights and KV out of the pool.
+struct RecommendSpec {
+    SpecMethod method = SpecMethod::Eagle;
+    std::int64_t k = 1;                       // drafts a step
+    std::vector<double> rates;                // conditional acceptance a_1..a_K
+    const ModelSpec* draft_model = nullptr;   // SpecMethod::Draft
+    std::string draft_label;                  // its id, for the commands
+};
 
 struct RecommendInputs {
     const ModelSpec* model = nullptr;
@@ -42,6 +54,7 @@ struct RecommendInputs {
     std::int64_t max_nodes = 1;
     std::int64_t gpus_per_node = 0;
     Nic nic;
+    std::optional<RecommendSpec> spec;  // nullopt: plain decode
 };
 
 // A target a configuration can miss: memory (not one request of the context

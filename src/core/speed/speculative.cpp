@@ -2,6 +2,7 @@
 
 #include "core/checked.hpp"
 #include "core/dtype.hpp"
+#include "core/memory/kv_size.hpp"
 #include "core/model/weights.hpp"
 
 #include <algorithm>
@@ -99,6 +100,25 @@ std::int64_t draft_head_weight_bytes_per_gpu(const ModelSpec& target, const Scal
     const HeadParts p = draft_head_parts(target);
     return checked_add(ceil_div(p.experts, checked_mul(layout.ep, layout.expert_tp, "EP x expert TP")), ceil_div(p.rest, layout.attention_tp),
                        "draft head weights per GPU");
+}
+
+std::int64_t proposer_weight_bytes_per_gpu(SpecMethod method, const ModelSpec& target, const ModelSpec* draft, std::int64_t tp,
+                                           const ScaleOut* layout) {
+    if (method == SpecMethod::Draft) return ceil_div(size_weights(*draft).bytes, tp);
+    return layout ? draft_head_weight_bytes_per_gpu(target, *layout) : ceil_div(draft_head_weight_bytes(target), tp);
+}
+
+std::int64_t proposer_kv_bytes_per_token(SpecMethod method, const ModelSpec& target, const ModelSpec* draft, std::int64_t tp, Dtype kv_dtype) {
+    auto caching = [&](const ModelSpec& m, bool first_only) {
+        std::int64_t bytes = 0;
+        for (const LayerSpec& l : m.layers) {
+            if (!holds_per_token(l.kind)) continue;
+            bytes = checked_add(bytes, layer_bytes_per_token_per_gpu(l, tp, kv_dtype), "proposer KV bytes per token");
+            if (first_only) break;
+        }
+        return bytes;
+    };
+    return method == SpecMethod::Draft ? caching(*draft, false) : caching(target, true);
 }
 
 CostModel make_draft_model(const CostModelInputs& draft) {

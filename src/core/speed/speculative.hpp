@@ -52,6 +52,17 @@ std::int64_t draft_head_weight_bytes(const ModelSpec& target);
 // TP, the rest over the attention TP (a DP rank holds its own copy).
 std::int64_t draft_head_weight_bytes_per_gpu(const ModelSpec& target, const ScaleOut& layout);
 
+// What the proposer adds to one GPU's memory, for the pool vLLM sizes
+// after loading it (cli/sim_setup.cpp add_speculation, the analytic
+// recommend): its weights, a draft model's over TP or an EAGLE/MTP head's
+// (under `layout`, its routed experts over EP as the target's are); and the
+// KV bytes per token its attention layers take from the same pool, one
+// target layer's for mtp/eagle (the head's first caching layer), the draft
+// model's for draft. `draft` is read for SpecMethod::Draft only.
+std::int64_t proposer_weight_bytes_per_gpu(SpecMethod method, const ModelSpec& target, const ModelSpec* draft, std::int64_t tp,
+                                           const ScaleOut* layout = nullptr);
+std::int64_t proposer_kv_bytes_per_token(SpecMethod method, const ModelSpec& target, const ModelSpec* draft, std::int64_t tp, Dtype kv_dtype);
+
 // A separate draft model's cost model, on the target's GPU, TP and
 // efficiency, without a step overhead of its own.
 CostModel make_draft_model(const CostModelInputs& draft);

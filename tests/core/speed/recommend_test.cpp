@@ -2,10 +2,13 @@
 // picks the largest batch under the TPOT target, ranks them, and says which
 // target binds when nothing qualifies.
 #include <algorithm>
+#include <cmath>
 
 #include <catch2/catch.hpp>
 
+#include "core/memory/capacity.hpp"
 #include "core/speed/recommend.hpp"
+#include "core/speed/speculative.hpp"
 #include "core/speed/step_cost.hpp"
 #include "io/gpu_db.hpp"
 #include "io/recommend_report.hpp"
@@ -145,4 +148,54 @@ TEST_CASE("recommend names the targets each rejected configuration misses") {
     // Closest first: configurations that fit before those that do not.
     for (std::size_t i = 1; i < r.rejected.size(); ++i)
         CHECK_FALSE((r.rejected[i - 1].missed.front() == Target::Memory && r.rejected[i].missed.front() != Target::Memory));
+}
+
+TEST_CASE("recommend --spec-method eagle: TPOT is a speculative step over E tokens, the head's weights and KV come out of the pool") {
+    // Llama-3.1-8B on one H100 SXM at 8,192 tokens, a 10 ms TPOT target.
+    // Plain decode needs TP 2 for it; an EAGLE head with K = 3 drafts at
+    // acceptance 0.8, 0.7, 0.6 keeps E = 1 + 0.8 + 0.8 x 0.7 + 0.8 x 0.7 x 0.6
+    // = 2.696 tokens a step, so TP 1 meets it.
+    const ModelSpec m = preset("llama-3.1-8b");
+    RecommendInputs in = base(m);
+    in.gpus = {find_gpu(bundled_gpus(), "h100-sxm")};
+    in.tpot_s = 0.010;
+    const Recommendation plain = recommend(in);
+    REQUIRE_FALSE(plain.candidates.empty());
+    CHECK(plain.candidates.front().tp == 2);
+    in.spec = RecommendSpec{SpecMethod::Eagle, 3, {0.8, 0.7, 0.6}, nullptr, ""};
+    const Recommendation r = recommend(in);
+    REQUIRE_FALSE(r.candidates.empty());
+    const Candidate& c = r.candidates.front();
+    CHECK(c.tp == 1);
+    CHECK(c.spec_method == "eagle");
+    CHECK(c.spec_tokens == 3);
+    const CostModelInputs target{&m, in.gpus.front(), in.weights, in.kv_dtype, 1, in.efficiency, std::nullopt};
+    const CostModel cost = make_cost_model(target);
+    const CostModel head = make_draft_head_model(target);
+    const double e = 2.696;
+    CHECK(c.tpot_s == Approx(spec_step(cost, head, 3, c.batch, 8192).total_s / e).epsilon(1e-12));
+    CHECK(c.tpot_s <= in.tpot_s);
+    // The largest such batch, unless memory stops it first.
+    if (c.batch < c.max_requests) CHECK(spec_step(cost, head, 3, c.batch + 1, 8192).total_s / e > in.tpot_s);
+    // Memory: the head is one decoder layer (218,103,808 matrix parameters
+    // and its two 4,096-wide norms), the 2 x 4,096 -> 4,096 projection
+    // (33,554,432) and one more norm: 251,670,528 parameters, 503,341,056 B
+    // in bf16; its
+    // one attention layer caches 8 KV heads x 128 x 2 x 2 B = 4,096 B a token
+    // beside the target's 131,072. Plain TP 1 holds R requests at 8,192
+    // tokens in a pool of P bytes: with the head, floor(R x (P - 503,341,056)
+    // / P x 131,072 / 135,168).
+    CHECK(draft_head_weight_bytes(m) == 503'341'056);
+    CHECK(proposer_kv_bytes_per_token(SpecMethod::Eagle, m, nullptr, 1, Dtype::Bf16) == 4'096);
+    CapacityInputs cap;
+    cap.gpu = in.gpus.front();
+    cap.engine = Engine::Vllm;
+    cap.contexts = {8192};
+    cap.max_model_len = 8192;
+    cap.longest_lengths = false;
+    const CapacityPlan plan = plan_capacity(m, cap);
+    const double pool = static_cast<double>(plan.budget.kv_pool_bytes);
+    const double requests = static_cast<double>(plan.rows.at(0).max_requests_replica);
+    CHECK(c.max_requests == static_cast<std::int64_t>(std::floor(requests * (pool - 503'341'056.0) / pool * 131'072.0 / 135'168.0)));
+    CHECK(c.max_requests < plan.rows.at(0).max_requests_replica);
 }
