@@ -104,7 +104,9 @@ TEST_CASE("simulate --dp 8 --enable-expert-parallel --spec-method mtp: the head'
     // Each rank's pool without speculation: 23,209 blocks of 16 tokens of
     // 70,272 B (61 MLA layers x 576 x 2 B). The MTP head adds one layer's
     // latent, 1,152 B a token, to every block, and its weights on one GPU
-    // (its 256 routed experts over EP 8, the rest whole) come out first:
+    // (its 256 routed experts over EP 8, the rest whole, and vLLM's bf16
+    // decode copy of its fp8 kv_b_proj at attention TP 1: 128 heads x
+    // (128 + 128) x 512 x 2 B = 33,554,432) come out first:
     // blocks = floor((23,209 x 16 x 70,272 - head bytes) / (16 x 71,424)).
     auto r = kvplan_run(with(kDp8, {"--rate", "10", "--requests", "300", "--input-len", "fixed:2000", "--output-len", "fixed:200", "--seed", "2",
                                     "--spec-method", "mtp", "--spec-tokens", "1", "--acceptance", "0.8", "--json"}));
@@ -116,7 +118,7 @@ TEST_CASE("simulate --dp 8 --enable-expert-parallel --spec-method mtp: the head'
     si.tp = 1;
     si.dp = 8;
     si.enable_expert_parallel = true;
-    const std::int64_t head = draft_head_weight_bytes_per_gpu(m, plan_scale_out(m, si));
+    const std::int64_t head = draft_head_weight_bytes_per_gpu(m, plan_scale_out(m, si)) + 33'554'432;
     const double pool = 23'209.0 * 16 * 70'272 - static_cast<double>(head);
     CHECK(j["speculative"]["draft_weights_bytes_per_gpu"] == head);
     CHECK(j["speculative"]["draft_kv_bytes_per_token"] == 1'152);

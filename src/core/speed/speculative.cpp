@@ -3,6 +3,7 @@
 #include "core/checked.hpp"
 #include "core/dtype.hpp"
 #include "core/memory/kv_size.hpp"
+#include "core/memory/overhead.hpp"
 #include "core/model/weights.hpp"
 
 #include <algorithm>
@@ -105,7 +106,14 @@ std::int64_t draft_head_weight_bytes_per_gpu(const ModelSpec& target, const Scal
 std::int64_t proposer_weight_bytes_per_gpu(SpecMethod method, const ModelSpec& target, const ModelSpec* draft, std::int64_t tp,
                                            const ScaleOut* layout) {
     if (method == SpecMethod::Draft) return ceil_div(size_weights(*draft).bytes, tp);
-    return layout ? draft_head_weight_bytes_per_gpu(target, *layout) : ceil_div(draft_head_weight_bytes(target), tp);
+    const std::int64_t head = layout ? draft_head_weight_bytes_per_gpu(target, *layout) : ceil_div(draft_head_weight_bytes(target), tp);
+    // An MLA head keeps its own decode copy of kv_b_proj as the target's
+    // layers do (vLLM's MLACommonImpl builds one per attention layer, the
+    // MTP module's included): one layer's, priced on the last target layer.
+    const auto layers = static_cast<std::int64_t>(target.layers.size());
+    const std::optional<OverheadTerm> copy =
+        layers > 0 ? mla_decode_copy_term(target, Engine::Vllm, layers - 1, 1, layout ? layout->attention_tp : tp) : std::nullopt;
+    return copy ? checked_add(head, copy->bytes, "draft head weights per GPU") : head;
 }
 
 std::int64_t proposer_kv_bytes_per_token(SpecMethod method, const ModelSpec& target, const ModelSpec* draft, std::int64_t tp, Dtype kv_dtype) {

@@ -55,7 +55,8 @@ std::int64_t draft_head_weight_bytes_per_gpu(const ModelSpec& target, const Scal
 // What the proposer adds to one GPU's memory, for the pool vLLM sizes
 // after loading it (cli/sim_setup.cpp add_speculation, the analytic
 // recommend): its weights, a draft model's over TP or an EAGLE/MTP head's
-// (under `layout`, its routed experts over EP as the target's are); and the
+// (under `layout`, its routed experts over EP as the target's are; an MLA
+// head with vLLM's decode copy of its kv_b_proj, one layer's); and the
 // KV bytes per token its attention layers take from the same pool, one
 // target layer's for mtp/eagle (the head's first caching layer), the draft
 // model's for draft. `draft` is read for SpecMethod::Draft only.
