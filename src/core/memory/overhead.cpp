@@ -243,9 +243,29 @@ std::vector<OverheadTerm> estimate_overhead(const ModelSpec& spec, const Overhea
     return terms;
 }
 
+namespace {
+
+// TensorRT-LLM's k_b_proj_trans on one rank, one layer: [heads, kv_lora_rank,
+// qk_nope_head_dim], with one fp32 scale a 128 x 128 block when it is fp8.
+// qk_nope is a query head (qk_nope + qk_rope) less the rotary part the
+// latent holds beside kv_lora_rank; kv_b_proj holds qk_nope + v rows a head.
+std::int64_t trtllm_k_b_proj_trans_bytes(const ModelSpec& spec, const ParamTensor& kv_b, bool block_fp8, std::int64_t attention_tp) {
+    const auto mla = std::find_if(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) { return l.kind == LayerKind::Mla; });
+    if (mla == spec.layers.end() || spec.heads <= 0 || kv_b.rows % spec.heads != 0) return 0;
+    const std::int64_t rank = kv_b.cols;  // kv_lora_rank
+    const std::int64_t nope = spec.head_dim - (mla->latent_dim - rank);
+    if (nope <= 0 || nope >= kv_b.rows / spec.heads) return 0;
+    const std::int64_t heads = ceil_div(spec.heads, std::max<std::int64_t>(1, attention_tp));
+    const std::int64_t values = checked_mul(checked_mul(heads, rank, "MLA copy"), nope, "MLA copy");
+    if (!block_fp8) return bytes_for(values, serving_dtype(spec.checkpoint_dtype));
+    return checked_add(values, checked_mul(heads, ceil_div(rank, 128) * ceil_div(nope, 128) * 4, "MLA copy scales"), "MLA copy");
+}
+
+}  // namespace
+
 std::optional<OverheadTerm> mla_decode_copy_term(const ModelSpec& spec, Engine engine, std::int64_t first_layer, std::int64_t layers,
                                                  std::int64_t attention_tp) {
-    if (engine != Engine::Vllm && engine != Engine::Sglang) return std::nullopt;
+    if (engine != Engine::Vllm && engine != Engine::Sglang && engine != Engine::Trtllm) return std::nullopt;
     const auto it = std::find_if(spec.params.begin(), spec.params.end(), [](const ParamTensor& t) { return t.name == "kv_b_proj"; });
     if (it == spec.params.end()) return std::nullopt;
     const ParamTensor& kv_b = *it;
@@ -253,6 +273,7 @@ std::optional<OverheadTerm> mla_decode_copy_term(const ModelSpec& spec, Engine e
     if (engine == Engine::Vllm && !quantized) return std::nullopt;
     const Quantization& q = spec.quantization;
     const bool per_tensor_fp8 = quantized && q.method == QuantMethod::Fp8 && !(q.block_rows == 128 && q.block_cols == 128);
+    const bool block_fp8 = quantized && q.method == QuantMethod::Fp8 && q.block_rows == 128 && q.block_cols == 128;
     const Dtype copy = engine == Engine::Sglang && per_tensor_fp8 ? Dtype::Fp8 : serving_dtype(spec.checkpoint_dtype);
     // The MLA layers in the range: those kv_b_proj names, else its copies in proportion.
     std::int64_t held = 0;
@@ -261,10 +282,18 @@ std::optional<OverheadTerm> mla_decode_copy_term(const ModelSpec& spec, Engine e
     const auto total = static_cast<std::int64_t>(spec.layers.size());
     if (kv_b.layers.empty()) held = total > 0 ? ceil_div(checked_mul(kv_b.copies, layers, "MLA layers"), total) : 0;
     if (held == 0) return std::nullopt;
-    const std::int64_t rows = ceil_div(kv_b.rows, std::max<std::int64_t>(1, attention_tp));  // heads x (qk_nope + v) on this rank
-    const std::int64_t per_layer = bytes_for(checked_mul(rows, kv_b.cols, "MLA copy"), copy);
     OverheadTerm t;
     t.name = "MLA decode copy of kv_b_proj";
+    if (engine == Engine::Trtllm) {
+        const std::int64_t per_layer = trtllm_k_b_proj_trans_bytes(spec, kv_b, block_fp8, attention_tp);
+        if (per_layer == 0) return std::nullopt;
+        t.bytes = t.low_bytes = t.high_bytes = checked_mul(held, per_layer, "MLA copy bytes");
+        t.basis = group_digits(held) + " layers x " + group_digits(per_layer) + " B (k_b_proj_trans" + (block_fp8 ? ", fp8 with block scales)" : ")");
+        t.source = "TensorRT-LLM MLA.create_weights: k_b_proj_trans, the K half of kv_b_proj transposed, a parameter of its own";
+        return t;
+    }
+    const std::int64_t rows = ceil_div(kv_b.rows, std::max<std::int64_t>(1, attention_tp));  // heads x (qk_nope + v) on this rank
+    const std::int64_t per_layer = bytes_for(checked_mul(rows, kv_b.cols, "MLA copy"), copy);
     t.bytes = t.low_bytes = t.high_bytes = checked_mul(held, per_layer, "MLA copy bytes");
     t.basis = group_digits(held) + " layers x " + group_digits(rows) + " x " + group_digits(kv_b.cols) + " x " +
               std::to_string(dtype_bits(copy) / 8) + " B (" + (engine == Engine::Vllm ? "W_UK_T, W_UV" : "w_kc, w_vc") + ")";

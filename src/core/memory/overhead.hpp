@@ -96,7 +96,11 @@ std::vector<OverheadTerm> estimate_overhead(const ModelSpec& spec, const Overhea
 //   SGLang: w_kc and w_vc, contiguous copies of every kv_b_proj
 //     (DeepseekV2ForCausalLM.post_load_weights): in the serving dtype, but
 //     1 B a value for fp8 without 128 x 128 blocks (requantized per tensor).
-// nullopt for other engines and models without MLA. Both engines measure it
+//   TensorRT-LLM: k_b_proj_trans, the K half transposed, a parameter of its
+//     own (MLA.create_weights in _torch/modules/attention.py): fp8 with
+//     its 128 x 128 block scales when kv_b_proj has them, else the serving
+//     dtype; v_b_proj is a view of kv_b_proj.weight, so nothing.
+// nullopt for other engines and models without MLA. The engines measure it
 // with the weights they load, before sizing the pool.
 std::optional<OverheadTerm> mla_decode_copy_term(const ModelSpec& spec, Engine engine, std::int64_t first_layer, std::int64_t layers,
                                                  std::int64_t attention_tp);

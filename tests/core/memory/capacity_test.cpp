@@ -355,7 +355,7 @@ TEST_CASE("a pipeline stage holds its own layers' weights: DeepSeek-V3's dense l
     CHECK(std::abs(stage0_gib - 16.9583) / 16.9583 < 0.02);
 }
 
-TEST_CASE("vLLM and SGLang keep a 16-bit copy of MLA's kv_b_proj for the decode path, vLLM only of a quantized one") {
+TEST_CASE("vLLM, SGLang and TensorRT-LLM keep copies of MLA's kv_b_proj for the decode path: vLLM only of a quantized one, TensorRT-LLM its K half") {
     // DeepSeek-V3: kv_b_proj is [128 heads x (128 + 128), 512] in fp8 with 128 x 128 blocks. vLLM's
     // W_UK_T and W_UV are its bf16 dequantization; SGLang's w_kc and w_vc likewise. Per GPU at TP 8:
     // 61 layers x 4,096 rows x 512 x 2 B = 255,852,544 B; at attention TP 1, 8 times that.
@@ -368,14 +368,22 @@ TEST_CASE("vLLM and SGLang keep a 16-bit copy of MLA's kv_b_proj for the decode 
     CHECK(mla_decode_copy_term(m, Engine::Sglang, 0, 61, 1)->bytes == 2'046'820'352);
     // A pipeline stage holds its own layers' copies: 16 of 61 on stage 2 of PP 4.
     CHECK(mla_decode_copy_term(m, Engine::Vllm, 30, 16, 8)->bytes == 16 * 4'096 * 512 * 2);
-    // TensorRT-LLM and the generic engine: none modelled.
-    CHECK_FALSE(mla_decode_copy_term(m, Engine::Trtllm, 0, 61, 8).has_value());
+    // TensorRT-LLM keeps k_b_proj_trans, the K half transposed, fp8 with a
+    // fp32 scale a 128 x 128 block (v_b_proj is a view): at TP 8, 61 layers x
+    // (16 heads x 512 x 128 x 1 B + 16 x 4 x 1 x 4 B) = 63,978,752 B.
+    const auto trt = mla_decode_copy_term(m, Engine::Trtllm, 0, 61, 8);
+    REQUIRE(trt.has_value());
+    CHECK(trt->bytes == 63'978'752);
+    CHECK_THAT(trt->basis, Catch::Contains("61 layers x 1,048,832 B (k_b_proj_trans, fp8 with block scales)"));
+    // The generic engine: none.
     CHECK_FALSE(mla_decode_copy_term(m, Engine::Generic, 0, 61, 8).has_value());
     // An unquantized checkpoint: vLLM's tensors are views of kv_b_proj (no bytes); SGLang's are
     // contiguous copies, bf16.
     ModelSpec bf16 = m;
     bf16.quantization = Quantization{};
     CHECK_FALSE(mla_decode_copy_term(bf16, Engine::Vllm, 0, 61, 8).has_value());
+    // TensorRT-LLM's k_b_proj_trans is then bf16, no scales: 61 x 16 x 512 x 128 x 2 B.
+    CHECK(mla_decode_copy_term(bf16, Engine::Trtllm, 0, 61, 8)->bytes == 127'926'272);
     CHECK(mla_decode_copy_term(bf16, Engine::Sglang, 0, 61, 8)->bytes == 255'852'544);
     // Fp8 without 128 x 128 blocks: SGLang requantizes per tensor, 1 B a value.
     ModelSpec per_channel = m;

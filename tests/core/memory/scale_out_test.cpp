@@ -350,17 +350,19 @@ TEST_CASE("DeepSeek-V3 on 8 H200 under TensorRT-LLM with attention DP 8 and EP 8
     // Free after loading: 150,023,207,649 - 100,840,747,360 weights
     // - 826,781,204 non-torch (0.35 + 0.42 GiB: NCCL for the 8-GPU group)
     // - 1,258,291,200 activations (8,192 tokens x (3 x 18,432 + 3 x 7,168) x 2 B)
-    // = 47,097,387,885 B; x free_gpu_memory_fraction 0.9 = 42,387,649,096 B;
-    // / (32 x 70,272 = 2,248,704 B a block) = 18,849 blocks = 603,168 tokens
-    // on each rank, 4,825,344 over 8.
+    // - 511,830,016 k_b_proj_trans (61 layers x (128 heads x 512 x 128 x 1 B
+    //   + 128 x 4 x 1 fp32 block scales), the heads whole under attention DP)
+    // = 46,585,557,869 B; x free_gpu_memory_fraction 0.9 = 41,927,002,082 B;
+    // / (32 x 70,272 = 2,248,704 B a block) = 18,644 blocks = 596,608 tokens
+    // on each rank, 4,772,864 over 8.
     CHECK(dep8.budget.weights_bytes == 100'840'747'360);
-    CHECK(dep8.budget.kv_pool_bytes == 42'387'649'096);
-    CHECK(*dep8.kv_cache_tokens == 603'168);
-    CHECK(*dep8.kv_cache_tokens_total == 4'825'344);
-    // 4K: 128 blocks each, 18,849 / 128 = 147 per rank (1,176 in all);
+    CHECK(dep8.budget.kv_pool_bytes == 41'927'002'082);
+    CHECK(*dep8.kv_cache_tokens == 596'608);
+    CHECK(*dep8.kv_cache_tokens_total == 4'772'864);
+    // 4K: 128 blocks each, 18,644 / 128 = 145 per rank (1,160 in all);
     // 32K: 1,024 blocks, 18 per rank (144).
-    CHECK(dep8.rows[0].max_requests == 147);
-    CHECK(dep8.rows[0].max_requests_replica == 1'176);
+    CHECK(dep8.rows[0].max_requests == 145);
+    CHECK(dep8.rows[0].max_requests_replica == 1'160);
     CHECK(dep8.rows[1].max_requests == 18);
     CHECK(dep8.rows[1].max_requests_replica == 144);
 }
