@@ -383,10 +383,12 @@ MeasureResult measure_cpu(const MeasureOptions& o, const ModelSpec& spec, std::o
 // when that name is not in the database (the caller then asks for --gpu).
 std::optional<Gpu> engine_device(const MeasureOptions& o, const std::string& measured) {
     if (!o.gpu.empty()) return find_gpu(known_gpus(), o.gpu, "--gpu");
-    std::string name = measured.substr(measured.find(": ") == std::string::npos ? 0 : measured.find(": ") + 2);
+    const std::size_t colon = measured.find(": ");  // "cuda: NVIDIA H100 80GB HBM3"
+    const std::string full = colon == std::string::npos ? measured : measured.substr(colon + 2);
+    std::string name = full;
     for (const char* vendor : {"NVIDIA ", "AMD "})
         if (name.rfind(vendor, 0) == 0) name = name.substr(std::string(vendor).size());
-    for (const std::string& candidate : {measured.substr(measured.find(": ") == std::string::npos ? 0 : measured.find(": ") + 2), name}) {
+    for (const std::string& candidate : {full, name}) {
         try {
             return find_gpu(known_gpus(), candidate, "--gpu");
         } catch (const Error&) {

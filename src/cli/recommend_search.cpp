@@ -132,7 +132,7 @@ SimulateOptions traffic_options(const RecommendOptions& o) {
 // One GPU x TP x knob setting (or one disaggregated unit), ready to search.
 struct Setup {
     SloCandidate row;
-    std::unique_ptr<CostModel> cost;          // the pricers point into it (a unit's decode side)
+    std::unique_ptr<CostModel> cost;          // the pricers point into it (an aggregated candidate)
     std::unique_ptr<PdSide> prefill_side, decode_side;  // a unit's sides (its pricers point into their cost models)
     std::unique_ptr<std::vector<CostModel>> stage_costs;  // a pipeline's stages (the stage pricers point into them)
     // --spec-method: the proposer and its pricer (the engine's draft_s points into them).

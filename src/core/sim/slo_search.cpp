@@ -365,9 +365,9 @@ SearchOutcome search_max_rate(const RateWorkload& w, const SearchEngine& e, cons
     // full batch's decode steps sustain, and its one slack is that it fits
     // requests of their whole length where on average they hold half their
     // output (at most 2x), so a workload that still passes at 4x passes only
-    // because it is over before a queue builds: a burst, not a rate (a
-    // 50-request run of DeepSeek-V3 on 8 H200s passed at 10^12 req/s before
-    // this stop). Then halve down to a passing rate, no further than a
+    // because it is over before a queue builds: a burst, not a rate
+    // (without this rule, 50 requests of DeepSeek-V3 on 8 H200s passed at
+    // 10^12 req/s). Then halve down to a passing rate, no further than a
     // replay of 200,000 simulated seconds (its per-second series stays small).
     double hi = out.bound_rps, lo = 0;
     while (out.simulations < s.max_simulations && passes(hi, &out.at_max)) {
