@@ -61,8 +61,15 @@ std::int64_t layer_bytes_per_token_per_gpu(const LayerSpec& l, std::int64_t tp, 
 
 std::int64_t layer_state_bytes_per_gpu(const LayerSpec& l, std::int64_t tp, Dtype conv_dtype, Dtype ssm_dtype) {
     if (l.kind != LayerKind::State) return 0;
-    const std::int64_t whole = checked_add(bytes_for(l.conv_state_elements, conv_dtype), bytes_for(l.ssm_state_elements, ssm_dtype));
     const std::int64_t shards = std::min<std::int64_t>(tp, std::max<std::int64_t>(1, l.state_tp_unit));
+    // Mamba-2's B and C groups follow the head shards: when TP does not
+    // divide n_groups vLLM adds tp - n_groups of them before splitting the
+    // conv state (mamba_utils.py, extra_groups_for_head_shards: n_groups 1
+    // at TP 4 becomes 4, one a rank).
+    std::int64_t conv = l.conv_state_elements;
+    if (l.state_groups > 0 && shards > 1 && l.state_groups % shards != 0)
+        conv = checked_add(conv, checked_mul(shards - l.state_groups, l.group_conv_elements, "Mamba-2 replicated groups"), "Mamba-2 conv state");
+    const std::int64_t whole = checked_add(bytes_for(conv, conv_dtype), bytes_for(l.ssm_state_elements, ssm_dtype));
     return ceil_div(whole, shards);
 }
 

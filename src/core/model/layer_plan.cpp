@@ -55,6 +55,8 @@ LayerPlan mamba2_layer(const ConfigReader& cfg) {
     p.spec.conv_state_elements = checked_mul(m.conv - 1, m.conv_dim(), "Mamba-2 conv state");
     p.spec.ssm_state_elements = checked_mul(m.inner(), m.state, "Mamba-2 SSM state");
     p.spec.state_tp_unit = m.heads;
+    p.spec.state_groups = m.groups;
+    p.spec.group_conv_elements = checked_mul(m.conv - 1, 2 * m.state, "Mamba-2 group conv state");
     p.mixer = Mixer::Mamba2;
     p.ffn = Ffn::None;
     return p;

@@ -37,6 +37,11 @@ struct LayerSpec {
     std::int64_t conv_state_elements = 0;  // State: convolution window per sequence; e.g. 3 x 5120 (Mamba-2.8B)
     std::int64_t ssm_state_elements = 0;   // State: recurrent (SSM / delta-rule) state per sequence; e.g. 5120 x 16
     std::int64_t state_tp_unit = 1;   // State: the state splits across TP in this many shards at most (heads)
+    // Mamba-2: n_groups, and the conv-state elements one group's B and C
+    // rows add ((d_conv - 1) x 2 x d_state). vLLM replicates groups when TP
+    // does not divide them (layer_state_bytes_per_gpu). 0: no groups.
+    std::int64_t state_groups = 0;
+    std::int64_t group_conv_elements = 0;
 
     bool operator==(const LayerSpec&) const = default;
 };

@@ -49,6 +49,26 @@ TEST_CASE("pure Mamba-2: every layer a fixed state") {
     CHECK(s.bytes_per_sequence == 64LL * 1'079'296 * 2);
 }
 
+TEST_CASE("Mamba-2 with one group at TP 2: vLLM replicates the group so each head shard has B and C, and the conv state grows") {
+    // d_inner = 128 heads x 64 = 8,192; conv state (4 - 1) x (8,192 + 2 x 1 x 128)
+    // = 25,344 elements; SSM state 8,192 x 128 = 1,048,576. At TP 2 vLLM adds
+    // tp - n_groups = 1 group (extra_groups_for_head_shards), so each rank
+    // holds (4 - 1) x (4,096 + 2 x 128) = 13,056 conv elements and 524,288 SSM
+    // elements: with a bf16 conv state and an fp32 SSM state, 26,112 + 2,097,152
+    // = 2,123,264 B a layer, 768 B more than an even split of one group.
+    auto m = fixture("constructed/mamba2-one-group.json");
+    const LayerSpec& l = m.layers.front();
+    REQUIRE(l.kind == LayerKind::State);
+    CHECK(l.conv_state_elements == 25'344);
+    CHECK(layer_state_bytes_per_gpu(l, 1, Dtype::Bf16, Dtype::Fp32) == 25'344 * 2 + 1'048'576 * 4);
+    CHECK(layer_state_bytes_per_gpu(l, 2, Dtype::Bf16, Dtype::Fp32) == 2'123'264);
+    // TP 4: n_groups becomes 4, one a rank: 3 x (2,048 + 256) = 6,912 conv elements a rank.
+    CHECK(layer_state_bytes_per_gpu(l, 4, Dtype::Bf16, Dtype::Fp32) == 6'912 * 2 + 262'144 * 4);
+    // Eight groups divide TP 2, 4 and 8: an even split (mamba2.json).
+    const ModelSpec eight = fixture("constructed/mamba2.json");
+    CHECK(layer_state_bytes_per_gpu(eight.layers.front(), 8, Dtype::Bf16, Dtype::Fp32) == (3 * 10'240 * 2 + 1'048'576 * 4) / 8);
+}
+
 TEST_CASE("Qwen3-Next: full attention every 4th layer, Gated DeltaNet state elsewhere") {
     // full_attention_interval 4: 12 full layers (2 KV heads x 256) and 36 linear layers.
     // Linear state: conv (4 - 1) x (2 x 16 x 128 + 32 x 128) + 32 x 128 x 128 = 24,576 + 524,288 elements.
