@@ -347,6 +347,7 @@ std::string run_simulate(const SimulateOptions& o) {
     r.model_label = model_label(model);
     r.gpu_name = gpu.name;
     Workload w = make_workload(o, r.workload);
+    r.concurrency = w.concurrency;
     if (o.prefix_tokens > 0) {
         share_system_prompt(w, o.prefix_tokens);
         r.workload += fmt::format(", a {}-token system prompt shared", group_digits(o.prefix_tokens));

@@ -63,8 +63,22 @@ std::string sentence(const SimulateResult& r) {
         servers = fmt::format("{} prefill ({}, {}) and {} decode ({}, {}) replicas", d.prefill.stats.size(), d.prefill.gpu_name, pool_words(d.prefill),
                               d.decode.stats.size(), d.decode.gpu_name, pool_words(d.decode));
     }
-    std::string out = fmt::format("At {:.2f} requests/s, {} serve{} {} of {} requests with p99 TTFT {:.2f} s and p99 TPOT {:.1f} ms",
-                                  s.requests_per_s, servers, s.replicas > 1 ? "" : "s", group_digits(s.completed), group_digits(s.requests), s.ttft_s.p99,
+    // The load the latencies belong to: the arrival rate of an open loop
+    // (what --rate or the trace offers), or a closed loop's requests in
+    // flight; the throughput over the whole run, drain included, beside it.
+    std::string load = fmt::format("At {:.2f} requests/s", s.requests_per_s);
+    std::string done = "";
+    const std::vector<RequestRecord>& q = r.run.requests;
+    if (r.concurrency > 0) {
+        load = fmt::format("With {} requests in flight", group_digits(r.concurrency));
+        done = fmt::format(" ({:.2f} a second)", s.requests_per_s);
+    } else if (q.size() > 1 && q.back().arrival_s > q.front().arrival_s) {
+        const double offered = static_cast<double>(q.size() - 1) / (q.back().arrival_s - q.front().arrival_s);
+        load = fmt::format("At {:.2f} requests/s arriving", offered);
+        done = fmt::format(" ({:.2f} a second over the run, its drain included)", s.requests_per_s);
+    }
+    std::string out = fmt::format("{}, {} serve{} {} of {} requests{} with p99 TTFT {:.2f} s and p99 TPOT {:.1f} ms", load, servers,
+                                  s.replicas > 1 ? "" : "s", group_digits(s.completed), group_digits(s.requests), done, s.ttft_s.p99,
                                   s.tpot_s.p99 * 1000);
     out += s.preemptions > 0 ? fmt::format("; {} {} recomputed {} tokens", group_digits(s.preemptions), r.engine == "sglang" ? "retractions" : "preemptions",
                                            group_digits(s.recomputed_tokens))

@@ -64,6 +64,7 @@ struct SimulateResult {
     std::string model_label;
     std::string gpu_name;
     std::string workload;        // "trace.csv (19,366 requests)" or "Poisson 5 req/s, 1,000 requests"
+    std::int64_t concurrency = 0;  // a closed loop's requests in flight; 0: open loop (arrivals as given)
     SchedulerConfig config;
     std::int64_t max_model_len = 0;
     std::string pool_source;     // where num_gpu_blocks came from
