@@ -400,7 +400,7 @@ void add_speculation(const SimulateOptions& o, const ModelSpec& model, const Mod
     rep.proposer = spec.method == SpecMethod::Draft ? model_label(draft_model) : "one layer of the target's shape";
     rep.rates = spec.rates;
     rep.expected_tokens_per_step = expected_tokens_per_step(spec.rates);
-    rep.draft_kv_bytes_per_token = spec_kv_bytes_per_token(spec, model, draft_model, o.tp, kv);
+    rep.draft_kv_bytes_per_token = proposer_kv_bytes_per_token(spec.method, model, &draft_model, o.tp, kv);
     rep.blocks_without_draft = r.config.num_gpu_blocks;
     // The drafter's weights are loaded beside the target's, before vLLM
     // profiles, so they come out of the same budget, over TP: a draft

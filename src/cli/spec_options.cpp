@@ -2,9 +2,7 @@
 
 #include "cli/model_options.hpp"
 #include "core/error.hpp"
-#include "core/memory/kv_size.hpp"
 #include "core/model/config_parts.hpp"
-#include "core/sim/disagg.hpp"
 #include "core/speed/speculative.hpp"
 #include "io/model_loader.hpp"
 
@@ -81,20 +79,13 @@ std::optional<SpecInputs> resolve_spec(const SpecFlags& f, const ModelSpec& mode
         if (f.draft_model.empty()) usage_error("--spec-method draft needs --draft-model M (a config.json, a model folder or a preset)");
         draft_model = load_model(f.draft_model, "--draft-model");  // an error names the flag
         draft_model.use_stored_weights = true;                     // as --weights-from auto does for --model
-        check_tp(draft_model, target.tp);
-        spec.draft = make_draft_model(CostModelInputs{&draft_model, target.gpu, WeightFormat{}, target.kv_dtype, target.tp, target.efficiency, std::nullopt});
     } else {
         if (!f.draft_model.empty()) usage_error("--draft-model is for --spec-method draft; " + f.method + " drafts with the target's own layers");
         if (spec.method == SpecMethod::Mtp && !has_mtp_layers(model))
             usage_error("--spec-method mtp: " + model.name + " has no multi-token-prediction layers (num_nextn_predict_layers); use eagle or draft");
-        spec.draft = layout ? make_draft_head_model(target, *layout) : make_draft_head_model(target);
     }
+    spec.draft = make_proposer_model(spec.method, &draft_model, target, layout);
     return spec;
-}
-
-std::int64_t spec_kv_bytes_per_token(const SpecInputs& spec, const ModelSpec& model, const ModelSpec& draft_model, std::int64_t tp,
-                                     Dtype kv_dtype) {
-    return proposer_kv_bytes_per_token(spec.method, model, &draft_model, tp, kv_dtype);
 }
 
 }  // namespace kvplan

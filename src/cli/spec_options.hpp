@@ -34,10 +34,4 @@ void add_spec_options(CLI::App& cmd, SpecFlags& f, const std::string& what);
 std::optional<SpecInputs> resolve_spec(const SpecFlags& f, const ModelSpec& model, const CostModelInputs& target, ModelSpec& draft_model,
                                        const ExpertLayoutInputs* layout = nullptr);
 
-// KV bytes per token (all ranks' share, one rank) the proposer adds to the
-// pool: one target layer's for mtp/eagle (vLLM allocates the drafter's
-// attention layers from the same KV cache), the draft model's for draft.
-std::int64_t spec_kv_bytes_per_token(const SpecInputs& spec, const ModelSpec& model, const ModelSpec& draft_model, std::int64_t tp,
-                                     Dtype kv_dtype);
-
 }  // namespace kvplan

@@ -40,6 +40,9 @@ std::string knobs(const SloRecommendResult& r, const SloCandidate& c) {
     return out;
 }
 
+// One side of a unit in words: "TP 2", or "DP 8 + EP 8" for DP attention + EP groups.
+std::string side_words(std::int64_t tp, std::int64_t dp) { return dp > 1 ? fmt::format("DP {} + EP {}", dp, dp) : fmt::format("TP {}", tp); }
+
 // One side of a unit in the tp column: "2", or "1 ep8" for DP 8 + EP 8
 // groups of TP 1, as the aggregated layouts' rows write them.
 std::string side_cell(std::int64_t tp, std::int64_t dp) { return dp > 1 ? fmt::format("{} ep{}", tp, dp) : std::to_string(tp); }
@@ -48,8 +51,7 @@ std::string side_cell(std::int64_t tp, std::int64_t dp) { return dp > 1 ? fmt::f
 
 std::string unit_sides(const SloCandidate& c) {
     if (c.prefill_dp <= 1 && c.dp <= 1) return fmt::format("{} TP {}/{}", c.gpu, c.prefill_tp, c.tp);
-    auto words = [](std::int64_t tp, std::int64_t dp) { return dp > 1 ? fmt::format("DP {} + EP {}", dp, dp) : fmt::format("TP {}", tp); };
-    return fmt::format("{} {}/{}", c.gpu, words(c.prefill_tp, c.prefill_dp), words(c.tp, c.dp));
+    return fmt::format("{} {}/{}", c.gpu, side_words(c.prefill_tp, c.prefill_dp), side_words(c.tp, c.dp));
 }
 
 namespace {
@@ -176,10 +178,10 @@ std::string scaled_line(const SloCandidate& c) {
 // A disaggregated unit's commands: each side's instance for vLLM and SGLang, and SGLang's router.
 std::string unit_commands(const SloRecommendResult& r, const SloCandidate& c, Width width) {
     auto count = [](std::int64_t n, const char* what) { return fmt::format("{} {}{}", group_digits(n), what, n > 1 ? "s" : ""); };
-    auto side = [](std::int64_t tp, std::int64_t dp) { return dp > 1 ? fmt::format("DP {} + EP {}", dp, dp) : fmt::format("TP {}", tp); };
     std::string out = fit_line(fmt::format("Commands for the best ({}: {} of {} of {} and {} of {}, KV over {}):", c.gpu,
                                            count(c.fleet.replicas, "unit"), count(c.prefill_replicas, "prefill instance"),
-                                           side(c.prefill_tp, c.prefill_dp), count(c.decode_replicas, "decode instance"), side(c.tp, c.dp),
+                                           side_words(c.prefill_tp, c.prefill_dp), count(c.decode_replicas, "decode instance"),
+                                           side_words(c.tp, c.dp),
                                            c.kv_link),
                                width);
     ServeOptions s = serve_for(r, c);

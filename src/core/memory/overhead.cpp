@@ -272,8 +272,9 @@ std::optional<OverheadTerm> mla_decode_copy_term(const ModelSpec& spec, Engine e
     const bool quantized = quantized_bytes(kv_b, spec.quantization).has_value();
     if (engine == Engine::Vllm && !quantized) return std::nullopt;
     const Quantization& q = spec.quantization;
-    const bool per_tensor_fp8 = quantized && q.method == QuantMethod::Fp8 && !(q.block_rows == 128 && q.block_cols == 128);
-    const bool block_fp8 = quantized && q.method == QuantMethod::Fp8 && q.block_rows == 128 && q.block_cols == 128;
+    const bool fp8 = quantized && q.method == QuantMethod::Fp8;
+    const bool block_fp8 = fp8 && q.block_rows == 128 && q.block_cols == 128;
+    const bool per_tensor_fp8 = fp8 && !block_fp8;
     const Dtype copy = engine == Engine::Sglang && per_tensor_fp8 ? Dtype::Fp8 : serving_dtype(spec.checkpoint_dtype);
     // The MLA layers in the range: those kv_b_proj names, else its copies in proportion.
     std::int64_t held = 0;

@@ -119,6 +119,7 @@ double trtllm_fraction(const MemoryBudget& b) {
 // --spec-method: one replica's proposer on its device and layout.
 struct Proposer {
     CostModel draft;              // one draft pass
+    std::int64_t k = 1;           // drafts a step
     double expected_tokens = 1;   // E: tokens a sequence keeps a step
     std::int64_t weights_per_gpu = 0, kv_bytes_per_token = 0;
 };
@@ -129,12 +130,8 @@ struct Proposer {
 Proposer make_proposer(const RecommendInputs& in, const CostModelInputs& target, const ExpertLayoutInputs* layout, Dtype kv_dtype) {
     const RecommendSpec& s = *in.spec;
     Proposer p;
-    if (s.method == SpecMethod::Draft) {
-        check_tp(*s.draft_model, target.tp);
-        p.draft = make_draft_model(CostModelInputs{s.draft_model, target.gpu, WeightFormat{}, target.kv_dtype, target.tp, target.efficiency, std::nullopt});
-    } else {
-        p.draft = layout ? make_draft_head_model(target, *layout) : make_draft_head_model(target);
-    }
+    p.draft = make_proposer_model(s.method, s.draft_model, target, layout);
+    p.k = s.k;
     p.expected_tokens = expected_tokens_per_step(s.rates);
     p.weights_per_gpu = proposer_weight_bytes_per_gpu(s.method, *in.model, s.draft_model, target.tp, layout ? &layout->scale_out : nullptr);
     p.kv_bytes_per_token = proposer_kv_bytes_per_token(s.method, *in.model, s.draft_model, target.tp, kv_dtype);
@@ -157,9 +154,9 @@ std::int64_t requests_beside(const CapacityPlan& plan, std::int64_t requests, co
 
 // Seconds per output token of one sequence at `batch`: a decode step, or a
 // speculative step (K drafts, one verify) over the E tokens it keeps.
-double per_token_s(const CostModel& m, const Proposer* p, std::int64_t k, std::int64_t batch, std::int64_t context) {
+double per_token_s(const CostModel& m, const Proposer* p, std::int64_t batch, std::int64_t context) {
     if (!p) return decode_step(m, batch, context).total_s;
-    return spec_step(m, p->draft, k, batch, context).total_s / p->expected_tokens;
+    return spec_step(m, p->draft, p->k, batch, context).total_s / p->expected_tokens;
 }
 
 // One replica of `tp` x `attention_dp` GPUs at batch 1 (the best TPOT it can
@@ -179,7 +176,7 @@ Candidate replica(const RecommendInputs& in, const CostModel& m, const CapacityP
         c.spec_draft = in.spec->draft_label;
     }
     c.ttft_s = prefill_step(m, 1, prompt).total_s;
-    c.tpot_s = per_token_s(m, p, in.spec ? in.spec->k : 0, 1, in.context);
+    c.tpot_s = per_token_s(m, p, 1, in.context);
     c.tokens_per_s_per_gpu = 1.0 / c.tpot_s / static_cast<double>(c.replica_gpus());
     c.tokens_per_s = static_cast<double>(c.dp) / c.tpot_s;
     if (c.max_requests < 1) c.missed.push_back(Target::Memory);
@@ -199,15 +196,14 @@ Candidate replica(const RecommendInputs& in, const CostModel& m, const CapacityP
 // the batch), capped by memory, and the figures at that batch. Throughput of
 // DP replicas is dp x one replica's; latency is one replica's.
 void fill_batch(Candidate& c, const RecommendInputs& in, const CostModel& m, std::int64_t prompt, const Proposer* p = nullptr) {
-    const std::int64_t k = in.spec ? in.spec->k : 0;
     std::int64_t lo = 1, hi = c.max_requests;
     while (lo < hi) {
         const std::int64_t mid = lo + (hi - lo + 1) / 2;
-        if (per_token_s(m, p, k, mid, in.context) <= in.tpot_s) lo = mid;
+        if (per_token_s(m, p, mid, in.context) <= in.tpot_s) lo = mid;
         else hi = mid - 1;
     }
     c.batch = lo;
-    c.tpot_s = per_token_s(m, p, k, lo, in.context);
+    c.tpot_s = per_token_s(m, p, lo, in.context);
     const double replica_tokens_per_s = static_cast<double>(lo) / c.tpot_s;
     c.tokens_per_s = static_cast<double>(c.dp) * replica_tokens_per_s;
     c.tokens_per_s_per_gpu = replica_tokens_per_s / static_cast<double>(c.replica_gpus());

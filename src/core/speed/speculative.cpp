@@ -103,6 +103,12 @@ std::int64_t draft_head_weight_bytes_per_gpu(const ModelSpec& target, const Scal
                        "draft head weights per GPU");
 }
 
+CostModel make_proposer_model(SpecMethod method, const ModelSpec* draft, const CostModelInputs& target, const ExpertLayoutInputs* layout) {
+    if (method != SpecMethod::Draft) return layout ? make_draft_head_model(target, *layout) : make_draft_head_model(target);
+    check_tp(*draft, target.tp);
+    return make_draft_model(CostModelInputs{draft, target.gpu, WeightFormat{}, target.kv_dtype, target.tp, target.efficiency, std::nullopt});
+}
+
 std::int64_t proposer_weight_bytes_per_gpu(SpecMethod method, const ModelSpec& target, const ModelSpec* draft, std::int64_t tp,
                                            const ScaleOut* layout) {
     if (method == SpecMethod::Draft) return ceil_div(size_weights(*draft).bytes, tp);

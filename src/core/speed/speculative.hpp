@@ -68,6 +68,13 @@ std::int64_t proposer_kv_bytes_per_token(SpecMethod method, const ModelSpec& tar
 // efficiency, without a step overhead of its own.
 CostModel make_draft_model(const CostModelInputs& draft);
 
+// One draft pass of the proposer `method` names for `target`: the draft
+// model (`draft`, SpecMethod::Draft) on the target's device, TP and KV
+// dtype in its checkpoint's format, or the MTP/EAGLE head (under `layout`
+// when given). The draft model's heads must split over the target's TP
+// (check_tp throws Error(Usage) otherwise).
+CostModel make_proposer_model(SpecMethod method, const ModelSpec* draft, const CostModelInputs& target, const ExpertLayoutInputs* layout = nullptr);
+
 // One speculative step at `batch` sequences of `context` cached tokens.
 struct SpecStep {
     StepCost verify;      // the target: batch x (K + 1) new tokens at `context`
