@@ -1,10 +1,11 @@
 # The one-way rule of src/core/ (docs/style.md, "Where things live"):
 #
-#   root  <-  model/  <-  memory/  <-  speed/  <-  gate/
-#                                           <-  sim/
+#   root  <-  model/  <-  memory/  <-  speed/  <-  gate/  <-  plan/
+#                                           <-  sim/   <-
 #
 # A file may include the shared root files, its own wing and the wings to its
-# left; gate/ and sim/ sit side by side and do not include each other. The
+# left; gate/ and sim/ sit side by side and do not include each other; plan/
+# (engine set-up and the search) sits above both. The
 # root includes no wing, and nothing in src/core/ includes io/, cli/ or the
 # kernels. Run by CTest as `core_wings_include_rule`:
 #
@@ -30,7 +31,8 @@ set(rank_memory 2)
 set(rank_speed 3)
 set(rank_gate 4)
 set(rank_sim 4)
-set(known_wings model memory speed gate sim)
+set(rank_plan 5)
+set(known_wings model memory speed gate sim plan)
 
 # The wing a path below src/core/ belongs to ("root" for a file at the top).
 function(wing_of relative out)
@@ -76,7 +78,7 @@ foreach(file IN LISTS files)
       continue()
     endif()
     if(NOT rank_${to} LESS rank_${from})
-      message("src/core/${file}:${number}: ${from} includes \"${target}\" from ${to}; a wing includes only the root and the wings below it (model <- memory <- speed <- gate, sim)")
+      message("src/core/${file}:${number}: ${from} includes \"${target}\" from ${to}; a wing includes only the root and the wings below it (model <- memory <- speed <- gate, sim <- plan)")
       math(EXPR violations "${violations} + 1")
     endif()
   endforeach()

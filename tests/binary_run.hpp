@@ -80,9 +80,12 @@ struct Run {
     std::string err;
     double seconds = 0;
 
-    static Run kvplan(const std::vector<std::string>& args) {
+    // With `address_space_kib` above 0 the binary runs under `ulimit -v` of
+    // that many KiB (its allocations fail beyond it, as on a small machine).
+    static Run kvplan(const std::vector<std::string>& args, long address_space_kib = 0) {
         Run r;
-        r.command = shell_quote(KVPLAN_BINARY);
+        r.command = (address_space_kib > 0 ? "ulimit -v " + std::to_string(address_space_kib) + " && exec " : std::string()) +
+                    shell_quote(KVPLAN_BINARY);
         for (const auto& a : args) r.command += " " + shell_quote(a);
         const fs::path out_file = scratch().path() / "stdout.txt";
         const fs::path err_file = scratch().path() / "stderr.txt";

@@ -1,6 +1,8 @@
 #include "cli/app.hpp"
 
 #include <algorithm>
+#include <exception>
+#include <new>
 
 #include <CLI/CLI.hpp>
 
@@ -21,11 +23,13 @@
 #include "cli/version.hpp"
 #include "core/error.hpp"
 #include "io/gpu_db.hpp"
-#include "io/printable.hpp"
+#include "report/printable.hpp"
 
 namespace kvplan {
 
-int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+namespace {
+
+int run_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
     CLI::App app("kvplan: KV-cache and GPU capacity planner for LLM serving", "kvplan");
     app.set_version_flag("--version", version_line());
     app.footer(
@@ -136,6 +140,22 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         if (e.kind() == ErrorKind::Unavailable) return kExitUnavailable;
         return e.kind() == ErrorKind::Usage ? kExitUsage : kExitDataErr;
     }
+}
+
+}  // namespace
+
+int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+    try {
+        return run_command(args, out, err);
+    } catch (const std::bad_alloc&) {
+        err << "kvplan: error: out of memory: the run needs more than this machine gives it "
+               "(fewer requests, replicas or blocks need less)\n";
+    } catch (const std::exception& e) {
+        err << "kvplan: error: internal error: " << printable(e.what()) << " (a bug in kvplan: please report it)\n";
+    } catch (...) {
+        err << "kvplan: error: internal error: an unknown exception (a bug in kvplan: please report it)\n";
+    }
+    return kExitInternal;
 }
 
 }  // namespace kvplan

@@ -19,7 +19,7 @@
 #include "io/file_writer.hpp"
 #include "io/gpu_db.hpp"
 #include "io/model_loader.hpp"
-#include "io/printable.hpp"
+#include "report/printable.hpp"
 #include "io/presets.hpp"
 
 namespace kvplan {

@@ -10,11 +10,11 @@
 #include "core/gate/regression.hpp"
 #include "core/gate/scenario.hpp"
 #include "io/baseline_file.hpp"
-#include "io/check_report.hpp"
+#include "report/check_report.hpp"
 #include "io/file_writer.hpp"
 #include "io/gpu_db.hpp"
 #include "io/model_loader.hpp"
-#include "io/printable.hpp"
+#include "report/printable.hpp"
 
 namespace kvplan {
 

@@ -13,7 +13,7 @@
 #include "core/error.hpp"
 #include "core/sim/cpu_tier.hpp"
 #include "core/sim/scheduler.hpp"
-#include "io/concurrency_report.hpp"
+#include "report/concurrency_report.hpp"
 
 namespace kvplan {
 

@@ -8,10 +8,10 @@
 #include "core/memory/engine.hpp"
 #include "core/error.hpp"
 #include "core/gate/scenario.hpp"
-#include "io/diff_report.hpp"
+#include "report/diff_report.hpp"
 #include "io/gpu_db.hpp"
 #include "io/model_loader.hpp"
-#include "io/units.hpp"
+#include "core/units.hpp"
 
 namespace kvplan {
 

@@ -1,7 +1,7 @@
 #include "cli/cmd_engines.hpp"
 
 #include "io/engine_db.hpp"
-#include "io/engines_report.hpp"
+#include "report/engines_report.hpp"
 
 namespace kvplan {
 

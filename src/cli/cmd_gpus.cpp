@@ -2,7 +2,7 @@
 #include "cli/flag_checks.hpp"
 
 #include "io/gpu_db.hpp"
-#include "io/gpus_report.hpp"
+#include "report/gpus_report.hpp"
 
 namespace kvplan {
 

@@ -27,10 +27,10 @@
 #include "io/file_writer.hpp"
 #include "io/gpu_db.hpp"
 #include "io/host_load.hpp"
-#include "io/measure_report.hpp"
+#include "report/measure_report.hpp"
 #include "io/model_loader.hpp"
 #include "io/presets.hpp"
-#include "io/units.hpp"
+#include "core/units.hpp"
 
 namespace kvplan {
 

@@ -10,8 +10,8 @@
 #include "core/model/weights.hpp"
 #include "io/model_loader.hpp"
 #include "io/presets.hpp"
-#include "io/table.hpp"
-#include "io/units.hpp"
+#include "report/table.hpp"
+#include "core/units.hpp"
 
 namespace kvplan {
 

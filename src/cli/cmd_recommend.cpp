@@ -10,7 +10,7 @@
 #include "io/gpu_db.hpp"
 #include "io/model_loader.hpp"
 #include "io/price_file.hpp"
-#include "io/recommend_report.hpp"
+#include "report/recommend_report.hpp"
 #include "cli/recommend_search.hpp"
 
 namespace kvplan {

@@ -14,10 +14,10 @@
 #include "core/model/weights.hpp"
 #include "io/engine_db.hpp"
 #include "io/model_loader.hpp"
-#include "io/roofline_report.hpp"
+#include "report/roofline_report.hpp"
 #include "io/file_writer.hpp"
-#include "io/html_report.hpp"
-#include "io/plot_files.hpp"
+#include "report/html_report.hpp"
+#include "report/plot_files.hpp"
 
 namespace kvplan {
 

@@ -24,9 +24,9 @@
 #include "core/speed/speculative.hpp"
 #include "io/engine_db.hpp"
 #include "io/file_writer.hpp"
-#include "io/html_report.hpp"
-#include "io/plot_files.hpp"
-#include "io/simulate_report.hpp"
+#include "report/html_report.hpp"
+#include "report/plot_files.hpp"
+#include "report/simulate_report.hpp"
 #include "io/trace_reader.hpp"
 
 namespace kvplan {

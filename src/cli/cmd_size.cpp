@@ -4,7 +4,7 @@
 #include "core/model/config_parts.hpp"
 #include "core/memory/kv_size.hpp"
 #include "core/model/weights.hpp"
-#include "io/size_report.hpp"
+#include "report/size_report.hpp"
 
 namespace kvplan {
 

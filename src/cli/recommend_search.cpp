@@ -22,10 +22,10 @@
 #include "core/sim/slo_search.hpp"
 #include "io/engine_db.hpp"
 #include "io/file_writer.hpp"
-#include "io/html_report.hpp"
+#include "report/html_report.hpp"
 #include "io/model_loader.hpp"
-#include "io/plot_files.hpp"
-#include "io/slo_report.hpp"
+#include "report/plot_files.hpp"
+#include "report/slo_report.hpp"
 
 namespace kvplan {
 

@@ -19,7 +19,7 @@
 #include "core/sim/sglang_scheduler.hpp"
 #include "core/sim/synthetic.hpp"
 #include "core/speed/step_cost.hpp"
-#include "io/simulate_report.hpp"
+#include "report/simulate_report.hpp"
 
 namespace kvplan {
 

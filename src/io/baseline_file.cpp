@@ -7,7 +7,7 @@
 
 #include "core/error.hpp"
 #include "io/model_loader.hpp"
-#include "io/units.hpp"
+#include "core/units.hpp"
 
 namespace kvplan {
 

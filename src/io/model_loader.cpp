@@ -19,7 +19,7 @@
 #include "io/presets.hpp"
 #include "io/safetensors_reader.hpp"
 #include "io/sha256.hpp"
-#include "io/units.hpp"
+#include "core/units.hpp"
 
 namespace kvplan {
 

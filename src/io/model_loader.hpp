@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/model/model_spec.hpp"
+#include "core/model/served_model.hpp"
 
 namespace kvplan {
 
@@ -27,22 +28,6 @@ constexpr std::int64_t kMaxConfigBytes = 8 * 1024 * 1024;
 // names is not a valid config. `origin` is where the argument came from, as
 // messages name it: the flag, or a baseline's "model" field.
 ModelSpec load_model(const std::string& arg, const std::string& origin = "--model");
-
-// What an engine is told to load for a --model argument, resolved in
-// load_model's order: a path gives the folder holding its config.json (a
-// Hugging Face cache entry, its snapshot), a preset its hf_id, a repo id
-// itself. Used by `recommend` to print commands that run as pasted.
-struct ServedModel {
-    std::string id;
-    // GPTQ or AWQ settings beside config.json rather than in it: vLLM reads
-    // them only when told the method (--quantization; GPTQConfig and
-    // AWQConfig.get_config_filenames). ModelOpt's hf_quant_config.json it
-    // finds by itself.
-    bool quantization_beside_config = false;
-    // A config file not named config.json: the engines read a folder's
-    // config.json, so the folder printed may not be the checkpoint. Empty otherwise.
-    std::string warning;
-};
 
 // Call after load_model(arg) succeeded.
 ServedModel served_model(const std::string& arg);

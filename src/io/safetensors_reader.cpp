@@ -10,7 +10,7 @@
 #include "core/checked.hpp"
 #include "core/error.hpp"
 #include "io/model_loader.hpp"
-#include "io/units.hpp"
+#include "core/units.hpp"
 
 namespace kvplan {
 

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/display_width.hpp"
+#include "report/display_width.hpp"
 #include "test_support.hpp"
 
 using namespace kvplan;

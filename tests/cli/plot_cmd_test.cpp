@@ -17,7 +17,7 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "io/svg_chart.hpp"
+#include "report/svg_chart.hpp"
 #include "svg_read.hpp"
 #include "test_support.hpp"
 #include "xml_check.hpp"

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "binary_run.hpp"
-#include "io/display_width.hpp"
+#include "report/display_width.hpp"
 
 namespace {
 

@@ -16,7 +16,7 @@
 #include "io/engine_db.hpp"
 #include "core/model/config_parser.hpp"
 #include "io/baseline_file.hpp"
-#include "io/check_report.hpp"
+#include "report/check_report.hpp"
 #include "io/gpu_db.hpp"
 #include "io/model_loader.hpp"
 #include "io/presets.hpp"

@@ -14,7 +14,7 @@
 #include "core/byte_size.hpp"
 #include "core/memory/capacity.hpp"
 #include "core/memory/parallel.hpp"
-#include "io/engine_log.hpp"
+#include "report/engine_log.hpp"
 #include "io/gpu_db.hpp"
 #include "io/presets.hpp"
 #include "test_support.hpp"

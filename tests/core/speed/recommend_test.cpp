@@ -11,7 +11,7 @@
 #include "core/speed/speculative.hpp"
 #include "core/speed/step_cost.hpp"
 #include "io/gpu_db.hpp"
-#include "io/recommend_report.hpp"
+#include "report/recommend_report.hpp"
 #include "test_support.hpp"
 
 using namespace kvplan;

@@ -1,0 +1,465 @@
+#include "report/recommend_report.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "report/json_value.hpp"
+#include "report/table.hpp"
+#include "core/units.hpp"
+
+namespace kvplan {
+
+namespace {
+
+constexpr std::size_t kWidth = 100;  // the default text output fits this many columns
+
+using Args = std::vector<std::string>;  // one flag and its value per item, kept together when a line breaks
+
+std::string ms(double s) { return fmt::format("{:.1f}", s * 1e3); }
+
+std::string join(const Args& args) {
+    std::string out;
+    for (const std::string& a : args) out += (out.empty() ? "" : " ") + a;
+    return out;
+}
+
+// A path with spaces or shell characters, quoted so that the command still pastes.
+std::string shell_word(const std::string& word) {
+    if (!word.empty() && word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:@+=,-") == std::string::npos)
+        return word;
+    std::string out = "'";
+    for (char ch : word) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+    return out + "'";
+}
+
+Args vllm_args(const Candidate& c, const ServeOptions& s) {
+    Args a{fmt::format("--tensor-parallel-size {}", c.tp)};
+    if (c.pp > 1) a.push_back(fmt::format("--pipeline-parallel-size {}", c.pp));
+    // DP attention + EP (docs/scale-out.md): one server's DP ranks share the
+    // experts; further replicas are separate servers.
+    if (c.expert_parallel()) {
+        a.push_back(fmt::format("--data-parallel-size {}", c.attention_dp));
+        // Over several nodes (docs.vllm.ai, serving/data_parallel_deployment):
+        // this node's ranks, and where the head node listens.
+        if (c.nodes > 1) {
+            a.push_back(fmt::format("--data-parallel-size-local {}", c.attention_dp / c.nodes));
+            a.push_back("--data-parallel-address HEAD_IP");
+            a.push_back("--data-parallel-rpc-port 13345");
+        }
+        a.push_back("--enable-expert-parallel");
+        if (c.two_batch_overlap) a.push_back("--enable-dbo");
+    } else if (c.dp > 1) a.push_back(fmt::format("--data-parallel-size {}", c.dp));
+    a.push_back(fmt::format("--max-num-seqs {}", c.rank_batch()));  // per engine core (DP rank)
+    a.push_back(fmt::format("--max-model-len {}", c.max_model_len));
+    a.push_back(fmt::format("--max-num-batched-tokens {}", c.max_num_batched_tokens));
+    a.push_back(fmt::format("--gpu-memory-utilization {:.2f}", c.vllm_mem_fraction));
+    a.push_back(fmt::format("--kv-cache-dtype {}", c.kv_dtype == Dtype::Fp8 ? "fp8" : "auto"));
+    if (s.quantization) a.push_back("--quantization " + *s.quantization);
+    if (s.dtype) a.push_back("--dtype " + *s.dtype);
+    // Speculative decoding (docs.vllm.ai, features/spec_decode): the MTP
+    // module ("mtp"), an EAGLE head (its checkpoint: EAGLE_HEAD) or a draft model.
+    if (!c.spec_method.empty()) {
+        const std::string what = c.spec_method == "mtp"     ? R"("method":"mtp")"
+                                 : c.spec_method == "eagle" ? R"("method":"eagle","model":"EAGLE_HEAD")"
+                                                            : fmt::format(R"("model":"{}")", c.spec_draft);
+        a.push_back(fmt::format(R"(--speculative-config '{{{},"num_speculative_tokens":{}}}')", what, c.spec_tokens));
+    }
+    // Both roles take kv_both: the proxy's kv_transfer_params decide who
+    // sends (docs.vllm.ai, features/nixl_connector_usage).
+    if (s.pd_role) a.push_back(R"(--kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_both"}')");
+    return a;
+}
+
+// SGLang's server_args.py: --tp, --pp-size (--pipeline-parallel-size), --dp
+// (--data-parallel-size), --mem-fraction-static, --context-length,
+// --max-running-requests, --chunked-prefill-size.
+Args sglang_args(const Candidate& c, const ServeOptions& s) {
+    // DP attention + EP: --tp counts every GPU, --dp the attention ranks
+    // (dp_attention.py: attn_tp_size = tp_size // dp_size), --ep the experts' group.
+    Args a{fmt::format("--tp {}", c.tp * c.attention_dp)};
+    if (c.expert_parallel()) {
+        a.push_back(fmt::format("--dp {}", c.attention_dp));
+        a.push_back("--enable-dp-attention");
+        a.push_back(fmt::format("--ep {}", c.attention_dp));
+        // Over several nodes (server_args.py): each node's rank and the head's address.
+        if (c.nodes > 1) {
+            a.push_back(fmt::format("--nnodes {}", c.nodes));
+            a.push_back("--node-rank 0");
+            a.push_back("--dist-init-addr HEAD_IP:5000");
+        }
+        if (c.two_batch_overlap) a.push_back("--enable-two-batch-overlap");
+    }
+    if (c.pp > 1) a.push_back(fmt::format("--pp-size {}", c.pp));
+    if (c.dp > 1 && !c.expert_parallel()) a.push_back(fmt::format("--dp {}", c.dp));
+    // Under DP attention both are the server's totals, which SGLang divides
+    // over the ranks (server_args.py: chunked_prefill_size // dp_size; the
+    // scheduler's max_running_requests // dp_size).
+    a.push_back(fmt::format("--max-running-requests {}", c.rank_batch() * c.attention_dp));
+    a.push_back(fmt::format("--context-length {}", c.max_model_len));
+    a.push_back(fmt::format("--chunked-prefill-size {}", c.max_num_batched_tokens * c.attention_dp));
+    a.push_back(fmt::format("--mem-fraction-static {:.2f}", c.sglang_mem_fraction));
+    a.push_back(fmt::format("--kv-cache-dtype {}", c.kv_dtype == Dtype::Fp8 ? "fp8_e4m3" : "auto"));
+    if (s.quantization) a.push_back("--quantization " + *s.quantization);
+    if (s.dtype) a.push_back("--dtype " + *s.dtype);
+    // Speculative decoding (docs.sglang.io, advanced_features/speculative_decoding):
+    // the model's MTP layers run as an EAGLE drafter; a chain of K drafts.
+    if (!c.spec_method.empty()) {
+        a.push_back(c.spec_method == "draft" ? "--speculative-algorithm STANDALONE" : "--speculative-algorithm EAGLE");
+        if (c.spec_method == "eagle") a.push_back("--speculative-draft-model-path EAGLE_HEAD");
+        if (c.spec_method == "draft") a.push_back("--speculative-draft-model-path " + shell_word(c.spec_draft));
+        a.push_back(fmt::format("--speculative-num-steps {}", c.spec_tokens));
+        a.push_back("--speculative-eagle-topk 1");
+        a.push_back(fmt::format("--speculative-num-draft-tokens {}", c.spec_tokens + 1));
+    }
+    // docs.sglang.io, advanced_features/pd_disaggregation: --disaggregation-mode
+    // prefill|decode, with NIXL as the transfer engine.
+    if (s.pd_role) {
+        a.push_back("--disaggregation-mode " + *s.pd_role);
+        a.push_back("--disaggregation-transfer-backend nixl");
+    }
+    return a;
+}
+
+// trtllm-serve's options (https://nvidia.github.io/TensorRT-LLM/0.18.2/commands/trtllm-serve.html):
+// --tp_size, --max_batch_size, --max_num_tokens, --max_seq_len and
+// --kv_cache_free_gpu_memory_fraction ("free GPU memory fraction reserved for
+// KV cache, after allocating model weights and buffers"). It has no
+// data-parallel flag: DP replicas are separate servers.
+// With DP attention + EP, --tp_size counts every GPU and --ep_size the
+// experts' group; attention data parallelism is the LLM API's
+// enable_attention_dp, set in the YAML file --extra_llm_api_options reads.
+Args trtllm_args(const Candidate& c) {
+    Args a{fmt::format("--tp_size {}", c.tp * c.attention_dp)};
+    if (c.expert_parallel()) a.push_back(fmt::format("--ep_size {}", c.attention_dp));
+    // Each attention-DP rank schedules its own batch: the limits are per rank.
+    for (std::string x : {fmt::format("--max_batch_size {}", c.rank_batch()), fmt::format("--max_num_tokens {}", c.max_num_batched_tokens),
+                          fmt::format("--max_seq_len {}", c.max_model_len),
+                          fmt::format("--kv_cache_free_gpu_memory_fraction {:.2f}", c.trtllm_free_fraction)})
+        a.push_back(std::move(x));
+    if (c.expert_parallel()) a.push_back("--extra_llm_api_options attention_dp.yaml");
+    return a;
+}
+
+Args with_head(std::string head, Args args) {
+    args.insert(args.begin(), std::move(head));
+    return args;
+}
+
+Args vllm_line(const Candidate& c, const ServeOptions& s) { return with_head("vllm serve " + shell_word(s.model), vllm_args(c, s)); }
+Args sglang_line(const Candidate& c, const ServeOptions& s) {
+    return with_head("python -m sglang.launch_server --model-path " + shell_word(s.model), sglang_args(c, s));
+}
+Args trtllm_line(const Candidate& c, const ServeOptions& s) { return with_head("trtllm-serve " + shell_word(s.model), trtllm_args(c)); }
+
+// A command broken into lines of at most `width` columns, each but the last
+// ending in " \" so that it still pastes into a shell.
+std::string continued(const Args& args, std::size_t width) {
+    const std::string first = "  ", rest = "      ";
+    std::string out, line = first + args.front();
+    for (std::size_t i = 1; i < args.size(); ++i) {
+        if (line.size() + 1 + args[i].size() + 2 > width) {
+            out += line + " \\\n";
+            line = rest + args[i];
+        } else line += " " + args[i];
+    }
+    return out + line + "\n";
+}
+
+std::string command(const Args& args, bool wide) { return wide ? "  " + join(args) + "\n" : continued(args, kWidth); }
+
+std::string layout(const Candidate& c) {
+    if (!c.expert_parallel()) return c.dp > 1 ? fmt::format("TP {} x DP {}", c.tp, c.dp) : fmt::format("TP {}", c.tp);
+    std::string one = fmt::format("DP {} + EP {}", c.attention_dp, c.attention_dp);
+    if (c.nodes > 1) one += fmt::format(" over {} nodes", c.nodes);
+    return c.dp > 1 ? fmt::format("{}, {} replicas", one, c.dp) : one;
+}
+
+// The table's tp cell: "1 ep8" for DP attention over 8 GPUs (TP 1 each) with EP 8.
+std::string tp_cell(const Candidate& c) { return c.expert_parallel() ? fmt::format("{} ep{}", c.tp, c.attention_dp) : std::to_string(c.tp); }
+
+std::string usd(const Candidate& c) { return c.usd_per_million_tokens ? fmt::format("{:.3f}", *c.usd_per_million_tokens) : "-"; }
+
+Table candidates_table(const RecommendResult& r, bool wide) {
+    Table t = wide ? Table({"#", "gpu", "tp", "dp", "GPUs", "batch", "TTFT (ms)", "TPOT (ms)", "tok/s per GPU", "tok/s total",
+                            "$ per M tokens", "fits (requests)", "max batched tokens"}, 2)
+                   : Table({"#", "gpu", "tp", "dp", "batch", "TTFT ms", "TPOT ms", "tok/s/GPU", "tok/s", "$/M tok", "fits"}, 2);
+    for (std::size_t i = 0; i < r.rec.candidates.size() && i < r.top; ++i) {
+        const Candidate& c = r.rec.candidates[i];
+        std::vector<std::string> row{std::to_string(i + 1), c.gpu, tp_cell(c), std::to_string(c.dp)};
+        if (wide) row.push_back(std::to_string(c.gpus()));
+        for (std::string cell : {group_digits(c.batch), ms(c.ttft_s), ms(c.tpot_s), fmt::format("{:.0f}", c.tokens_per_s_per_gpu),
+                                 fmt::format("{:.0f}", c.tokens_per_s), usd(c), group_digits(c.max_requests)})
+            row.push_back(cell);
+        if (wide) row.push_back(group_digits(c.max_num_batched_tokens));
+        t.add(row);
+    }
+    return t;
+}
+
+const char* target_key(Target t) {
+    switch (t) {
+        case Target::Memory: return "memory";
+        case Target::Ttft: return "ttft";
+        case Target::Tpot: return "tpot";
+    }
+    return "?";
+}
+
+// "misses TPOT 50.0 ms (62.1 ms)", "misses TTFT 500.0 ms (612.0 ms) and TPOT ...", "does not fit".
+std::string missed_words(const Candidate& c, const RecommendInputs& in) {
+    if (c.missed.front() == Target::Memory) return fmt::format("does not fit one request of {} tokens", group_digits(in.context));
+    std::string out = "misses";
+    for (std::size_t i = 0; i < c.missed.size(); ++i) {
+        out += i ? " and " : " ";
+        out += c.missed[i] == Target::Ttft ? fmt::format("TTFT {} ms ({} ms)", ms(in.ttft_s), ms(c.ttft_s))
+                                           : fmt::format("TPOT {} ms ({} ms at batch 1)", ms(in.tpot_s), ms(c.tpot_s));
+    }
+    return out;
+}
+
+std::string rejected_list(const RecommendResult& r) {
+    const std::vector<Candidate>& all = r.rec.rejected;
+    if (all.empty()) return "";
+    const std::size_t shown = r.wide ? all.size() : std::min(all.size(), r.top);
+    std::string out = shown == all.size() ? fmt::format("\nRejected, closest first ({}):\n", all.size())
+                                          : fmt::format("\nRejected, closest first ({} of {}; --wide lists all):\n", shown, all.size());
+    for (std::size_t i = 0; i < shown; ++i)
+        out += wrap_text(all[i].gpu + " " + layout(all[i]) + ": " + missed_words(all[i], r.inputs), kWidth, "  ", "    ");
+    return out;
+}
+
+std::string targets(const RecommendResult& r) {
+    std::string gpus = r.inputs.num_gpus > 0 ? fmt::format(", on {} GPUs", r.inputs.num_gpus) : "";
+    return fmt::format("{}: context {} tokens, TTFT <= {} ms, TPOT <= {} ms{}", r.model, group_digits(r.inputs.context), ms(r.inputs.ttft_s),
+                       ms(r.inputs.tpot_s), gpus);
+}
+
+std::string nothing(const RecommendResult& r) {
+    const Recommendation& x = r.rec;
+    std::string out = "Nothing meets both targets. ";
+    if (x.binding == "memory") return out + "No GPU x TP up to the limit holds one request of this context in memory.";
+    auto at = [](const Candidate& c) { return c.gpu + " " + layout(c); };
+    const std::string ttft = x.best_ttft ? fmt::format("the best TTFT is {} ms ({})", ms(x.best_ttft->ttft_s), at(*x.best_ttft)) : "";
+    const std::string tpot = x.best_tpot ? fmt::format("the best TPOT is {} ms at batch 1 ({})", ms(x.best_tpot->tpot_s), at(*x.best_tpot)) : "";
+    if (x.binding == "ttft") return out + "The TTFT target binds: " + ttft + ".";
+    if (x.binding == "tpot") return out + "The TPOT target binds: " + tpot + ".";
+    if (x.binding == "both") return out + "Both targets bind: " + ttft + "; " + tpot + ".";
+    return out + "Each target is met by some configuration but none meets both: " + ttft + "; " + tpot + ".";
+}
+
+std::string notes(const RecommendResult& r, const ServeOptions& s) {
+    std::vector<std::string> all = s.notes;
+    if (r.rec.larger_tp_meeting > 0)
+        all.push_back(fmt::format("{} larger-TP configurations also meet both targets; each device lists its smallest TP, "
+                                  "and data-parallel replicas fill the GPUs (docs/roofline.md)",
+                                  r.rec.larger_tp_meeting));
+    all.insert(all.end(), r.rec.notes.begin(), r.rec.notes.end());
+    std::string out;
+    for (const std::string& n : all) out += r.wide ? "note: " + n + "\n" : wrap_text(n, kWidth, "note: ", "      ");
+    return out;
+}
+
+std::string best_commands(const RecommendResult& r, const ServeOptions& s) {
+    const Candidate& best = r.rec.candidates.front();
+    std::string out = fmt::format("\nCommands for the best ({}, {}, {} GPU{}):\n", best.gpu, layout(best), best.gpus(), best.gpus() > 1 ? "s" : "");
+    out += command(vllm_line(best, s), r.wide);
+    out += command(sglang_line(best, s), r.wide);
+    out += command(trtllm_line(best, s), r.wide);
+    const std::size_t width = r.wide ? std::string::npos : kWidth;
+    if (best.expert_parallel())
+        out += wrap_text("attention_dp.yaml holds the line \"enable_attention_dp: true\"; vLLM and SGLang take the layout from their flags.",
+                         width, "  ", "  ");
+    if (!best.spec_method.empty())
+        out += wrap_text("trtllm-serve sets speculative decoding in its --extra_llm_api_options YAML (speculative_config: decoding_type and the "
+                         "draft length, docs: TensorRT-LLM \"Speculative Decoding\"); the line above runs without it.",
+                         width, "  ", "  ");
+    if (best.dp > 1)
+        out += wrap_text(fmt::format("{}: start {} such servers, each on its own {} "
+                                     "(CUDA_VISIBLE_DEVICES) and --port.",
+                                     best.expert_parallel() ? "The replicas are separate servers in every engine" : "trtllm-serve has no data-parallel flag",
+                                     best.dp,
+                                     best.replica_gpus() > 1 ? fmt::format("{} GPUs", best.replica_gpus()) : "GPU"),
+                         width, "  ", "  ");
+    return out;
+}
+
+}  // namespace
+
+ServeOptions serve_options(const RecommendResult& r) {
+    ServeOptions s;
+    if (!r.served.warning.empty()) s.notes.push_back(r.served.warning);
+    if (!r.served.id.empty()) s.model = r.served.id;
+    else s.notes.push_back("a hand-built model names no checkpoint: put its Hugging Face id or folder where the commands say CHECKPOINT");
+    const ModelSpec& spec = *r.inputs.model;
+    const WeightFormat& w = r.inputs.weights;
+    // vLLM reads the method from config.json's quantization_config when the
+    // flag is absent (docs.vllm.ai engine args, --quantization); naming it
+    // there anyway would force the slower gptq/awq kernels over Marlin
+    // (gptq_marlin.py override_quantization_method), so it is printed only
+    // where the engine cannot tell by itself.
+    if (w.as_checkpoint) {
+        if (r.served.quantization_beside_config) s.quantization = quant_method_name(spec.quantization.method);
+        return s;
+    }
+    const std::optional<Dtype> d = parse_dtype(w.name);
+    // fp8:w8a8 is what vLLM's and SGLang's online fp8 quantization serves where the device has fp8 GEMMs.
+    const bool fp8 = d == Dtype::Fp8 || w.name == "fp8:w8a8", cast = d == Dtype::Fp32 || d == Dtype::Fp16 || d == Dtype::Bf16;
+    if (spec.quantization.method == QuantMethod::None && fp8) {
+        // vLLM and SGLang quantize 16-bit weights to FP8 on load (vLLM's "online dynamic quantization").
+        s.quantization = "fp8";
+        s.notes.push_back("--weights-dtype " + w.name + ": vLLM and SGLang quantize the weights on load (--quantization fp8); "
+                          "trtllm-serve needs a checkpoint quantized beforehand (TensorRT Model Optimizer)");
+    } else if (spec.quantization.method == QuantMethod::None && cast) {
+        s.dtype = d == Dtype::Fp32 ? "float32" : d == Dtype::Fp16 ? "float16" : "bfloat16";
+    } else {
+        s.notes.push_back("--weights-dtype " + w.name + " is a what-if: the engines do not convert this checkpoint to it on load; "
+                          "serve a checkpoint stored that way");
+    }
+    return s;
+}
+
+std::string vllm_flags(const Candidate& c, const ServeOptions& s) { return join(vllm_args(c, s)); }
+std::string sglang_flags(const Candidate& c, const ServeOptions& s) { return join(sglang_args(c, s)); }
+std::string trtllm_flags(const Candidate& c) { return join(trtllm_args(c)); }
+std::string vllm_command(const Candidate& c, const ServeOptions& s) { return join(vllm_line(c, s)); }
+std::string sglang_command(const Candidate& c, const ServeOptions& s) { return join(sglang_line(c, s)); }
+std::string trtllm_command(const Candidate& c, const ServeOptions& s) { return join(trtllm_line(c, s)); }
+std::string vllm_command_lines(const Candidate& c, const ServeOptions& s, bool wide) { return command(vllm_line(c, s), wide); }
+std::string sglang_command_lines(const Candidate& c, const ServeOptions& s, bool wide) { return command(sglang_line(c, s), wide); }
+
+namespace {
+// sgl-router's P/D mode (docs.sglang.io, advanced_features/pd_disaggregation):
+// one --prefill and one --decode per instance.
+Args sglang_router_line() {
+    return {"python -m sglang_router.launch_router --pd-disaggregation", "--prefill http://PREFILL_HOST:30000",
+            "--decode http://DECODE_HOST:30000", "--host 0.0.0.0 --port 8000"};
+}
+}  // namespace
+std::string sglang_pd_router_command() { return join(sglang_router_line()); }
+std::string sglang_pd_router_command_lines(bool wide) { return command(sglang_router_line(), wide); }
+
+std::string render_recommend_table(const RecommendResult& r) {
+    const ServeOptions s = serve_options(r);
+    std::string out = targets(r) + fmt::format("\n{} GPU x layout configurations tried, {} hold a request of this context.\n\n", r.rec.configurations, r.rec.fitting);
+    if (r.rec.candidates.empty()) return out + wrap_text(nothing(r), kWidth) + rejected_list(r) + notes(r, s);
+    out += candidates_table(r, r.wide).render_text();
+    const auto shown_end = r.rec.candidates.begin() + static_cast<std::ptrdiff_t>(std::min(r.top, r.rec.candidates.size()));
+    if (std::any_of(r.rec.candidates.begin(), shown_end, [](const Candidate& c) { return c.expert_parallel(); }))
+        out += wrap_text("1 epN: data-parallel attention on N GPUs (TP 1 each) with the routed experts over EP N, vLLM's "
+                         "--data-parallel-size N --enable-expert-parallel; batch and fits count all N ranks (docs/scale-out.md).",
+                         r.wide ? std::string::npos : kWidth, "", "");
+    out += best_commands(r, s);
+    out += rejected_list(r) + "\n";
+    out += wrap_text("TTFT is one prompt's prefill on an idle replica (no queueing); TPOT is a decode step at the batch and the full "
+                     "context. batch and fits are per replica; tok/s counts every replica.",
+                     r.wide ? std::string::npos : kWidth);
+    return out + notes(r, s);
+}
+
+std::string render_recommend_markdown(const RecommendResult& r) {
+    std::string out = "### " + targets(r) + "\n\n";
+    if (r.rec.candidates.empty()) return out + nothing(r) + "\n";
+    const ServeOptions s = serve_options(r);
+    const Candidate& best = r.rec.candidates.front();
+    out += candidates_table(r, true).render_markdown() + "\n```\n" + vllm_command(best, s) + "\n" + sglang_command(best, s) + "\n" +
+           trtllm_command(best, s) + "\n```\n";
+    return out;
+}
+
+namespace {
+
+nlohmann::ordered_json missed_json(const Candidate& c) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (Target t : c.missed) out.push_back(target_key(t));
+    return out;
+}
+
+nlohmann::ordered_json candidate_json(const Candidate& c, const ServeOptions& s) {
+    nlohmann::ordered_json x;
+    x["gpu"] = c.gpu;
+    x["tp"] = c.tp;
+    x["dp"] = c.dp;
+    x["attention_dp"] = c.attention_dp;
+    x["ep"] = c.expert_parallel() ? c.tp * c.attention_dp : 1;
+    x["gpus"] = c.gpus();
+    x["nodes_per_replica"] = c.nodes;
+    x["batch"] = c.batch;
+    x["ttft_s"] = c.ttft_s;
+    x["tpot_s"] = c.tpot_s;
+    x["tokens_per_s_per_gpu"] = c.tokens_per_s_per_gpu;
+    x["tokens_per_s"] = c.tokens_per_s;
+    x["usd_per_million_tokens"] = or_null(c.usd_per_million_tokens);
+    x["vllm_flags"] = vllm_flags(c, s);
+    x["sglang_flags"] = sglang_flags(c, s);
+    x["trtllm_flags"] = trtllm_flags(c);
+    x["vllm_command"] = vllm_command(c, s);
+    x["sglang_command"] = sglang_command(c, s);
+    x["trtllm_command"] = trtllm_command(c, s);
+    x["max_requests"] = c.max_requests;
+    x["max_model_len"] = c.max_model_len;
+    x["max_num_batched_tokens"] = c.max_num_batched_tokens;
+    x["missed"] = missed_json(c);
+    return x;
+}
+
+nlohmann::ordered_json rejected_json(const Candidate& c) {
+    nlohmann::ordered_json x;
+    x["gpu"] = c.gpu;
+    x["tp"] = c.tp;
+    x["dp"] = c.dp;
+    x["attention_dp"] = c.attention_dp;
+    x["nodes_per_replica"] = c.nodes;
+    x["ttft_s"] = c.ttft_s;
+    x["tpot_s"] = c.tpot_s;  // at batch 1, the best this configuration reaches
+    x["max_requests"] = c.max_requests;
+    x["missed"] = missed_json(c);
+    return x;
+}
+
+}  // namespace
+
+std::string render_recommend_json(const RecommendResult& r) {
+    const ServeOptions s = serve_options(r);
+    nlohmann::ordered_json j;
+    j["model"] = r.model;
+    j["served_model"] = s.model;
+    j["context_tokens"] = r.inputs.context;
+    j["ttft_target_s"] = r.inputs.ttft_s;
+    j["tpot_target_s"] = r.inputs.tpot_s;
+    j["num_gpus"] = r.inputs.num_gpus > 0 ? nlohmann::ordered_json(r.inputs.num_gpus) : nlohmann::ordered_json(nullptr);
+    j["configurations"] = r.rec.configurations;
+    j["fitting_configurations"] = r.rec.fitting;
+    j["larger_tp_meeting"] = r.rec.larger_tp_meeting;
+    j["candidates"] = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; i < r.rec.candidates.size() && i < r.top; ++i) j["candidates"].push_back(candidate_json(r.rec.candidates[i], s));
+    j["rejected"] = nlohmann::ordered_json::array();
+    for (const Candidate& c : r.rec.rejected) j["rejected"].push_back(rejected_json(c));
+    j["binding"] = r.rec.binding.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.rec.binding);
+    std::vector<std::string> all = s.notes;
+    all.insert(all.end(), r.rec.notes.begin(), r.rec.notes.end());
+    j["notes"] = all;
+    return j.dump(2) + "\n";
+}
+
+std::string render_recommend_csv(const RecommendResult& r) {
+    // One row per configuration, candidates (best first, at most --top) then
+    // every rejected one; `missed` is empty for candidates.
+    Table t({"model", "gpu", "tp", "dp", "attention_dp", "gpus", "batch", "ttft_s", "tpot_s", "tokens_per_s_per_gpu", "tokens_per_s",
+             "usd_per_million_tokens", "max_requests", "max_model_len", "max_num_batched_tokens", "missed"});
+    auto row = [&](const Candidate& c, bool candidate) {
+        std::string missed;
+        for (Target m : c.missed) missed += (missed.empty() ? "" : " ") + std::string(target_key(m));
+        t.add({r.model, c.gpu, std::to_string(c.tp), std::to_string(c.dp), std::to_string(c.attention_dp), std::to_string(c.gpus()), candidate ? std::to_string(c.batch) : "",
+               fmt::format("{:.6g}", c.ttft_s), fmt::format("{:.6g}", c.tpot_s), fmt::format("{:.6g}", c.tokens_per_s_per_gpu),
+               fmt::format("{:.6g}", c.tokens_per_s), c.usd_per_million_tokens ? fmt::format("{:.6g}", *c.usd_per_million_tokens) : "",
+               std::to_string(c.max_requests), std::to_string(c.max_model_len), candidate ? std::to_string(c.max_num_batched_tokens) : "",
+               missed});
+    };
+    for (std::size_t i = 0; i < r.rec.candidates.size() && i < r.top; ++i) row(r.rec.candidates[i], true);
+    for (const Candidate& c : r.rec.rejected) row(c, false);
+    return t.render_csv();
+}
+
+}  // namespace kvplan

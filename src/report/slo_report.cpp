@@ -1,0 +1,410 @@
+#include "report/slo_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/digits.hpp"
+#include "core/model/weight_format.hpp"
+#include "report/display_width.hpp"
+#include "report/table.hpp"
+
+namespace kvplan {
+
+namespace {
+
+std::string ms(double s) { return fmt::format("{:.1f}", s * 1e3); }
+std::string sec(double s) { return fmt::format("{:.2f}", s); }
+std::string money(const std::optional<double>& usd, const char* f = "{:.3f}") { return usd ? fmt::format(fmt::runtime(f), *usd) : "-"; }
+std::string rate(double rps) { return fmt::format("{:.2f}", rps); }
+
+// "TTFT <= 2000.0 ms, TPOT <= 50.0 ms for 99% of requests".
+std::string targets(const SloRecommendResult& r) {
+    std::string out;
+    auto add = [&](const char* name, const std::optional<double>& v) {
+        if (v) out += (out.empty() ? "" : ", ") + fmt::format("{} <= {} ms", name, ms(*v));
+    };
+    add("TTFT", r.slo.ttft_s);
+    add("TPOT", r.slo.tpot_s);
+    add("E2E", r.slo.e2e_s);
+    return out + fmt::format(" for {:g}% of requests", r.goodput * 100);
+}
+
+// The knob setting, and the KV dtype and weight format when the search tried more than one.
+std::string knobs(const SloRecommendResult& r, const SloCandidate& c) {
+    std::string out = c.pd() ? fmt::format("{}P:{}D", c.prefill_replicas, c.decode_replicas) : c.knobs;
+    if (r.kv_axis) out += ", kv " + c.kv_dtype_flag;
+    if (r.weights_axis) out += ", w " + c.weights_flag;
+    return out;
+}
+
+// One side of a unit in words: "TP 2", or "DP 8 + EP 8" for DP attention + EP groups.
+std::string side_words(std::int64_t tp, std::int64_t dp) { return dp > 1 ? fmt::format("DP {} + EP {}", dp, dp) : fmt::format("TP {}", tp); }
+
+// One side of a unit in the tp column: "2", or "1 ep8" for DP 8 + EP 8
+// groups of TP 1, as the aggregated layouts' rows write them.
+std::string side_cell(std::int64_t tp, std::int64_t dp) { return dp > 1 ? fmt::format("{} ep{}", tp, dp) : std::to_string(tp); }
+
+}  // namespace
+
+std::string unit_sides(const SloCandidate& c) {
+    if (c.prefill_dp <= 1 && c.dp <= 1) return fmt::format("{} TP {}/{}", c.gpu, c.prefill_tp, c.tp);
+    return fmt::format("{} {}/{}", c.gpu, side_words(c.prefill_tp, c.prefill_dp), side_words(c.tp, c.dp));
+}
+
+namespace {
+
+// A unit's TP is its prefill side's and its decode side's.
+// A pipeline's, its stages' TP and the stage count.
+std::string tp_text(const SloCandidate& c) {
+    if (c.pd()) return side_cell(c.prefill_tp, c.prefill_dp) + "/" + side_cell(c.tp, c.dp);
+    if (c.dp > 1) return fmt::format("{} ep{}", c.tp, c.dp);
+    return c.pp > 1 ? fmt::format("{} pp{}", c.tp, c.pp) : std::to_string(c.tp);
+}
+
+std::string layout(const SloRecommendResult& r, const SloCandidate& c) {
+    if (c.pd()) return fmt::format("{} ({})", unit_sides(c), knobs(r, c));
+    const std::string tp = c.pp > 1 ? fmt::format("{} PP {}", c.tp, c.pp) : c.dp > 1 ? fmt::format("{} DP {} + EP {}", c.tp, c.dp, c.dp) : tp_text(c);
+    return fmt::format("{} TP {} ({})", c.gpu, tp, knobs(r, c));
+}
+
+// The engine flags for a candidate's weight format (the checkpoint's, a quantization on load, or a what-if note).
+ServeOptions serve_for(const SloRecommendResult& r, const SloCandidate& c) {
+    RecommendResult base = r.base;
+    base.inputs.weights = parse_weight_format("--weights-dtype", c.weights_flag);
+    return serve_options(base);
+}
+
+// The notes of the first format, then any that the candidates shown add.
+std::vector<std::string> notes(const SloRecommendResult& r) {
+    std::vector<std::string> out = serve_options(r.base).notes;
+    for (std::size_t i = 0; i < r.candidates.size() && i < r.top; ++i)
+        for (const std::string& n : serve_for(r, r.candidates[i]).notes)
+            if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+    return out;
+}
+
+// `slim` leaves out the per-direction $/M columns (kept in --wide and the
+// JSON) when a searched KV dtype or weight format widens the knobs column.
+Table fleet_table(const SloRecommendResult& r, bool slim) {
+    std::vector<std::string> head = {"#", "gpu", "tp", "knobs", "req/s per\nreplica", "replicas", "GPUs", "$/hour"};
+    if (!slim) head.insert(head.end(), {"$/M\ninput", "$/M\noutput"});
+    head.insert(head.end(), {"$/M\ntokens", "binds"});
+    Table t(head, 2);
+    for (std::size_t i = 0; i < r.candidates.size() && i < r.top; ++i) {
+        const SloCandidate& c = r.candidates[i];
+        std::vector<std::string> row = {std::to_string(i + 1), c.gpu, tp_text(c), knobs(r, c), rate(c.outcome.max_rate_rps),
+                                        group_digits(c.fleet.replicas), group_digits(c.fleet.gpus), money(c.fleet.usd_per_hour, "{:.2f}")};
+        if (!slim) row.insert(row.end(), {money(c.fleet.usd_per_million_input_tokens), money(c.fleet.usd_per_million_output_tokens)});
+        row.insert(row.end(), {money(c.fleet.usd_per_million_tokens), c.outcome.binding});
+        t.add(std::move(row));
+    }
+    return t;
+}
+
+// `slim` leaves out the E2E p50 column likewise.
+Table latency_table(const SloRecommendResult& r, bool slim) {
+    std::vector<std::string> head = {"#", "gpu", "tp", "knobs", "TTFT ms\np50", "TTFT ms\np99", "TPOT ms\np50", "TPOT ms\np99"};
+    if (!slim) head.push_back("E2E s\np50");
+    head.push_back("E2E s\np99");
+    Table t(head, 2);
+    for (std::size_t i = 0; i < r.candidates.size() && i < r.top; ++i) {
+        const SloCandidate& c = r.candidates[i];
+        const SimSummary& s = c.outcome.at_max;
+        std::vector<std::string> row = {std::to_string(i + 1), c.gpu, tp_text(c), knobs(r, c), ms(s.ttft_s.p50), ms(s.ttft_s.p99),
+                                        ms(s.tpot_s.p50), ms(s.tpot_s.p99)};
+        if (!slim) row.push_back(sec(s.e2e_s.p50));
+        row.push_back(sec(s.e2e_s.p99));
+        t.add(std::move(row));
+    }
+    return t;
+}
+
+// A table at full width, or slimmed when it would not fit (Fit only).
+template <typename Build>
+std::string fitted(Build build, Width width) {
+    std::string out = build(false).render_text(width);
+    if (width == Width::Fit && widest_line(out) > kFitColumns) out = build(true).render_text(width);
+    return out;
+}
+
+std::string rejected_list(const SloRecommendResult& r) {
+    if (r.rejected.empty()) return "";
+    const std::size_t shown = r.wide ? r.rejected.size() : std::min(r.rejected.size(), r.top);
+    std::string out = shown == r.rejected.size() ? fmt::format("\nRejected ({}):\n", r.rejected.size())
+                                                 : fmt::format("\nRejected ({} of {}; --wide lists all):\n", shown, r.rejected.size());
+    for (std::size_t i = 0; i < shown; ++i)
+        out += fit_line(layout(r, r.rejected[i]) + ": " + r.rejected[i].reason, r.wide ? Width::Wide : Width::Fit, "  ", "    ");
+    return out;
+}
+
+nlohmann::ordered_json optional_json(const std::optional<double>& v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr); }
+
+nlohmann::ordered_json slo_json(const Slo& slo) {
+    nlohmann::ordered_json j;
+    j["ttft_s"] = optional_json(slo.ttft_s);
+    j["tpot_s"] = optional_json(slo.tpot_s);
+    j["e2e_s"] = optional_json(slo.e2e_s);
+    return j;
+}
+
+nlohmann::ordered_json scaled_json(const ScaledFleet& f) {
+    nlohmann::ordered_json x;
+    x["window_s"] = f.window_s;
+    x["replicas"] = f.replicas;
+    x["min_replicas"] = f.min_replicas;
+    x["max_replicas"] = f.max_replicas;
+    x["gpu_hours"] = f.gpu_hours;
+    x["fixed_gpu_hours"] = f.fixed_gpu_hours;
+    x["usd"] = optional_json(f.usd);
+    x["fixed_usd"] = optional_json(f.fixed_usd);
+    return x;
+}
+
+// The best candidate scaled minute by minute, against its fixed fleet.
+std::string scaled_line(const SloCandidate& c) {
+    const ScaledFleet& f = *c.scaled;
+    const std::string range = f.min_replicas == f.max_replicas ? fmt::format("{}", f.min_replicas)
+                                                               : fmt::format("{} to {}", f.min_replicas, f.max_replicas);
+    std::string cost;
+    if (f.usd && f.fixed_usd) cost = fmt::format(", {:.2f} against {:.2f} USD", *f.usd, *f.fixed_usd);
+    return fmt::format("Scaled minute by minute to the trace's rate, the best needs {} replica{} over its {} minutes: "
+                       "{:.2f} GPU-hours against {:.2f} for the fixed fleet{}.",
+                       range, f.max_replicas > 1 ? "s" : "", f.replicas.size(), f.gpu_hours, f.fixed_gpu_hours, cost);
+}
+
+// A disaggregated unit's commands: each side's instance for vLLM and SGLang, and SGLang's router.
+std::string unit_commands(const SloRecommendResult& r, const SloCandidate& c, Width width) {
+    auto count = [](std::int64_t n, const char* what) { return fmt::format("{} {}{}", group_digits(n), what, n > 1 ? "s" : ""); };
+    std::string out = fit_line(fmt::format("Commands for the best ({}: {} of {} of {} and {} of {}, KV over {}):", c.gpu,
+                                           count(c.fleet.replicas, "unit"), count(c.prefill_replicas, "prefill instance"),
+                                           side_words(c.prefill_tp, c.prefill_dp), count(c.decode_replicas, "decode instance"),
+                                           side_words(c.tp, c.dp),
+                                           c.kv_link),
+                               width);
+    ServeOptions s = serve_for(r, c);
+    s.pd_role = "prefill";
+    const ServeOptions prefill = s;
+    s.pd_role = "decode";
+    out += vllm_command_lines(c.prefill_serve, prefill, r.wide) + vllm_command_lines(c.serve, s, r.wide);
+    out += sglang_command_lines(c.prefill_serve, prefill, r.wide) + sglang_command_lines(c.serve, s, r.wide);
+    out += sglang_pd_router_command_lines(r.wide);
+    out += fit_line(fmt::format("Start {} prefill and {} decode servers. vLLM's need a proxy that sends each request to a prefill "
+                                "instance with max_tokens 1, then to a decode instance (vLLM's toy_proxy_server.py, llm-d or Dynamo); "
+                                "SGLang's router does it, given one --prefill and one --decode per instance.",
+                                group_digits(c.fleet.replicas * c.prefill_replicas), group_digits(c.fleet.replicas * c.decode_replicas)),
+                    width, "  ", "  ");
+    return out;
+}
+
+// What binds a plan at the rate that fails, and what that says.
+std::string bound_by(const SloCandidate& c) {
+    const std::string& b = c.outcome.binding;
+    if (b == "tpot") return c.pd() ? "TPOT first (its decode instances limit it)" : "TPOT first (prefill chunks share its decode steps)";
+    if (b == "ttft") return c.pd() ? "TTFT first (its prefill instances or the KV transfer limit it)" : "TTFT first (prompts wait for the token budget)";
+    if (b == "e2e") return "E2E first";
+    return "no target first";
+}
+
+std::string fleet_words(const SloCandidate& c) {
+    return fmt::format("{} GPU{}{}", group_digits(c.fleet.gpus), c.fleet.gpus > 1 ? "s" : "", c.fleet.usd_per_hour ? fmt::format(", {:.2f} USD/hour", *c.fleet.usd_per_hour) : "");
+}
+
+// --disaggregated: which kind wins for this traffic, and why.
+std::string pd_verdict(const SloRecommendResult& r) {
+    if (!r.disaggregated || (!r.best_aggregated && !r.best_disaggregated)) return "";
+    if (!r.best_disaggregated) {
+        for (const SloCandidate& c : r.rejected)
+            if (c.pd()) return "No disaggregated unit qualifies; the first rejected: " + layout(r, c) + ": " + c.reason;
+        return "No disaggregated unit fits: each side needs a TP that holds the model, the unit at most 16 GPUs.";
+    }
+    const SloCandidate& d = *r.best_disaggregated;
+    if (!r.best_aggregated)
+        return fmt::format("Only disaggregated units qualify: the best, {}, takes {}; it misses {} at the rate that fails.", layout(r, d),
+                           fleet_words(d), bound_by(d));
+    const SloCandidate& a = *r.best_aggregated;
+    return fmt::format("Aggregated or disaggregated: the best aggregated plan, {}, takes {}; the best unit, {}, takes {}. {} wins. "
+                       "At the rate that fails, the aggregated replica misses {} and the unit {}.",
+                       layout(r, a), fleet_words(a), layout(r, d), fleet_words(d), r.disaggregated_wins ? "Disaggregated" : "Aggregated",
+                       bound_by(a), bound_by(d));
+}
+
+// A disaggregated unit's shape; null fields for an aggregated candidate.
+void add_unit_json(nlohmann::ordered_json& x, const SloCandidate& c) {
+    auto unit = [&](const auto& v) { return c.pd() ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr); };
+    x["disaggregated"] = c.pd();
+    x["prefill_replicas"] = unit(c.prefill_replicas);
+    x["decode_replicas"] = unit(c.decode_replicas);
+    x["prefill_tp"] = unit(c.prefill_tp);
+    x["decode_tp"] = unit(c.tp);
+    x["prefill_dp"] = unit(c.prefill_dp);  // DP attention + EP groups (EP = DP) when above 1
+    x["decode_dp"] = unit(c.dp);
+    x["kv_link"] = unit(c.kv_link);
+}
+
+// What names a candidate: device, TP (and PP, in the candidate lists), knobs, dtypes, unit shape.
+void add_identity_json(nlohmann::ordered_json& x, const SloCandidate& c, bool with_pp) {
+    x["gpu"] = c.gpu;
+    x["tp"] = c.tp;
+    if (with_pp) x["pp"] = c.pp;
+    x["attention_dp"] = c.dp;
+    x["ep"] = c.dp;  // EP = TP x DP, TP 1
+    x["knobs"] = c.knobs;
+    x["kv_dtype"] = c.kv_dtype_flag;
+    x["weights_dtype"] = c.weights_flag;
+    add_unit_json(x, c);
+}
+
+nlohmann::ordered_json plan_json(const SloCandidate& c) {
+    nlohmann::ordered_json x;
+    add_identity_json(x, c, false);
+    x["replicas"] = c.fleet.replicas;
+    x["gpus_total"] = c.fleet.gpus;
+    x["max_rate_per_replica_rps"] = c.outcome.max_rate_rps;
+    x["usd_per_hour"] = optional_json(c.fleet.usd_per_hour);
+    x["binding_slo"] = c.outcome.binding.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(c.outcome.binding);
+    return x;
+}
+
+}  // namespace
+
+std::string render_slo_table(const SloRecommendResult& r) {
+    const Width width = r.wide ? Width::Wide : Width::Fit;
+    std::string out = fit_line(fmt::format("{} on {}: {}", r.base.model, r.engine, r.workload), width);
+    out += fit_line(fmt::format("SLO: {}; target {} req/s ({})", targets(r), rate(r.target_rps), r.target_source), width);
+    if (r.candidates.empty()) {
+        out += fit_line("Nothing qualifies. " + r.nearest, width, "\n");
+    } else {
+        out += "\n" + fitted([&](bool slim) { return fleet_table(r, slim); }, width);
+        out += "\nLatency at each candidate's rate per replica (one replica, simulated):\n" +
+               fitted([&](bool slim) { return latency_table(r, slim); }, width);
+        const auto shown = r.candidates.begin() + static_cast<std::ptrdiff_t>(std::min(r.top, r.candidates.size()));
+        if (std::any_of(r.candidates.begin(), shown, [](const SloCandidate& c) { return c.pd(); }))
+            out += fit_line("TP a/b with nP:mD is a disaggregated unit: n prefill instances of TP a and m decode instances of TP b, "
+                            "simulated together; its req/s, replicas and latencies are per unit.",
+                            width);
+        if (std::any_of(r.candidates.begin(), shown, [](const SloCandidate& c) { return c.dp > 1 || c.prefill_dp > 1; }))
+            out += fit_line("1 epN: data-parallel attention on N GPUs (TP 1 each) with the routed experts over EP N, vLLM's "
+                            "--data-parallel-size N --enable-expert-parallel; in a unit, each such instance is one DP group.",
+                            width);
+        const SloCandidate& best = r.candidates.front();
+        if (best.pd()) {
+            out += "\n" + unit_commands(r, best, width);
+        } else {
+            out += "\n" + fit_line(fmt::format("Commands for the best ({}, TP {}{}{}, {} replica{}{}):", best.gpu, best.tp,
+                                               best.pp > 1 ? fmt::format(" PP {}", best.pp) : "",
+                                               best.dp > 1 ? fmt::format(" DP {} + EP {}{}", best.dp, best.dp,
+                                                                         best.serve.nodes > 1 ? fmt::format(" over {} nodes", best.serve.nodes) : "")
+                                                           : "",
+                                               best.fleet.replicas,
+                                               best.fleet.replicas > 1 ? "s" : "",
+                                               best.fleet.replicas <= 1 ? ""
+                                               : best.dp > 1            ? ": as many separate servers"
+                                                                        : ": data parallelism, or as many separate servers"),
+                                   width);
+            const ServeOptions s = serve_for(r, best);
+            out += vllm_command_lines(best.serve, s, r.wide);
+            out += sglang_command_lines(best.serve, s, r.wide);
+            if (best.serve.nodes > 1)
+                out += fit_line(fmt::format("Run each on all {} nodes of a replica, HEAD_IP the first's address: vLLM's as written on the first, "
+                                            "with --headless --data-parallel-start-rank {}k on node k; SGLang's with --node-rank k on node k.",
+                                            best.serve.nodes, best.dp / best.serve.nodes),
+                                width, "  ", "  ");
+        }
+        if (best.scaled) out += "\n" + fit_line(scaled_line(best), width);
+    }
+    if (const std::string v = pd_verdict(r); !v.empty()) out += "\n" + fit_line(v, width);
+    out += rejected_list(r);
+    out += fit_line(fmt::format("Searched {} candidates: {} simulations, {} simulated requests ({} per run).", r.tried,
+                                group_digits(r.simulations), group_digits(r.simulated_requests), group_digits(r.requests_per_run)),
+                    width, "\n");
+    for (const std::string& n : notes(r)) out += fit_line(n, width, "note: ", "      ");
+    return out;
+}
+
+std::string render_slo_json(const SloRecommendResult& r) {
+    const ServeOptions base = serve_options(r.base);
+    nlohmann::ordered_json j;
+    j["model"] = r.base.model;
+    j["served_model"] = base.model;
+    j["engine"] = r.engine;
+    j["workload"] = r.workload;
+    j["slo"] = slo_json(r.slo);
+    j["goodput"] = r.goodput;
+    j["target_rate_rps"] = r.target_rps;
+    j["target_source"] = r.target_source;
+    j["mean_input_tokens"] = r.mean_input_tokens;
+    j["mean_output_tokens"] = r.mean_output_tokens;
+    j["requests_per_run"] = r.requests_per_run;
+    j["candidates"] = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; i < r.candidates.size() && i < r.top; ++i) {
+        const SloCandidate& c = r.candidates[i];
+        const SimSummary& m = c.outcome.at_max;
+        nlohmann::ordered_json x;
+        add_identity_json(x, c, true);
+        x["max_num_seqs"] = c.serve.batch;
+        x["max_num_batched_tokens"] = c.serve.max_num_batched_tokens;
+        x["replicas"] = c.fleet.replicas;
+        x["gpus_total"] = c.fleet.gpus;
+        x["max_rate_per_replica_rps"] = c.outcome.max_rate_rps;
+        x["ttft_p50_s"] = m.ttft_s.p50;
+        x["ttft_p99_s"] = m.ttft_s.p99;
+        x["tpot_p50_s"] = m.tpot_s.p50;
+        x["tpot_p99_s"] = m.tpot_s.p99;
+        x["e2e_p50_s"] = m.e2e_s.p50;
+        x["e2e_p99_s"] = m.e2e_s.p99;
+        x["slo_attainment"] = optional_json(m.slo_attainment);
+        x["binding_slo"] = c.outcome.binding.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(c.outcome.binding);
+        x["usd_per_hour"] = optional_json(c.fleet.usd_per_hour);
+        x["usd_per_million_input_tokens"] = optional_json(c.fleet.usd_per_million_input_tokens);
+        x["usd_per_million_output_tokens"] = optional_json(c.fleet.usd_per_million_output_tokens);
+        x["usd_per_million_tokens"] = optional_json(c.fleet.usd_per_million_tokens);
+        ServeOptions s = serve_for(r, c);
+        x["nodes_per_replica"] = c.serve.nodes;
+        x["two_batch_overlap"] = c.serve.two_batch_overlap;
+        x["vllm_command"] = c.pd() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(vllm_command(c.serve, s));
+        x["sglang_command"] = c.pd() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(sglang_command(c.serve, s));
+        if (c.pd()) {
+            s.pd_role = "prefill";
+            x["vllm_prefill_command"] = vllm_command(c.prefill_serve, s);
+            x["sglang_prefill_command"] = sglang_command(c.prefill_serve, s);
+            s.pd_role = "decode";
+            x["vllm_decode_command"] = vllm_command(c.serve, s);
+            x["sglang_decode_command"] = sglang_command(c.serve, s);
+            x["sglang_router_command"] = sglang_pd_router_command();
+        }
+        x["replicas_over_time"] = c.scaled ? scaled_json(*c.scaled) : nlohmann::ordered_json(nullptr);
+        j["candidates"].push_back(x);
+    }
+    j["rejected"] = nlohmann::ordered_json::array();
+    for (const SloCandidate& c : r.rejected) {
+        nlohmann::ordered_json x;
+        add_identity_json(x, c, true);
+        x["reason"] = c.reason;
+        j["rejected"].push_back(x);
+    }
+    if (r.disaggregated) {
+        nlohmann::ordered_json d;
+        d["best_aggregated"] = r.best_aggregated ? plan_json(*r.best_aggregated) : nlohmann::ordered_json(nullptr);
+        d["best_disaggregated"] = r.best_disaggregated ? plan_json(*r.best_disaggregated) : nlohmann::ordered_json(nullptr);
+        d["winner"] = r.best_aggregated && r.best_disaggregated ? nlohmann::ordered_json(r.disaggregated_wins ? "disaggregated" : "aggregated")
+                      : r.best_aggregated                       ? nlohmann::ordered_json("aggregated")
+                      : r.best_disaggregated                    ? nlohmann::ordered_json("disaggregated")
+                                                                : nlohmann::ordered_json(nullptr);
+        d["verdict"] = pd_verdict(r);
+        j["disaggregation"] = d;
+    } else {
+        j["disaggregation"] = nullptr;
+    }
+    j["nearest"] = r.nearest.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.nearest);
+    j["candidates_tried"] = r.tried;
+    j["simulations"] = r.simulations;
+    j["simulated_requests"] = r.simulated_requests;
+    j["search_s"] = r.search_s;
+    j["notes"] = notes(r);
+    return j.dump(2) + "\n";
+}
+
+}  // namespace kvplan
