@@ -105,6 +105,8 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
         use_engine_file(engine_file);
         for (const CLI::App* command : app.get_subcommands()) {
             refuse_empty_list_items(*command, args);
+            refuse_empty_values(*command);
+            refuse_outputs_over_inputs(app, *command);
             warn_deprecated_flags(*command, err);
         }
         std::string text;

@@ -106,7 +106,7 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
     efficiency.profile.nics = bundled_nics();  // a layout over several nodes
     if (!o.calibration.empty()) {
         if (o.batch == 0) usage_error("--calibration calibrates the decode figures: give --batch too");
-        efficiency = apply_calibration(efficiency, parse_calibration(read_json_file(o.calibration), o.calibration), o.calibration);
+        efficiency = apply_calibration(efficiency, parse_calibration(read_json_file(o.calibration, kMaxConfigBytes, nullptr, JsonKeys::Unique), o.calibration), o.calibration);
     }
 
     std::vector<Scenario> scenarios;

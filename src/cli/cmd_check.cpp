@@ -77,7 +77,7 @@ ScenarioCheck check_scenario(const Scenario& s, const std::string& baseline_path
         efficiency.profile.nics = bundled_nics();  // a layout over several nodes
         if (!s.inputs.calibration.empty()) {
             const std::string path = scenario_file_path(s.inputs.calibration, baseline_path);
-            efficiency = apply_calibration(efficiency, parse_calibration(read_json_file(path), path), path);
+            efficiency = apply_calibration(efficiency, parse_calibration(read_json_file(path, kMaxConfigBytes, nullptr, JsonKeys::Unique), path), path);
         }
         const ScenarioResult result = evaluate_scenario(model, *gpu, s.inputs, efficiency);
         *current = result.figures;

@@ -55,7 +55,7 @@ CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
     cmd->add_option("--input-len", o.input_len, "search: prompt lengths, fixed:N, uniform:A-B, lognormal:MEAN,SIGMA or from:TRACE (default fixed:1024)");
     cmd->add_option("--output-len", o.output_len, "search: output lengths, the same forms (default fixed:128)");
     cmd->add_option("--requests", o.requests, "search: requests per simulated run (default 2000; a trace: at most 4000 of it, every k-th)")->check(CLI::Range(std::int64_t{10}, std::int64_t{1'000'000}));
-    cmd->add_option("--seed", o.seed, "search: random seed of the synthetic traffic");
+    cmd->add_option("--seed", o.seed, "search: random seed of the synthetic traffic")->check(seed_value());
     cmd->add_option("--trace", o.trace, "search: the traffic to serve, a trace file or a bundled one (azure-2023-conv, azure-2023-code)");
     cmd->add_option("--trace-format", o.trace_format, "auto|azure|mooncake|jsonl|csv")->check(CLI::IsMember({"auto", "azure", "mooncake", "jsonl", "csv"}));
     cmd->add_option("--time-scale", o.time_scale, "search: the trace's traffic this many times faster (its peak minute is the target)")->check(finite_range(1e-6, 1e6));

@@ -36,7 +36,7 @@ Efficiency resolve_efficiency(const EfficiencyOptions& o, const std::string& eng
     if (o.bw_efficiency > 0) e.bandwidth_fraction = *(e.weights_bandwidth_fraction = o.bw_efficiency);
     if (o.flops_efficiency > 0) e.flops_fraction = o.flops_efficiency;
     if (o.step_overhead_ms >= 0) e.step_overhead_s = o.step_overhead_ms / 1e3;
-    if (!o.calibration.empty()) e = apply_calibration(e, parse_calibration(read_json_file(o.calibration), o.calibration), o.calibration);
+    if (!o.calibration.empty()) e = apply_calibration(e, parse_calibration(read_json_file(o.calibration, kMaxConfigBytes, nullptr, JsonKeys::Unique), o.calibration), o.calibration);
     return e;
 }
 

@@ -70,7 +70,7 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
     cmd->add_option("--input-len", o.input_len, "synthetic prompt lengths: fixed:N, uniform:A-B, lognormal:MEAN,SIGMA or from:TRACE");
     cmd->add_option("--output-len", o.output_len, "synthetic output lengths, the same forms");
     cmd->add_option("--burstiness", o.burstiness, "synthetic: gamma shape of the gaps (1: Poisson)")->check(finite_range(1e-3, 1e3));
-    cmd->add_option("--seed", o.seed, "synthetic: random seed (same seed, same output)");
+    cmd->add_option("--seed", o.seed, "synthetic: random seed (same seed, same output)")->check(seed_value());
     cmd->add_option("--replicas", o.replicas, "engine instances behind a router, each with the whole KV pool (default 1)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}));
     cmd->add_option("--router", o.router, "round-robin, or least-loaded (fewest outstanding requests)")

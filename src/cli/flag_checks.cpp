@@ -1,6 +1,9 @@
 #include "cli/flag_checks.hpp"
 
 #include <cctype>
+#include <charconv>
+#include <filesystem>
+#include <set>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -99,6 +102,63 @@ void refuse_empty_list_items(const CLI::App& command, const std::vector<std::str
                     usage_error(flag + " " + value + ": an empty item in a comma-separated list (a doubled, leading or trailing comma?)");
             }
     }
+}
+
+void refuse_empty_values(const CLI::App& command) {
+    for (const CLI::Option* option : command.get_options()) {
+        if (option->count() == 0 || option->get_items_expected_min() == 0 || option->get_lnames().empty()) continue;
+        for (const std::string& value : option->results())
+            if (value.empty()) usage_error("--" + option->get_lnames().front() + ": an empty value; give one, or leave the flag out");
+    }
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The files an option's values name: regular files, and a model folder's config.json.
+void named_files(const CLI::Option& option, std::vector<std::pair<std::string, fs::path>>& out) {
+    for (const std::string& value : option.results()) {
+        std::error_code ec;
+        if (value.empty()) continue;
+        if (fs::is_regular_file(value, ec)) out.emplace_back("--" + option.get_lnames().front(), value);
+        else if (fs::is_directory(value, ec) && fs::is_regular_file(fs::path(value) / "config.json", ec))
+            out.emplace_back("--" + option.get_lnames().front(), fs::path(value) / "config.json");
+    }
+}
+
+}  // namespace
+
+void refuse_outputs_over_inputs(const CLI::App& app, const CLI::App& command) {
+    static const std::set<std::string> kOutputs = {"output", "report", "requests-csv", "timeseries-csv"};
+    std::vector<std::pair<std::string, fs::path>> inputs;
+    std::vector<const CLI::Option*> outputs;
+    for (const CLI::App* scope : {&app, &command})
+        for (const CLI::Option* option : scope->get_options()) {
+            if (option->count() == 0 || option->get_lnames().empty()) continue;
+            if (scope == &command && kOutputs.count(option->get_lnames().front())) outputs.push_back(option);
+            else named_files(*option, inputs);
+        }
+    for (const CLI::Option* option : outputs)
+        for (const std::string& value : option->results())
+            for (const auto& [flag, path] : inputs) {
+                std::error_code ec;
+                if (fs::equivalent(value, path, ec) && !ec)
+                    usage_error("--" + option->get_lnames().front() + " " + value + ": is the file " + flag + " reads (" + path.string() +
+                                "); write the output elsewhere");
+            }
+}
+
+CLI::Validator seed_value() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            std::uint64_t v = 0;
+            const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+            if (text.empty() || ec != std::errc() || p != text.data() + text.size())
+                return "expected a whole number from 0 to 18446744073709551615, found " + text;
+            return std::string();
+        },
+        "SEED");
 }
 
 std::vector<std::string> split_list(const std::string& text, const char* flag) {

@@ -34,6 +34,21 @@ VllmSampler parse_vllm_version(const std::string& text);
 
 void refuse_empty_list_items(const CLI::App& command, const std::vector<std::string>& args);
 
+// A flag given an empty string ("--slo ''", "--output=") would run as if
+// it were absent; for the parsed subcommand every option that takes a value
+// must have a non-empty one: throws Error(Usage) naming the flag.
+void refuse_empty_values(const CLI::App& command);
+
+// An output file (--output, --report, --requests-csv, --timeseries-csv)
+// that is one of the files the command reads (any other flag of `app` or
+// `command` naming an existing file, or a model folder's config.json) would
+// be replaced by the output: throws Error(Usage) naming both flags.
+void refuse_outputs_over_inputs(const CLI::App& app, const CLI::App& command);
+
+// --seed: a whole number from 0 to 2^64 - 1, digits only. CLI11 alone
+// clamps "-1" and "99999999999999999999" to 2^64 - 1 without a word.
+CLI::Validator seed_value();
+
 // The items of a comma-separated flag value; an empty item ("a,,b", "a,")
 // is a typo, refused rather than skipped: throws Error(Usage) naming `flag`.
 std::vector<std::string> split_list(const std::string& text, const char* flag);

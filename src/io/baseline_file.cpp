@@ -62,7 +62,7 @@ BaselineFile read_baseline_file(const std::string& path, bool require_expected) 
     const std::string text = buffer.str();
     // Read for its fields (with kvplan's line:column messages for malformed
     // JSON), and again with its key order for an update to keep.
-    const nlohmann::json value = parse_json_text(text, path);
+    const nlohmann::json value = parse_json_text(text, path, JsonKeys::Unique);
     BaselineFile f;
     f.path = path;
     f.doc = nlohmann::ordered_json::parse(text);

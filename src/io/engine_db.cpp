@@ -79,7 +79,7 @@ void use_engine_file(const std::string& path) {
         if (const char* env = std::getenv("KVPLAN_ENGINE_FILE")) file = env;
     merged().reset();
     if (file.empty()) return;
-    const nlohmann::json value = read_json_file(file);
+    const nlohmann::json value = read_json_file(file, kMaxConfigBytes, nullptr, JsonKeys::Unique);
     std::vector<EngineProfile> out = bundled_engines();
     const std::size_t n = value.is_array() ? value.size() : 1;
     if (value.is_array() && n == 0) data_error(file + ": expected a profile object or a non-empty array of them");

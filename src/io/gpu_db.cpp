@@ -68,7 +68,7 @@ void use_gpu_file(const std::string& path) {
         if (const char* env = std::getenv("KVPLAN_GPU_FILE")) file = env;
     merged().reset();
     if (file.empty()) return;
-    std::vector<Gpu> user = parse_gpu_database(read_json_file(file), file);
+    std::vector<Gpu> user = parse_gpu_database(read_json_file(file, kMaxConfigBytes, nullptr, JsonKeys::Unique), file);
     merged() = merge_gpus(bundled_gpus(), user, file);
 }
 

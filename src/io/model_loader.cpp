@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -25,15 +26,25 @@ namespace kvplan {
 
 namespace fs = std::filesystem;
 
-nlohmann::json parse_json_text(const std::string& text, const std::string& source) {
+nlohmann::json parse_json_text(const std::string& text, const std::string& source, JsonKeys keys) {
     if (text.find_first_not_of(" \t\r\n") == std::string::npos)
         data_error(source + ": file is empty (expected a JSON object)");
     // Real configs nest a few levels; a limit keeps hostile files from
     // exhausting the stack when the parsed value is later copied.
     constexpr int kMaxDepth = 64;
-    auto depth_guard = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    std::vector<std::set<std::string>> seen;  // JsonKeys::Unique: the keys of each object still open
+    auto depth_guard = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
         if (depth > kMaxDepth)
             data_error(source + ": JSON nested deeper than " + std::to_string(kMaxDepth) + " levels (not a model config)");
+        if (keys == JsonKeys::LastWins) return true;
+        using Event = nlohmann::json::parse_event_t;
+        if (event == Event::object_start) seen.emplace_back();
+        else if (event == Event::object_end && !seen.empty()) seen.pop_back();
+        else if (event == Event::key && !seen.empty() && !seen.back().insert(parsed.get<std::string>()).second) {
+            const std::string key = parsed.get<std::string>();
+            data_error(source + ": " + (key.size() <= 40 ? key : key.substr(0, 37) + "...") +
+                       ": a key given twice in one object (JSON would keep the last silently; keep one)");
+        }
         return true;
     };
     try {
@@ -63,7 +74,7 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& sourc
     }
 }
 
-nlohmann::json read_json_file(const std::string& path, std::int64_t max_bytes, std::string* bytes) {
+nlohmann::json read_json_file(const std::string& path, std::int64_t max_bytes, std::string* bytes, JsonKeys keys) {
     std::error_code ec;
     auto size = fs::file_size(path, ec);
     if (ec) usage_error(path + ": cannot read: " + ec.message());
@@ -75,7 +86,7 @@ nlohmann::json read_json_file(const std::string& path, std::int64_t max_bytes, s
     std::ostringstream text;
     text << in.rdbuf();
     if (bytes) *bytes = text.str();
-    return parse_json_text(text.str(), path);
+    return parse_json_text(text.str(), path, keys);
 }
 
 namespace {

@@ -32,12 +32,19 @@ ModelSpec load_model(const std::string& arg, const std::string& origin = "--mode
 // Call after load_model(arg) succeeded.
 ServedModel served_model(const std::string& arg);
 
+// What a key given twice in one object means. A model's config is read as
+// Python's json module (and so transformers) reads it: the last one wins.
+// kvplan's own files (devices, engines, prices, calibrations, baselines) are
+// written for kvplan, so a repeated key is a mistake to name, not to guess at.
+enum class JsonKeys { LastWins, Unique };
+
 // Reads and parses a JSON file with kvplan's error messages (file name, line,
 // column). Used for configs and, later, baselines and calibrations.
 // With `bytes`, the file's bytes as read are stored there too (for hashing).
-nlohmann::json read_json_file(const std::string& path, std::int64_t max_bytes = kMaxConfigBytes, std::string* bytes = nullptr);
+nlohmann::json read_json_file(const std::string& path, std::int64_t max_bytes = kMaxConfigBytes, std::string* bytes = nullptr,
+                              JsonKeys keys = JsonKeys::LastWins);
 
 // Parses JSON text; `source` names it in messages.
-nlohmann::json parse_json_text(const std::string& text, const std::string& source);
+nlohmann::json parse_json_text(const std::string& text, const std::string& source, JsonKeys keys = JsonKeys::LastWins);
 
 }  // namespace kvplan

@@ -21,7 +21,7 @@ std::string shown(const nlohmann::json& value) {
 PriceFile read_price_file(const std::string& path, const std::vector<Gpu>& known) {
     nlohmann::json doc;
     try {
-        doc = read_json_file(path, kMaxPriceFileBytes);
+        doc = read_json_file(path, kMaxPriceFileBytes, nullptr, JsonKeys::Unique);
     } catch (const Error& e) {
         if (e.kind() == ErrorKind::Usage) usage_error(std::string("--price-file ") + e.what());  // name the flag: the file is not there
         throw;

@@ -33,11 +33,17 @@ struct At {
     }
 };
 
+// A field's text as a message quotes it: at most 40 bytes, so that a
+// hostile line of a gigabyte gives an error line of a few dozen.
+std::string quoted(const std::string& text) {
+    return "\"" + (text.size() <= 40 ? text : text.substr(0, 37) + "...") + "\"";
+}
+
 std::int64_t tokens(const At& at, const std::string& field, const std::string& text, std::int64_t min) {
     std::int64_t v = 0;
     const char* end = text.data() + text.size();
     auto [p, ec] = std::from_chars(text.data(), end, v);
-    if (ec != std::errc() || p != end) at.fail(field, "expected a whole number of tokens, found \"" + text + "\"");
+    if (ec != std::errc() || p != end) at.fail(field, "expected a whole number of tokens, found " + quoted(text));
     if (v < min || v > kMaxTokens) at.fail(field, std::to_string(v) + " tokens: expected " + std::to_string(min) + " to " + std::to_string(kMaxTokens));
     return v;
 }
@@ -47,7 +53,7 @@ double seconds(const At& at, const std::string& field, const std::string& text) 
     const char* end = text.data() + text.size();
     auto [p, ec] = std::from_chars(text.data(), end, v);
     if (ec != std::errc() || p != end || !std::isfinite(v) || v < 0)
-        at.fail(field, "expected a time in seconds (a non-negative number), found \"" + text + "\"");
+        at.fail(field, "expected a time in seconds (a non-negative number), found " + quoted(text));
     return v;
 }
 
@@ -68,7 +74,13 @@ double date_time(const At& at, const std::string& text) {
     char rest = 0;
     if (std::sscanf(text.c_str(), "%4d-%2d-%2d %2d:%2d:%lf%c", &y, &mo, &d, &h, &mi, &s, &rest) != 6 || mo < 1 || mo > 12 || d < 1 ||
         d > 31 || h > 23 || mi > 59 || s < 0 || s >= 61)
-        at.fail("TIMESTAMP", "expected a date-time like 2023-11-16 18:15:46.6805900, found \"" + text + "\"");
+        at.fail("TIMESTAMP", "expected a date-time like 2023-11-16 18:15:46.6805900, found " + quoted(text));
+    // A day the month does not have (February 31) would count on into the next month.
+    const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    const int month_days[] = {31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (d > month_days[mo - 1])
+        at.fail("TIMESTAMP", quoted(text) + ": " + std::to_string(y) + "-" + std::to_string(mo) + " has " + std::to_string(month_days[mo - 1]) +
+                                 " days");
     return static_cast<double>(days_from_civil(y, mo, d)) * 86400.0 + h * 3600.0 + mi * 60.0 + s;
 }
 
@@ -81,8 +93,15 @@ std::vector<std::string> split_csv(const std::string& line) {
     return out;
 }
 
-// One JSON field read as tokens, from the first of `names` present.
+// One JSON field read as tokens, from the one of `names` present; two of
+// them (input_toks beside input_tokens) are refused rather than one picked.
 std::int64_t json_tokens(const At& at, const nlohmann::json& j, std::initializer_list<const char*> names, std::int64_t min) {
+    const char* given = nullptr;
+    for (const char* n : names) {
+        if (!j.contains(n)) continue;
+        if (given) at.fail(n, std::string("given beside ") + given + ", which names the same count: keep one");
+        given = n;
+    }
     for (const char* n : names) {
         if (!j.contains(n)) continue;
         const nlohmann::json& v = j[n];

@@ -819,3 +819,101 @@ TEST_CASE("bad input: a run that does not fit in memory exits 70 with one line",
     expect_clean_error(r, 70, {"out of memory"});
 #endif
 }
+
+// Outputs that would overwrite inputs, and silent defaults: each refused with one line.
+TEST_CASE("bad input: an empty flag value exits 2 instead of running as if the flag were absent", "[bad-input][defaults]") {
+    const std::vector<std::string> sim = {"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "1", "--requests", "3",
+                                          "--input-len", "fixed:10", "--output-len", "fixed:5"};
+    for (const std::string& flag : {"--slo", "--plot", "--requests-csv"}) {
+        std::vector<std::string> args = sim;
+        args.insert(args.end(), {flag, ""});
+        expect_clean_error(Run::kvplan(args), kExitUsage, {flag + ": an empty value"});
+    }
+    expect_clean_error(Run::kvplan({"baseline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "4096", "--output", ""}), kExitUsage,
+                       {"--output: an empty value"});
+}
+
+TEST_CASE("bad input: a --seed CLI11 would clamp to 2^64 - 1 exits 2", "[bad-input][defaults]") {
+    const std::vector<std::string> sim = {"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "1", "--requests", "3",
+                                          "--input-len", "fixed:10", "--output-len", "fixed:5", "--seed"};
+    for (const std::string& seed : {"-1", "18446744073709551616", "99999999999999999999999", "7x"}) {
+        std::vector<std::string> args = sim;
+        args.push_back(seed);
+        expect_clean_error(Run::kvplan(args), kExitUsage, {"--seed", "whole number from 0 to 18446744073709551615", seed});
+    }
+    std::vector<std::string> top = sim;
+    top.push_back("18446744073709551615");  // 2^64 - 1 itself is a seed
+    CHECK(Run::kvplan(top).exit_code == kExitOk);
+    expect_clean_error(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--gpus", "h100-sxm", "--slo", "ttft=2s", "--rate", "1", "--seed", "-1"}),
+                       kExitUsage, {"--seed"});
+}
+
+TEST_CASE("bad input: an output file that is one of the command's inputs exits 2 and leaves the input as it was", "[bad-input][defaults]") {
+    ScratchDir dir;
+    const std::string trace_text = "arrival_s,input_tokens,output_tokens\n0,10,5\n";
+    const fs::path trace = dir.write("t.csv", trace_text);
+    expect_clean_error(Run::kvplan({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", trace.string(), "--requests-csv",
+                                    trace.string()}),
+                       kExitUsage, {"--requests-csv", "is the file --trace reads"});
+    // The same file by another spelling of its path.
+    expect_clean_error(Run::kvplan({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", trace.string(), "--timeseries-csv",
+                                    (dir.path() / "." / "t.csv").string()}),
+                       kExitUsage, {"--timeseries-csv", "is the file --trace reads"});
+    CHECK(read_file(trace) == trace_text);
+    // A model folder's config.json as --report.
+    const std::string config_text = read_file(fs::path(KVPLAN_SOURCE_DIR) / "models/presets/llama-3.1-8b.json");
+    const fs::path config = dir.write("model/config.json", config_text);
+    expect_clean_error(Run::kvplan({"roofline", "--model", config.parent_path().string(), "--gpu", "h100", "--report", config.string()}),
+                       kExitUsage, {"--report", "is the file --model reads"});
+    CHECK(read_file(config) == config_text);
+    // check --update --output F where F is the baseline: the report would replace it.
+    const fs::path baseline = dir.path() / "b.json";
+    REQUIRE(Run::kvplan({"baseline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "4096", "--output", baseline.string()})
+                .exit_code == kExitOk);
+    const std::string baseline_text = read_file(baseline);
+    expect_clean_error(Run::kvplan({"check", "--baseline", baseline.string(), "--update", "--output", baseline.string()}), kExitUsage,
+                       {"--output", "is the file --baseline reads"});
+    CHECK(read_file(baseline) == baseline_text);
+}
+
+TEST_CASE("bad input: a key given twice in kvplan's own files exits 65, a config keeps Python's last-wins", "[bad-input][defaults]") {
+    ScratchDir dir;
+    const fs::path prices = dir.write("prices.json", R"({"usd_per_gpu_hour": {"h100-sxm": 2.0, "h100-sxm": 3.0}})");
+    expect_clean_error(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.05",
+                                    "--price-file", prices.string()}),
+                       kExitData, {"prices.json", "h100-sxm: a key given twice"});
+    const fs::path gpus = dir.write("gpus.json", R"({"schema_version": 1, "schema_version": 1, "gpus": []})");
+    expect_clean_error(Run::kvplan({"gpus", "--gpu-file", gpus.string()}), kExitData, {"gpus.json", "schema_version: a key given twice"});
+    const fs::path cal = dir.write("cal.json", R"({"schema_version": 1, "measured_bandwidth_bytes_per_s": 1e12, "measured_bandwidth_bytes_per_s": 2e12})");
+    expect_clean_error(Run::kvplan({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100", "--calibration", cal.string()}), kExitData,
+                       {"cal.json", "measured_bandwidth_bytes_per_s: a key given twice"});
+    // A config with a repeated key loads as transformers reads it (json.load keeps the last).
+    const fs::path config = dir.write("dup/config.json", R"({"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 2,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "num_key_value_heads": 4, "intermediate_size": 14336, "vocab_size": 128256,
+        "max_position_embeddings": 8192})");
+    const Run ok = Run::kvplan({"size", "--model", config.string(), "--context", "1", "--json"});
+    REQUIRE(ok.exit_code == kExitOk);
+    // 2 layers x 4 KV heads x 128 dims x 2 (K and V) x 2 bytes = 4,096 B a token (8 heads would give 8,192).
+    CHECK(ok.out.find("\"kv_bytes_per_token\": 4096") != std::string::npos);
+}
+
+TEST_CASE("bad input: a trace line with two names for one count, or a day its month lacks, exits 65", "[bad-input][trace]") {
+    ScratchDir dir;
+    const fs::path both = dir.write("both.jsonl", R"({"arrival_time": 0, "input_toks": 10, "input_tokens": 12, "output_tokens": 5})" "\n");
+    expect_clean_error(Run::kvplan({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", both.string()}), kExitData,
+                       {"both.jsonl:1", "input_tokens: given beside input_toks"});
+    const fs::path feb = dir.write("feb.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-02-31 00:00:00.0,10,5\n");
+    expect_clean_error(Run::kvplan({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", feb.string()}), kExitData,
+                       {"feb.csv:2", "TIMESTAMP", "2023-2 has 28 days"});
+    const fs::path apr = dir.write("apr.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-04-31 00:00:00.0,10,5\n");
+    expect_clean_error(Run::kvplan({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", apr.string()}), kExitData,
+                       {"apr.csv:2", "2023-4 has 30 days"});
+    // 2024 is a leap year: February 29 is a day.
+    const fs::path leap = dir.write("leap.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2024-02-29 00:00:00.0,10,5\n");
+    CHECK(Run::kvplan({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", leap.string()}).exit_code == kExitOk);
+    // A field of 100,000 bytes is quoted in at most 40.
+    const fs::path huge = dir.write("huge.csv", "arrival_s,input_tokens,output_tokens\n0," + std::string(100'000, '7') + "x,5\n");
+    const Run r = Run::kvplan({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", huge.string()});
+    expect_clean_error(r, kExitData, {"huge.csv:2", "..."});
+    CHECK(r.err.size() < 300);
+}
