@@ -191,7 +191,9 @@ PdSide named_pd_side(const SimulateOptions& o, const ModelSpec& model, const Eff
     const Gpu gpu = resolve_gpu(side.gpu);
     if (!gpu.from_database) usage_error("--prefill-replicas: each pool's device must come from the database; pass --gpu ID (see `kvplan gpus`)");
     try {
-        return pd_side(side, model, gpu, efficiency);
+        PdSide out = pd_side(side, model, gpu, efficiency);
+        require_flops(out.cost, gpu);
+        return out;
     } catch (const Error& e) {
         throw Error(e.kind(), std::string("the ") + name + " pool (" + gpu.name + ", TP " + std::to_string(side.tp) + "): " + e.what());
     }
@@ -256,6 +258,7 @@ void run_layout(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu
     const CostModelInputs target{&model, gpu, parse_weight_format("--weights-dtype", o.weights_dtype), parse_dtype_flag("--kv-dtype", o.kv_dtype),
                                  so.attention_tp, efficiency, std::nullopt};
     const CostModel cost = make_cost_model(target, li);
+    require_flops(cost, gpu);
     // --spec-method: the MTP or EAGLE head under the same layout; its pass on
     // one rank's batch is priced as if every rank drafted as many sequences
     // (the ranks draft in lockstep too; an upper bound on the experts' tokens).
@@ -379,6 +382,7 @@ std::string run_simulate(const SimulateOptions& o) {
     const CostModel cost = make_cost_model(CostModelInputs{&model, gpu, parse_weight_format("--weights-dtype", o.weights_dtype),
                                                            parse_dtype_flag("--kv-dtype", o.kv_dtype), o.tp, efficiency,
                                                            std::nullopt});
+    require_flops(cost, gpu);
     const StepPricer price = step_pricer(cost);
     // Kept alive for the run: the drafter's pricer points into them.
     ModelSpec draft_model;

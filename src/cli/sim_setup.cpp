@@ -328,6 +328,13 @@ PoolPricing pool_pricing(const PdSide& side) {
 }
 
 
+void require_flops(const CostModel& cost, const Gpu& gpu) {
+    if (cost.flops_per_s <= 0)
+        usage_error(gpu.name + " (" + gpu.id + ") has no FLOP/s figure for " + std::string(dtype_name(cost.math_dtype)) +
+                    " (peak_tflops in its device file): simulate prices every prefill with it; add the figure, or pass --calibration FILE from "
+                    "`kvplan measure`");
+}
+
 StepPricer step_pricer(const CostModel& cost) {
     return [&cost](const std::vector<SeqWork>& seqs) { return mixed_step(cost, seqs).total_s; };
 }

@@ -88,6 +88,10 @@ PdSide pd_side(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu,
 // engine's EP step, or one engine's step; the pricers point into side.cost.
 PoolPricing pool_pricing(const PdSide& side);
 
+// Error(Usage) when `cost` has no FLOP/s figure for its dtype: every prompt
+// of a simulation is a prefill, which a memory-only price would make nearly free.
+void require_flops(const CostModel& cost, const Gpu& gpu);
+
 // The roofline's price of a step (mixed_step) and of a pure decode step from
 // its batch and context sum (decode_batch_step). Both keep a reference to
 // `cost`, which must outlive them.

@@ -8,6 +8,8 @@
 #include <optional>
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -79,16 +81,28 @@ class TempFile {
 public:
     explicit TempFile(const fs::path& target) : path_((target.parent_path().empty() ? fs::path(".") : target.parent_path()) /
                                                       ("." + target.filename().string() + ".tmp.XXXXXX")) {
+        // The signals wait (blocked) from before the file exists until its
+        // handler knows its name: one arriving in between would otherwise
+        // end the process with the temporary left behind. A signal that came
+        // meanwhile is delivered at the unblock, to the handler.
+        sigset_t block, old;
+        sigemptyset(&block);
+        for (int sig : kSignals) sigaddset(&block, sig);
+        ::pthread_sigmask(SIG_BLOCK, &block, &old);
         std::string name = path_.string();
         fd_ = ::mkstemp(name.data());
-        if (fd_ < 0) return;
-        path_ = name;
-        created_ = true;
-        if (name.size() < sizeof g_temp_path) {
-            std::memcpy(g_temp_path, name.c_str(), name.size() + 1);
-            for (std::size_t i = 0; i < kSignals.size(); ++i) previous_[i] = std::signal(kSignals[i], remove_temp_and_reraise);
-            handlers_ = true;
+        if (fd_ >= 0) {
+            path_ = name;
+            created_ = true;
+            if (name.size() < sizeof g_temp_path) {
+                std::memcpy(g_temp_path, name.c_str(), name.size() + 1);
+                for (std::size_t i = 0; i < kSignals.size(); ++i) previous_[i] = std::signal(kSignals[i], remove_temp_and_reraise);
+                handlers_ = true;
+            }
         }
+        const int saved = errno;  // mkstemp's, for the caller's message
+        ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+        errno = saved;
     }
     ~TempFile() {
         if (fd_ >= 0) ::close(fd_);

@@ -917,3 +917,17 @@ TEST_CASE("bad input: a trace line with two names for one count, or a day its mo
     expect_clean_error(r, kExitData, {"huge.csv:2", "..."});
     CHECK(r.err.size() < 300);
 }
+
+TEST_CASE("bad input: simulate on a device without FLOP/s exits 2 instead of pricing prefill as free", "[bad-input][defaults]") {
+    // Before: a 2,048-token prefill of llama-3.1-8b was priced by its memory traffic alone.
+    ScratchDir dir;
+    const fs::path gpus = dir.write("nof.json", R"({"schema_version": 1, "gpus": [{"id": "our-accel", "name": "Our Accelerator 48GB",
+        "memory_bytes": 51539607552, "memory_bandwidth_bytes_per_s": 1000000000000, "memory_technology": "GDDR6", "peak_tflops": {}}]})");
+    expect_clean_error(Run::kvplan({"simulate", "--gpu-file", gpus.string(), "--model", "llama-3.1-8b", "--gpu", "our-accel", "--rate", "1",
+                                    "--requests", "3", "--input-len", "fixed:2048", "--output-len", "fixed:5"}),
+                       kExitUsage, {"our-accel", "no FLOP/s figure for bf16", "peak_tflops"});
+    expect_clean_error(Run::kvplan({"simulate", "--gpu-file", gpus.string(), "--model", "llama-3.1-8b", "--gpu", "our-accel",
+                                    "--prefill-replicas", "1", "--decode-replicas", "1", "--rate", "1", "--requests", "3", "--input-len",
+                                    "fixed:2048", "--output-len", "fixed:5"}),
+                       kExitUsage, {"no FLOP/s figure"});
+}
