@@ -191,7 +191,7 @@ PdSide named_pd_side(const SimulateOptions& o, const ModelSpec& model, const Eff
     const Gpu gpu = resolve_gpu(side.gpu);
     if (!gpu.from_database) usage_error("--prefill-replicas: each pool's device must come from the database; pass --gpu ID (see `kvplan gpus`)");
     try {
-        PdSide out = pd_side(side, model, gpu, efficiency);
+        PdSide out = pd_side(serve_knobs(side), model, gpu, efficiency);
         require_flops(out.cost, gpu);
         return out;
     } catch (const Error& e) {
@@ -217,10 +217,11 @@ DisaggPool pool_report(const PdSide& side, std::vector<ReplicaStats> stats, std:
 // Disaggregated prefill/decode (core/sim/disagg.hpp): each side its own
 // device, TP, DP attention + EP layout, vLLM pool and roofline; the KV
 // priced for the decode side. Fills `r`.
-void run_disagg(const SimulateOptions& o, const ModelSpec& model, const Efficiency& efficiency, const Workload& w, SimulateResult& r) {
+void run_disagg(const SimulateOptions& o, const ServeKnobs& knobs, const ModelSpec& model, const Efficiency& efficiency, const Workload& w,
+                SimulateResult& r) {
     const PdSide pre = named_pd_side(o, model, efficiency, "prefill", o.prefill_gpu, o.prefill_tp, o.prefill_dp);
     const PdSide dec = named_pd_side(o, model, efficiency, "decode", o.decode_gpu, o.decode_tp, o.decode_dp);
-    const auto kv_dtype = parse_dtype_flag("--kv-dtype", o.kv_dtype);
+    const std::optional<Dtype> kv_dtype = knobs.kv_dtype;
     // Each decode GPU pulls the KV its attention ranks hold: the DP rank's TP shard.
     DisaggConfig k = disagg_config(model, o.prefill_replicas, o.decode_replicas, parse_kv_link(o.kv_link, pre.gpu, dec.gpu),
                                    dec.layout ? dec.layout->attention_tp : dec.tp, kv_dtype, o.layerwise_transfer);
@@ -249,14 +250,11 @@ void run_disagg(const SimulateOptions& o, const ModelSpec& model, const Efficien
 // A DP attention + EP replica (core/sim/dp_group.hpp): every DP rank an
 // engine core with the pool `r.config` holds, the ranks' steps priced
 // together by the roofline's lockstep step. Fills r.run and r.layout.
-void run_layout(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu, const Efficiency& efficiency, const ScaleOut& so,
+void run_layout(const SimulateOptions& o, const ServeKnobs& knobs, const ModelSpec& model, const Gpu& gpu, const Efficiency& efficiency, const ScaleOut& so,
                 const Workload& w, const SglangConfig& sglang, SimulateResult& r) {
-    const double imbalance = o.expert_imbalance != 0 ? o.expert_imbalance : 1.0;
-    ExpertLayoutInputs li{so, imbalance, bundled_all_to_all_latencies(),
-                          resolve_gpus_per_node(o.nodes, so.gpus, default_gpus_per_node(gpu.interconnect)), find_nic(o.nodes.nic)};
-    if (o.two_batch_overlap) add_two_batch_overlap(&li, o.engine);
-    const CostModelInputs target{&model, gpu, parse_weight_format("--weights-dtype", o.weights_dtype), parse_dtype_flag("--kv-dtype", o.kv_dtype),
-                                 so.attention_tp, efficiency, std::nullopt};
+    const ExpertLayoutInputs li = expert_layout_inputs(knobs, so, gpu);
+    const double imbalance = li.expert_imbalance;
+    const CostModelInputs target{&model, gpu, knobs.weights, knobs.kv_dtype, so.attention_tp, efficiency, std::nullopt};
     const CostModel cost = make_cost_model(target, li);
     require_flops(cost, gpu);
     // --spec-method: the MTP or EAGLE head under the same layout; its pass on
@@ -271,7 +269,7 @@ void run_layout(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu
         draft_decode = [&d = spec->draft, dp = so.dp](std::int64_t batch, std::int64_t context_sum) -> std::optional<double> {
             return decode_step(d, checked_mul(batch, dp, "drafting sequences"), batch > 0 ? context_sum / batch : 0).total_s;
         };
-        add_speculation(o, model, draft_model, *spec, draft_decode, r, &so);
+        add_speculation(knobs, model, draft_model, *spec, draft_decode, r, &so);
     }
     const ClusterConfig k{o.replicas, o.router == "least-loaded" ? Router::LeastLoaded : Router::RoundRobin};
     const bool sg = o.engine == "sglang";
@@ -337,7 +335,8 @@ std::string run_simulate(const SimulateOptions& o) {
                     "with --calibration FILE from `kvplan measure` holding both");
     if (!gpu.from_database && o.tp > 1) usage_error("--tp: a device given by --gpu-mem has no interconnect figure; pass --gpu ID");
     check_tp(model, o.tp);
-    const std::optional<ScaleOut> layout = layout_of(o, model, gpu);
+    const ServeKnobs knobs = serve_knobs(o);
+    const std::optional<ScaleOut> layout = layout_of(knobs, model, gpu);
     if (o.pp > 1) check_pp(o, model, gpu);
     check_disagg_flags(o);
     check_spec_flags(o);
@@ -358,30 +357,29 @@ std::string run_simulate(const SimulateOptions& o) {
     SglangConfig sglang;
     if (o.engine == "sglang") {
         if (!o.vllm_version.empty()) usage_error("--vllm-version applies to --engine vllm only");
-        sglang = sglang_config(o, model, gpu, r);
+        sglang = sglang_config(knobs, model, gpu, r);
     } else if (o.schedule_policy != "fcfs") {
         usage_error("--schedule-policy " + o.schedule_policy + " is SGLang's: pass --engine sglang (vLLM's scheduler here is first come first served)");
     } else if (o.prefill_replicas == 0) {  // a P/D run sizes each side's pool below
-        r.config = engine_config(o, model, gpu, r.max_model_len, r.pool_source);
+        r.config = engine_config(knobs, model, gpu, r.max_model_len, r.pool_source);
     }
     if (o.prefill_replicas == 0)
         refuse_long_requests(w, r.max_model_len, o.trace.empty() ? kSyntheticSource : o.trace, o.engine == "sglang");
     if (!o.slo.empty()) r.slo = parse_slo(o.slo);
 
     if (o.prefill_replicas > 0) {
-        run_disagg(o, model, efficiency, w, r);
+        run_disagg(o, knobs, model, efficiency, w, r);
         note_long_max_model_len(model, o.engine, r);
         return finish(o, r);
     }
     note_long_max_model_len(model, o.engine, r);
     if (layout) {
-        run_layout(o, model, gpu, efficiency, *layout, w, sglang, r);
+        run_layout(o, knobs, model, gpu, efficiency, *layout, w, sglang, r);
         r.summary = summarise(r.run, r.slo);
         return finish(o, r);
     }
-    const CostModel cost = make_cost_model(CostModelInputs{&model, gpu, parse_weight_format("--weights-dtype", o.weights_dtype),
-                                                           parse_dtype_flag("--kv-dtype", o.kv_dtype), o.tp, efficiency,
-                                                           std::nullopt});
+    const CostModelInputs in{&model, gpu, knobs.weights, knobs.kv_dtype, o.tp, efficiency, std::nullopt};
+    const CostModel cost = make_cost_model(in);
     require_flops(cost, gpu);
     const StepPricer price = step_pricer(cost);
     // Kept alive for the run: the drafter's pricer points into them.
@@ -389,11 +387,9 @@ std::string run_simulate(const SimulateOptions& o) {
     std::optional<SpecInputs> spec;
     std::optional<DecodePricer> draft_decode;
     if (!o.spec.method.empty()) {
-        const CostModelInputs target{&model, gpu, parse_weight_format("--weights-dtype", o.weights_dtype), parse_dtype_flag("--kv-dtype", o.kv_dtype),
-                                     o.tp, efficiency, std::nullopt};
-        spec = resolve_spec(o.spec, model, target, draft_model);
+        spec = resolve_spec(o.spec, model, in, draft_model);
         draft_decode = decode_pricer(spec->draft);
-        add_speculation(o, model, draft_model, *spec, *draft_decode, r);
+        add_speculation(knobs, model, draft_model, *spec, *draft_decode, r);
     }
     if (o.engine == "sglang") {
         const ClusterConfig k{o.replicas, o.router == "least-loaded" ? Router::LeastLoaded : Router::RoundRobin};
@@ -402,10 +398,7 @@ std::string run_simulate(const SimulateOptions& o) {
     } else {
         const DecodePricer decode = decode_pricer(cost);
         const std::vector<CostModel> stage_costs =
-            o.pp > 1 ? stage_cost_models(CostModelInputs{&model, gpu, parse_weight_format("--weights-dtype", o.weights_dtype),
-                                                         parse_dtype_flag("--kv-dtype", o.kv_dtype), o.tp, efficiency, std::nullopt},
-                                         o.pp)
-                     : std::vector<CostModel>{};
+            o.pp > 1 ? stage_cost_models(in, o.pp) : std::vector<CostModel>{};
         const StagePricers stages = stage_pricers(stage_costs);
         r.run = simulate_cluster(w, r.config, ClusterConfig{o.replicas, o.router == "least-loaded" ? Router::LeastLoaded : Router::RoundRobin},
                                  price, decode, false, stages);

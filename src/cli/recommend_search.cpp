@@ -192,7 +192,7 @@ bool add_proposer(Setup& s, const SimulateOptions& so, const ModelSpec& model, c
     SimulateResult scratch;
     scratch.config = s.engine.vllm;
     try {
-        add_speculation(so, model, *s.draft_model, *s.spec, *s.draft_decode, scratch, layout ? &layout->scale_out : nullptr);
+        add_speculation(serve_knobs(so), model, *s.draft_model, *s.spec, *s.draft_decode, scratch, layout ? &layout->scale_out : nullptr);
     } catch (const Error& e) {
         s.row.reason = std::string("memory: ") + e.what();
         return false;
@@ -217,8 +217,8 @@ void configure(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& 
         // The defaults first: the other settings are stated against them.
         SchedulerConfig v;
         SglangConfig g;
-        if (sglang) g = sglang_config(so, model, gpu, scratch);
-        else v = engine_config(so, model, gpu, max_model_len, pool);
+        if (sglang) g = sglang_config(serve_knobs(so), model, gpu, scratch);
+        else v = engine_config(serve_knobs(so), model, gpu, max_model_len, pool);
         const std::int64_t seqs = sglang ? g.max_running_requests : v.max_num_seqs;
         const std::int64_t tokens = sglang ? g.chunked_prefill_size : v.max_num_batched_tokens;
         // The knobs are per DP rank; SGLang's flags are the server's totals,
@@ -230,8 +230,8 @@ void configure(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& 
         }
         if (s.row.knobs == "throughput") so.max_num_batched_tokens = 2 * tokens * totals;
         if (s.row.knobs != "default") {
-            if (sglang) g = sglang_config(so, model, gpu, scratch);
-            else v = engine_config(so, model, gpu, max_model_len, pool);
+            if (sglang) g = sglang_config(serve_knobs(so), model, gpu, scratch);
+            else v = engine_config(serve_knobs(so), model, gpu, max_model_len, pool);
         }
         if (sglang) max_model_len = scratch.max_model_len;
         refuse_long_requests(w, max_model_len, source, sglang);
@@ -422,9 +422,9 @@ void configure_pd(Setup& s, SimulateOptions so, const ModelSpec& model, const Gp
     };
     const char* side = "prefill pool: ";  // which pool a refusal is about
     try {
-        s.prefill_side = std::make_unique<PdSide>(pd_side(side_options(s.row.prefill_tp, s.row.prefill_dp), model, gpu, efficiency));
+        s.prefill_side = std::make_unique<PdSide>(pd_side(serve_knobs(side_options(s.row.prefill_tp, s.row.prefill_dp)), model, gpu, efficiency));
         side = "decode pool: ";
-        s.decode_side = std::make_unique<PdSide>(pd_side(side_options(s.row.tp, s.row.dp), model, gpu, efficiency));
+        s.decode_side = std::make_unique<PdSide>(pd_side(serve_knobs(side_options(s.row.tp, s.row.dp)), model, gpu, efficiency));
         side = "";
         refuse_long_requests(w, std::min(s.prefill_side->max_model_len, s.decode_side->max_model_len), source, false);
     } catch (const Error& e) {

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/hardware.hpp"
 #include "core/memory/parallel.hpp"
+#include "core/plan/engine_setup.hpp"
 #include "core/speed/step_cost.hpp"
 
 namespace kvplan {
@@ -36,14 +37,9 @@ ScaleOutFlags layout_flags(const Options& o) {
     return ScaleOutFlags{o.tp, o.dp, o.ep, o.enable_expert_parallel, o.redundant_experts, o.moe_dense_tp, o.moe_a2a_backend};
 }
 
-// --two-batch-overlap: the engine's micro-batching thresholds on an EP
-// layout (`layout`; null: none), or Error(Usage) where it cannot apply.
+// --two-batch-overlap for the command's --engine (core/plan/engine_setup.hpp).
 inline void add_two_batch_overlap(ExpertLayoutInputs* layout, const std::string& engine) {
-    if (engine != "vllm" && engine != "sglang")
-        usage_error("--two-batch-overlap is vLLM's --enable-dbo or SGLang's --enable-two-batch-overlap: pass --engine vllm or --engine sglang");
-    if (!layout || layout->scale_out.ep < 2)
-        usage_error("--two-batch-overlap hides the expert all-to-all: it needs expert parallelism (--ep N, or --enable-expert-parallel with --dp)");
-    set_two_batch_overlap(*layout, engine == "sglang");
+    add_two_batch_overlap(layout, engine == "vllm" ? Engine::Vllm : engine == "sglang" ? Engine::Sglang : Engine::Generic);
 }
 
 // Where a layout's GPUs sit (docs/scale-out.md, "Nodes and NICs"): 0 = not given.
@@ -61,22 +57,9 @@ inline void add_node_options(CLI::App& cmd, NodeFlags& o) {
     cmd.add_option("--nic", o.nic, "the NIC per GPU between nodes: ib-hdr, ib-ndr (default), ib-xdr, roce-400, efa-p5");
 }
 
-// GPUs per node from the flags, for a layout of `gpus` GPUs on a device
-// whose scale-up domain is `device_default` GPUs; Error(Usage) when --nodes
-// and --gpus-per-node disagree with the layout.
+// GPUs per node from the flags (core/plan/engine_setup.hpp).
 inline std::int64_t resolve_gpus_per_node(const NodeFlags& f, std::int64_t gpus, std::int64_t device_default) {
-    if (f.nodes > 0 && f.gpus_per_node > 0) {
-        if (f.nodes * f.gpus_per_node != gpus)
-            usage_error("--nodes " + std::to_string(f.nodes) + " x --gpus-per-node " + std::to_string(f.gpus_per_node) + " is " +
-                        std::to_string(f.nodes * f.gpus_per_node) + " GPUs; the layout has " + std::to_string(gpus));
-        return f.gpus_per_node;
-    }
-    if (f.nodes > 0) {
-        if (gpus % f.nodes != 0)
-            usage_error("--nodes " + std::to_string(f.nodes) + ": the layout's " + std::to_string(gpus) + " GPUs do not split evenly over them");
-        return gpus / f.nodes;
-    }
-    return f.gpus_per_node > 0 ? f.gpus_per_node : device_default;
+    return resolve_gpus_per_node(NodeKnobs{f.nodes, f.gpus_per_node, Nic{}, false}, gpus, device_default);
 }
 
 }  // namespace kvplan

@@ -79,6 +79,7 @@ std::optional<SpecInputs> resolve_spec(const SpecFlags& f, const ModelSpec& mode
         if (f.draft_model.empty()) usage_error("--spec-method draft needs --draft-model M (a config.json, a model folder or a preset)");
         draft_model = load_model(f.draft_model, "--draft-model");  // an error names the flag
         draft_model.use_stored_weights = true;                     // as --weights-from auto does for --model
+        spec.draft_label = model_label(draft_model);               // as the reports name it
     } else {
         if (!f.draft_model.empty()) usage_error("--draft-model is for --spec-method draft; " + f.method + " drafts with the target's own layers");
         if (spec.method == SpecMethod::Mtp && !has_mtp_layers(model))
