@@ -7,27 +7,18 @@
 
 #include <fmt/format.h>
 
-#include "core/checked.hpp"
-#include "core/error.hpp"
-#include "core/memory/capacity.hpp"
-#include "core/memory/kv_size.hpp"
-#include "core/memory/parallel.hpp"
 #include "core/digits.hpp"
+#include "core/error.hpp"
+#include "core/plan/engine_setup.hpp"
+#include "core/memory/kv_size.hpp"
 #include "core/model/config_parts.hpp"
-#include "core/model/weight_format.hpp"
-#include "core/model/weights.hpp"
-#include "core/sim/sglang_scheduler.hpp"
-#include "core/sim/cluster.hpp"
-#include "core/sim/dp_group.hpp"
-#include "core/sim/disagg.hpp"
+#include "core/plan/simulation.hpp"
+#include "core/sim/metrics.hpp"
 #include "core/sim/synthetic.hpp"
-#include "core/speed/speculative.hpp"
-#include "io/engine_db.hpp"
 #include "io/file_writer.hpp"
 #include "report/html_report.hpp"
 #include "report/plot_files.hpp"
 #include "report/simulate_report.hpp"
-#include "io/trace_reader.hpp"
 
 namespace kvplan {
 
@@ -199,104 +190,6 @@ PdSide named_pd_side(const SimulateOptions& o, const ModelSpec& model, const Eff
     }
 }
 
-// A side's report: its replicas, and with DP groups their engine cores,
-// taken from the front of `ranks` (the run's cores, prefill side first).
-DisaggPool pool_report(const PdSide& side, std::vector<ReplicaStats> stats, std::vector<ReplicaStats>& ranks) {
-    DisaggPool p{side.gpu.name, side.tp, side.config, std::move(stats)};
-    if (side.layout) {
-        p.dp = side.layout->dp;
-        p.ep = side.layout->ep;
-    }
-    // A replica of one engine is one core.
-    const std::size_t cores = std::min(ranks.size(), p.stats.size() * static_cast<std::size_t>(p.dp));
-    if (p.dp > 1) p.dp_ranks.assign(ranks.begin(), ranks.begin() + static_cast<std::ptrdiff_t>(cores));
-    ranks.erase(ranks.begin(), ranks.begin() + static_cast<std::ptrdiff_t>(cores));
-    return p;
-}
-
-// Disaggregated prefill/decode (core/sim/disagg.hpp): each side its own
-// device, TP, DP attention + EP layout, vLLM pool and roofline; the KV
-// priced for the decode side. Fills `r`.
-void run_disagg(const SimulateOptions& o, const ServeKnobs& knobs, const ModelSpec& model, const Efficiency& efficiency, const Workload& w,
-                SimulateResult& r) {
-    const PdSide pre = named_pd_side(o, model, efficiency, "prefill", o.prefill_gpu, o.prefill_tp, o.prefill_dp);
-    const PdSide dec = named_pd_side(o, model, efficiency, "decode", o.decode_gpu, o.decode_tp, o.decode_dp);
-    const std::optional<Dtype> kv_dtype = knobs.kv_dtype;
-    // Each decode GPU pulls the KV its attention ranks hold: the DP rank's TP shard.
-    DisaggConfig k = disagg_config(model, o.prefill_replicas, o.decode_replicas, parse_kv_link(o.kv_link, pre.gpu, dec.gpu),
-                                   dec.layout ? dec.layout->attention_tp : dec.tp, kv_dtype, o.layerwise_transfer);
-    k.router = o.router == "least-loaded" ? Router::LeastLoaded : Router::RoundRobin;
-    r.config = dec.config;
-    r.max_model_len = std::min(pre.max_model_len, dec.max_model_len);
-    r.pool_source = dec.pool_source;
-    refuse_long_requests(w, r.max_model_len, o.trace.empty() ? kSyntheticSource : o.trace, false);
-    DisaggRun run = simulate_disagg(w, pre.config, dec.config, k, pool_pricing(pre), pool_pricing(dec));
-    DisaggReport d;
-    std::vector<ReplicaStats> cores = run.run.dp_ranks;
-    d.prefill = pool_report(pre, run.prefill, cores);
-    d.decode = pool_report(dec, run.decode, cores);
-    d.link = o.kv_link;
-    d.link_bytes_per_s = k.link.bytes_per_s;
-    d.link_latency_s = k.link.latency_s;
-    d.layerwise = k.layerwise;
-    d.kv_bytes_per_token_per_rank = k.kv_bytes_per_token_per_rank;
-    d.transfer_s = distribution(run.transfer_s);
-    r.disagg = std::move(d);
-    r.run = std::move(run.run);
-    r.router = o.router;
-    r.summary = summarise(r.run, r.slo);
-}
-
-// A DP attention + EP replica (core/sim/dp_group.hpp): every DP rank an
-// engine core with the pool `r.config` holds, the ranks' steps priced
-// together by the roofline's lockstep step. Fills r.run and r.layout.
-void run_layout(const SimulateOptions& o, const ServeKnobs& knobs, const ModelSpec& model, const Gpu& gpu, const Efficiency& efficiency, const ScaleOut& so,
-                const Workload& w, const SglangConfig& sglang, SimulateResult& r) {
-    const ExpertLayoutInputs li = expert_layout_inputs(knobs, so, gpu);
-    const double imbalance = li.expert_imbalance;
-    const CostModelInputs target{&model, gpu, knobs.weights, knobs.kv_dtype, so.attention_tp, efficiency, std::nullopt};
-    const CostModel cost = make_cost_model(target, li);
-    require_flops(cost, gpu);
-    // --spec-method: the MTP or EAGLE head under the same layout; its pass on
-    // one rank's batch is priced as if every rank drafted as many sequences
-    // (the ranks draft in lockstep too; an upper bound on the experts' tokens).
-    // Kept alive for the run: the pricer points into them.
-    ModelSpec draft_model;
-    std::optional<SpecInputs> spec;
-    DecodePricer draft_decode;
-    if (!o.spec.method.empty()) {
-        spec = resolve_spec(o.spec, model, target, draft_model, &li);
-        draft_decode = [&d = spec->draft, dp = so.dp](std::int64_t batch, std::int64_t context_sum) -> std::optional<double> {
-            return decode_step(d, checked_mul(batch, dp, "drafting sequences"), batch > 0 ? context_sum / batch : 0).total_s;
-        };
-        add_speculation(knobs, model, draft_model, *spec, draft_decode, r, &so);
-    }
-    const ClusterConfig k{o.replicas, o.router == "least-loaded" ? Router::LeastLoaded : Router::RoundRobin};
-    const bool sg = o.engine == "sglang";
-    if (so.dp > 1) {
-        const DpStepPricer price = dp_step_pricer(cost);
-        r.run = sg ? simulate_sglang_dp_cluster(w, sglang, so.dp, k, price) : simulate_dp_cluster(w, r.config, so.dp, k, price);
-    } else {
-        // Expert parallelism over one engine's TP ranks: its one batch.
-        const StepPricer price = [&cost](const std::vector<SeqWork>& seqs) { return dp_mixed_step(cost, {&seqs}).total_s; };
-        r.run = sg ? simulate_sglang_cluster(w, sglang, k, price) : simulate_cluster(w, r.config, k, price, DecodePricer{});
-    }
-    DpLayoutReport l;
-    l.dp = so.dp;
-    l.attention_tp = so.attention_tp;
-    l.ep = so.ep;
-    l.gpus = so.gpus;
-    l.experts_per_gpu = so.experts_per_gpu;
-    l.nodes = cost.layout.nodes;
-    l.gpus_per_node = std::min(cost.layout.gpus_per_node, so.gpus);
-    if (cost.layout.nodes > 1) l.nic = cost.layout.nic;
-    l.expert_imbalance = imbalance;
-    l.sglang = sg;
-    l.two_batch_overlap = o.two_batch_overlap;
-    r.layout = l;
-    r.router = o.router;
-}
-
 // The files a run writes, after it: the CSVs, the charts, the HTML report.
 // A max_model_len past what the model's config allows: the engine refuses
 // to start (vLLM's _get_and_verify_max_len, SGLang's ModelConfig) unless an
@@ -318,94 +211,113 @@ std::string finish(const SimulateOptions& o, const SimulateResult& r) {
     return text;
 }
 
-}  // namespace
+// What refusals call the workload: the trace's path, or the synthetic one.
+std::string workload_source(const SimulateOptions& o) { return o.trace.empty() ? kSyntheticSource : o.trace; }
 
-std::string run_simulate(const SimulateOptions& o) {
-    if (!o.cpu_offload.empty()) {
-        if (o.engine == "sglang") usage_error("--cpu-offload: vLLM's OffloadingConnector is simulated, not SGLang's hierarchical cache; pass --engine vllm");
-        if (o.pp > 1) usage_error("--cpu-offload: KV offload with pipeline parallelism is not simulated; pass --pp 1");
-        if (o.no_prefix_caching) usage_error("--cpu-offload: the CPU tier is keyed by prefix-cache block hashes; drop --no-prefix-caching");
-    }
-    ModelSpec model = resolve_model(o.model);
-    const Gpu gpu = resolve_gpu(o.gpu);
-    const Efficiency efficiency = resolve_efficiency(o.efficiency, o.engine);
+// --cpu-offload's limits: vLLM's connector, one stage, prefix caching on.
+void check_cpu_offload_flags(const SimulateOptions& o) {
+    if (o.cpu_offload.empty()) return;
+    if (o.engine == "sglang") usage_error("--cpu-offload: vLLM's OffloadingConnector is simulated, not SGLang's hierarchical cache; pass --engine vllm");
+    if (o.pp > 1) usage_error("--cpu-offload: KV offload with pipeline parallelism is not simulated; pass --pp 1");
+    if (o.no_prefix_caching) usage_error("--cpu-offload: the CPU tier is keyed by prefix-cache block hashes; drop --no-prefix-caching");
+}
+
+// What the device must say for steps to be priced on it.
+void check_device(const SimulateOptions& o, const Gpu& gpu, const Efficiency& efficiency) {
     // A device known only by its memory is priced from what `measure` timed on it.
     if (!gpu.from_database && !(efficiency.measured_bandwidth_bytes_per_s && efficiency.measured_flops_per_s))
         usage_error("simulate prices steps with the device's bandwidth and FLOP/s: pass --gpu ID (see `kvplan gpus`), or --gpu-mem SIZE "
                     "with --calibration FILE from `kvplan measure` holding both");
     if (!gpu.from_database && o.tp > 1) usage_error("--tp: a device given by --gpu-mem has no interconnect figure; pass --gpu ID");
-    check_tp(model, o.tp);
-    const ServeKnobs knobs = serve_knobs(o);
-    const std::optional<ScaleOut> layout = layout_of(knobs, model, gpu);
-    if (o.pp > 1) check_pp(o, model, gpu);
-    check_disagg_flags(o);
-    check_spec_flags(o);
+}
+
+// The output files, checked before the run rather than after it.
+void check_outputs(const SimulateOptions& o) {
     if (!o.requests_csv.empty()) check_writable(o.requests_csv);
     if (!o.timeseries_csv.empty()) check_writable(o.timeseries_csv);
     if (!o.plot.empty()) prepare_plot_dir(o.plot);
     if (!o.report.empty()) check_writable(o.report);
+}
 
-    SimulateResult r;
-    r.model_label = model_label(model);
-    r.gpu_name = gpu.name;
+// The trace or synthetic traffic, with --prefix-tokens' shared system prompt.
+Workload workload(const SimulateOptions& o, SimulateResult& r) {
     Workload w = make_workload(o, r.workload);
     r.concurrency = w.concurrency;
     if (o.prefix_tokens > 0) {
         share_system_prompt(w, o.prefix_tokens);
         r.workload += fmt::format(", a {}-token system prompt shared", group_digits(o.prefix_tokens));
     }
+    return w;
+}
+
+// The engine's pool and limits in r.config (vLLM; SGLang's returned, its
+// figures in r.config too); a P/D run sizes each side's pool itself.
+SglangConfig engine_pool(const SimulateOptions& o, const ServeKnobs& knobs, const ModelSpec& model, const Gpu& gpu, const Workload& w,
+                         SimulateResult& r) {
     SglangConfig sglang;
     if (o.engine == "sglang") {
         if (!o.vllm_version.empty()) usage_error("--vllm-version applies to --engine vllm only");
         sglang = sglang_config(knobs, model, gpu, r);
     } else if (o.schedule_policy != "fcfs") {
         usage_error("--schedule-policy " + o.schedule_policy + " is SGLang's: pass --engine sglang (vLLM's scheduler here is first come first served)");
-    } else if (o.prefill_replicas == 0) {  // a P/D run sizes each side's pool below
+    } else if (o.prefill_replicas == 0) {
         r.config = engine_config(knobs, model, gpu, r.max_model_len, r.pool_source);
     }
-    if (o.prefill_replicas == 0)
-        refuse_long_requests(w, r.max_model_len, o.trace.empty() ? kSyntheticSource : o.trace, o.engine == "sglang");
+    if (o.prefill_replicas == 0) refuse_long_requests(w, r.max_model_len, workload_source(o), o.engine == "sglang");
+    return sglang;
+}
+
+// The proposer, resolved from the flags (a draft model's config is read here).
+SpecResolver spec_resolver(const SimulateOptions& o, const ModelSpec& model) {
+    if (o.spec.method.empty()) return {};
+    return [&o, &model](const CostModelInputs& target, const ExpertLayoutInputs* layout, ModelSpec& draft) {
+        return resolve_spec(o.spec, model, target, draft, layout);
+    };
+}
+
+// A P/D unit's two sides and the link between them.
+PdUnit pd_unit(const SimulateOptions& o, const ModelSpec& model, const Efficiency& efficiency) {
+    PdUnit u;
+    u.prefill = named_pd_side(o, model, efficiency, "prefill", o.prefill_gpu, o.prefill_tp, o.prefill_dp);
+    u.decode = named_pd_side(o, model, efficiency, "decode", o.decode_gpu, o.decode_tp, o.decode_dp);
+    u.prefill_replicas = o.prefill_replicas;
+    u.decode_replicas = o.decode_replicas;
+    u.link = parse_kv_link(o.kv_link, u.prefill.gpu, u.decode.gpu);
+    u.link_name = o.kv_link;
+    u.layerwise = o.layerwise_transfer;
+    return u;
+}
+
+}  // namespace
+
+std::string run_simulate(const SimulateOptions& o) {
+    check_cpu_offload_flags(o);
+    ModelSpec model = resolve_model(o.model);
+    const Gpu gpu = resolve_gpu(o.gpu);
+    const Efficiency efficiency = resolve_efficiency(o.efficiency, o.engine);
+    check_device(o, gpu, efficiency);
+    check_tp(model, o.tp);
+    const ServeKnobs knobs = serve_knobs(o);
+    const std::optional<ScaleOut> layout = layout_of(knobs, model, gpu);
+    if (o.pp > 1) check_pp(o, model, gpu);
+    check_disagg_flags(o);
+    check_spec_flags(o);
+    check_outputs(o);
+
+    SimulateResult r;
+    r.model_label = model_label(model);
+    r.gpu_name = gpu.name;
+    const Workload w = workload(o, r);
+    const SglangConfig sglang = engine_pool(o, knobs, model, gpu, w, r);
     if (!o.slo.empty()) r.slo = parse_slo(o.slo);
 
-    if (o.prefill_replicas > 0) {
-        run_disagg(o, knobs, model, efficiency, w, r);
-        note_long_max_model_len(model, o.engine, r);
-        return finish(o, r);
-    }
-    note_long_max_model_len(model, o.engine, r);
-    if (layout) {
-        run_layout(o, knobs, model, gpu, efficiency, *layout, w, sglang, r);
-        r.summary = summarise(r.run, r.slo);
-        return finish(o, r);
-    }
-    const CostModelInputs in{&model, gpu, knobs.weights, knobs.kv_dtype, o.tp, efficiency, std::nullopt};
-    const CostModel cost = make_cost_model(in);
-    require_flops(cost, gpu);
-    const StepPricer price = step_pricer(cost);
-    // Kept alive for the run: the drafter's pricer points into them.
-    ModelSpec draft_model;
-    std::optional<SpecInputs> spec;
-    std::optional<DecodePricer> draft_decode;
-    if (!o.spec.method.empty()) {
-        spec = resolve_spec(o.spec, model, in, draft_model);
-        draft_decode = decode_pricer(spec->draft);
-        add_speculation(knobs, model, draft_model, *spec, *draft_decode, r);
-    }
-    if (o.engine == "sglang") {
-        const ClusterConfig k{o.replicas, o.router == "least-loaded" ? Router::LeastLoaded : Router::RoundRobin};
-        r.run = o.replicas > 1 ? simulate_sglang_cluster(w, sglang, k, price) : simulate_sglang(w, sglang, price);
-        r.router = o.router;
-    } else {
-        const DecodePricer decode = decode_pricer(cost);
-        const std::vector<CostModel> stage_costs =
-            o.pp > 1 ? stage_cost_models(in, o.pp) : std::vector<CostModel>{};
-        const StagePricers stages = stage_pricers(stage_costs);
-        r.run = simulate_cluster(w, r.config, ClusterConfig{o.replicas, o.router == "least-loaded" ? Router::LeastLoaded : Router::RoundRobin},
-                                 price, decode, false, stages);
-        r.router = o.router;
-        r.pp = o.pp;
-    }
+    const Router router = o.router == "least-loaded" ? Router::LeastLoaded : Router::RoundRobin;
+    const RunSetup setup{&model, gpu, efficiency, ClusterConfig{o.replicas, router}, spec_resolver(o, model)};
+    if (o.prefill_replicas > 0) simulate_pd(knobs, model, pd_unit(o, model, efficiency), router, w, workload_source(o), r);
+    else if (layout) simulate_layout(knobs, setup, *layout, w, sglang, r);
+    else simulate_replicas(knobs, setup, w, sglang, r);
     r.summary = summarise(r.run, r.slo);
+    note_long_max_model_len(model, o.engine, r);
     return finish(o, r);
 }
 
