@@ -166,30 +166,6 @@ void check_disagg_flags(const SimulateOptions& o) {
     if (o.nodes.nodes > 0) usage_error("--nodes: each P/D pool spans its own nodes; pass --gpus-per-node (and --nic) instead");
 }
 
-// One side of a P/D run (cli/sim_setup.hpp, pd_side); `name` ("prefill"
-// or "decode") prefixes what the side's own TP, layout and pool refuse, so
-// that the message says which pool has no room.
-PdSide named_pd_side(const SimulateOptions& o, const ModelSpec& model, const Efficiency& efficiency, const char* name, const std::string& gpu_id,
-                     std::int64_t tp, std::int64_t dp) {
-    SimulateOptions side = o;
-    if (!gpu_id.empty()) {
-        side.gpu.gpu = gpu_id;
-        side.gpu.gpu_mem.clear();
-        side.gpu.flag = std::string("--") + name + "-gpu";
-    }
-    if (tp > 0) side.tp = tp;
-    if (dp > 0) side.dp = dp;
-    const Gpu gpu = resolve_gpu(side.gpu);
-    if (!gpu.from_database) usage_error("--prefill-replicas: each pool's device must come from the database; pass --gpu ID (see `kvplan gpus`)");
-    try {
-        PdSide out = pd_side(serve_knobs(side), model, gpu, efficiency);
-        require_flops(out.cost, gpu);
-        return out;
-    } catch (const Error& e) {
-        throw Error(e.kind(), std::string("the ") + name + " pool (" + gpu.name + ", TP " + std::to_string(side.tp) + "): " + e.what());
-    }
-}
-
 // The files a run writes, after it: the CSVs, the charts, the HTML report.
 // A max_model_len past what the model's config allows: the engine refuses
 // to start (vLLM's _get_and_verify_max_len, SGLang's ModelConfig) unless an
@@ -265,27 +241,6 @@ SglangConfig engine_pool(const SimulateOptions& o, const ServeKnobs& knobs, cons
     }
     if (o.prefill_replicas == 0) refuse_long_requests(w, r.max_model_len, workload_source(o), o.engine == "sglang");
     return sglang;
-}
-
-// The proposer, resolved from the flags (a draft model's config is read here).
-SpecResolver spec_resolver(const SimulateOptions& o, const ModelSpec& model) {
-    if (o.spec.method.empty()) return {};
-    return [&o, &model](const CostModelInputs& target, const ExpertLayoutInputs* layout, ModelSpec& draft) {
-        return resolve_spec(o.spec, model, target, draft, layout);
-    };
-}
-
-// A P/D unit's two sides and the link between them.
-PdUnit pd_unit(const SimulateOptions& o, const ModelSpec& model, const Efficiency& efficiency) {
-    PdUnit u;
-    u.prefill = named_pd_side(o, model, efficiency, "prefill", o.prefill_gpu, o.prefill_tp, o.prefill_dp);
-    u.decode = named_pd_side(o, model, efficiency, "decode", o.decode_gpu, o.decode_tp, o.decode_dp);
-    u.prefill_replicas = o.prefill_replicas;
-    u.decode_replicas = o.decode_replicas;
-    u.link = parse_kv_link(o.kv_link, u.prefill.gpu, u.decode.gpu);
-    u.link_name = o.kv_link;
-    u.layerwise = o.layerwise_transfer;
-    return u;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "core/hardware.hpp"
 #include "core/plan/engine_setup.hpp"
 #include "core/plan/serve_knobs.hpp"
+#include "core/plan/simulation.hpp"
 #include "core/sim/disagg.hpp"
 #include "core/sim/metrics.hpp"
 #include "core/sim/synthetic.hpp"
@@ -32,5 +33,13 @@ ServeKnobs serve_knobs(const SimulateOptions& o);
 // second, per direction per rank); "nvlink" needs both sides' devices on
 // NVLink and takes the slower one's bandwidth. Error(Usage) otherwise.
 KvLink parse_kv_link(const std::string& text, const Gpu& prefill, const Gpu& decode);
+
+// --spec-method's proposer, resolved when the run asks (a draft model's
+// config is read then); empty without --spec-method. Keeps references to
+// `o` and `model`.
+SpecResolver spec_resolver(const SimulateOptions& o, const ModelSpec& model);
+// A P/D run's two sides (--prefill-gpu/-tp/-dp, --decode-gpu/-tp/-dp over
+// --gpu/--tp/--dp) and the link between them (--kv-link).
+PdUnit pd_unit(const SimulateOptions& o, const ModelSpec& model, const Efficiency& efficiency);
 
 }  // namespace kvplan
