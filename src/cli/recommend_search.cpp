@@ -12,6 +12,8 @@
 
 #include "cli/flag_checks.hpp"
 #include "cli/sim_setup.hpp"
+#include "cli/spec_options.hpp"
+#include "core/plan/slo_candidates.hpp"
 #include "core/checked.hpp"
 #include "core/digits.hpp"
 #include "core/error.hpp"
@@ -45,13 +47,6 @@ constexpr std::int64_t kDefaultTraceRequests = 4000;
 // RandomDataset: input_len 1024, output_len 128).
 constexpr const char* kDefaultInput = "fixed:1024";
 constexpr const char* kDefaultOutput = "fixed:128";
-// The latency setting caps the batch here (vLLM's own sweep example in
-// docs/benchmarking/sweeps.md tries 32 to 256), and the step's tokens at
-// 2,048: "smaller values (e.g., 2048) achieve better inter-token latency
-// because there are fewer prefills slowing down decodes" (vLLM's
-// docs/configuration/optimization.md, chunked prefill).
-constexpr std::int64_t kLatencySeqs = 64;
-constexpr std::int64_t kLatencyTokens = 2048;
 // --plot and --report: the goodput curves of this many of the best candidates.
 constexpr std::size_t kCurves = 3;
 
@@ -129,412 +124,36 @@ SimulateOptions traffic_options(const RecommendOptions& o) {
     return s;
 }
 
-// One GPU x TP x knob setting (or one disaggregated unit), ready to search.
-struct Setup {
-    SloCandidate row;
-    std::unique_ptr<CostModel> cost;          // the pricers point into it (an aggregated candidate)
-    std::unique_ptr<PdSide> prefill_side, decode_side;  // a unit's sides (its pricers point into their cost models)
-    std::unique_ptr<std::vector<CostModel>> stage_costs;  // a pipeline's stages (the stage pricers point into them)
-    // --spec-method: the proposer and its pricer (the engine's draft_s points into them).
-    std::unique_ptr<ModelSpec> draft_model;
-    std::unique_ptr<SpecInputs> spec;
-    std::unique_ptr<DecodePricer> draft_decode;
-    SearchEngine engine;
-    bool ready = false;
-};
-
-// A candidate's row as the tables name it, before it is configured.
-Setup named(const Gpu& gpu, std::int64_t tp, std::int64_t pp, const char* knobs, const std::string& kv_dtype, const std::string& weights,
-            std::int64_t dp = 1) {
-    Setup s;
-    s.row.gpu = gpu.id;
-    s.row.tp = tp;
-    s.row.pp = pp;
-    s.row.dp = dp;
-    s.row.knobs = knobs;
-    s.row.kv_dtype_flag = kv_dtype;
-    s.row.weights_flag = weights;
-    return s;
-}
-
-// The settings the engine commands carry for one vLLM instance of a unit:
-// TP ranks, or a DP attention + EP group whose batch counts all its ranks
-// (the commands give each engine core its share, as for the aggregated layouts).
-void serve_settings(Candidate& c, const Gpu& gpu, const PdSide& side, std::int64_t max_model_len) {
-    const std::int64_t dp = side.layout ? side.layout->dp : 1;
-    c.gpu = gpu.id;
-    c.tp = side.kv_tp();
-    c.attention_dp = dp;
-    c.batch = checked_mul(side.config.max_num_seqs, dp, "sequences");
-    c.max_num_batched_tokens = side.config.max_num_batched_tokens;
-    c.max_model_len = max_model_len;
-    c.kv_dtype = side.cost.kv_dtype;
-    c.vllm_mem_fraction = default_mem_fraction(Engine::Vllm, side.tp);
-    c.sglang_mem_fraction = default_mem_fraction(Engine::Sglang, side.tp);
-}
-
-// --spec-method: the candidate's proposer as `simulate` runs it (the
-// drafter's weights and KV out of the pool, its passes priced under the
-// layout when there is one; cli/sim_setup.cpp, add_speculation); false with
-// a rejection reason when the drafter leaves no KV cache memory.
-bool add_proposer(Setup& s, const SimulateOptions& so, const ModelSpec& model, const CostModelInputs& target,
-                  const std::optional<ExpertLayoutInputs>& layout) {
-    s.draft_model = std::make_unique<ModelSpec>();
-    s.spec = std::make_unique<SpecInputs>(*resolve_spec(so.spec, model, target, *s.draft_model, layout ? &*layout : nullptr));
-    if (layout) {
-        // One rank's drafts priced as if every rank drafted as many (simulate --dp --spec-method).
-        s.draft_decode = std::make_unique<DecodePricer>([&d = s.spec->draft, dp = so.dp](std::int64_t batch, std::int64_t context_sum) -> std::optional<double> {
-            return decode_step(d, checked_mul(batch, dp, "drafting sequences"), batch > 0 ? context_sum / batch : 0).total_s;
-        });
-    } else {
-        s.draft_decode = std::make_unique<DecodePricer>(decode_pricer(s.spec->draft));
+// The space the flags describe, parsed once: the engine's base knobs, the
+// dtype lists (each weight format as the engine's profile stores it), the
+// layouts' limits, the proposer.
+SloSpace search_space(const RecommendOptions& o, const ModelSpec& model) {
+    SloSpace space;
+    SimulateOptions base = traffic_options(o);
+    base.kv_dtype = "auto";  // the lists are the space's axes
+    base.weights_dtype = "auto";
+    space.base = serve_knobs(base);
+    space.max_gpus = o.max_gpus;
+    space.pp = pp_list(o.pp);
+    space.span = NodeSpan{o.max_nodes, o.gpus_per_node, find_nic(o.nic)};
+    for (const std::string& kv : split_list(o.kv_dtype, "--kv-dtype")) space.kv_dtypes.push_back({kv, parse_dtype_flag("--kv-dtype", kv)});
+    for (const std::string& f : split_list(o.weights_dtype, "--weights-dtype")) {
+        SimulateOptions one = base;
+        one.weights_dtype = f;
+        const ServeKnobs k = serve_knobs(one);
+        space.formats.push_back({f, k.weights, k.stored_weights});
     }
-    SimulateResult scratch;
-    scratch.config = s.engine.vllm;
-    try {
-        add_speculation(serve_knobs(so), model, *s.draft_model, *s.spec, *s.draft_decode, scratch, layout ? &layout->scale_out : nullptr);
-    } catch (const Error& e) {
-        s.row.reason = std::string("memory: ") + e.what();
-        return false;
+    space.two_batch_overlap = o.two_batch_overlap;
+    space.disaggregated = o.disaggregated;
+    space.kv_link = o.kv_link;
+    if (!o.spec.method.empty()) {
+        space.spec = [&o, &model](const CostModelInputs& target, const ExpertLayoutInputs* layout, ModelSpec& draft) {
+            return resolve_spec(o.spec, model, target, draft, layout);
+        };
+        space.spec_method = o.spec.method;
+        space.spec_tokens = o.spec.tokens;
     }
-    s.engine.vllm = scratch.config;
-    s.row.serve.spec_method = so.spec.method;
-    s.row.serve.spec_tokens = so.spec.tokens;
-    if (s.spec->method == SpecMethod::Draft)
-        s.row.serve.spec_draft = s.draft_model->source.repo_id.empty() ? s.draft_model->name : s.draft_model->source.repo_id;
-    return true;
-}
-
-// The engine configuration for `knobs` (default, latency, throughput), or a
-// rejection reason in row.reason.
-void configure(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& gpu, const Workload& w, const std::string& source,
-               const Efficiency& efficiency) {
-    const bool sglang = so.engine == "sglang";
-    std::int64_t max_model_len = 0;
-    try {
-        SimulateResult scratch;
-        std::string pool;
-        // The defaults first: the other settings are stated against them.
-        SchedulerConfig v;
-        SglangConfig g;
-        if (sglang) g = sglang_config(serve_knobs(so), model, gpu, scratch);
-        else v = engine_config(serve_knobs(so), model, gpu, max_model_len, pool);
-        const std::int64_t seqs = sglang ? g.max_running_requests : v.max_num_seqs;
-        const std::int64_t tokens = sglang ? g.chunked_prefill_size : v.max_num_batched_tokens;
-        // The knobs are per DP rank; SGLang's flags are the server's totals,
-        // which it divides over the ranks (sglang_config).
-        const std::int64_t totals = sglang ? std::max<std::int64_t>(1, so.dp) : 1;
-        if (s.row.knobs == "latency") {
-            so.max_num_seqs = (seqs > kLatencySeqs ? kLatencySeqs : std::max<std::int64_t>(1, seqs / 2)) * totals;
-            so.max_num_batched_tokens = std::min(tokens, kLatencyTokens) * totals;
-        }
-        if (s.row.knobs == "throughput") so.max_num_batched_tokens = 2 * tokens * totals;
-        if (s.row.knobs != "default") {
-            if (sglang) g = sglang_config(serve_knobs(so), model, gpu, scratch);
-            else v = engine_config(serve_knobs(so), model, gpu, max_model_len, pool);
-        }
-        if (sglang) max_model_len = scratch.max_model_len;
-        refuse_long_requests(w, max_model_len, source, sglang);
-        s.engine.sglang = sglang;
-        s.engine.vllm = v;
-        s.engine.sglang_config = g;
-        s.row.serve.batch = sglang ? g.max_running_requests : v.max_num_seqs;
-        s.row.serve.max_num_batched_tokens = sglang ? g.chunked_prefill_size : v.max_num_batched_tokens;
-    } catch (const Error& e) {
-        s.row.reason = std::string("memory: ") + e.what();
-        return;
-    }
-    // SGLang's --tp counts every GPU of a DP attention layout; attention is split over tp / dp.
-    const std::int64_t attention_tp = sglang && so.dp > 1 ? so.tp / so.dp : so.tp;
-    const CostModelInputs in{&model, gpu, parse_weight_format("--weights-dtype", so.weights_dtype), parse_dtype_flag("--kv-dtype", so.kv_dtype),
-                             attention_tp, efficiency, std::nullopt};
-    std::optional<ExpertLayoutInputs> layout;
-    if (so.dp > 1) {
-        // DP attention + EP within one node (simulate --dp N --enable-expert-parallel;
-        // SGLang: --tp N --dp N --ep N).
-        ScaleOutInputs si;
-        si.tp = so.tp;
-        si.dp = so.dp;
-        if (sglang) {
-            si.rules = ScaleOutRules::Sglang;
-            si.ep = so.ep;
-        } else {
-            si.enable_expert_parallel = true;
-        }
-        // One node: every GPU on the scale-up link; several: the NIC between them (simulate --nodes).
-        const bool nodes = so.nodes.nodes > 1;
-        layout = ExpertLayoutInputs{plan_scale_out(model, si), 1.0, bundled_all_to_all_latencies(), nodes ? so.nodes.gpus_per_node : 0,
-                                    nodes ? find_nic(so.nodes.nic) : Nic{}};
-        if (so.two_batch_overlap) set_two_batch_overlap(*layout, sglang);  // --two-batch-overlap: the engine's micro-batches
-        s.cost = std::make_unique<CostModel>(make_cost_model(in, *layout));
-        s.row.serve.nodes = nodes ? so.nodes.nodes : 1;
-        s.row.serve.two_batch_overlap = so.two_batch_overlap;
-        s.engine.dp = so.dp;
-        s.engine.dp_price = dp_step_pricer(*s.cost);
-    } else {
-        s.cost = std::make_unique<CostModel>(make_cost_model(in));
-    }
-    if (s.cost->flops_per_s <= 0) {
-        s.row.reason = "no FLOP/s figure for this device: prefill cannot be priced";
-        return;
-    }
-    if (so.dp <= 1) {
-        s.engine.price = step_pricer(*s.cost);
-        if (!sglang) s.engine.decode = decode_pricer(*s.cost);
-    }
-    if (so.pp > 1) {
-        s.stage_costs = std::make_unique<std::vector<CostModel>>(stage_cost_models(in, so.pp));
-        s.engine.stages = stage_pricers(*s.stage_costs);
-    }
-    if (!so.spec.method.empty() && !add_proposer(s, so, model, in, layout)) return;
-    s.row.serve.gpu = gpu.id;
-    s.row.serve.tp = attention_tp;
-    s.row.serve.pp = so.pp;
-    s.row.serve.attention_dp = std::max<std::int64_t>(1, so.dp);
-    s.row.serve.batch *= s.row.serve.attention_dp;  // the replica's sequences; the commands give each engine core its share
-    s.row.serve.max_model_len = max_model_len;
-    s.row.serve.kv_dtype = s.cost->kv_dtype;
-    s.row.serve.vllm_mem_fraction = default_mem_fraction(Engine::Vllm, so.tp);
-    s.row.serve.sglang_mem_fraction = default_mem_fraction(Engine::Sglang, so.tp);
-    s.ready = true;
-}
-
-// TP 1, 2, 4, 8 up to `max_gpus`, those the model's heads divide.
-std::vector<std::int64_t> tp_degrees(const ModelSpec& model, std::int64_t max_gpus) {
-    std::vector<std::int64_t> out;
-    for (std::int64_t tp : {1, 2, 4, 8}) {
-        if (tp > max_gpus) continue;
-        try {
-            check_tp(model, tp);
-            out.push_back(tp);
-        } catch (const Error&) {
-        }
-    }
-    return out;
-}
-
-// A replica's GPUs: TP stages of PP, or DP ranks of TP with EP, within
-// `max_gpus` (or, for DP + EP, over `nodes` nodes of `gpus_per_node`).
-struct Layout {
-    std::int64_t tp = 1, pp = 1, dp = 1;
-    std::int64_t nodes = 1;
-};
-
-// Where multi-node layouts sit: the flags, or the device's scale-up domain.
-struct NodeSpan {
-    std::int64_t max_nodes = 1;
-    std::int64_t gpus_per_node = 0;  // 0: the device's
-    std::string nic = "ib-ndr";
-};
-
-// DP attention + EP on 2, 4 and 8 GPUs of one node (TP 1 per rank): vLLM's
-// --data-parallel-size N --enable-expert-parallel, SGLang's --tp N --dp N
-// --ep N; for a mixture-of-experts model whose experts EP divides, on a
-// device whose interconnect times the all-to-alls: the layouts the analytic
-// search tries (core/speed/recommend.cpp, expert_layout_sizes), simulated as
-// lockstep DP ranks (simulate --dp).
-// With --max-nodes N, also 2, 4, 8 and 16 whole nodes up to N: DP = EP = the
-// nodes' GPUs, their all-to-all over the NIC between nodes.
-std::vector<Layout> expert_layouts(const ModelSpec& model, const Gpu& gpu, const std::string& engine, std::int64_t max_gpus, const NodeSpan& span) {
-    std::vector<Layout> out;
-    if ((engine != "vllm" && engine != "sglang") || model.experts <= 0 || gpu.interconnect_bytes_per_s <= 0) return out;
-    std::vector<std::pair<std::int64_t, std::int64_t>> sizes;  // GPUs, nodes
-    for (std::int64_t g : {2, 4, 8})
-        if (g <= max_gpus) sizes.push_back({g, 1});
-    const std::int64_t per_node = span.gpus_per_node > 0 ? span.gpus_per_node : default_gpus_per_node(gpu.interconnect);
-    for (std::int64_t n : {2, 4, 8, 16})
-        if (n <= span.max_nodes) sizes.push_back({checked_mul(per_node, n, "GPUs of a layout"), n});
-    for (const auto& [g, nodes] : sizes) {
-        ScaleOutInputs si;
-        si.dp = g;
-        if (engine == "sglang") {
-            si.rules = ScaleOutRules::Sglang;
-            si.tp = g;
-            si.ep = g;
-        } else {
-            si.tp = 1;
-            si.enable_expert_parallel = true;
-        }
-        try {
-            plan_scale_out(model, si);
-            out.push_back({1, 1, g, nodes});
-        } catch (const Error&) {
-        }
-    }
-    return out;
-}
-
-// TP 1, 2, 4, 8 (tp_degrees) x the stage counts: --pp's list, or with auto
-// 1, and 2 and 4 where vLLM's guide advises a pipeline within a node
-// (docs/serving/parallelism_scaling.md, "Edge case: uneven GPU splits"):
-// GPUs without NVLink ("leverage pipeline parallelism instead of tensor
-// parallelism for higher throughput and lower communication overhead"), or
-// more GPUs than the TPs the heads allow (then only the layouts past the
-// largest TP). Pipelines run with vLLM only (simulate --pp; SGLang's is not
-// simulated), on a device whose interconnect times the sends, with a layer
-// per stage at least; TP x PP within `max_gpus`.
-std::vector<Layout> layouts(const ModelSpec& model, const Gpu& gpu, const std::string& engine, std::int64_t max_gpus,
-                            const std::optional<std::vector<std::int64_t>>& listed, const NodeSpan& span) {
-    const std::vector<std::int64_t> tps = tp_degrees(model, max_gpus);
-    const std::int64_t widest = tps.empty() ? 0 : tps.back();
-    const bool pipelines = engine == "vllm" && gpu.interconnect_bytes_per_s > 0;
-    const bool advised = link_family(gpu) == LinkFamily::Pcie;
-    std::vector<Layout> out;
-    for (std::int64_t pp : listed ? *listed : std::vector<std::int64_t>{1, 2, 4})
-        for (std::int64_t tp : tps) {
-            if (pp > 1 && (!pipelines || tp * pp > max_gpus || pp > static_cast<std::int64_t>(model.layers.size()))) continue;
-            if (pp > 1 && !listed && !advised && tp * pp <= widest) continue;
-            out.push_back({tp, pp});
-        }
-    if (!listed || std::find(listed->begin(), listed->end(), 1) != listed->end())
-        for (const Layout& l : expert_layouts(model, gpu, engine, max_gpus, span)) out.push_back(l);
-    return out;
-}
-
-// Disaggregated units: each side 1 to 4 instances, coprime (2:2 is 1:1
-// twice), and the unit within two nodes of 8 GPUs (docs/recommend.md,
-// "Disaggregated units").
-constexpr std::int64_t kMaxInstancesPerSide = 4;
-constexpr std::int64_t kNodeGpus = 8;
-constexpr std::int64_t kMaxUnitGpus = 2 * kNodeGpus;
-
-// --kv-link auto: a unit within one node on NVLink where the device has it
-// (as NIXL's UCX transport moves it with cuda_ipc), else one 400 Gb/s
-// InfiniBand NIC per GPU.
-std::string link_for(const std::string& flag, const Gpu& gpu, std::int64_t unit_gpus) {
-    if (flag != "auto") return flag;
-    return unit_gpus <= kNodeGpus && link_family(gpu) == LinkFamily::Nvlink && gpu.interconnect_bytes_per_s > 0 ? "nvlink" : "ib-ndr";
-}
-
-// One disaggregated unit of vLLM instances with each side's engine
-// defaults, or a rejection reason in row.reason. A side is TP instances, or
-// DP attention + EP groups (--data-parallel-size N --enable-expert-parallel,
-// TP 1 a rank) where its dp is above 1, as `simulate --prefill-dp
-// --decode-dp` runs them.
-void configure_pd(Setup& s, SimulateOptions so, const ModelSpec& model, const Gpu& gpu, const Workload& w, const std::string& source,
-                  const std::string& link_flag, const Efficiency& efficiency) {
-    auto side_options = [&so](std::int64_t tp, std::int64_t dp) {
-        SimulateOptions side = so;
-        side.tp = tp;
-        side.dp = dp;
-        side.enable_expert_parallel = dp > 1;
-        return side;
-    };
-    const char* side = "prefill pool: ";  // which pool a refusal is about
-    try {
-        s.prefill_side = std::make_unique<PdSide>(pd_side(serve_knobs(side_options(s.row.prefill_tp, s.row.prefill_dp)), model, gpu, efficiency));
-        side = "decode pool: ";
-        s.decode_side = std::make_unique<PdSide>(pd_side(serve_knobs(side_options(s.row.tp, s.row.dp)), model, gpu, efficiency));
-        side = "";
-        refuse_long_requests(w, std::min(s.prefill_side->max_model_len, s.decode_side->max_model_len), source, false);
-    } catch (const Error& e) {
-        s.row.reason = std::string("memory: ") + side + e.what();
-        return;
-    }
-    const PdSide& pre = *s.prefill_side;
-    const PdSide& dec = *s.decode_side;
-    if (dec.cost.flops_per_s <= 0) {
-        s.row.reason = "no FLOP/s figure for this device: prefill cannot be priced";
-        return;
-    }
-    s.row.kv_link = link_for(link_flag, gpu, s.row.gpus_per_replica());
-    DisaggUnit u;
-    try {
-        // Each decode GPU pulls the KV its attention ranks hold: the DP rank's TP shard.
-        u.pools = disagg_config(model, s.row.prefill_replicas, s.row.decode_replicas, parse_kv_link(s.row.kv_link, gpu, gpu), dec.kv_tp(),
-                                parse_dtype_flag("--kv-dtype", so.kv_dtype), false);
-    } catch (const Error& e) {
-        s.row.reason = std::string("link: ") + e.what();
-        return;
-    }
-    u.prefill = pre.config;
-    u.decode = dec.config;
-    u.prefill_pricing = pool_pricing(pre);
-    u.decode_pricing = pool_pricing(dec);
-    s.engine.pd = std::move(u);
-    const std::int64_t max_model_len = std::min(pre.max_model_len, dec.max_model_len);
-    serve_settings(s.row.prefill_serve, gpu, pre, max_model_len);
-    serve_settings(s.row.serve, gpu, dec, max_model_len);
-    s.ready = true;
-}
-
-// A unit's side: TP instances, or a DP attention + EP group of `dp` GPUs (TP 1 a rank).
-struct UnitSide {
-    std::int64_t tp = 1, dp = 1;
-    std::int64_t gpus() const { return tp * dp; }
-};
-
-// Every unit for one GPU, KV dtype and weight format: each side's TP, or
-// for a mixture-of-experts model each side's DP + EP group (the layouts the
-// aggregated search tries within one node), and the P:D ratio. Both sides
-// are of one kind, as `simulate --enable-expert-parallel` applies to both.
-void add_units(std::vector<Setup>& out, const RecommendOptions& o, const SimulateOptions& so, const ModelSpec& model, const Gpu& gpu,
-               const Workload& w, const std::string& source, const Efficiency& efficiency) {
-    std::vector<UnitSide> sides;
-    for (std::int64_t tp : tp_degrees(model, o.max_gpus)) sides.push_back({tp, 1});
-    for (const Layout& l : expert_layouts(model, gpu, o.engine, o.max_gpus, NodeSpan{}))
-        if (l.nodes == 1) sides.push_back({1, l.dp});
-    for (const UnitSide& pre : sides)
-        for (const UnitSide& dec : sides) {
-            if ((pre.dp > 1) != (dec.dp > 1)) continue;
-            for (std::int64_t p = 1; p <= kMaxInstancesPerSide; ++p)
-                for (std::int64_t d = 1; d <= kMaxInstancesPerSide; ++d) {
-                    if (std::gcd(p, d) != 1 || p * pre.gpus() + d * dec.gpus() > kMaxUnitGpus) continue;
-                    Setup s = named(gpu, dec.tp, 1, "default", so.kv_dtype, so.weights_dtype, dec.dp);
-                    s.row.prefill_tp = pre.tp;
-                    s.row.prefill_dp = pre.dp;
-                    s.row.prefill_replicas = p;
-                    s.row.decode_replicas = d;
-                    configure_pd(s, so, model, gpu, w, source, o.kv_link, efficiency);
-                    out.push_back(std::move(s));
-                }
-        }
-}
-
-// Every GPU x TP x PP x KV dtype x weight format x knob setting, in that order
-// (then, with --disaggregated, each GPU's units).
-std::vector<Setup> candidates(const RecommendOptions& o, const SimulateOptions& base, const ModelSpec& model, const std::vector<Gpu>& gpus,
-                              const Workload& w, const std::string& source, const Efficiency& efficiency) {
-    const std::vector<std::string> kv_dtypes = split_list(o.kv_dtype, "--kv-dtype");
-    const std::vector<std::string> formats = split_list(o.weights_dtype, "--weights-dtype");
-    const std::optional<std::vector<std::int64_t>> pp = pp_list(o.pp);
-    std::vector<Setup> out;
-    for (const Gpu& gpu : gpus)
-        for (const Layout& l : layouts(model, gpu, o.engine, o.max_gpus, pp, NodeSpan{o.max_nodes, o.gpus_per_node, o.nic})) {
-            for (const std::string& kv : kv_dtypes)
-                for (const std::string& weights : formats)
-                    for (const char* knobs : {"default", "latency", "throughput"}) {
-                        if (l.pp > 1 && !o.spec.method.empty()) continue;  // a pipeline does not speculate in the simulator
-                        Setup s = named(gpu, l.tp, l.pp, knobs, kv, weights, l.dp);
-                        SimulateOptions so = base;
-                        so.tp = l.tp;
-                        so.pp = l.pp;
-                        if (l.dp > 1 && o.engine == "sglang") {  // --tp N --dp N --ep N: N GPUs in all
-                            so.tp = l.dp;
-                            so.dp = l.dp;
-                            so.ep = l.dp;
-                        } else if (l.dp > 1) {
-                            so.dp = l.dp;
-                            so.enable_expert_parallel = true;
-                        }
-                        if (l.nodes > 1) so.nodes = NodeFlags{l.nodes, l.dp / l.nodes, o.nic};
-                        so.two_batch_overlap = l.dp > 1 && o.two_batch_overlap;
-                        so.kv_dtype = kv;
-                        so.weights_dtype = weights;
-                        configure(s, so, model, gpu, w, source, efficiency);
-                        out.push_back(std::move(s));
-                    }
-        }
-    if (o.disaggregated)
-        for (const Gpu& gpu : gpus)
-            for (const std::string& kv : kv_dtypes)
-                for (const std::string& weights : formats) {
-                    SimulateOptions so = base;
-                    so.kv_dtype = kv;
-                    so.weights_dtype = weights;
-                    add_units(out, o, so, model, gpu, w, source, efficiency);
-                }
-    return out;
+    return space;
 }
 
 std::string rejection(const SearchOutcome& x, const std::string& error, double target_rps, std::size_t top) {
@@ -558,17 +177,6 @@ std::string rejection(const SearchOutcome& x, const std::string& error, double t
         return fmt::format("slo: {} is {:.1f} ms for a request alone (the goodput quantile), over the {:.1f} ms target", x.binding,
                            x.alone_value_s * 1e3, x.target_s * 1e3);
     return fmt::format("slo: misses {} at every rate down to {:.3g} req/s", x.binding.empty() ? "a target" : x.binding, x.fail_rate_rps);
-}
-
-// Best first: priced before unpriced, then cheaper per hour, fewer GPUs,
-// more headroom (the fleet's capacity, replicas x rate per replica: two
-// replicas of one GPU against one unit of two compare as fleets);
-// candidate order breaks the remaining ties.
-bool better(const SloCandidate& a, const SloCandidate& b) {
-    if (a.fleet.usd_per_hour.has_value() != b.fleet.usd_per_hour.has_value()) return a.fleet.usd_per_hour.has_value();
-    if (a.fleet.usd_per_hour && *a.fleet.usd_per_hour != *b.fleet.usd_per_hour) return *a.fleet.usd_per_hour < *b.fleet.usd_per_hour;
-    if (a.fleet.gpus != b.fleet.gpus) return a.fleet.gpus < b.fleet.gpus;
-    return static_cast<double>(a.fleet.replicas) * a.outcome.max_rate_rps > static_cast<double>(b.fleet.replicas) * b.outcome.max_rate_rps;
 }
 
 // Nothing qualifies: the candidates that were too few requests' burst, or
@@ -658,8 +266,7 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
 
     // The speed profile with the efficiency flags and any --calibration over it, as the analytic search prices.
     const Efficiency efficiency = resolve_efficiency(o.efficiency, o.engine);
-    std::vector<Setup> setups = candidates(o, base, model, gpus, w, source, efficiency);
-    for (std::size_t i = 0; i < setups.size(); ++i) setups[i].row.order = i;
+    std::vector<SloSetup> setups = slo_candidates(search_space(o, model), model, gpus, w, source, efficiency);
     const RateWorkload rw = rate_workload(std::move(w));
     std::vector<std::size_t> index;  // setups searched
     std::vector<SearchEngine> engines;
@@ -699,14 +306,14 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
                                           price == prices.end() ? std::nullopt : std::optional<double>(price->second));
     }
     r.tried = static_cast<std::int64_t>(setups.size());
-    for (Setup& s : setups) (s.row.reason.empty() ? r.candidates : r.rejected).push_back(std::move(s.row));
-    std::stable_sort(r.candidates.begin(), r.candidates.end(), better);
+    for (SloSetup& s : setups) (s.row.reason.empty() ? r.candidates : r.rejected).push_back(std::move(s.row));
+    std::stable_sort(r.candidates.begin(), r.candidates.end(), ranks_before);
     if (!o.plot.empty() || !o.report.empty()) r.qualified = r.candidates;
     for (const SloCandidate& c : r.candidates) {
         std::optional<SloCandidate>& best = c.pd() ? r.best_disaggregated : r.best_aggregated;
         if (!best) best = c;
     }
-    r.disaggregated_wins = r.best_aggregated && r.best_disaggregated && better(*r.best_disaggregated, *r.best_aggregated);
+    r.disaggregated_wins = r.best_aggregated && r.best_disaggregated && ranks_before(*r.best_disaggregated, *r.best_aggregated);
     // Those that qualify but rank below --top lose on cost.
     for (std::size_t i = r.top; i < r.candidates.size(); ++i) {
         SloCandidate c = r.candidates[i];

@@ -173,26 +173,6 @@ ServeKnobs serve_knobs(const SimulateOptions& o) {
     return k;
 }
 
-// --kv-link: a named link or "<N>GB/s" (10^9 bytes per second, per
-// direction per rank); "nvlink" needs both sides' devices on NVLink and
-// takes the slower one's bandwidth.
-KvLink parse_kv_link(const std::string& text, const Gpu& prefill, const Gpu& decode) {
-    if (text == "nvlink") {
-        for (const Gpu* g : {&prefill, &decode})
-            if (link_family(*g) != LinkFamily::Nvlink || g->interconnect_bytes_per_s <= 0)
-                usage_error("--kv-link nvlink: " + g->name + " has no NVLink figure; pass ib-ndr, ib-xdr, roce or a bandwidth such as 50GB/s");
-        return named_kv_link(KvLinkKind::Nvlink, std::min(prefill.interconnect_bytes_per_s, decode.interconnect_bytes_per_s));
-    }
-    if (text == "ib-ndr") return named_kv_link(KvLinkKind::IbNdr, 0);
-    if (text == "ib-xdr") return named_kv_link(KvLinkKind::IbXdr, 0);
-    if (text == "roce") return named_kv_link(KvLinkKind::Roce, 0);
-    double gbs = 0;
-    const std::string number = text.ends_with("GB/s") ? text.substr(0, text.size() - 4) : "";
-    auto [p, ec] = std::from_chars(number.data(), number.data() + number.size(), gbs);
-    if (number.empty() || ec != std::errc() || p != number.data() + number.size() || !std::isfinite(gbs) || !(gbs > 0) || gbs > 1e6)
-        usage_error("--kv-link " + text + ": expected nvlink, ib-ndr, ib-xdr, roce or a bandwidth such as 50GB/s");
-    return KvLink{gbs * 1e9, kRdmaLatencyS};
-}
 
 // The proposer, resolved from the flags (a draft model's config is read here).
 SpecResolver spec_resolver(const SimulateOptions& o, const ModelSpec& model) {

@@ -29,10 +29,6 @@ Workload make_workload(const SimulateOptions& o, std::string& label);
 // engine set-up (core/plan/engine_setup.hpp) reads no flag strings.
 ServeKnobs serve_knobs(const SimulateOptions& o);
 
-// --kv-link: nvlink, ib-ndr, ib-xdr, roce or "<N>GB/s" (10^9 bytes per
-// second, per direction per rank); "nvlink" needs both sides' devices on
-// NVLink and takes the slower one's bandwidth. Error(Usage) otherwise.
-KvLink parse_kv_link(const std::string& text, const Gpu& prefill, const Gpu& decode);
 
 // --spec-method's proposer, resolved when the run asks (a draft model's
 // config is read then); empty without --spec-method. Keeps references to

@@ -45,6 +45,11 @@ inline constexpr const char* kSyntheticSource = "the synthetic workload";
 // `source` is the trace's path or kSyntheticSource.
 void refuse_long_requests(const Workload& w, std::int64_t max_model_len, const std::string& source, bool sglang);
 
+// --kv-link: nvlink, ib-ndr, ib-xdr, roce or "<N>GB/s" (10^9 bytes per
+// second, per direction per rank); "nvlink" needs both sides' devices on
+// NVLink and takes the slower one's bandwidth. Error(Usage) otherwise.
+KvLink parse_kv_link(const std::string& text, const Gpu& prefill, const Gpu& decode);
+
 // The KV dtype `size` resolves for the model at `tp` (nullopt: the serving dtype).
 Dtype kv_sizing_dtype(const ModelSpec& model, std::optional<Dtype> kv_dtype, std::int64_t tp);
 // The pools of a P/D run: replicas per side (round robin), the link, and the
