@@ -156,27 +156,33 @@ SloSpace search_space(const RecommendOptions& o, const ModelSpec& model) {
     return space;
 }
 
-std::string rejection(const SearchOutcome& x, const std::string& error, double target_rps, std::size_t top) {
-    if (!error.empty()) return "simulation: " + error;
+// A searched candidate that did not qualify: why, in words (reject).
+void reject_outcome(SloCandidate& c, const std::string& error, double target_rps, std::size_t top) {
+    const SearchOutcome& x = c.outcome;
+    if (!error.empty()) return reject(c, Rejection::Simulation, error);
     if (x.status == SearchOutcome::Status::Pruned && x.simulations > 0) {
         const double replicas = std::ceil(target_rps / x.fail_rate_rps);
-        return fmt::format("cost: it fails at {:.3g} req/s per replica, so it needs more than {} replica{} and costs more than the {} "
-                           "cheapest found",
-                           x.fail_rate_rps, replicas, replicas > 1 ? "s" : "", top);
+        return reject(c, Rejection::Cost,
+                      fmt::format("it fails at {:.3g} req/s per replica, so it needs more than {} replica{} and costs more than the {} "
+                                  "cheapest found",
+                                  x.fail_rate_rps, replicas, replicas > 1 ? "s" : "", top));
     }
     if (x.status == SearchOutcome::Status::Pruned) {
         const double replicas = std::ceil(target_rps / x.bound_rps);
-        return fmt::format("cost: even at its bound of {:.2f} req/s per replica ({} replica{}) it costs more than the {} cheapest found",
-                           x.bound_rps, replicas, replicas > 1 ? "s" : "", top);
+        return reject(c, Rejection::Cost,
+                      fmt::format("even at its bound of {:.2f} req/s per replica ({} replica{}) it costs more than the {} cheapest found",
+                                  x.bound_rps, replicas, replicas > 1 ? "s" : "", top));
     }
     if (x.status == SearchOutcome::Status::Burst)
-        return fmt::format("simulation: the workload meets the targets even at {:.3g} req/s, {:g} x the most its decode steps sustain: "
-                           "too few requests to find its rate (raise --requests, or replay a longer trace)",
-                           x.max_rate_rps, kBurstFactor);
+        return reject(c, Rejection::Simulation,
+                      fmt::format("the workload meets the targets even at {:.3g} req/s, {:g} x the most its decode steps sustain: "
+                                  "too few requests to find its rate (raise --requests, or replay a longer trace)",
+                                  x.max_rate_rps, kBurstFactor));
     if (x.status == SearchOutcome::Status::SloAlone)
-        return fmt::format("slo: {} is {:.1f} ms for a request alone (the goodput quantile), over the {:.1f} ms target", x.binding,
-                           x.alone_value_s * 1e3, x.target_s * 1e3);
-    return fmt::format("slo: misses {} at every rate down to {:.3g} req/s", x.binding.empty() ? "a target" : x.binding, x.fail_rate_rps);
+        return reject(c, Rejection::Slo,
+                      fmt::format("{} is {:.1f} ms for a request alone (the goodput quantile), over the {:.1f} ms target", x.binding,
+                                  x.alone_value_s * 1e3, x.target_s * 1e3));
+    reject(c, Rejection::Slo, fmt::format("misses {} at every rate down to {:.3g} req/s", x.binding.empty() ? "a target" : x.binding, x.fail_rate_rps));
 }
 
 // Nothing qualifies: the candidates that were too few requests' burst, or
@@ -190,7 +196,7 @@ std::string nearest(const std::vector<SloCandidate>& rejected, std::int64_t requ
                            group_digits(requests_per_run), group_digits(kDefaultRequests));
     const SloCandidate* best = nullptr;
     for (const SloCandidate& c : rejected)
-        if (c.outcome.status == SearchOutcome::Status::SloAlone && c.reason.starts_with("slo") &&
+        if (c.outcome.status == SearchOutcome::Status::SloAlone && c.rejection == Rejection::Slo &&
             (!best || c.outcome.alone_value_s / c.outcome.target_s < best->outcome.alone_value_s / best->outcome.target_s))
             best = &c;
     if (!best) return "No GPU x TP up to --max-gpus holds the model and a request of this traffic.";
@@ -293,7 +299,7 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
         r.simulations += c.outcome.simulations;
         r.simulated_requests += c.outcome.simulated_requests;
         if (c.outcome.status != SearchOutcome::Status::Found || !found.errors[k].empty()) {
-            c.reason = rejection(c.outcome, found.errors[k], r.target_rps, r.top);
+            reject_outcome(c, found.errors[k], r.target_rps, r.top);
             continue;
         }
         const auto price = prices.find(c.gpu);
@@ -306,7 +312,7 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
                                           price == prices.end() ? std::nullopt : std::optional<double>(price->second));
     }
     r.tried = static_cast<std::int64_t>(setups.size());
-    for (SloSetup& s : setups) (s.row.reason.empty() ? r.candidates : r.rejected).push_back(std::move(s.row));
+    for (SloSetup& s : setups) (s.row.rejected() ? r.rejected : r.candidates).push_back(std::move(s.row));
     std::stable_sort(r.candidates.begin(), r.candidates.end(), ranks_before);
     if (!o.plot.empty() || !o.report.empty()) r.qualified = r.candidates;
     for (const SloCandidate& c : r.candidates) {
@@ -318,14 +324,17 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
     for (std::size_t i = r.top; i < r.candidates.size(); ++i) {
         SloCandidate c = r.candidates[i];
         const SloCandidate& best = r.candidates.front();
-        c.reason = c.fleet.usd_per_hour && best.fleet.usd_per_hour
-                       ? fmt::format("cost: ranked {}, {:.2f} USD/hour against the best's {:.2f}", i + 1, *c.fleet.usd_per_hour, *best.fleet.usd_per_hour)
-                       : fmt::format("cost: ranked {}, {} GPUs against the best's {}", i + 1, c.fleet.gpus, best.fleet.gpus);
+        reject(c, Rejection::Cost,
+               c.fleet.usd_per_hour && best.fleet.usd_per_hour
+                   ? fmt::format("ranked {}, {:.2f} USD/hour against the best's {:.2f}", i + 1, *c.fleet.usd_per_hour, *best.fleet.usd_per_hour)
+                   : fmt::format("ranked {}, {} GPUs against the best's {}", i + 1, c.fleet.gpus, best.fleet.gpus));
         r.rejected.push_back(std::move(c));
     }
     if (r.candidates.size() > r.top) r.candidates.resize(r.top);
     // The rejections that say most first: missed targets, then memory, then the rest; cost last.
-    auto rank = [](const SloCandidate& c) { return c.reason.starts_with("slo") ? 0 : c.reason.starts_with("memory") ? 1 : c.reason.starts_with("cost") ? 3 : 2; };
+    auto rank = [](const SloCandidate& c) {
+        return c.rejection == Rejection::Slo ? 0 : c.rejection == Rejection::Memory ? 1 : c.rejection == Rejection::Cost ? 3 : 2;
+    };
     std::stable_sort(r.rejected.begin(), r.rejected.end(), [&](const SloCandidate& a, const SloCandidate& b) { return rank(a) < rank(b); });
     if (r.candidates.empty()) r.nearest = nearest(r.rejected, r.requests_per_run);
     r.search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -75,7 +75,7 @@ bool add_proposer(SloSetup& s, const SloSpace& space, const ServeKnobs& k, const
     try {
         add_speculation(k, model, *s.draft_model, *s.spec, *s.draft_decode, scratch, layout ? &layout->scale_out : nullptr);
     } catch (const Error& e) {
-        s.row.reason = std::string("memory: ") + e.what();
+        reject(s.row, Rejection::Memory, e.what());
         return false;
     }
     s.engine.vllm = scratch.config;
@@ -87,7 +87,7 @@ bool add_proposer(SloSetup& s, const SloSpace& space, const ServeKnobs& k, const
 }
 
 // The engine configuration for `knobs` (default, latency, throughput), or a
-// rejection reason in row.reason.
+// rejection in row (reject).
 void configure(SloSetup& s, const SloSpace& space, ServeKnobs so, const ModelSpec& model, const Gpu& gpu, const Workload& w,
                const std::string& source, const Efficiency& efficiency) {
     const bool sglang = so.sglang();
@@ -122,7 +122,7 @@ void configure(SloSetup& s, const SloSpace& space, ServeKnobs so, const ModelSpe
         s.row.serve.batch = sglang ? g.max_running_requests : v.max_num_seqs;
         s.row.serve.max_num_batched_tokens = sglang ? g.chunked_prefill_size : v.max_num_batched_tokens;
     } catch (const Error& e) {
-        s.row.reason = std::string("memory: ") + e.what();
+        reject(s.row, Rejection::Memory, e.what());
         return;
     }
     // SGLang's --tp counts every GPU of a DP attention layout; attention is split over tp / dp.
@@ -156,7 +156,7 @@ void configure(SloSetup& s, const SloSpace& space, ServeKnobs so, const ModelSpe
         s.cost = std::make_unique<CostModel>(make_cost_model(in));
     }
     if (s.cost->flops_per_s <= 0) {
-        s.row.reason = "no FLOP/s figure for this device: prefill cannot be priced";
+        reject(s.row, Rejection::Device, "no FLOP/s figure for this device: prefill cannot be priced");
         return;
     }
     if (dp <= 1) {
@@ -281,7 +281,7 @@ std::string link_for(const std::string& flag, const Gpu& gpu, std::int64_t unit_
 }
 
 // One disaggregated unit of vLLM instances with each side's engine
-// defaults, or a rejection reason in row.reason. A side is TP instances, or
+// defaults, or a rejection in row (reject). A side is TP instances, or
 // DP attention + EP groups (--data-parallel-size N --enable-expert-parallel,
 // TP 1 a rank) where its dp is above 1, as `simulate --prefill-dp
 // --decode-dp` runs them.
@@ -303,13 +303,13 @@ void configure_pd(SloSetup& s, const ServeKnobs& so, const ModelSpec& model, con
         side = "";
         refuse_long_requests(w, std::min(s.prefill_side->max_model_len, s.decode_side->max_model_len), source, false);
     } catch (const Error& e) {
-        s.row.reason = std::string("memory: ") + side + e.what();
+        reject(s.row, Rejection::Memory, side + std::string(e.what()));
         return;
     }
     const PdSide& pre = *s.prefill_side;
     const PdSide& dec = *s.decode_side;
     if (dec.cost.flops_per_s <= 0) {
-        s.row.reason = "no FLOP/s figure for this device: prefill cannot be priced";
+        reject(s.row, Rejection::Device, "no FLOP/s figure for this device: prefill cannot be priced");
         return;
     }
     s.row.kv_link = link_for(link_flag, gpu, s.row.gpus_per_replica());
@@ -319,7 +319,7 @@ void configure_pd(SloSetup& s, const ServeKnobs& so, const ModelSpec& model, con
         u.pools = disagg_config(model, s.row.prefill_replicas, s.row.decode_replicas, parse_kv_link(s.row.kv_link, gpu, gpu), dec.kv_tp(),
                                 so.kv_dtype, false);
     } catch (const Error& e) {
-        s.row.reason = std::string("link: ") + e.what();
+        reject(s.row, Rejection::Link, e.what());
         return;
     }
     u.prefill = pre.config;

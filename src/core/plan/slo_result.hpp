@@ -13,6 +13,11 @@
 
 namespace kvplan {
 
+// Why a candidate of the search was rejected (Qualified: it was not), in
+// the order the report lists rejections: missed targets first, then memory,
+// then the rest, cost last.
+enum class Rejection { Qualified, Slo, Memory, Link, Device, Simulation, Cost };
+
 struct SloCandidate {
     std::string gpu;
     std::int64_t tp = 1;
@@ -25,7 +30,8 @@ struct SloCandidate {
     SearchOutcome outcome;
     FleetCost fleet;
     std::optional<ScaledFleet> scaled;  // a trace: the fleet scaled minute by minute to its rate
-    std::string reason;     // rejected: "memory: ...", "slo: ...", "cost: ..."
+    Rejection rejection = Rejection::Qualified;
+    std::string reason;     // rejected: the words, prefixed by the kind (reject): "memory: ...", "slo: ...", "cost: ..."
     // A disaggregated unit (recommend --disaggregated): `prefill_replicas`
     // prefill instances of `prefill_tp` x `prefill_dp` GPUs and
     // `decode_replicas` decode instances of `tp` x `dp` (dp above 1: DP
@@ -36,8 +42,18 @@ struct SloCandidate {
     std::string kv_link;    // the link as searched: nvlink, ib-ndr, ...
     std::size_t order = 0;  // its place in the search's candidate order (the engine that was searched)
     bool pd() const { return prefill_replicas > 0; }
+    bool rejected() const { return rejection != Rejection::Qualified; }
     std::int64_t gpus_per_replica() const { return pd() ? prefill_replicas * prefill_tp * prefill_dp + decode_replicas * tp * dp : tp * pp * dp; }
 };
+
+// Marks `c` rejected for `why`, its reason `detail` after the kind's word
+// ("memory: ", "link: ", "simulation: ", "slo: ", "cost: "; a device's
+// missing figure has no prefix).
+inline void reject(SloCandidate& c, Rejection why, const std::string& detail) {
+    static const char* const prefix[] = {"", "slo: ", "memory: ", "link: ", "", "simulation: ", "cost: "};
+    c.rejection = why;
+    c.reason = prefix[static_cast<int>(why)] + detail;
+}
 
 struct SloRecommendResult {
     RecommendResult base;   // model, served checkpoint and weights: what serve_options() reads
