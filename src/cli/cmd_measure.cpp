@@ -19,6 +19,7 @@
 #include "core/error.hpp"
 #include "core/memory/kv_size.hpp"
 #include "core/memory/overhead.hpp"
+#include "core/speed/measure_prediction.hpp"
 #include "core/speed/step_cost.hpp"
 #include "cpu/decode_step.hpp"
 #include "cpu/flops.hpp"
@@ -26,6 +27,7 @@
 #include "io/engine_db.hpp"
 #include "io/file_writer.hpp"
 #include "io/gpu_db.hpp"
+#include "io/gpu_bench.hpp"
 #include "io/host_load.hpp"
 #include "report/measure_report.hpp"
 #include "io/model_loader.hpp"
@@ -88,54 +90,10 @@ void warn_if_loaded(MeasureResult& r, std::ostream& progress) {
     }
 }
 
-std::string cpu_name() {
-    std::ifstream in("/proc/cpuinfo");
-    for (std::string line; std::getline(in, line);)
-        if (line.rfind("model name", 0) == 0) {
-            const auto colon = line.find(':');
-            if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
-        }
-    return "unknown CPU";
-}
-
-std::int64_t physical_memory_bytes() {
-    const long pages = ::sysconf(_SC_PHYS_PAGES), size = ::sysconf(_SC_PAGE_SIZE);
-    return pages > 0 && size > 0 ? static_cast<std::int64_t>(pages) * size : 0;
-}
-
-// The layer the benchmark builds: the model's first attention layer, with the
-// MLP width a token actually runs through.
+// The layer the benchmark builds (core/speed/measure_prediction.hpp), in the kernels' terms.
 kernels::LayerShape layer_shape(const ModelSpec& spec) {
-    for (const LayerSpec& l : spec.layers)
-        if (l.kind == LayerKind::Mla || l.kind == LayerKind::State || l.kind == LayerKind::Cross)
-            usage_error("kvplan measure builds standard attention + MLP layers; " + spec.name + " has " + layer_kind_name(l.kind) +
-                        " layers, which the CPU benchmark does not build");
-    auto it = std::find_if(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) { return holds_per_token(l.kind); });
-    if (it == spec.layers.end() || spec.heads <= 0) usage_error("kvplan measure needs a model with attention layers");
-    if (it->k_head_dim != it->v_head_dim) usage_error("kvplan measure needs equal K and V head sizes");
-    kernels::LayerShape s;
-    s.hidden = spec.hidden;
-    s.heads = spec.heads;
-    s.kv_heads = it->kv_heads;
-    s.head_dim = it->k_head_dim;
-    s.intermediate = activation_width(spec, 1);
-    s.gated = std::any_of(spec.params.begin(), spec.params.end(), [](const ParamTensor& t) { return t.name.find("gate_proj") != std::string::npos; });
-    if (spec.params.empty()) s.gated = true;
-    return s;
-}
-
-// The GPU benchmark: $KVPLAN_GPU_BENCH, else kvplan-gpu-bench next to this kvplan binary.
-std::string gpu_bench_path() {
-    if (const char* env = std::getenv("KVPLAN_GPU_BENCH")) return env;
-    std::error_code ec;
-    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    return ec ? std::string("kvplan-gpu-bench") : (self.parent_path() / "kvplan-gpu-bench").string();
-}
-
-std::string shell_quote(const std::string& s) {
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
+    const MeasuredLayer l = measured_layer(spec);
+    return kernels::LayerShape{l.hidden, l.heads, l.kv_heads, l.head_dim, l.intermediate, l.gated};
 }
 
 std::string join(const std::vector<std::int64_t>& v) {
@@ -144,8 +102,6 @@ std::string join(const std::vector<std::int64_t>& v) {
     return out;
 }
 
-std::string run_command(const std::string& command);
-
 // Runs kvplan-gpu-bench for the model's shape and returns its JSON.
 std::string run_gpu_bench(const MeasureOptions& o, const kernels::LayerShape& s, std::int64_t layers, std::int64_t total_layers,
                           MeasureResult& r, std::ostream& progress) {
@@ -153,38 +109,16 @@ std::string run_gpu_bench(const MeasureOptions& o, const kernels::LayerShape& s,
     if (!std::filesystem::exists(bench))
         unavailable_error("this kvplan has no CUDA benchmark (" + bench + " is missing: nvcc was not found when kvplan was configured); "
                           "build it with kernels/gpu-check.sh, or pass --from FILE");
-    const std::string probe = run_command(shell_quote(bench) + " --probe");
+    const std::string probe = run_gpu_bench_command(bench, "--probe");
     warn_if_loaded(r, progress);  // once a GPU answered: without one, the one line is exit 69's
     progress << "measure: " << probe.substr(0, probe.find('\n')) << ": running kvplan-gpu-bench (a minute or two)\n" << std::flush;
-    return run_command(shell_quote(bench) + " --hidden " + std::to_string(s.hidden) + " --heads " + std::to_string(s.heads) + " --kv-heads " +
+    return run_gpu_bench_command(bench, "--hidden " + std::to_string(s.hidden) + " --heads " + std::to_string(s.heads) + " --kv-heads " +
                                 std::to_string(s.kv_heads) + " --head-dim " + std::to_string(s.head_dim) + " --intermediate " +
                                 std::to_string(s.intermediate) + " --layers " + std::to_string(total_layers) + " --sample " + std::to_string(layers) +
                                 " --batch " + join(o.batches.empty() ? std::vector<std::int64_t>{1, 16, 64} : o.batches) + " --context " +
                                 join(o.contexts.empty() ? std::vector<std::int64_t>{1024, 8192} : o.contexts) + " --prompt " +
                                 join(o.prompts.empty() ? std::vector<std::int64_t>{512} : o.prompts) + " --kv-dtype " + o.kv_dtype + " --repeats " +
                        std::to_string(std::max<std::int64_t>(20, o.repeats)));
-}
-
-// Runs `command` (kvplan-gpu-bench) and returns its stdout; its exit 69 (no GPU) becomes ours, with its one line.
-std::string run_command(const std::string& command) {
-    char err_path[] = "/tmp/kvplan_gpu_bench_XXXXXX";
-    const int fd = ::mkstemp(err_path);
-    if (fd < 0) unavailable_error("cannot create a temporary file for kvplan-gpu-bench's messages");
-    ::close(fd);
-    std::string out;
-    FILE* pipe = ::popen((command + " 2>" + err_path).c_str(), "r");
-    if (!pipe) unavailable_error("cannot run " + command);
-    char buf[4096];
-    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-    const int status = ::pclose(pipe);
-    std::ifstream err_in(err_path);
-    std::string message;
-    std::getline(err_in, message);
-    std::remove(err_path);
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    if (code == 69) unavailable_error("no CUDA GPU here: " + message);
-    if (code != 0) data_error("kvplan-gpu-bench failed (exit " + std::to_string(code) + "): " + message);
-    return out;
 }
 
 MeasureResult measure_cuda(const MeasureOptions& o, const ModelSpec& spec, std::ostream& progress) {
@@ -194,38 +128,7 @@ MeasureResult measure_cuda(const MeasureOptions& o, const ModelSpec& spec, std::
     const std::string source = o.from.empty() ? "kvplan-gpu-bench" : o.from;
     MeasureResult r;
     const nlohmann::json j = o.from.empty() ? parse_json_text(run_gpu_bench(o, shape, layers, total_layers, r, progress), source) : read_json_file(o.from);
-    try {
-        r.device = "cuda: " + j.at("device").get<std::string>();
-        r.model = spec.name;
-        r.precision = "bf16 weights, " + j.at("kv_dtype").get<std::string>() + " KV";
-        r.layers_measured = j.at("layers_measured").get<std::int64_t>();
-        r.layers_total = j.at("layers_total").get<std::int64_t>();
-        r.read_bytes_per_s = j.at("bandwidth").at("read_bytes_per_s").get<double>();
-        r.copy_bytes_per_s = j.at("bandwidth").at("copy_bytes_per_s").get<double>();
-        r.stream_array_bytes = j.at("bandwidth").at("buffer_bytes").get<std::int64_t>();
-        r.flops_per_s = j.at("measured_flops_per_s").get<double>();
-        auto steps = [&](const char* key, const char* tokens_key) {
-            std::vector<MeasuredStep> out;
-            for (const auto& x : j.at(key)) {
-                MeasuredStep m;
-                m.batch = x.value("batch", std::int64_t{1});
-                m.tokens = x.at(tokens_key).get<std::int64_t>();
-                m.measured_s = x.at("measured_s").get<double>();
-                const auto& c = x.at("components_s");
-                m.qkv_s = c.at("qkv").get<double>();
-                m.attention_s = c.at("attention").get<double>();
-                m.o_proj_s = c.at("o_proj").get<double>();
-                m.mlp_s = c.at("mlp").get<double>();
-                m.other_s = c.at("other").get<double>();
-                out.push_back(m);
-            }
-            return out;
-        };
-        r.decode = steps("decode", "context_tokens");
-        r.prefill = steps("prefill", "prompt_tokens");
-    } catch (const nlohmann::json::exception& e) {
-        data_error(source + ": not a kvplan-gpu-bench result (" + e.what() + ")");
-    }
+    read_gpu_bench_result(j, source, spec.name, r);
     if (r.layers_total != total_layers)
         data_error(source + ": layers_total " + std::to_string(r.layers_total) + " does not match " + spec.name + "'s " + std::to_string(total_layers) + " layers");
     r.threads = 0;
@@ -234,45 +137,6 @@ MeasureResult measure_cuda(const MeasureOptions& o, const ModelSpec& spec, std::
         r.notes.push_back(std::to_string(r.layers_measured) + " of " + std::to_string(r.layers_total) + " layers were built and timed; figures are scaled to all layers");
     r.notes.push_back("the \"STREAM\" figures are the GPU's read and copy kernels; the copy figure is the ceiling for the attention and GEMM kernels");
     return r;
-}
-
-// Bytes each component of a decode step must move, all `layers`: its weights
-// (`w` bytes per element), or for attention the KV cache read (`kv` bytes per element).
-void component_bytes(MeasuredStep& m, const kernels::LayerShape& s, std::int64_t layers, double w, double kv, std::int64_t held) {
-    const double L = static_cast<double>(layers), h = static_cast<double>(s.hidden), q = static_cast<double>(s.heads * s.head_dim),
-                 k = static_cast<double>(s.kv_heads * s.head_dim), inter = static_cast<double>(s.intermediate);
-    m.qkv_bytes = L * (q + 2 * k) * h * w;
-    m.o_proj_bytes = L * h * q * w;
-    m.mlp_bytes = L * (s.gated ? 3 : 2) * inter * h * w;
-    m.attention_bytes = L * static_cast<double>(m.batch) * static_cast<double>(held) * 2 * k * kv;
-}
-
-// The roofline's step cost for the timed layers, with the bandwidth and
-// FLOP/s just measured and no fixed overhead, scaled to all layers like the
-// measurements; plus the bytes each component must move. `w` and `kv` are
-// bytes per weight and per cache element; `window` the timed layers' window.
-void add_predictions(MeasureResult& r, const ModelSpec& spec, const std::string& weights, Dtype kv_dtype, double w, double kv, std::int64_t window) {
-    Gpu device = gpu_from_memory(1, r.device);
-    device.id = "measured";
-    device.bandwidth_bytes_per_s = static_cast<std::int64_t>(r.read_bytes_per_s);
-    Efficiency e;
-    e.measured_bandwidth_bytes_per_s = r.read_bytes_per_s;
-    e.measured_flops_per_s = r.flops_per_s;
-    e.step_overhead_s = 0;
-    const CostModel cost =
-        make_cost_model(CostModelInputs{&spec, device, parse_weight_format("--precision", weights), kv_dtype, 1, e, r.layers_measured});
-    const double scale = static_cast<double>(r.layers_total) / static_cast<double>(r.layers_measured);
-    const kernels::LayerShape shape = layer_shape(spec);
-    auto predict = [&](MeasuredStep& m, const StepCost& c) {
-        m.predicted_s = c.total_s * scale;
-        m.bytes = c.bytes() * scale;
-        m.flops = c.flops() * scale;
-    };
-    for (MeasuredStep& m : r.decode) {
-        predict(m, decode_step(cost, m.batch, m.tokens));
-        component_bytes(m, shape, r.layers_total, w, kv, window > 0 ? std::min(m.tokens + 1, window) : m.tokens + 1);
-    }
-    for (MeasuredStep& m : r.prefill) predict(m, prefill_step(cost, 1, m.tokens));
 }
 
 // Times STREAM, the kernels' matrix-product rate, decode steps and prefills
@@ -397,23 +261,6 @@ std::optional<Gpu> engine_device(const MeasureOptions& o, const std::string& mea
     return std::nullopt;
 }
 
-// Each step as the profile predicts it on `gpu`, for the same sampled layers
-// and shapes as `predicted_s`, without the profile's per-step and per-layer
-// costs: the kernels are timed as CUDA graphs with no scheduler or sampler.
-void add_engine_predictions(MeasureResult& r, const ModelSpec& spec, const std::string& engine, const Gpu& gpu, Dtype kv_dtype) {
-    Efficiency e;
-    e.profile = find_engine("--engine", engine);
-    e.step_overhead_s = 0;
-    e.profile.layer_overhead_s = 0;
-    const CostModel cost =
-        make_cost_model(CostModelInputs{&spec, gpu, parse_weight_format("--precision", "bf16"), kv_dtype, 1, e, r.layers_measured});
-    const double scale = static_cast<double>(r.layers_total) / static_cast<double>(r.layers_measured);
-    for (MeasuredStep& m : r.decode) m.engine_predicted_s = decode_step(cost, m.batch, m.tokens).total_s * scale;
-    for (MeasuredStep& m : r.prefill) m.engine_predicted_s = prefill_step(cost, 1, m.tokens).total_s * scale;
-    r.engine = e.profile.name;
-    r.engine_device = gpu.name;
-}
-
 }  // namespace
 
 std::string run_measure(const MeasureOptions& o, std::ostream& progress) {
@@ -430,18 +277,18 @@ std::string run_measure(const MeasureOptions& o, std::ostream& progress) {
         // kvplan-gpu-bench builds full-attention layers with bf16 weights.
         r = measure_cuda(o, spec, progress);
         const bool fp8 = r.precision.find("fp8 KV") != std::string::npos;
-        add_predictions(r, spec, "bf16", fp8 ? Dtype::Fp8 : Dtype::Bf16, 2, fp8 ? 1 : 2, 0);
+        add_predictions(r, spec, parse_weight_format("--precision", "bf16"), fp8 ? Dtype::Fp8 : Dtype::Bf16, 2, fp8 ? 1 : 2, 0);
         if (!o.engine.empty()) {
             const std::optional<Gpu> gpu = engine_device(o, r.device);
             if (!gpu)
                 usage_error("--engine: the measured device \"" + r.device.substr(r.device.find(": ") + 2) +
                             "\" is not in the database; name the one to predict for with --gpu ID (see `kvplan gpus`)");
-            add_engine_predictions(r, spec, o.engine, *gpu, fp8 ? Dtype::Fp8 : Dtype::Bf16);
+            add_engine_predictions(r, spec, find_engine("--engine", o.engine), *gpu, fp8 ? Dtype::Fp8 : Dtype::Bf16);
         }
     } else {
         r = measure_cpu(o, spec, progress);
         const bool fp32 = o.precision == "fp32";
-        add_predictions(r, spec, o.precision, fp32 ? Dtype::Fp32 : Dtype::Bf16, fp32 ? 4 : 2, fp32 ? 4 : 2, spec.layers.front().window_tokens);
+        add_predictions(r, spec, parse_weight_format("--precision", o.precision), fp32 ? Dtype::Fp32 : Dtype::Bf16, fp32 ? 4 : 2, fp32 ? 4 : 2, spec.layers.front().window_tokens);
     }
     const std::string json = render_measure_json(r);
     if (!o.output.empty()) write_file_atomically(o.output, json);
