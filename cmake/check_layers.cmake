@@ -9,6 +9,8 @@
 # check_core_wings.cmake. A command's result struct (a `struct ...Result` or
 # `struct ...Report`) is declared in core, where the command computes it,
 # never in report/: printers take core's results, they do not define them.
+# A file under cli/ is at most 300 lines: flags in, a recipe of calls, a
+# printer out; what is longer belongs in a layer to its right.
 # Run by CTest as `src_layers_rule`:
 #
 #   cmake -DSRC_DIR=<path to src> -P cmake/check_layers.cmake
@@ -35,6 +37,11 @@ foreach(file IN LISTS files)
     continue()
   endif()
   file(STRINGS "${SRC_DIR}/${file}" lines)
+  list(LENGTH lines line_count)
+  if(from STREQUAL "cli" AND line_count GREATER 300)
+    message("src/${file}: ${line_count} lines; a file under cli/ is at most 300 (move what is not flags into core/, io/ or report/)")
+    math(EXPR violations "${violations} + 1")
+  endif()
   set(number 0)
   foreach(line IN LISTS lines)
     math(EXPR number "${number} + 1")

@@ -4,8 +4,6 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
-#include <memory>
-#include <numeric>
 #include <thread>
 
 #include <fmt/format.h>
@@ -13,19 +11,13 @@
 #include "cli/flag_checks.hpp"
 #include "cli/sim_setup.hpp"
 #include "cli/spec_options.hpp"
-#include "core/plan/slo_candidates.hpp"
-#include "core/checked.hpp"
-#include "core/digits.hpp"
 #include "core/error.hpp"
-#include "core/memory/engine.hpp"
-#include "core/memory/kv_size.hpp"
-#include "core/memory/parallel.hpp"
-#include "core/model/config_parts.hpp"
+#include "core/plan/slo_candidates.hpp"
 #include "core/sim/slo_search.hpp"
 #include "io/engine_db.hpp"
 #include "io/file_writer.hpp"
-#include "report/html_report.hpp"
 #include "io/model_loader.hpp"
+#include "report/html_report.hpp"
 #include "report/plot_files.hpp"
 #include "report/slo_report.hpp"
 
@@ -156,59 +148,6 @@ SloSpace search_space(const RecommendOptions& o, const ModelSpec& model) {
     return space;
 }
 
-// A searched candidate that did not qualify: why, in words (reject).
-void reject_outcome(SloCandidate& c, const std::string& error, double target_rps, std::size_t top) {
-    const SearchOutcome& x = c.outcome;
-    if (!error.empty()) return reject(c, Rejection::Simulation, error);
-    if (x.status == SearchOutcome::Status::Pruned && x.simulations > 0) {
-        const double replicas = std::ceil(target_rps / x.fail_rate_rps);
-        return reject(c, Rejection::Cost,
-                      fmt::format("it fails at {:.3g} req/s per replica, so it needs more than {} replica{} and costs more than the {} "
-                                  "cheapest found",
-                                  x.fail_rate_rps, replicas, replicas > 1 ? "s" : "", top));
-    }
-    if (x.status == SearchOutcome::Status::Pruned) {
-        const double replicas = std::ceil(target_rps / x.bound_rps);
-        return reject(c, Rejection::Cost,
-                      fmt::format("even at its bound of {:.2f} req/s per replica ({} replica{}) it costs more than the {} cheapest found",
-                                  x.bound_rps, replicas, replicas > 1 ? "s" : "", top));
-    }
-    if (x.status == SearchOutcome::Status::Burst)
-        return reject(c, Rejection::Simulation,
-                      fmt::format("the workload meets the targets even at {:.3g} req/s, {:g} x the most its decode steps sustain: "
-                                  "too few requests to find its rate (raise --requests, or replay a longer trace)",
-                                  x.max_rate_rps, kBurstFactor));
-    if (x.status == SearchOutcome::Status::SloAlone)
-        return reject(c, Rejection::Slo,
-                      fmt::format("{} is {:.1f} ms for a request alone (the goodput quantile), over the {:.1f} ms target", x.binding,
-                                  x.alone_value_s * 1e3, x.target_s * 1e3));
-    reject(c, Rejection::Slo, fmt::format("misses {} at every rate down to {:.3g} req/s", x.binding.empty() ? "a target" : x.binding, x.fail_rate_rps));
-}
-
-// Nothing qualifies: the candidates that were too few requests' burst, or
-// the rejected candidate closest to its target alone, and what would pass.
-std::string nearest(const std::vector<SloCandidate>& rejected, std::int64_t requests_per_run) {
-    const auto bursts = std::count_if(rejected.begin(), rejected.end(), [](const SloCandidate& c) { return c.outcome.status == SearchOutcome::Status::Burst; });
-    if (bursts > 0)
-        return fmt::format("{} candidate{} meet{} the targets even at {:g} x the rate {} decode steps sustain: {} requests are too few "
-                           "to find a rate. Raise --requests (the default is {}) or replay a longer trace.",
-                           bursts, bursts > 1 ? "s" : "", bursts > 1 ? "" : "s", kBurstFactor, bursts > 1 ? "their" : "its",
-                           group_digits(requests_per_run), group_digits(kDefaultRequests));
-    const SloCandidate* best = nullptr;
-    for (const SloCandidate& c : rejected)
-        if (c.outcome.status == SearchOutcome::Status::SloAlone && c.rejection == Rejection::Slo &&
-            (!best || c.outcome.alone_value_s / c.outcome.target_s < best->outcome.alone_value_s / best->outcome.target_s))
-            best = &c;
-    if (!best) return "No GPU x TP up to --max-gpus holds the model and a request of this traffic.";
-    const double need = std::ceil(best->outcome.alone_value_s * 1e4) / 1e4;  // rounded up to 0.1 ms
-    const std::string layout = best->pd()      ? unit_sides(*best)
-                               : best->pp > 1 ? fmt::format("{} TP {} PP {}", best->gpu, best->tp, best->pp)
-                                              : fmt::format("{} TP {}", best->gpu, best->tp);
-    const std::string knobs = best->pd() ? fmt::format("{}P:{}D", best->prefill_replicas, best->decode_replicas) : best->knobs;
-    return fmt::format("The {} target binds: the closest is {} ({}), {:.1f} ms for a request alone; {}={:.1f}ms would pass at a low rate.",
-                       best->outcome.binding, layout, knobs, best->outcome.alone_value_s * 1e3, best->outcome.binding, need * 1e3);
-}
-
 }  // namespace
 
 CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& gpus, const std::map<std::string, double>& prices) {
@@ -299,7 +238,8 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
         r.simulations += c.outcome.simulations;
         r.simulated_requests += c.outcome.simulated_requests;
         if (c.outcome.status != SearchOutcome::Status::Found || !found.errors[k].empty()) {
-            reject_outcome(c, found.errors[k], r.target_rps, r.top);
+            const auto [why, words] = outcome_rejection(c.outcome, found.errors[k], r.target_rps, r.top);
+            reject(c, why, words);
             continue;
         }
         const auto price = prices.find(c.gpu);
@@ -323,11 +263,7 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
     // Those that qualify but rank below --top lose on cost.
     for (std::size_t i = r.top; i < r.candidates.size(); ++i) {
         SloCandidate c = r.candidates[i];
-        const SloCandidate& best = r.candidates.front();
-        reject(c, Rejection::Cost,
-               c.fleet.usd_per_hour && best.fleet.usd_per_hour
-                   ? fmt::format("ranked {}, {:.2f} USD/hour against the best's {:.2f}", i + 1, *c.fleet.usd_per_hour, *best.fleet.usd_per_hour)
-                   : fmt::format("ranked {}, {} GPUs against the best's {}", i + 1, c.fleet.gpus, best.fleet.gpus));
+        reject(c, Rejection::Cost, cost_rank_words(c, r.candidates.front(), i + 1));
         r.rejected.push_back(std::move(c));
     }
     if (r.candidates.size() > r.top) r.candidates.resize(r.top);
@@ -336,7 +272,7 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
         return c.rejection == Rejection::Slo ? 0 : c.rejection == Rejection::Memory ? 1 : c.rejection == Rejection::Cost ? 3 : 2;
     };
     std::stable_sort(r.rejected.begin(), r.rejected.end(), [&](const SloCandidate& a, const SloCandidate& b) { return rank(a) < rank(b); });
-    if (r.candidates.empty()) r.nearest = nearest(r.rejected, r.requests_per_run);
+    if (r.candidates.empty()) r.nearest = nearest_words(r.rejected, r.requests_per_run, kDefaultRequests);
     r.search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!r.qualified.empty()) {
         // The goodput curves of the best three, on the search's own workload and engines.

@@ -407,4 +407,59 @@ std::string render_slo_json(const SloRecommendResult& r) {
     return j.dump(2) + "\n";
 }
 
+std::pair<Rejection, std::string> outcome_rejection(const SearchOutcome& x, const std::string& error, double target_rps, std::size_t top) {
+    if (!error.empty()) return {Rejection::Simulation, error};
+    if (x.status == SearchOutcome::Status::Pruned && x.simulations > 0) {
+        const double replicas = std::ceil(target_rps / x.fail_rate_rps);
+        return {Rejection::Cost,
+                fmt::format("it fails at {:.3g} req/s per replica, so it needs more than {} replica{} and costs more than the {} "
+                                  "cheapest found",
+                                  x.fail_rate_rps, replicas, replicas > 1 ? "s" : "", top)};
+    }
+    if (x.status == SearchOutcome::Status::Pruned) {
+        const double replicas = std::ceil(target_rps / x.bound_rps);
+        return {Rejection::Cost,
+                fmt::format("even at its bound of {:.2f} req/s per replica ({} replica{}) it costs more than the {} cheapest found",
+                                  x.bound_rps, replicas, replicas > 1 ? "s" : "", top)};
+    }
+    if (x.status == SearchOutcome::Status::Burst)
+        return {Rejection::Simulation,
+                fmt::format("the workload meets the targets even at {:.3g} req/s, {:g} x the most its decode steps sustain: "
+                                  "too few requests to find its rate (raise --requests, or replay a longer trace)",
+                                  x.max_rate_rps, kBurstFactor)};
+    if (x.status == SearchOutcome::Status::SloAlone)
+        return {Rejection::Slo,
+                fmt::format("{} is {:.1f} ms for a request alone (the goodput quantile), over the {:.1f} ms target", x.binding,
+                                  x.alone_value_s * 1e3, x.target_s * 1e3)};
+    return {Rejection::Slo, fmt::format("misses {} at every rate down to {:.3g} req/s", x.binding.empty() ? "a target" : x.binding, x.fail_rate_rps)};
+}
+
+std::string cost_rank_words(const SloCandidate& c, const SloCandidate& best, std::size_t rank) {
+    return c.fleet.usd_per_hour && best.fleet.usd_per_hour
+               ? fmt::format("ranked {}, {:.2f} USD/hour against the best's {:.2f}", rank, *c.fleet.usd_per_hour, *best.fleet.usd_per_hour)
+               : fmt::format("ranked {}, {} GPUs against the best's {}", rank, c.fleet.gpus, best.fleet.gpus);
+}
+
+std::string nearest_words(const std::vector<SloCandidate>& rejected, std::int64_t requests_per_run, std::int64_t default_requests) {
+    const auto bursts = std::count_if(rejected.begin(), rejected.end(), [](const SloCandidate& c) { return c.outcome.status == SearchOutcome::Status::Burst; });
+    if (bursts > 0)
+        return fmt::format("{} candidate{} meet{} the targets even at {:g} x the rate {} decode steps sustain: {} requests are too few "
+                           "to find a rate. Raise --requests (the default is {}) or replay a longer trace.",
+                           bursts, bursts > 1 ? "s" : "", bursts > 1 ? "" : "s", kBurstFactor, bursts > 1 ? "their" : "its",
+                           group_digits(requests_per_run), group_digits(default_requests));
+    const SloCandidate* best = nullptr;
+    for (const SloCandidate& c : rejected)
+        if (c.outcome.status == SearchOutcome::Status::SloAlone && c.rejection == Rejection::Slo &&
+            (!best || c.outcome.alone_value_s / c.outcome.target_s < best->outcome.alone_value_s / best->outcome.target_s))
+            best = &c;
+    if (!best) return "No GPU x TP up to --max-gpus holds the model and a request of this traffic.";
+    const double need = std::ceil(best->outcome.alone_value_s * 1e4) / 1e4;  // rounded up to 0.1 ms
+    const std::string layout = best->pd()      ? unit_sides(*best)
+                               : best->pp > 1 ? fmt::format("{} TP {} PP {}", best->gpu, best->tp, best->pp)
+                                              : fmt::format("{} TP {}", best->gpu, best->tp);
+    const std::string knobs = best->pd() ? fmt::format("{}P:{}D", best->prefill_replicas, best->decode_replicas) : best->knobs;
+    return fmt::format("The {} target binds: the closest is {} ({}), {:.1f} ms for a request alone; {}={:.1f}ms would pass at a low rate.",
+                       best->outcome.binding, layout, knobs, best->outcome.alone_value_s * 1e3, best->outcome.binding, need * 1e3);
+}
+
 }  // namespace kvplan

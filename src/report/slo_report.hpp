@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/sim/slo_search.hpp"
@@ -19,6 +20,16 @@ namespace kvplan {
 // when both are TP instances, else each side in words ("TP 8", "DP 8 + EP
 // 8"): "h200 DP 8 + EP 8/TP 8". No commas (a CSV field).
 std::string unit_sides(const SloCandidate& c);
+
+// A searched candidate that did not qualify, in words: a simulation that
+// failed (`error`), a cost past the `top` cheapest at `target_rps`, a
+// burst, or the target it misses.
+std::pair<Rejection, std::string> outcome_rejection(const SearchOutcome& x, const std::string& error, double target_rps, std::size_t top);
+// A qualifying candidate ranked past --top: "ranked 6, 12.40 USD/hour against the best's 9.80".
+std::string cost_rank_words(const SloCandidate& c, const SloCandidate& best, std::size_t rank);
+// Nothing qualifies: the candidates that were too few requests' burst, or
+// the rejected candidate closest to its target alone, and what would pass.
+std::string nearest_words(const std::vector<SloCandidate>& rejected, std::int64_t requests_per_run, std::int64_t default_requests);
 
 std::string render_slo_table(const SloRecommendResult& r);
 std::string render_slo_json(const SloRecommendResult& r);
