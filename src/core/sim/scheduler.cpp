@@ -787,7 +787,7 @@ void VllmEngine::commit_step(double dt) {
     finish_requests();
     sample(t_);
     last_step_done_ = done_ - plan_done_before_;  // lockstep's count; advance() sets its own after
-    if (check_ && !pool_->consistent()) throw std::logic_error("block pool inconsistent after a step");
+    if (check_) check_invariants();
 }
 
 // The requests in finished_ leave at t_, their blocks freed.
@@ -874,7 +874,7 @@ void VllmEngine::advance_pipeline(double horizon, bool stop_on_done) {
             if (!step_.empty()) submit_batch();
             else if (!in_flight_.empty()) stalled_ = true;  // all in flight, or no blocks: wait for a batch
             else if (!running_.empty()) throw std::logic_error("the scheduler found nothing to run");
-            if (check_ && !pool_->consistent()) throw std::logic_error("block pool inconsistent after a step");
+            if (check_) check_invariants();
             if (stop_on_done && done_ != done_before) return;  // rejected
             continue;
         }
@@ -883,7 +883,7 @@ void VllmEngine::advance_pipeline(double horizon, bool stop_on_done) {
             const std::int64_t done_before = done_;
             complete_batch();
             stalled_ = false;
-            if (check_ && !pool_->consistent()) throw std::logic_error("block pool inconsistent after a batch");
+            if (check_) check_invariants();
             if (stop_on_done && done_ != done_before) return;
             continue;
         }
@@ -980,7 +980,7 @@ bool VllmEngine::decode_run(double horizon) {
         interval_generation_ += static_cast<double>(batch);
         last_step_done_ = 0;
         sample(t_);
-        if (check_ && !pool_->consistent()) throw std::logic_error("block pool inconsistent after a step");
+        if (check_) check_invariants();
     }
     for (std::size_t r : running_) {
         LiveRequest& l = live_[r];

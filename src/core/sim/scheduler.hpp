@@ -248,7 +248,12 @@ RequestStates request_states(const Workload& w);
 void check_scheduler_config(const SchedulerConfig& c);
 
 class BlockPool;
+class VllmEngine;
 
+// Checks the engine's invariants (docs/invariants.md, INV-1 to INV-7) as it
+// stands; throws std::logic_error, its message starting with the violated
+// invariant's id. The engine runs it after every step when checking is on.
+void check_invariants(const VllmEngine& e);
 
 // One vLLM V1 engine (the rules above). It is handed its requests one by one
 // (add), and advanced up to a time: simulate() drives one, simulate_cluster
@@ -406,6 +411,14 @@ private:
     void store_blocks(std::size_t r, std::int64_t from, std::int64_t to);
     double next_load_s() const;
 
+    // Invariants (engine_invariants.cpp, docs/invariants.md).
+    friend void check_invariants(const VllmEngine& e);
+    void check_invariants() const;
+    void check_requests() const;
+    void check_causal(std::size_t r) const;
+    void check_blocks() const;
+    void check_limits() const;
+
     const Workload& w_;
     SchedulerConfig c_;
     const StepPricer& price_;
@@ -455,6 +468,11 @@ private:
     double wait_load_s_ = -1;          // nothing can be scheduled before this load ends (-1: none)
     double planned_draft_s_ = 0;       // lockstep: the planned step's proposer time
     std::int64_t plan_done_before_ = 0;  // lockstep: done() when the step was planned
+    // Invariant checks' scratch (marks per request, references per block)
+    // and the clock at the last check.
+    mutable std::vector<char> inv_mark_;
+    mutable std::vector<std::int64_t> inv_refs_;
+    mutable double inv_t_ = 0;
 };
 
 }  // namespace kvplan
