@@ -1,4 +1,5 @@
 #include "core/sim/disagg.hpp"
+#include "core/sim/vllm_engine_impl.hpp"
 
 #include <algorithm>
 #include <iterator>
@@ -14,7 +15,7 @@ namespace kvplan {
 
 // ---- The decode side of one VllmEngine (scheduler.hpp, set_remote_prefill) ----
 
-void VllmEngine::set_remote_prefill(RemoteLoad load) {
+void VllmEngine::Impl::set_remote_prefill(RemoteLoad load) {
     remote_ = std::move(load);
     remote_state_.assign(w_.requests.size(), 0);
 }
@@ -28,7 +29,7 @@ void VllmEngine::set_remote_prefill(RemoteLoad load) {
 // allocate_slots refuses). The request then waits in WAITING_FOR_REMOTE_KVS,
 // outside the running list and the token budget. Once loaded
 // (collect_loaded), its last prompt token is scheduled like a decode.
-bool VllmEngine::admit_remote(std::size_t r, std::int64_t& budget) {
+bool VllmEngine::Impl::admit_remote(std::size_t r, std::int64_t& budget) {
     if (remote_state_[r] == 2) {
         if (budget <= 0 || !allocate(r, 1)) return false;
         remote_state_[r] = 3;  // from here on a local request (a preemption recomputes it here)
@@ -69,7 +70,7 @@ bool VllmEngine::admit_remote(std::size_t r, std::int64_t& budget) {
 // requests start instead (each needs at most one more block); as they
 // finish, their blocks go to the head (docs/simulate.md, "Disaggregated
 // prefill/decode").
-void VllmEngine::admit_loaded_behind_head(std::int64_t& budget) {
+void VllmEngine::Impl::admit_loaded_behind_head(std::int64_t& budget) {
     for (auto it = std::next(waiting_.begin()); it != waiting_.end() && budget > 0 && static_cast<std::int64_t>(running_.size()) < c_.max_num_seqs;) {
         const std::size_t r = *it;
         if (remote_state_[r] != 2) {
@@ -88,7 +89,7 @@ void VllmEngine::admit_loaded_behind_head(std::int64_t& budget) {
 // The head is a request preempted on this instance whose whole length
 // (prompt and every output token but the last) needs more blocks than are
 // free: with nothing running, only the loaded requests behind it hold the rest.
-bool VllmEngine::head_starved() const {
+bool VllmEngine::Impl::head_starved() const {
     const std::size_t r = waiting_.front();
     if (remote_state_[r] != 3) return false;
     return worst_blocks(w_.requests[r].input_tokens + w_.requests[r].output_tokens - 1) > pool_->free_count();
@@ -100,7 +101,7 @@ bool VllmEngine::head_starved() const {
 // again (and samples the first output token with it); the loaded blocks are
 // cached. The requests stay at the head of the waiting queue, in admission
 // order (schedule() prepends its skipped_waiting_requests to the queue).
-void VllmEngine::collect_loaded() {
+void VllmEngine::Impl::collect_loaded() {
     if (remote_loading_.empty()) return;
     for (auto it = remote_loading_.rbegin(); it != remote_loading_.rend(); ++it) {
         if (it->first > t_) continue;
@@ -113,7 +114,7 @@ void VllmEngine::collect_loaded() {
     std::erase_if(remote_loading_, [&](const std::pair<double, std::size_t>& p) { return p.first <= t_; });
 }
 
-double VllmEngine::next_loaded_s() const {
+double VllmEngine::Impl::next_loaded_s() const {
     double next = std::numeric_limits<double>::infinity();
     for (const auto& [t, r] : remote_loading_) next = std::min(next, t);
     return next;

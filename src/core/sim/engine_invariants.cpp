@@ -1,7 +1,7 @@
 // VllmEngine's invariants (docs/invariants.md), checked after every step
 // when checking is on (the tests, the fuzz_trace target). Each failure is a
 // std::logic_error whose message starts with the invariant's id.
-#include "core/sim/scheduler.hpp"
+#include "core/sim/vllm_engine_impl.hpp"
 
 #include <string>
 
@@ -18,11 +18,11 @@ std::string req(std::size_t r) { return "request " + std::to_string(r); }
 
 }  // namespace
 
-void check_invariants(const VllmEngine& e) { e.check_invariants(); }
+void check_invariants(const VllmEngine& e) { e.impl_->check_invariants(); }
 
 // INV-1: every request added is in exactly one place. The marks are a
 // scratch vector kept between calls, cleared as it is walked.
-void VllmEngine::check_requests() const {
+void VllmEngine::Impl::check_requests() const {
     std::vector<char>& mark = inv_mark_;
     if (mark.size() != live_.size()) mark.assign(live_.size(), 0);
     std::int64_t held = 0;
@@ -47,7 +47,7 @@ void VllmEngine::check_requests() const {
 }
 
 // INV-2 for one request the engine holds or has just finished.
-void VllmEngine::check_causal(std::size_t r) const {
+void VllmEngine::Impl::check_causal(std::size_t r) const {
     const RequestRecord& rec = records_[r];
     const LiveRequest& l = live_[r];
     double last = rec.arrival_s;
@@ -62,7 +62,7 @@ void VllmEngine::check_causal(std::size_t r) const {
 }
 
 // INV-3: each block's references are the block-table entries naming it.
-KVPLAN_INVARIANT_WALK void VllmEngine::check_blocks() const {
+KVPLAN_INVARIANT_WALK void VllmEngine::Impl::check_blocks() const {
     if (!pool_->consistent()) violated("INV-3", "block conservation: a block is neither referenced nor free, or the free queue is broken");
     std::vector<std::int64_t>& refs = inv_refs_;
     refs.assign(static_cast<std::size_t>(pool_->total()), 0);
@@ -82,7 +82,7 @@ KVPLAN_INVARIANT_WALK void VllmEngine::check_blocks() const {
 }
 
 // INV-4 to INV-7.
-void VllmEngine::check_limits() const {
+void VllmEngine::Impl::check_limits() const {
     if (t_ < inv_t_) violated("INV-4", "clock monotonicity: the clock moved back");
     inv_t_ = t_;
     if (!(next_sample_ > t_)) violated("INV-4", "clock monotonicity: a second up to now is not logged");
@@ -108,7 +108,7 @@ void VllmEngine::check_limits() const {
         violated("INV-7", "batch limits: more sequences or tokens than max_num_seqs or max_num_batched_tokens");
 }
 
-void VllmEngine::check_invariants() const {
+void VllmEngine::Impl::check_invariants() const {
     check_requests();
     for (std::size_t r : waiting_) check_causal(r);
     for (std::size_t r : running_) check_causal(r);

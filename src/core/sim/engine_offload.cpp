@@ -11,7 +11,7 @@
 //     no token budget and is not running meanwhile;
 //   - once loaded, the blocks enter the GPU prefix cache and the request
 //     goes back to the head of the waiting queue, where they are a GPU hit.
-#include "core/sim/scheduler.hpp"
+#include "core/sim/vllm_engine_impl.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -24,7 +24,7 @@ namespace kvplan {
 // The CPU tier is keyed as the GPU prefix cache is: a shared block by its
 // chained hash, a request's own block by its own tag (found again only by
 // the request itself, after a preemption).
-std::uint64_t VllmEngine::tier_key(std::size_t r, std::int64_t j) {
+std::uint64_t VllmEngine::Impl::tier_key(std::size_t r, std::int64_t j) {
     return j < shared_blocks(r, 0) ? block_hash(r, 0, j) : private_tag(r, 0, j);
 }
 
@@ -32,7 +32,7 @@ std::uint64_t VllmEngine::tier_key(std::size_t r, std::int64_t j) {
 // held from the first block past the GPU hit on, up to the first miss; a
 // block whose store is still in flight is not a hit yet (its is_ready).
 // The hit keeps the GPU's rule of at most all but the last token (`max_len`).
-std::int64_t VllmEngine::tier_hit_blocks(std::size_t r, std::int64_t gpu_tokens, std::int64_t max_len) {
+std::int64_t VllmEngine::Impl::tier_hit_blocks(std::size_t r, std::int64_t gpu_tokens, std::int64_t max_len) {
     const std::int64_t bs = c_.block_size, first = gpu_tokens / bs;
     std::int64_t n = 0;
     while ((first + n + 1) * bs <= max_len && cpu_->ready(tier_key(r, first + n), t_)) ++n;
@@ -43,7 +43,7 @@ std::int64_t VllmEngine::tier_hit_blocks(std::size_t r, std::int64_t gpu_tokens,
 // (allocate_slots with num_external_computed_tokens), or stops the
 // admission when the pool cannot give them; the load is queued on the
 // host -> GPU direction of the link.
-bool VllmEngine::start_load(std::size_t r, Hits& hits, std::int64_t blocks) {
+bool VllmEngine::Impl::start_load(std::size_t r, Hits& hits, std::int64_t blocks) {
     std::vector<std::int64_t>& hit = hits.blocks[0];
     std::int64_t need = blocks;
     for (std::int64_t b : hit)
@@ -72,7 +72,7 @@ bool VllmEngine::start_load(std::size_t r, Hits& hits, std::int64_t blocks) {
 // (cache_blocks) and the request waits again at the head of the queue,
 // oldest load first. Its blocks are handed back and found again at once by
 // its admission, which follows in the same pass.
-void VllmEngine::finish_loads() {
+void VllmEngine::Impl::finish_loads() {
     std::vector<std::size_t> back;
     std::erase_if(loading_, [&](const Load& l) {
         if (l.done_s > t_) return false;
@@ -90,12 +90,12 @@ void VllmEngine::finish_loads() {
 
 // _get_reqs_to_store: every newly full block is copied GPU -> host when its
 // KV is computed; prepare_store skips those the tier holds already.
-void VllmEngine::store_blocks(std::size_t r, std::int64_t from, std::int64_t to) {
+void VllmEngine::Impl::store_blocks(std::size_t r, std::int64_t from, std::int64_t to) {
     for (std::int64_t j = from; j < to; ++j)
         if (cpu_->store(tier_key(r, j), t_)) run_.offload_bytes = checked_add(run_.offload_bytes, c_.cpu_tier.block_bytes);
 }
 
-double VllmEngine::next_load_s() const {
+double VllmEngine::Impl::next_load_s() const {
     double next = std::numeric_limits<double>::infinity();
     for (const Load& l : loading_) next = std::min(next, l.done_s);
     return next;

@@ -1,4 +1,4 @@
-#include "core/sim/scheduler.hpp"
+#include "core/sim/vllm_engine_impl.hpp"
 #include "core/sim/drive.hpp"
 
 #include <algorithm>
@@ -90,7 +90,7 @@ void check_scheduler_config(const SchedulerConfig& c) {
     }
 }
 
-VllmEngine::VllmEngine(const Workload& w, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode, bool check,
+VllmEngine::Impl::Impl(const Workload& w, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode, bool check,
                        RequestStates& states, const StagePricers& stages)
     : w_(w), c_(c), price_(price), decode_(decode), stages_(stages), check_(check), pool_(std::make_unique<BlockPool>(c.num_gpu_blocks)),
       records_(states.records), live_(states.live) {
@@ -122,7 +122,7 @@ VllmEngine::VllmEngine(const Workload& w, const SchedulerConfig& c, const StepPr
     stage_free_s_.assign(stages.size(), 0.0);
 }
 
-GroupBlocks& VllmEngine::kv(std::size_t r, std::size_t g) {
+GroupBlocks& VllmEngine::Impl::kv(std::size_t r, std::size_t g) {
     std::vector<GroupBlocks>& k = live_[r].kv;
     if (k.size() < groups_.size()) k.resize(groups_.size());
     return k[g];
@@ -133,10 +133,9 @@ const StagePricers& VllmEngine::no_stages() {
     return none;
 }
 
-VllmEngine::~VllmEngine() = default;
-VllmEngine::VllmEngine(VllmEngine&&) noexcept = default;
+VllmEngine::Impl::~Impl() = default;
 
-std::int64_t VllmEngine::cap(std::int64_t n, std::int64_t budget) const {
+std::int64_t VllmEngine::Impl::cap(std::int64_t n, std::int64_t budget) const {
     if (c_.long_prefill_token_threshold > 0) n = std::min(n, c_.long_prefill_token_threshold);
     return std::min(n, budget);
 }
@@ -144,7 +143,7 @@ std::int64_t VllmEngine::cap(std::int64_t n, std::int64_t budget) const {
 // Whether block j is shared content: it lies wholly inside the prompt and
 // inside one key's span (one that straddles a span's end also holds the
 // request's own tokens).
-bool VllmEngine::keyed(std::size_t r, std::int64_t j, std::int64_t bs) const {
+bool VllmEngine::Impl::keyed(std::size_t r, std::int64_t j, std::int64_t bs) const {
     const SimRequest& q = w_.requests[r];
     const std::int64_t first_token = j * bs;
     const std::int64_t span = q.key_block_tokens > 0 ? first_token / q.key_block_tokens : 0;
@@ -154,7 +153,7 @@ bool VllmEngine::keyed(std::size_t r, std::int64_t j, std::int64_t bs) const {
 
 // A shared block's content: its span's key and its offset in the span
 // (equal content, equal key, across requests). Precondition: keyed(r, j).
-std::uint64_t VllmEngine::block_key(std::size_t r, std::int64_t j, std::int64_t bs) const {
+std::uint64_t VllmEngine::Impl::block_key(std::size_t r, std::int64_t j, std::int64_t bs) const {
     const SimRequest& q = w_.requests[r];
     const std::int64_t first_token = j * bs;
     return mix(q.content_keys[static_cast<std::size_t>(first_token / q.key_block_tokens)], static_cast<std::uint64_t>(first_token % q.key_block_tokens));
@@ -163,7 +162,7 @@ std::uint64_t VllmEngine::block_key(std::size_t r, std::int64_t j, std::int64_t 
 // How many leading blocks of group g other requests may share: the chain of
 // hashes from the first block the request's own tokens enter is its alone.
 // Counted once per block size (by the first group of that size).
-std::int64_t VllmEngine::shared_blocks(std::size_t r, std::size_t g) {
+std::int64_t VllmEngine::Impl::shared_blocks(std::size_t r, std::size_t g) {
     GroupBlocks& k = kv(r, chain_of_[g]);
     if (k.shared_blocks < 0) {
         k.shared_blocks = 0;
@@ -177,7 +176,7 @@ std::int64_t VllmEngine::shared_blocks(std::size_t r, std::size_t g) {
 // time): the request keeps their ids, which is all its own recompute after
 // a preemption needs. As with the index, the first block to hold a content
 // keeps it while it lasts.
-void VllmEngine::cache_block(std::size_t r, std::size_t g, std::int64_t j) {
+void VllmEngine::Impl::cache_block(std::size_t r, std::size_t g, std::int64_t j) {
     GroupBlocks& l = kv(r, g);
     const std::int64_t block = l.blocks[static_cast<std::size_t>(j)];
     if (block < 0) return;  // a null block caches nothing (block_pool.py cache_full_blocks skips them)
@@ -200,13 +199,13 @@ void VllmEngine::cache_block(std::size_t r, std::size_t g, std::int64_t j) {
 // Each group caches its own copy (vLLM keys the cache by block hash and
 // group id, block_pool.py BlockHashWithGroupId), so groups after the first
 // mix their index in.
-std::uint64_t VllmEngine::private_tag(std::size_t r, std::size_t g, std::int64_t j) const {
+std::uint64_t VllmEngine::Impl::private_tag(std::size_t r, std::size_t g, std::int64_t j) const {
     const std::uint64_t tag = splitmix(splitmix(0x7a3c9e11ULL + r) ^ static_cast<std::uint64_t>(j));
     return g == 0 ? tag : mix(tag, g);
 }
 
 // The cached block holding block j's content in group g, if any.
-std::optional<std::int64_t> VllmEngine::cached_block(std::size_t r, std::size_t g, std::int64_t j) {
+std::optional<std::int64_t> VllmEngine::Impl::cached_block(std::size_t r, std::size_t g, std::int64_t j) {
     if (j < shared_blocks(r, g)) return pool_->find(block_hash(r, g, j));
     const std::vector<std::int64_t>& own = kv(r, g).own;
     const std::int64_t kept = j < static_cast<std::int64_t>(own.size()) ? own[static_cast<std::size_t>(j)] : -1;
@@ -218,7 +217,7 @@ std::optional<std::int64_t> VllmEngine::cached_block(std::size_t r, std::size_t 
 // if every block before is equal too), extended once per block and kept
 // (per block size), with the group's index mixed in past the first group.
 // Precondition: j < shared_blocks(r, g).
-std::uint64_t VllmEngine::block_hash(std::size_t r, std::size_t g, std::int64_t j) {
+std::uint64_t VllmEngine::Impl::block_hash(std::size_t r, std::size_t g, std::int64_t j) {
     const std::int64_t bs = groups_[g].block_tokens;
     std::vector<std::uint64_t>& h = kv(r, chain_of_[g]).hashes;
     while (static_cast<std::int64_t>(h.size()) <= j) {
@@ -233,7 +232,7 @@ std::uint64_t VllmEngine::block_hash(std::size_t r, std::size_t g, std::int64_t 
 // token no longer attends to (get_num_skipped_tokens): a window's
 // max(0, computed - window + 1); a chunk's whole finished chunks; Mamba
 // all but the last (its one block of max_model_len tokens is never skipped).
-std::int64_t VllmEngine::skipped_tokens(std::size_t g, std::int64_t computed) const {
+std::int64_t VllmEngine::Impl::skipped_tokens(std::size_t g, std::int64_t computed) const {
     const KvGroup& k = groups_[g];
     switch (k.kind) {
         case KvGroupKind::Sliding: return std::max<std::int64_t>(0, computed - k.window_tokens + 1);
@@ -247,7 +246,7 @@ std::int64_t VllmEngine::skipped_tokens(std::size_t g, std::int64_t computed) co
 // remove_skipped_blocks: group g's blocks wholly before the skipped tokens
 // go back to the pool (still cached until evicted) and null blocks take
 // their place, the latest freed first, as vLLM walks them backwards.
-void VllmEngine::remove_skipped(std::size_t r, std::size_t g, std::int64_t computed) {
+void VllmEngine::Impl::remove_skipped(std::size_t r, std::size_t g, std::int64_t computed) {
     GroupBlocks& k = kv(r, g);
     const std::int64_t n = std::min<std::int64_t>(skipped_tokens(g, computed) / groups_[g].block_tokens,
                                                   static_cast<std::int64_t>(k.blocks.size()));
@@ -267,7 +266,7 @@ void VllmEngine::remove_skipped(std::size_t r, std::size_t g, std::int64_t compu
 // plus one when C is not a whole number of blocks; Mamba one. vLLM sizes
 // its pool check with the same bounds (kv_cache_interface.py
 // max_memory_usage_bytes); one full group gives ceil(tokens / block_size).
-std::int64_t VllmEngine::worst_blocks(std::int64_t tokens) const {
+std::int64_t VllmEngine::Impl::worst_blocks(std::int64_t tokens) const {
     const std::int64_t cap = c_.long_prefill_token_threshold > 0 ? std::min(c_.long_prefill_token_threshold, c_.max_num_batched_tokens)
                                                                   : c_.max_num_batched_tokens;
     std::int64_t worst = 0;
@@ -289,7 +288,7 @@ std::int64_t VllmEngine::worst_blocks(std::int64_t tokens) const {
 // false when the pool has too few free blocks for them all (nothing is
 // taken then). First each group frees what fell out of its window, even
 // when the allocation then fails, as vLLM does.
-bool VllmEngine::allocate(std::size_t r, std::int64_t new_tokens) {
+bool VllmEngine::Impl::allocate(std::size_t r, std::int64_t new_tokens) {
     LiveRequest& l = live_[r];
     const std::int64_t tokens = l.computed + new_tokens;
     std::int64_t need = 0;
@@ -309,7 +308,7 @@ bool VllmEngine::allocate(std::size_t r, std::int64_t new_tokens) {
 // Blocks go back in reverse order, group after group, so a request's tail
 // is evicted before its prefix (vLLM's free order, which keeps shared
 // prefixes longest).
-void VllmEngine::free_blocks(std::size_t r) {
+void VllmEngine::Impl::free_blocks(std::size_t r) {
     for (std::size_t g = 0; g < groups_.size(); ++g) {
         GroupBlocks& k = kv(r, g);
         for (auto it = k.blocks.rbegin(); it != k.blocks.rend(); ++it)
@@ -326,14 +325,14 @@ void VllmEngine::free_blocks(std::size_t r) {
 // its own blocks and its block table is the map; both are written when it
 // is first preempted (keep_own_blocks), the only time they are looked for.
 // Windowed groups free blocks mid-run, still cached: they keep the map.
-bool VllmEngine::own_lazy(std::size_t r, std::size_t g) {
+bool VllmEngine::Impl::own_lazy(std::size_t r, std::size_t g) {
     return !kv(r, g).own_kept && groups_[g].kind == KvGroupKind::Full;
 }
 
 // Before a request's blocks are freed for its first preemption: which
 // block caches each of its own full positions, each tagged with its
 // content, for its recompute to find them again.
-void VllmEngine::keep_own_blocks(std::size_t r) {
+void VllmEngine::Impl::keep_own_blocks(std::size_t r) {
     for (std::size_t g = 0; g < groups_.size(); ++g) {
         if (!own_lazy(r, g)) continue;
         GroupBlocks& k = kv(r, g);
@@ -348,7 +347,7 @@ void VllmEngine::keep_own_blocks(std::size_t r) {
     }
 }
 
-void VllmEngine::preempt(std::size_t r) {
+void VllmEngine::Impl::preempt(std::size_t r) {
     if (c_.prefix_caching) keep_own_blocks(r);
     run_.preemptions += 1;
     records_[r].preemptions += 1;
@@ -358,12 +357,12 @@ void VllmEngine::preempt(std::size_t r) {
     waiting_.push_front(r);
 }
 
-void VllmEngine::add(std::size_t r) {
+void VllmEngine::Impl::add(std::size_t r) {
     inbox_.push_back(r);
     ++added_;
 }
 
-void VllmEngine::arrive() {
+void VllmEngine::Impl::arrive() {
     while (!inbox_.empty() && records_[inbox_.front()].arrival_s <= t_) {
         waiting_.push_back(inbox_.front());
         inbox_.pop_front();
@@ -374,13 +373,13 @@ void VllmEngine::arrive() {
 // Whether schedule_waiting would admit nobody whatever the pool holds: the
 // queue is empty, max_num_seqs run, or the running requests take the
 // whole token budget (one token each in a decode run).
-bool VllmEngine::admission_blocked() const {
+bool VllmEngine::Impl::admission_blocked() const {
     const auto n = static_cast<std::int64_t>(running_.size());
     return waiting_.empty() || n >= c_.max_num_seqs || n >= c_.max_num_batched_tokens;
 }
 
 // Returns false when a request was preempted this step.
-bool VllmEngine::schedule_running(std::int64_t& budget) {
+bool VllmEngine::Impl::schedule_running(std::int64_t& budget) {
     bool preempted = false;
     for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
         const std::size_t r = running_[i];
@@ -416,7 +415,7 @@ bool VllmEngine::schedule_running(std::int64_t& budget) {
 // chunked attention the cached blocks from the start of the last chunk.
 // Lengths are cut to a multiple of hit_align_. Fills out.blocks for the
 // spec's groups; returns the hit's tokens.
-std::int64_t VllmEngine::type_hit(std::size_t r, const HitType& t, std::int64_t max_len, Hits& out) {
+std::int64_t VllmEngine::Impl::type_hit(std::size_t r, const HitType& t, std::int64_t max_len, Hits& out) {
     const std::int64_t bs = t.spec.block_tokens, m = max_len / bs;
     std::vector<std::int64_t> found(t.groups.size());
     const auto cached_all = [&](std::int64_t j) {
@@ -483,7 +482,7 @@ std::int64_t VllmEngine::type_hit(std::size_t r, const HitType& t, std::int64_t 
 // the candidate length to its own hit, until a pass over them all cuts
 // nothing (one pass for full attention plus one other spec); full-attention
 // blocks are then cut to the length.
-VllmEngine::Hits VllmEngine::find_hits(std::size_t r, std::int64_t max_len) {
+VllmEngine::Impl::Hits VllmEngine::Impl::find_hits(std::size_t r, std::int64_t max_len) {
     Hits h;
     h.blocks.resize(groups_.size());
     if (hit_types_.empty()) return h;
@@ -511,7 +510,7 @@ VllmEngine::Hits VllmEngine::find_hits(std::size_t r, std::int64_t max_len) {
 
 // A waiting request: its cached prefix, then its first chunk. False when its
 // blocks cannot be had (the admission stops there).
-bool VllmEngine::admit(std::size_t r, std::int64_t& budget) {
+bool VllmEngine::Impl::admit(std::size_t r, std::int64_t& budget) {
     LiveRequest& l = live_[r];
     // Its prompt and every output token but the last (whose KV is never
     // written) must fit the whole pool, or it would preempt itself forever.
@@ -581,7 +580,7 @@ bool VllmEngine::admit(std::size_t r, std::int64_t& budget) {
     return true;
 }
 
-void VllmEngine::schedule_waiting(std::int64_t& budget) {
+void VllmEngine::Impl::schedule_waiting(std::int64_t& budget) {
     if (cpu_ && budget > 0 && static_cast<std::int64_t>(running_.size()) < c_.max_num_seqs) finish_loads();
     // Disaggregated decode: a preempted head that cannot finish in the free
     // blocks lets the loaded requests behind it go first (disagg.cpp).
@@ -593,7 +592,7 @@ void VllmEngine::schedule_waiting(std::int64_t& budget) {
 
 // Full blocks of a request enter the prefix cache once their KV is computed,
 // in every group (a group's null blocks excepted).
-void VllmEngine::register_full_blocks(std::size_t r) {
+void VllmEngine::Impl::register_full_blocks(std::size_t r) {
     const std::int64_t computed = live_[r].computed;
     for (std::size_t g = 0; g < groups_.size(); ++g) {
         GroupBlocks& k = kv(r, g);
@@ -639,7 +638,7 @@ std::vector<TimePoint> per_second(const std::vector<TimePoint>& series) {
 }
 
 // vLLM's log line for every whole second the step crossed.
-void VllmEngine::sample(double until) {
+void VllmEngine::Impl::sample(double until) {
     while (next_sample_ <= until) {
         TimePoint p;
         p.t_s = next_sample_;
@@ -657,7 +656,7 @@ void VllmEngine::sample(double until) {
 // How many of r's `drafts` drafts the step accepts: position i with
 // probability rates[i-1] given the ones before it were, drawn from a hash of
 // the seed, the request and the step, so that a run is reproducible.
-std::int64_t VllmEngine::accepted_drafts(std::size_t r, std::int64_t drafts) const {
+std::int64_t VllmEngine::Impl::accepted_drafts(std::size_t r, std::int64_t drafts) const {
     std::uint64_t x = mix(mix(c_.spec.seed, static_cast<std::uint64_t>(r)), static_cast<std::uint64_t>(run_.steps));
     for (std::int64_t i = 0; i < drafts; ++i) {
         x = splitmix(x);
@@ -672,7 +671,7 @@ std::int64_t VllmEngine::accepted_drafts(std::size_t r, std::int64_t drafts) con
 // still needs (the rest is discarded, as max_tokens stops vLLM's request);
 // the rejected drafts' slots count as not computed (num_computed_tokens -=
 // num_rejected, scheduler.py update_from_output).
-void VllmEngine::keep_spec_tokens(std::size_t r, std::int64_t n) {
+void VllmEngine::Impl::keep_spec_tokens(std::size_t r, std::int64_t n) {
     LiveRequest& l = live_[r];
     const std::int64_t accepted = accepted_drafts(r, n - 1);
     const std::int64_t kept = std::min(accepted + 1, w_.requests[r].output_tokens - l.generated);
@@ -690,7 +689,7 @@ void VllmEngine::keep_spec_tokens(std::size_t r, std::int64_t n) {
 }
 
 // The scheduled step's sequences into work_; returns the proposer's time.
-double VllmEngine::plan_work() {
+double VllmEngine::Impl::plan_work() {
     work_.clear();
     std::int64_t spec_seqs = 0, spec_context = 0;
     for (const auto& [r, n] : step_) {
@@ -705,18 +704,18 @@ double VllmEngine::plan_work() {
     return spec_seqs > 0 && c_.spec.draft_s ? c_.spec.draft_s(spec_seqs, spec_context) : 0.0;
 }
 
-void VllmEngine::apply_step() {
+void VllmEngine::Impl::apply_step() {
     const double draft = plan_work();
     commit_step(price_(work_) + draft);
 }
 
-void VllmEngine::sync_to(double t) {
+void VllmEngine::Impl::sync_to(double t) {
     if (!(t >= t_)) throw std::logic_error("lockstep: a rank's clock moved back");
     t_ = t;
     sample(t_);
 }
 
-bool VllmEngine::plan_step() {
+bool VllmEngine::Impl::plan_step() {
     if (!stages_.empty()) throw std::logic_error("lockstep: a rank with a pipeline");
     plan_done_before_ = done_;
     arrive();
@@ -749,7 +748,7 @@ bool VllmEngine::plan_step() {
     return true;
 }
 
-void VllmEngine::idle_step(double dt) {
+void VllmEngine::Impl::idle_step(double dt) {
     if (!(dt > 0) || !std::isfinite(dt)) throw std::logic_error("a wave priced at a non-positive time");
     last_step_start_ = t_;
     t_ += dt;
@@ -758,7 +757,7 @@ void VllmEngine::idle_step(double dt) {
 }
 
 // The step in step_ / work_ ends dt from now.
-void VllmEngine::commit_step(double dt) {
+void VllmEngine::Impl::commit_step(double dt) {
     if (!(dt > 0) || !std::isfinite(dt)) throw std::logic_error("a step priced at a non-positive time");
     last_step_start_ = t_;
     t_ += dt;
@@ -791,7 +790,7 @@ void VllmEngine::commit_step(double dt) {
 }
 
 // The requests in finished_ leave at t_, their blocks freed.
-void VllmEngine::finish_requests() {
+void VllmEngine::Impl::finish_requests() {
     for (std::size_t r : finished_) {
         records_[r].finish_s = t_;
         free_blocks(r);
@@ -807,7 +806,7 @@ void VllmEngine::finish_requests() {
 // when it schedules (_update_after_schedule): a request whose output is in
 // flight then has no token left to compute and is skipped, and a chunked
 // prefill can send its next chunk in the next batch.
-void VllmEngine::submit_batch() {
+void VllmEngine::Impl::submit_batch() {
     work_.clear();
     for (const auto& [r, n] : step_) work_.push_back(SeqWork{live_[r].computed, n});
     InFlight b;
@@ -835,7 +834,7 @@ void VllmEngine::submit_batch() {
 // Pipeline: the oldest batch leaves the last stage; its requests sample
 // their tokens (update_from_output), but for one preempted while it was in
 // flight, whose output is dropped (it is computed again from the start).
-void VllmEngine::complete_batch() {
+void VllmEngine::Impl::complete_batch() {
     InFlight b = std::move(in_flight_.front());
     in_flight_.pop_front();
     t_ = std::max(t_, b.end_s);
@@ -860,7 +859,7 @@ void VllmEngine::complete_batch() {
 // fewer than P are in flight and the last try found something; otherwise
 // block until the oldest comes back. Batches are scheduled before
 // `horizon`, and come back at or before it.
-void VllmEngine::advance_pipeline(double horizon, bool stop_on_done) {
+void VllmEngine::Impl::advance_pipeline(double horizon, bool stop_on_done) {
     const std::size_t depth = stages_.size();
     for (;;) {
         arrive();
@@ -902,7 +901,7 @@ void VllmEngine::advance_pipeline(double horizon, bool stop_on_done) {
 // the step that gives any of them its last token (stepped, so that it
 // finishes and frees as usual). 0 when no run can start. Also gives the sum
 // of the contexts. O(batch), once per run.
-std::int64_t VllmEngine::decode_run_length(std::int64_t& context_sum) const {
+std::int64_t VllmEngine::Impl::decode_run_length(std::int64_t& context_sum) const {
     if (running_.empty() || !admission_blocked()) return 0;
     // The newest request is the likeliest to be prefilling: look at it first.
     const auto decoding = [&](std::size_t r) { return live_[r].generated > 0 && live_[r].computed + 1 == total_tokens(r); };
@@ -930,7 +929,7 @@ std::int64_t VllmEngine::decode_run_length(std::int64_t& context_sum) const {
 // decode pricer cannot price exactly. The clock advances step by step, t +=
 // dt, so every time is the same double stepping computes. Returns whether a
 // step ran.
-bool VllmEngine::decode_run(double horizon) {
+bool VllmEngine::Impl::decode_run(double horizon) {
     // Its O(1) block accounting is one full-attention group's; other models
     // (windows freeing blocks, several groups) step one by one.
     if (groups_.size() != 1 || groups_[0].kind != KvGroupKind::Full) return false;
@@ -992,7 +991,7 @@ bool VllmEngine::decode_run(double horizon) {
     return k > 0;
 }
 
-void VllmEngine::advance(double horizon, bool stop_on_done) {
+void VllmEngine::Impl::advance(double horizon, bool stop_on_done) {
     if (!stages_.empty()) return advance_pipeline(horizon, stop_on_done);
     for (;;) {
         arrive();
@@ -1046,7 +1045,7 @@ void VllmEngine::advance(double horizon, bool stop_on_done) {
     }
 }
 
-std::optional<double> VllmEngine::next_step_s() const {
+std::optional<double> VllmEngine::Impl::next_step_s() const {
     if (!stages_.empty() && !in_flight_.empty()) {
         // Its next event: a batch scheduled now, or the oldest coming back.
         if (!stalled_ && in_flight_.size() < stages_.size() && (!running_.empty() || !waiting_.empty())) return t_;
@@ -1066,7 +1065,7 @@ std::optional<double> VllmEngine::next_step_s() const {
     return std::nullopt;
 }
 
-std::int64_t VllmEngine::outstanding_at(double t) const {
+std::int64_t VllmEngine::Impl::outstanding_at(double t) const {
     // Arrived: every added request but those still in the inbox after t.
     std::int64_t arrived = added_;
     for (auto it = inbox_.rbegin(); it != inbox_.rend() && records_[*it].arrival_s > t; ++it) --arrived;
@@ -1075,10 +1074,36 @@ std::int64_t VllmEngine::outstanding_at(double t) const {
     return arrived - finished;
 }
 
-SimRun VllmEngine::take_totals() {
+SimRun VllmEngine::Impl::take_totals() {
     run_.end_s = t_;
     return std::move(run_);
 }
+
+// ---- VllmEngine: the public face of its Impl ----
+
+VllmEngine::VllmEngine(const Workload& w, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode, bool check,
+                       RequestStates& states, const StagePricers& stages)
+    : impl_(std::make_unique<Impl>(w, c, price, decode, check, states, stages)) {}
+VllmEngine::~VllmEngine() = default;
+VllmEngine::VllmEngine(VllmEngine&&) noexcept = default;
+void VllmEngine::add(std::size_t r) { impl_->add(r); }
+std::optional<double> VllmEngine::next_step_s() const { return impl_->next_step_s(); }
+void VllmEngine::advance(double horizon, bool stop_on_done) { impl_->advance(horizon, stop_on_done); }
+std::int64_t VllmEngine::outstanding_at(double t) const { return impl_->outstanding_at(t); }
+std::int64_t VllmEngine::done() const { return impl_->done(); }
+double VllmEngine::now() const { return impl_->now(); }
+const SimRun& VllmEngine::totals() const { return impl_->totals(); }
+SimRun VllmEngine::take_totals() { return impl_->take_totals(); }
+bool VllmEngine::idle() const { return impl_->idle(); }
+std::int64_t VllmEngine::waiting_count() const { return impl_->waiting_count(); }
+std::int64_t VllmEngine::running_count() const { return impl_->running_count(); }
+void VllmEngine::sync_to(double t) { impl_->sync_to(t); }
+bool VllmEngine::plan_step() { return impl_->plan_step(); }
+const std::vector<SeqWork>& VllmEngine::planned_work() const { return impl_->planned_work(); }
+double VllmEngine::planned_draft_s() const { return impl_->planned_draft_s(); }
+void VllmEngine::commit_step(double dt) { impl_->commit_step(dt); }
+void VllmEngine::idle_step(double dt) { impl_->idle_step(dt); }
+void VllmEngine::set_remote_prefill(RemoteLoad load) { impl_->set_remote_prefill(std::move(load)); }
 
 SimRun simulate(const Workload& w, const SchedulerConfig& c, const StepPricer& price, bool check_invariants) {
     return simulate(w, c, price, DecodePricer{}, check_invariants);
