@@ -31,7 +31,7 @@ void VllmEngine::Impl::set_remote_prefill(RemoteLoad load) {
 // (collect_loaded), its last prompt token is scheduled like a decode.
 bool VllmEngine::Impl::admit_remote(std::size_t r, std::int64_t& budget) {
     if (remote_state_[r] == 2) {
-        if (budget <= 0 || !allocate(r, 1)) return false;
+        if (budget <= 0 || !kv_cache_.allocate_slots(r, 1)) return false;
         remote_state_[r] = 3;  // from here on a local request (a preemption recomputes it here)
         waiting_.pop_front();
         running_.push_back(r);
@@ -45,14 +45,14 @@ bool VllmEngine::Impl::admit_remote(std::size_t r, std::int64_t& budget) {
     // needing more than the whole pool could never be admitted: it is
     // rejected, as admit() rejects a request the pool cannot hold.
     std::int64_t need = 0;
-    for (std::size_t g = 0; g < groups_.size(); ++g) need = checked_add(need, blocks_for(g, prompt));
-    if (need > pool_->total()) {
+    for (std::size_t g = 0; g < kv_cache_.groups().size(); ++g) need = checked_add(need, kv_cache_.blocks_for(g, prompt));
+    if (need > kv_cache_.pool().total()) {
         records_[r].rejected = true;
         waiting_.pop_front();
         ++done_;
         return true;
     }
-    if (!allocate(r, prompt)) return false;  // live_[r].computed is 0: ceil(prompt / block) blocks per group
+    if (!kv_cache_.allocate_slots(r, prompt)) return false;  // live_[r].computed is 0: ceil(prompt / block) blocks per group
     records_[r].scheduled_s = t_;
     remote_state_[r] = 1;
     waiting_.pop_front();
@@ -77,7 +77,7 @@ void VllmEngine::Impl::admit_loaded_behind_head(std::int64_t& budget) {
             ++it;
             continue;
         }
-        if (!allocate(r, 1)) return;
+        if (!kv_cache_.allocate_slots(r, 1)) return;
         remote_state_[r] = 3;
         it = waiting_.erase(it);
         running_.push_back(r);
@@ -92,7 +92,7 @@ void VllmEngine::Impl::admit_loaded_behind_head(std::int64_t& budget) {
 bool VllmEngine::Impl::head_starved() const {
     const std::size_t r = waiting_.front();
     if (remote_state_[r] != 3) return false;
-    return worst_blocks(w_.requests[r].input_tokens + w_.requests[r].output_tokens - 1) > pool_->free_count();
+    return kv_cache_.worst_blocks(w_.requests[r].input_tokens + w_.requests[r].output_tokens - 1) > kv_cache_.pool().free_count();
 }
 
 // Scheduler._update_waiting_for_remote_kv: when the pull is done,

@@ -63,9 +63,9 @@ void VllmEngine::Impl::check_causal(std::size_t r) const {
 
 // INV-3: each block's references are the block-table entries naming it.
 KVPLAN_INVARIANT_WALK void VllmEngine::Impl::check_blocks() const {
-    if (!pool_->consistent()) violated("INV-3", "block conservation: a block is neither referenced nor free, or the free queue is broken");
+    if (!kv_cache_.pool().consistent()) violated("INV-3", "block conservation: a block is neither referenced nor free, or the free queue is broken");
     std::vector<std::int64_t>& refs = inv_refs_;
-    refs.assign(static_cast<std::size_t>(pool_->total()), 0);
+    refs.assign(static_cast<std::size_t>(kv_cache_.pool().total()), 0);
     const auto count = [&](std::size_t r) {
         for (const GroupBlocks& k : live_[r].kv)
             for (std::int64_t b : k.blocks)
@@ -75,9 +75,9 @@ KVPLAN_INVARIANT_WALK void VllmEngine::Impl::check_blocks() const {
     for (std::size_t r : running_) count(r);
     for (const Load& l : loading_) count(l.r);
     for (const auto& [t, r] : remote_loading_) count(r);
-    for (std::int64_t b = 0; b < pool_->total(); ++b)
-        if (refs[static_cast<std::size_t>(b)] != pool_->refs(b))
-            violated("INV-3", "block conservation: block " + std::to_string(b) + " has " + std::to_string(pool_->refs(b)) +
+    for (std::int64_t b = 0; b < kv_cache_.pool().total(); ++b)
+        if (refs[static_cast<std::size_t>(b)] != kv_cache_.pool().refs(b))
+            violated("INV-3", "block conservation: block " + std::to_string(b) + " has " + std::to_string(kv_cache_.pool().refs(b)) +
                                   " references, " + std::to_string(refs[static_cast<std::size_t>(b)]) + " in block tables");
 }
 
@@ -88,16 +88,16 @@ void VllmEngine::Impl::check_limits() const {
     if (!(next_sample_ > t_)) violated("INV-4", "clock monotonicity: a second up to now is not logged");
     const std::vector<TimePoint>& ts = run_.timeseries;
     if (ts.size() >= 2 && !(ts[ts.size() - 2].t_s < ts.back().t_s)) violated("INV-4", "clock monotonicity: the log's seconds go back");
-    if (pool_->used() > pool_->total() || run_.peak_blocks_used < pool_->used() || run_.peak_blocks_used > pool_->total())
-        violated("INV-5", "KV usage within the pool: " + std::to_string(pool_->used()) + " blocks used, peak " +
-                              std::to_string(run_.peak_blocks_used) + ", pool " + std::to_string(pool_->total()));
+    if (kv_cache_.pool().used() > kv_cache_.pool().total() || run_.peak_blocks_used < kv_cache_.pool().used() || run_.peak_blocks_used > kv_cache_.pool().total())
+        violated("INV-5", "KV usage within the pool: " + std::to_string(kv_cache_.pool().used()) + " blocks used, peak " +
+                              std::to_string(run_.peak_blocks_used) + ", pool " + std::to_string(kv_cache_.pool().total()));
     if (!ts.empty() && !(ts.back().kv_cache_usage >= 0 && ts.back().kv_cache_usage <= 1))
         violated("INV-5", "KV usage within the pool: a logged usage outside [0, 1]");
     for (std::size_t r : running_) {
         const std::vector<GroupBlocks>& kv = live_[r].kv;
-        for (std::size_t g = 0; g < groups_.size(); ++g) {
+        for (std::size_t g = 0; g < kv_cache_.groups().size(); ++g) {
             const std::int64_t have = g < kv.size() ? static_cast<std::int64_t>(kv[g].blocks.size()) : 0;
-            if (have < blocks_for(g, live_[r].computed))
+            if (have < kv_cache_.blocks_for(g, live_[r].computed))
                 violated("INV-6", "a running request's KV is allocated: " + req(r) + " has computed tokens without blocks");
         }
     }

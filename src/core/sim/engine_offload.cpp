@@ -25,7 +25,7 @@ namespace kvplan {
 // chained hash, a request's own block by its own tag (found again only by
 // the request itself, after a preemption).
 std::uint64_t VllmEngine::Impl::tier_key(std::size_t r, std::int64_t j) {
-    return j < shared_blocks(r, 0) ? block_hash(r, 0, j) : private_tag(r, 0, j);
+    return j < kv_cache_.shared_blocks(r, 0) ? kv_cache_.block_hash(r, 0, j) : kv_cache_.private_tag(r, 0, j);
 }
 
 // get_num_new_matched_tokens: OffloadingManager.lookup counts the blocks
@@ -43,24 +43,24 @@ std::int64_t VllmEngine::Impl::tier_hit_blocks(std::size_t r, std::int64_t gpu_t
 // (allocate_slots with num_external_computed_tokens), or stops the
 // admission when the pool cannot give them; the load is queued on the
 // host -> GPU direction of the link.
-bool VllmEngine::Impl::start_load(std::size_t r, Hits& hits, std::int64_t blocks) {
+bool VllmEngine::Impl::start_load(std::size_t r, KvCacheManager::Hits& hits, std::int64_t blocks) {
     std::vector<std::int64_t>& hit = hits.blocks[0];
     std::int64_t need = blocks;
     for (std::int64_t b : hit)
-        if (b >= 0 && pool_->is_free(b)) ++need;
-    if (need > pool_->free_count()) return false;
-    GroupBlocks& k = kv(r, 0);
+        if (b >= 0 && kv_cache_.pool().is_free(b)) ++need;
+    if (need > kv_cache_.pool().free_count()) return false;
+    GroupBlocks& k = kv_cache_.kv(r, 0);
     k.blocks = std::move(hit);
-    for (std::int64_t b : k.blocks) pool_->touch(b);
+    for (std::int64_t b : k.blocks) kv_cache_.pool().touch(b);
     const auto from = static_cast<std::int64_t>(k.blocks.size());
     k.skipped = 0;
     k.hashed = from;
     std::vector<std::uint64_t> keys;
     for (std::int64_t i = 0; i < blocks; ++i) {
         keys.push_back(tier_key(r, from + i));
-        k.blocks.push_back(pool_->allocate());
+        k.blocks.push_back(kv_cache_.pool().allocate());
     }
-    run_.peak_blocks_used = std::max(run_.peak_blocks_used, pool_->used());
+    kv_cache_.note_peak();
     run_.onload_bytes = checked_add(run_.onload_bytes, checked_mul(blocks, c_.cpu_tier.block_bytes));
     live_[r].cpu_loaded = checked_mul(blocks, c_.block_size);
     loading_.push_back(Load{r, cpu_->load(keys, t_)});
@@ -81,9 +81,9 @@ void VllmEngine::Impl::finish_loads() {
     });
     for (auto it = back.rbegin(); it != back.rend(); ++it) {
         const std::size_t r = *it;
-        GroupBlocks& k = kv(r, 0);
-        for (std::int64_t j = k.hashed; j < static_cast<std::int64_t>(k.blocks.size()); ++j) cache_block(r, 0, j);
-        free_blocks(r);
+        GroupBlocks& k = kv_cache_.kv(r, 0);
+        for (std::int64_t j = k.hashed; j < static_cast<std::int64_t>(k.blocks.size()); ++j) kv_cache_.cache_block(r, 0, j);
+        kv_cache_.free(r);
         waiting_.push_front(r);
     }
 }

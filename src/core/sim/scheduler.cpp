@@ -15,24 +15,6 @@
 
 namespace kvplan {
 
-namespace {
-
-// SplitMix64's finalizer (Steele, Lea and Flood, OOPSLA 2014), a bijection
-// that scatters structured inputs (small ids, offsets).
-std::uint64_t splitmix(std::uint64_t x) {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-// Both inputs scrambled: a boost-style shift-and-add combine collided on the
-// small ids traces use (false prefix hits, 3 in 10^6 tokens on the Azure
-// trace, which shares nothing).
-std::uint64_t mix(std::uint64_t a, std::uint64_t b) { return splitmix(a ^ splitmix(b)); }
-
-}  // namespace
-
 RequestStates request_states(const Workload& w) {
     RequestStates states;
     states.records.resize(w.requests.size());
@@ -92,26 +74,9 @@ void check_scheduler_config(const SchedulerConfig& c) {
 
 VllmEngine::Impl::Impl(const Workload& w, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode, bool check,
                        RequestStates& states, const StagePricers& stages)
-    : w_(w), c_(c), price_(price), decode_(decode), stages_(stages), check_(check), pool_(std::make_unique<BlockPool>(c.num_gpu_blocks)),
-      records_(states.records), live_(states.live) {
+    : w_(w), c_(c), price_(price), decode_(decode), stages_(stages), check_(check),
+      records_(states.records), live_(states.live), kv_cache_(w, c_, states.live, run_.peak_blocks_used) {
     run_.total_blocks = c.num_gpu_blocks;
-    groups_ = c.groups.empty() ? std::vector<KvGroup>{KvGroup{KvGroupKind::Full, 0, c.block_size}} : c.groups;
-    for (std::size_t g = 0; g < groups_.size(); ++g) {
-        std::size_t first = 0;
-        while (groups_[first].block_tokens != groups_[g].block_tokens) ++first;
-        chain_of_.push_back(first);
-    }
-    // The prefix-cache lookup (kv_cache_coordinator.py): groups of one spec
-    // are looked up together; full attention goes first; the hit length is
-    // a multiple of every block size (HybridKVCacheCoordinator.lcm_block_size).
-    for (std::size_t g = 0; g < groups_.size(); ++g) {
-        if (groups_[g].kind == KvGroupKind::Mamba) continue;
-        auto it = std::find_if(hit_types_.begin(), hit_types_.end(), [&](const HitType& t) { return t.spec == groups_[g]; });
-        if (it == hit_types_.end()) hit_types_.push_back(HitType{groups_[g], {g}});
-        else it->groups.push_back(g);
-    }
-    std::stable_partition(hit_types_.begin(), hit_types_.end(), [](const HitType& t) { return t.spec.kind == KvGroupKind::Full; });
-    for (const HitType& t : hit_types_) hit_align_ = std::lcm(hit_align_, t.spec.block_tokens);
     if (stages.size() == 1) throw std::logic_error("a pipeline of one stage: pass no stage pricers");
     if (c.cpu_tier.blocks > 0) {
         if (!stages.empty()) usage_error("--cpu-offload: KV offload with pipeline parallelism is not simulated; pass --pp 1");
@@ -120,12 +85,6 @@ VllmEngine::Impl::Impl(const Workload& w, const SchedulerConfig& c, const StepPr
     }
     if (c.spec.k > 0 && !stages.empty()) usage_error("--spec-method: speculative decoding with pipeline parallelism is not simulated; pass --pp 1");
     stage_free_s_.assign(stages.size(), 0.0);
-}
-
-GroupBlocks& VllmEngine::Impl::kv(std::size_t r, std::size_t g) {
-    std::vector<GroupBlocks>& k = live_[r].kv;
-    if (k.size() < groups_.size()) k.resize(groups_.size());
-    return k[g];
 }
 
 const StagePricers& VllmEngine::no_stages() {
@@ -140,219 +99,12 @@ std::int64_t VllmEngine::Impl::cap(std::int64_t n, std::int64_t budget) const {
     return std::min(n, budget);
 }
 
-// Whether block j is shared content: it lies wholly inside the prompt and
-// inside one key's span (one that straddles a span's end also holds the
-// request's own tokens).
-bool VllmEngine::Impl::keyed(std::size_t r, std::int64_t j, std::int64_t bs) const {
-    const SimRequest& q = w_.requests[r];
-    const std::int64_t first_token = j * bs;
-    const std::int64_t span = q.key_block_tokens > 0 ? first_token / q.key_block_tokens : 0;
-    return q.key_block_tokens > 0 && span < static_cast<std::int64_t>(q.content_keys.size()) &&
-           first_token + bs <= std::min(q.input_tokens, (span + 1) * q.key_block_tokens);
-}
-
-// A shared block's content: its span's key and its offset in the span
-// (equal content, equal key, across requests). Precondition: keyed(r, j).
-std::uint64_t VllmEngine::Impl::block_key(std::size_t r, std::int64_t j, std::int64_t bs) const {
-    const SimRequest& q = w_.requests[r];
-    const std::int64_t first_token = j * bs;
-    return mix(q.content_keys[static_cast<std::size_t>(first_token / q.key_block_tokens)], static_cast<std::uint64_t>(first_token % q.key_block_tokens));
-}
-
-// How many leading blocks of group g other requests may share: the chain of
-// hashes from the first block the request's own tokens enter is its alone.
-// Counted once per block size (by the first group of that size).
-std::int64_t VllmEngine::Impl::shared_blocks(std::size_t r, std::size_t g) {
-    GroupBlocks& k = kv(r, chain_of_[g]);
-    if (k.shared_blocks < 0) {
-        k.shared_blocks = 0;
-        while (keyed(r, k.shared_blocks, groups_[g].block_tokens)) ++k.shared_blocks;
-    }
-    return k.shared_blocks;
-}
-
-// A full block enters the prefix cache. Blocks no other request can match
-// skip the hash index (most blocks, and the index was most of a run's
-// time): the request keeps their ids, which is all its own recompute after
-// a preemption needs. As with the index, the first block to hold a content
-// keeps it while it lasts.
-void VllmEngine::Impl::cache_block(std::size_t r, std::size_t g, std::int64_t j) {
-    GroupBlocks& l = kv(r, g);
-    const std::int64_t block = l.blocks[static_cast<std::size_t>(j)];
-    if (block < 0) return;  // a null block caches nothing (block_pool.py cache_full_blocks skips them)
-    if (j < shared_blocks(r, g)) {
-        pool_->set_hash(block, block_hash(r, g, j));
-        return;
-    }
-    if (own_lazy(r, g)) return;
-    const std::uint64_t h = private_tag(r, g, j);
-    if (static_cast<std::int64_t>(l.own.size()) <= j) l.own.resize(static_cast<std::size_t>(j) + 1, -1);
-    std::int64_t& kept = l.own[static_cast<std::size_t>(j)];
-    if (kept >= 0 && kept != block && pool_->holds(kept, h)) return;
-    kept = block;
-    pool_->set_private(block, h);
-}
-
-// What a block past the shared ones holds: request r's own tokens at
-// position j, equal only to itself, so (r, j) names it; no chain of hashes
-// is needed (its chain would pass through the request's own blocks anyway).
-// Each group caches its own copy (vLLM keys the cache by block hash and
-// group id, block_pool.py BlockHashWithGroupId), so groups after the first
-// mix their index in.
-std::uint64_t VllmEngine::Impl::private_tag(std::size_t r, std::size_t g, std::int64_t j) const {
-    const std::uint64_t tag = splitmix(splitmix(0x7a3c9e11ULL + r) ^ static_cast<std::uint64_t>(j));
-    return g == 0 ? tag : mix(tag, g);
-}
-
-// The cached block holding block j's content in group g, if any.
-std::optional<std::int64_t> VllmEngine::Impl::cached_block(std::size_t r, std::size_t g, std::int64_t j) {
-    if (j < shared_blocks(r, g)) return pool_->find(block_hash(r, g, j));
-    const std::vector<std::int64_t>& own = kv(r, g).own;
-    const std::int64_t kept = j < static_cast<std::int64_t>(own.size()) ? own[static_cast<std::size_t>(j)] : -1;
-    if (kept >= 0 && pool_->holds(kept, private_tag(r, g, j))) return kept;
-    return std::nullopt;
-}
-
-// The chained hash of shared blocks 0..j (vLLM's block hashes: equal only
-// if every block before is equal too), extended once per block and kept
-// (per block size), with the group's index mixed in past the first group.
-// Precondition: j < shared_blocks(r, g).
-std::uint64_t VllmEngine::Impl::block_hash(std::size_t r, std::size_t g, std::int64_t j) {
-    const std::int64_t bs = groups_[g].block_tokens;
-    std::vector<std::uint64_t>& h = kv(r, chain_of_[g]).hashes;
-    while (static_cast<std::int64_t>(h.size()) <= j) {
-        const std::uint64_t parent = h.empty() ? 0x84222325cbf29ce4ULL : h.back();
-        h.push_back(mix(parent, block_key(r, static_cast<std::int64_t>(h.size()), bs)));
-    }
-    const std::uint64_t hash = h[static_cast<std::size_t>(j)];
-    return g == 0 ? hash : mix(hash, g);
-}
-
-// Tokens at the front of a context of `computed` tokens that group g's next
-// token no longer attends to (get_num_skipped_tokens): a window's
-// max(0, computed - window + 1); a chunk's whole finished chunks; Mamba
-// all but the last (its one block of max_model_len tokens is never skipped).
-std::int64_t VllmEngine::Impl::skipped_tokens(std::size_t g, std::int64_t computed) const {
-    const KvGroup& k = groups_[g];
-    switch (k.kind) {
-        case KvGroupKind::Sliding: return std::max<std::int64_t>(0, computed - k.window_tokens + 1);
-        case KvGroupKind::Chunked: return computed / k.window_tokens * k.window_tokens;
-        case KvGroupKind::Mamba: return std::max<std::int64_t>(0, computed - 1);
-        case KvGroupKind::Full: break;
-    }
-    return 0;
-}
-
-// remove_skipped_blocks: group g's blocks wholly before the skipped tokens
-// go back to the pool (still cached until evicted) and null blocks take
-// their place, the latest freed first, as vLLM walks them backwards.
-void VllmEngine::Impl::remove_skipped(std::size_t r, std::size_t g, std::int64_t computed) {
-    GroupBlocks& k = kv(r, g);
-    const std::int64_t n = std::min<std::int64_t>(skipped_tokens(g, computed) / groups_[g].block_tokens,
-                                                  static_cast<std::int64_t>(k.blocks.size()));
-    for (std::int64_t i = n - 1; i >= k.skipped; --i) {
-        std::int64_t& b = k.blocks[static_cast<std::size_t>(i)];
-        if (b >= 0) pool_->release(b);
-        b = -1;
-    }
-    k.skipped = std::max(k.skipped, n);
-}
-
-// The most blocks a request of `tokens` tokens (prompt and every output
-// token whose KV is written) can hold at once, whatever its chunks: full
-// attention ceil(tokens / block); a window of w, with chunks of at most
-// `cap` tokens, ceil(min(w - 1 + cap, tokens) / block) + 1 (the window
-// straddles a block); a chunk of C, ceil(min(C - 1 + cap, tokens) / block),
-// plus one when C is not a whole number of blocks; Mamba one. vLLM sizes
-// its pool check with the same bounds (kv_cache_interface.py
-// max_memory_usage_bytes); one full group gives ceil(tokens / block_size).
-std::int64_t VllmEngine::Impl::worst_blocks(std::int64_t tokens) const {
-    const std::int64_t cap = c_.long_prefill_token_threshold > 0 ? std::min(c_.long_prefill_token_threshold, c_.max_num_batched_tokens)
-                                                                  : c_.max_num_batched_tokens;
-    std::int64_t worst = 0;
-    for (std::size_t g = 0; g < groups_.size(); ++g) {
-        const KvGroup& k = groups_[g];
-        std::int64_t b = blocks_for(g, tokens);
-        if (k.kind == KvGroupKind::Sliding)
-            b = std::min(b, blocks_for(g, std::min(checked_add(k.window_tokens - 1, cap), tokens)) + 1);
-        else if (k.kind == KvGroupKind::Chunked)
-            b = std::min(b, blocks_for(g, std::min(checked_add(k.window_tokens - 1, cap), tokens)) + (k.window_tokens % k.block_tokens != 0));
-        else if (k.kind == KvGroupKind::Mamba)
-            b = std::min<std::int64_t>(b, 1);
-        worst = checked_add(worst, b);
-    }
-    return worst;
-}
-
-// allocate_slots: the blocks for `new_tokens` more tokens in every group, or
-// false when the pool has too few free blocks for them all (nothing is
-// taken then). First each group frees what fell out of its window, even
-// when the allocation then fails, as vLLM does.
-bool VllmEngine::Impl::allocate(std::size_t r, std::int64_t new_tokens) {
-    LiveRequest& l = live_[r];
-    const std::int64_t tokens = l.computed + new_tokens;
-    std::int64_t need = 0;
-    for (std::size_t g = 0; g < groups_.size(); ++g) {
-        remove_skipped(r, g, l.computed);
-        need += std::max<std::int64_t>(0, blocks_for(g, tokens) - static_cast<std::int64_t>(kv(r, g).blocks.size()));
-    }
-    if (need > pool_->free_count()) return false;
-    for (std::size_t g = 0; g < groups_.size(); ++g) {
-        std::vector<std::int64_t>& blocks = kv(r, g).blocks;
-        for (std::int64_t i = static_cast<std::int64_t>(blocks.size()); i < blocks_for(g, tokens); ++i) blocks.push_back(pool_->allocate());
-    }
-    run_.peak_blocks_used = std::max(run_.peak_blocks_used, pool_->used());
-    return true;
-}
-
-// Blocks go back in reverse order, group after group, so a request's tail
-// is evicted before its prefix (vLLM's free order, which keeps shared
-// prefixes longest).
-void VllmEngine::Impl::free_blocks(std::size_t r) {
-    for (std::size_t g = 0; g < groups_.size(); ++g) {
-        GroupBlocks& k = kv(r, g);
-        for (auto it = k.blocks.rbegin(); it != k.blocks.rend(); ++it)
-            if (*it >= 0) pool_->release(*it);
-        k.blocks.clear();
-        k.hashed = 0;
-        k.skipped = 0;
-    }
-}
-
-// Whether group g of request r defers its own blocks' map and tags: a
-// full-attention group holds every block until the request ends or is
-// preempted, so until its first preemption only the request itself holds
-// its own blocks and its block table is the map; both are written when it
-// is first preempted (keep_own_blocks), the only time they are looked for.
-// Windowed groups free blocks mid-run, still cached: they keep the map.
-bool VllmEngine::Impl::own_lazy(std::size_t r, std::size_t g) {
-    return !kv(r, g).own_kept && groups_[g].kind == KvGroupKind::Full;
-}
-
-// Before a request's blocks are freed for its first preemption: which
-// block caches each of its own full positions, each tagged with its
-// content, for its recompute to find them again.
-void VllmEngine::Impl::keep_own_blocks(std::size_t r) {
-    for (std::size_t g = 0; g < groups_.size(); ++g) {
-        if (!own_lazy(r, g)) continue;
-        GroupBlocks& k = kv(r, g);
-        k.own_kept = true;
-        k.own.assign(static_cast<std::size_t>(k.hashed), -1);
-        for (std::int64_t j = shared_blocks(r, g); j < k.hashed; ++j) {
-            const std::int64_t block = k.blocks[static_cast<std::size_t>(j)];
-            if (block < 0) continue;
-            k.own[static_cast<std::size_t>(j)] = block;
-            pool_->set_private(block, private_tag(r, g, j));
-        }
-    }
-}
-
 void VllmEngine::Impl::preempt(std::size_t r) {
-    if (c_.prefix_caching) keep_own_blocks(r);
+    if (c_.prefix_caching) kv_cache_.keep_own_blocks(r);
     run_.preemptions += 1;
     records_[r].preemptions += 1;
     run_.recomputed_tokens += live_[r].computed;
-    free_blocks(r);
+    kv_cache_.free(r);
     live_[r].computed = 0;
     waiting_.push_front(r);
 }
@@ -389,7 +141,7 @@ bool VllmEngine::Impl::schedule_running(std::int64_t& budget) {
         const std::int64_t n = cap(total_tokens(r) + drafts - live_[r].computed, budget);
         if (n <= 0) continue;
         bool scheduled = true;
-        while (!allocate(r, n)) {
+        while (!kv_cache_.allocate_slots(r, n)) {
             const std::size_t victim = running_.back();
             running_.pop_back();
             preempt(victim);
@@ -406,108 +158,6 @@ bool VllmEngine::Impl::schedule_running(std::int64_t& budget) {
     return !preempted;
 }
 
-// One spec's cache hit of at most `max_len` tokens (the managers'
-// find_longest_cache_hit, single_type_kv_cache_manager.py), a block counting
-// only when every group of the spec has it cached: full attention the
-// leading blocks; a sliding window the rightmost run of
-// ceil((window - 1) / block) cached blocks (what the next token attends
-// to), null blocks before it, or failing that a run from the first block;
-// chunked attention the cached blocks from the start of the last chunk.
-// Lengths are cut to a multiple of hit_align_. Fills out.blocks for the
-// spec's groups; returns the hit's tokens.
-std::int64_t VllmEngine::Impl::type_hit(std::size_t r, const HitType& t, std::int64_t max_len, Hits& out) {
-    const std::int64_t bs = t.spec.block_tokens, m = max_len / bs;
-    std::vector<std::int64_t> found(t.groups.size());
-    const auto cached_all = [&](std::int64_t j) {
-        for (std::size_t i = 0; i < t.groups.size(); ++i) {
-            const auto b = cached_block(r, t.groups[i], j);
-            if (!b) return false;
-            found[i] = *b;
-        }
-        return true;
-    };
-    const auto put = [&](std::int64_t j) {
-        for (std::size_t i = 0; i < t.groups.size(); ++i) out.blocks[t.groups[i]][static_cast<std::size_t>(j)] = found[i];
-    };
-    const auto resize = [&](std::int64_t n) {
-        for (std::size_t g : t.groups) out.blocks[g].resize(static_cast<std::size_t>(n), -1);
-    };
-    const auto align = [&](std::int64_t n) {
-        while (n > 0 && n * bs % hit_align_ != 0) --n;
-        resize(n);
-        return n * bs;
-    };
-    for (std::size_t g : t.groups) out.blocks[g].clear();
-    if (t.spec.kind == KvGroupKind::Full) {
-        std::int64_t n = 0;
-        for (; n < m && cached_all(n); ++n) {
-            resize(n + 1);
-            put(n);
-        }
-        return align(n);
-    }
-    if (t.spec.kind == KvGroupKind::Chunked) {
-        const std::int64_t start = max_len / t.spec.window_tokens * t.spec.window_tokens / bs;
-        resize(start);
-        std::int64_t n = start;
-        for (; n < m && cached_all(n); ++n) {
-            resize(n + 1);
-            put(n);
-        }
-        return n * bs;
-    }
-    // Sliding window: right to left, stopping at the first long enough run.
-    const std::int64_t needed = (t.spec.window_tokens - 1 + bs - 1) / bs;
-    resize(m);
-    std::int64_t run = 0;
-    for (std::int64_t i = m - 1; i >= 0; --i) {
-        if (!cached_all(i)) {
-            run = 0;
-            continue;
-        }
-        if (run == 0 && bs != hit_align_ && (i + 1) * bs % hit_align_ != 0) continue;
-        put(i);
-        ++run;
-        if (run >= needed) {
-            resize(i + run);
-            return (i + run) * bs;
-        }
-    }
-    return align(run);
-}
-
-// The prefix-cache hit of a waiting request (kv_cache_coordinator.py): one
-// group's rule when it is the only spec (UnitaryKVCacheCoordinator),
-// otherwise HybridKVCacheCoordinator's fixed point: every spec in turn cuts
-// the candidate length to its own hit, until a pass over them all cuts
-// nothing (one pass for full attention plus one other spec); full-attention
-// blocks are then cut to the length.
-VllmEngine::Impl::Hits VllmEngine::Impl::find_hits(std::size_t r, std::int64_t max_len) {
-    Hits h;
-    h.blocks.resize(groups_.size());
-    if (hit_types_.empty()) return h;
-    std::vector<bool> done(hit_types_.size(), false);
-    const bool simple = hit_types_.size() == 2 && hit_types_[0].spec.kind == KvGroupKind::Full;
-    std::int64_t length = max_len;
-    for (;;) {
-        std::int64_t cur = length;
-        for (std::size_t i = 0; i < hit_types_.size(); ++i) {
-            const HitType& t = hit_types_[i];
-            if (t.spec.kind == KvGroupKind::Full && done[i]) cur = cur / t.spec.block_tokens * t.spec.block_tokens;
-            else cur = type_hit(r, t, cur, h);
-            done[i] = true;
-        }
-        const bool shorter = cur < length;
-        length = std::min(cur, length);
-        if (!shorter || simple || hit_types_.size() == 1) break;
-    }
-    for (const HitType& t : hit_types_)
-        if (t.spec.kind == KvGroupKind::Full)
-            for (std::size_t g : t.groups) h.blocks[g].resize(static_cast<std::size_t>(length / t.spec.block_tokens));
-    h.tokens = length;
-    return h;
-}
-
 // A waiting request: its cached prefix, then its first chunk. False when its
 // blocks cannot be had (the admission stops there).
 bool VllmEngine::Impl::admit(std::size_t r, std::int64_t& budget) {
@@ -517,7 +167,7 @@ bool VllmEngine::Impl::admit(std::size_t r, std::int64_t& budget) {
     // vLLM refuses such a pool at start-up (max_model_len must fit,
     // kv_cache_utils.py _check_enough_kv_cache_memory); a pool set with
     // --num-gpu-blocks can be smaller, and then the request is rejected.
-    if (worst_blocks(w_.requests[r].input_tokens + w_.requests[r].output_tokens - 1) > pool_->total()) {
+    if (kv_cache_.worst_blocks(w_.requests[r].input_tokens + w_.requests[r].output_tokens - 1) > kv_cache_.pool().total()) {
         records_[r].rejected = true;
         waiting_.pop_front();
         ++done_;
@@ -526,7 +176,8 @@ bool VllmEngine::Impl::admit(std::size_t r, std::int64_t& budget) {
     if (remote_ && remote_state_[r] != 3) return admit_remote(r, budget);
     const bool first = records_[r].scheduled_s < 0;  // not a preempted request coming back
     // At most all but the last token: its logits must be computed (get_computed_blocks).
-    Hits hits = c_.prefix_caching ? find_hits(r, total_tokens(r) - 1) : Hits{0, std::vector<std::vector<std::int64_t>>(groups_.size())};
+    KvCacheManager::Hits hits = c_.prefix_caching ? kv_cache_.get_computed_blocks(r, total_tokens(r) - 1)
+                                                  : KvCacheManager::Hits{0, std::vector<std::vector<std::int64_t>>(kv_cache_.groups().size())};
     const std::int64_t cached = hits.tokens;
     if (cpu_) {
         // get_num_new_matched_tokens: the blocks right after the GPU hit
@@ -536,36 +187,8 @@ bool VllmEngine::Impl::admit(std::size_t r, std::int64_t& budget) {
     }
     const std::int64_t n = cap(total_tokens(r) - cached, budget);
     if (n <= 0) return false;
-    // get_num_blocks_to_allocate: per group, the blocks past the hit (and
-    // past the window's skipped blocks) plus the cached hits now free, which
-    // leave the free queue when touched.
-    std::int64_t need = 0;
-    std::vector<std::int64_t> skip(groups_.size());
-    for (std::size_t g = 0; g < groups_.size(); ++g) {
-        const std::vector<std::int64_t>& b = hits.blocks[g];
-        skip[g] = std::min<std::int64_t>(skipped_tokens(g, cached) / groups_[g].block_tokens, static_cast<std::int64_t>(b.size()));
-        need += std::max<std::int64_t>(0, blocks_for(g, cached + n) - static_cast<std::int64_t>(b.size()));
-        for (std::size_t j = static_cast<std::size_t>(skip[g]); j < b.size(); ++j)
-            if (b[j] >= 0 && pool_->is_free(b[j])) ++need;
-    }
-    if (need > pool_->free_count()) return false;
-    for (std::size_t g = 0; g < groups_.size(); ++g) {
-        GroupBlocks& k = kv(r, g);
-        k.blocks = std::move(hits.blocks[g]);
-        k.blocks.reserve(static_cast<std::size_t>(blocks_for(g, w_.requests[r].input_tokens + w_.requests[r].output_tokens)));  // one allocation
-        for (std::size_t j = 0; j < k.blocks.size(); ++j) {
-            std::int64_t& b = k.blocks[j];
-            if (static_cast<std::int64_t>(j) < skip[g]) b = -1;  // skipped: a null block
-            else if (b >= 0) pool_->touch(b);
-        }
-        // Leading null blocks: the skipped ones, and with a chunk that is not
-        // a whole number of blocks also the chunk's first block or so.
-        k.skipped = 0;
-        while (k.skipped < static_cast<std::int64_t>(k.blocks.size()) && k.blocks[static_cast<std::size_t>(k.skipped)] < 0) ++k.skipped;
-        k.hashed = static_cast<std::int64_t>(k.blocks.size());
-    }
-    l.computed = cached;
-    allocate(r, n);  // cannot fail: the free blocks were counted above
+    // allocate_slots with the hit as new_computed_blocks (kv_cache_manager.py).
+    if (!kv_cache_.allocate_slots(r, hits, n)) return false;
     if (first) {
         run_.prompt_tokens += w_.requests[r].input_tokens;
         run_.prefix_hit_tokens += cached;
@@ -590,20 +213,11 @@ void VllmEngine::Impl::schedule_waiting(std::int64_t& budget) {
     if (remote_ && running_.empty() && step_.empty() && !waiting_.empty()) admit_loaded_behind_head(budget);
 }
 
-// Full blocks of a request enter the prefix cache once their KV is computed,
-// in every group (a group's null blocks excepted).
+// Full blocks of a request enter the prefix cache once their KV is computed
+// (cache_full_blocks), and the CPU tier's store once they are full.
 void VllmEngine::Impl::register_full_blocks(std::size_t r) {
-    const std::int64_t computed = live_[r].computed;
-    for (std::size_t g = 0; g < groups_.size(); ++g) {
-        GroupBlocks& k = kv(r, g);
-        const std::int64_t full = std::min<std::int64_t>(computed / groups_[g].block_tokens, static_cast<std::int64_t>(k.blocks.size()));
-        // A lazy group's own blocks wait for a first preemption to be tagged (own_lazy).
-        const std::int64_t end = own_lazy(r, g) ? std::min(full, shared_blocks(r, g)) : full;
-        const std::int64_t from = k.hashed;
-        for (; k.hashed < end; ++k.hashed) cache_block(r, g, k.hashed);
-        k.hashed = std::max(k.hashed, full);
-        if (cpu_) store_blocks(r, from, k.hashed);
-    }
+    const auto [from, to] = kv_cache_.cache_full_blocks(r);
+    if (cpu_) store_blocks(r, from, to);  // one group only with a CPU tier
 }
 
 double append_samples(std::vector<TimePoint>& series, TimePoint p, double until) {
@@ -645,7 +259,7 @@ void VllmEngine::Impl::sample(double until) {
         p.running = static_cast<std::int64_t>(running_.size());
         // vLLM counts WAITING_FOR_REMOTE_KVS as waiting (CPU loads and remote prefills alike).
         p.waiting = static_cast<std::int64_t>(waiting_.size() + loading_.size() + remote_loading_.size());
-        p.kv_cache_usage = pool_->total() > 0 ? static_cast<double>(pool_->used()) / static_cast<double>(pool_->total()) : 0;
+        p.kv_cache_usage = kv_cache_.pool().total() > 0 ? static_cast<double>(kv_cache_.pool().used()) / static_cast<double>(kv_cache_.pool().total()) : 0;
         p.prompt_tokens_per_s = interval_prompt_;
         p.generation_tokens_per_s = interval_generation_;
         interval_prompt_ = interval_generation_ = 0;
@@ -793,7 +407,7 @@ void VllmEngine::Impl::commit_step(double dt) {
 void VllmEngine::Impl::finish_requests() {
     for (std::size_t r : finished_) {
         records_[r].finish_s = t_;
-        free_blocks(r);
+        kv_cache_.free(r);
         live_[r].kv = {};
         ++done_;
     }
@@ -932,7 +546,7 @@ std::int64_t VllmEngine::Impl::decode_run_length(std::int64_t& context_sum) cons
 bool VllmEngine::Impl::decode_run(double horizon) {
     // Its O(1) block accounting is one full-attention group's; other models
     // (windows freeing blocks, several groups) step one by one.
-    if (groups_.size() != 1 || groups_[0].kind != KvGroupKind::Full) return false;
+    if (kv_cache_.groups().size() != 1 || kv_cache_.groups()[0].kind != KvGroupKind::Full) return false;
     if (cpu_ && !loading_.empty()) return false;  // a load ending would admit a request mid-run
     std::int64_t context_sum = 0;
     const std::int64_t max_steps = decode_run_length(context_sum);
@@ -952,12 +566,12 @@ bool VllmEngine::Impl::decode_run(double horizon) {
             if (t_ >= horizon || !admission_blocked()) break;
         }
         std::vector<std::size_t>& crossing = at_boundary(k);
-        if (static_cast<std::int64_t>(crossing.size()) > pool_->free_count()) break;
+        if (static_cast<std::int64_t>(crossing.size()) > kv_cache_.pool().free_count()) break;
         const std::optional<double> dt = decode_(batch, checked_add(context_sum, checked_mul(k, batch)));
         if (!dt) break;
         if (!(*dt > 0) || !std::isfinite(*dt)) throw std::logic_error("a step priced at a non-positive time");
-        for (std::size_t r : crossing) kv(r, 0).blocks.push_back(pool_->allocate());
-        run_.peak_blocks_used = std::max(run_.peak_blocks_used, pool_->used());
+        for (std::size_t r : crossing) kv_cache_.kv(r, 0).blocks.push_back(kv_cache_.pool().allocate());
+        kv_cache_.note_peak();
         const double start = t_;
         last_step_start_ = t_;
         t_ += *dt;
@@ -965,8 +579,8 @@ bool VllmEngine::Impl::decode_run(double horizon) {
         run_.decode_run_steps += 1;
         if (c_.prefix_caching)
             for (std::size_t r : at_boundary(k + 1)) {  // their last block is now full
-                GroupBlocks& l = kv(r, 0);
-                if (!own_lazy(r, 0) || l.hashed < shared_blocks(r, 0)) cache_block(r, 0, l.hashed);
+                GroupBlocks& l = kv_cache_.kv(r, 0);
+                if (!kv_cache_.own_lazy(r, 0) || l.hashed < kv_cache_.shared_blocks(r, 0)) kv_cache_.cache_block(r, 0, l.hashed);
                 if (cpu_) store_blocks(r, l.hashed, l.hashed + 1);
                 ++l.hashed;
             }

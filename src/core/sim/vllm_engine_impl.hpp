@@ -13,11 +13,10 @@
 #include <vector>
 
 #include "core/sim/cpu_tier.hpp"
+#include "core/sim/kv_cache_manager.hpp"
 #include "core/sim/scheduler.hpp"
 
 namespace kvplan {
-
-class BlockPool;
 
 class VllmEngine::Impl {
 public:
@@ -71,32 +70,7 @@ private:
     bool decoding(std::size_t r) const { return live_[r].generated > 0 && live_[r].computed + 1 == total_tokens(r); }
     std::int64_t accepted_drafts(std::size_t r, std::int64_t drafts) const;
     void keep_spec_tokens(std::size_t r, std::int64_t n);
-    GroupBlocks& kv(std::size_t r, std::size_t g);
-    std::uint64_t block_hash(std::size_t r, std::size_t g, std::int64_t j);
-    std::uint64_t block_key(std::size_t r, std::int64_t j, std::int64_t bs) const;
-    bool keyed(std::size_t r, std::int64_t j, std::int64_t bs) const;
-    std::int64_t shared_blocks(std::size_t r, std::size_t g);
-    void cache_block(std::size_t r, std::size_t g, std::int64_t j);
-    std::optional<std::int64_t> cached_block(std::size_t r, std::size_t g, std::int64_t j);
-    std::uint64_t private_tag(std::size_t r, std::size_t g, std::int64_t j) const;
-    std::int64_t blocks_for(std::size_t g, std::int64_t tokens) const {
-        return (tokens + groups_[g].block_tokens - 1) / groups_[g].block_tokens;
-    }
-    std::int64_t skipped_tokens(std::size_t g, std::int64_t computed) const;
-    std::int64_t worst_blocks(std::int64_t tokens) const;
-    void remove_skipped(std::size_t r, std::size_t g, std::int64_t computed);
-    struct Hits {
-        std::int64_t tokens = 0;
-        std::vector<std::vector<std::int64_t>> blocks;  // per group, -1 where a null block stands in
-    };
-    struct HitType;
-    std::int64_t type_hit(std::size_t r, const HitType& t, std::int64_t max_len, Hits& out);
-    Hits find_hits(std::size_t r, std::int64_t max_len);
-    bool allocate(std::size_t r, std::int64_t new_tokens);
-    void free_blocks(std::size_t r);
     void preempt(std::size_t r);
-    void keep_own_blocks(std::size_t r);
-    bool own_lazy(std::size_t r, std::size_t g);
     std::int64_t cap(std::int64_t n, std::int64_t budget) const;
     void arrive();
     bool admission_blocked() const;
@@ -125,7 +99,7 @@ private:
     // blocks [from, to), and when the next load ends.
     std::uint64_t tier_key(std::size_t r, std::int64_t j);
     std::int64_t tier_hit_blocks(std::size_t r, std::int64_t gpu_tokens, std::int64_t max_len);
-    bool start_load(std::size_t r, Hits& hits, std::int64_t blocks);
+    bool start_load(std::size_t r, KvCacheManager::Hits& hits, std::int64_t blocks);
     void finish_loads();
     void store_blocks(std::size_t r, std::int64_t from, std::int64_t to);
     double next_load_s() const;
@@ -142,18 +116,10 @@ private:
     const DecodePricer& decode_;
     const StagePricers& stages_;
     bool check_;
-    std::unique_ptr<BlockPool> pool_;
-    std::vector<KvGroup> groups_;         // c_.groups, or the one full-attention group
-    std::vector<std::size_t> chain_of_;   // per group: the first group of its block size (whose hashes it shares)
-    struct HitType {                      // groups of one spec, looked up together (HybridKVCacheCoordinator)
-        KvGroup spec;
-        std::vector<std::size_t> groups;
-    };
-    std::vector<HitType> hit_types_;      // full attention first; Mamba groups take no part
-    std::int64_t hit_align_ = 1;          // the hit length is a multiple of this (lcm of the block sizes)
     std::vector<RequestRecord>& records_;
     std::vector<LiveRequest>& live_;
     SimRun run_;
+    KvCacheManager kv_cache_;          // the block pool and the prefix cache (after run_: it keeps its peak)
     std::deque<std::size_t> inbox_;    // added, not yet arrived
     std::deque<std::size_t> waiting_;
     std::vector<std::size_t> running_;
