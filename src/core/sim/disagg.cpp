@@ -16,7 +16,7 @@ namespace kvplan {
 // ---- The decode side of one VllmEngine (scheduler.hpp, set_remote_prefill) ----
 
 void VllmEngine::Impl::set_remote_prefill(RemoteLoad load) {
-    remote_ = std::move(load);
+    remote_ = std::make_unique<RemotePrefillConnector>(std::move(load));
     remote_state_.assign(w_.requests.size(), 0);
 }
 
@@ -39,7 +39,8 @@ bool VllmEngine::Impl::admit_remote(std::size_t r, std::int64_t& budget) {
         budget -= 1;
         return true;
     }
-    const std::int64_t prompt = w_.requests[r].input_tokens;
+    // The connector reports the whole prompt (get_num_new_matched_tokens).
+    const std::int64_t prompt = remote_->get_num_new_matched_tokens(r, 0, w_.requests[r].input_tokens, t_);
     // Every KV-cache group takes the whole prompt's blocks for the pull (a
     // window's blocks that fall out of it are not nulled first), so a prompt
     // needing more than the whole pool could never be admitted: it is
@@ -56,7 +57,7 @@ bool VllmEngine::Impl::admit_remote(std::size_t r, std::int64_t& budget) {
     records_[r].scheduled_s = t_;
     remote_state_[r] = 1;
     waiting_.pop_front();
-    remote_loading_.emplace_back(remote_(r, prompt, t_), r);
+    remote_loading_.emplace_back(remote_->update_state_after_alloc(r, 0, prompt, t_), r);
     return true;
 }
 

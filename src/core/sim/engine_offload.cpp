@@ -1,5 +1,6 @@
-// VllmEngine's KV offload to host memory (scheduler.hpp, cpu_tier.hpp), the
-// scheduler side of vLLM's OffloadingConnector
+// VllmEngine's KV offload to host memory (scheduler.hpp, cpu_tier.hpp;
+// the connector's own hooks in kv_connector.cpp), the scheduler side of
+// vLLM's OffloadingConnector
 // (vllm/distributed/kv_transfer/kv_connector/v1/offloading/scheduler.py,
 // OffloadingConnectorScheduler) as the V1 scheduler drives it
 // (vllm/v1/core/sched/scheduler.py, the WAITING_FOR_REMOTE_KVS state):
@@ -21,24 +22,6 @@
 
 namespace kvplan {
 
-// The CPU tier is keyed as the GPU prefix cache is: a shared block by its
-// chained hash, a request's own block by its own tag (found again only by
-// the request itself, after a preemption).
-std::uint64_t VllmEngine::Impl::tier_key(std::size_t r, std::int64_t j) {
-    return j < kv_cache_.shared_blocks(r, 0) ? kv_cache_.block_hash(r, 0, j) : kv_cache_.private_tag(r, 0, j);
-}
-
-// get_num_new_matched_tokens: OffloadingManager.lookup counts the blocks
-// held from the first block past the GPU hit on, up to the first miss; a
-// block whose store is still in flight is not a hit yet (its is_ready).
-// The hit keeps the GPU's rule of at most all but the last token (`max_len`).
-std::int64_t VllmEngine::Impl::tier_hit_blocks(std::size_t r, std::int64_t gpu_tokens, std::int64_t max_len) {
-    const std::int64_t bs = c_.block_size, first = gpu_tokens / bs;
-    std::int64_t n = 0;
-    while ((first + n + 1) * bs <= max_len && cpu_->ready(tier_key(r, first + n), t_)) ++n;
-    return n;
-}
-
 // The scheduler allocates the GPU hit and the blocks to load
 // (allocate_slots with num_external_computed_tokens), or stops the
 // admission when the pool cannot give them; the load is queued on the
@@ -55,15 +38,10 @@ bool VllmEngine::Impl::start_load(std::size_t r, KvCacheManager::Hits& hits, std
     const auto from = static_cast<std::int64_t>(k.blocks.size());
     k.skipped = 0;
     k.hashed = from;
-    std::vector<std::uint64_t> keys;
-    for (std::int64_t i = 0; i < blocks; ++i) {
-        keys.push_back(tier_key(r, from + i));
-        k.blocks.push_back(kv_cache_.pool().allocate());
-    }
+    for (std::int64_t i = 0; i < blocks; ++i) k.blocks.push_back(kv_cache_.pool().allocate());
     kv_cache_.note_peak();
-    run_.onload_bytes = checked_add(run_.onload_bytes, checked_mul(blocks, c_.cpu_tier.block_bytes));
     live_[r].cpu_loaded = checked_mul(blocks, c_.block_size);
-    loading_.push_back(Load{r, cpu_->load(keys, t_)});
+    loading_.push_back(Load{r, offload_->update_state_after_alloc(r, from, live_[r].cpu_loaded, t_)});
     waiting_.pop_front();
     return true;
 }
@@ -86,13 +64,6 @@ void VllmEngine::Impl::finish_loads() {
         kv_cache_.free(r);
         waiting_.push_front(r);
     }
-}
-
-// _get_reqs_to_store: every newly full block is copied GPU -> host when its
-// KV is computed; prepare_store skips those the tier holds already.
-void VllmEngine::Impl::store_blocks(std::size_t r, std::int64_t from, std::int64_t to) {
-    for (std::int64_t j = from; j < to; ++j)
-        if (cpu_->store(tier_key(r, j), t_)) run_.offload_bytes = checked_add(run_.offload_bytes, c_.cpu_tier.block_bytes);
 }
 
 double VllmEngine::Impl::next_load_s() const {

@@ -80,7 +80,7 @@ VllmEngine::Impl::Impl(const Workload& w, const SchedulerConfig& c, const StepPr
     if (stages.size() == 1) throw std::logic_error("a pipeline of one stage: pass no stage pricers");
     if (c.cpu_tier.blocks > 0) {
         if (!stages.empty()) usage_error("--cpu-offload: KV offload with pipeline parallelism is not simulated; pass --pp 1");
-        cpu_ = std::make_unique<CpuTier>(c.cpu_tier);
+        offload_ = std::make_unique<CpuOffloadConnector>(c_.cpu_tier, c_.block_size, kv_cache_, run_);
         run_.cpu_blocks = c.cpu_tier.blocks;
     }
     if (c.spec.k > 0 && !stages.empty()) usage_error("--spec-method: speculative decoding with pipeline parallelism is not simulated; pass --pp 1");
@@ -179,10 +179,10 @@ bool VllmEngine::Impl::admit(std::size_t r, std::int64_t& budget) {
     KvCacheManager::Hits hits = c_.prefix_caching ? kv_cache_.get_computed_blocks(r, total_tokens(r) - 1)
                                                   : KvCacheManager::Hits{0, std::vector<std::vector<std::int64_t>>(kv_cache_.groups().size())};
     const std::int64_t cached = hits.tokens;
-    if (cpu_) {
+    if (offload_) {
         // get_num_new_matched_tokens: the blocks right after the GPU hit
         // that the CPU tier holds are loaded first, asynchronously.
-        const std::int64_t more = tier_hit_blocks(r, cached, total_tokens(r) - 1);
+        const std::int64_t more = offload_->get_num_new_matched_tokens(r, cached, total_tokens(r), t_) / c_.block_size;
         if (more > 0) return start_load(r, hits, more);
     }
     const std::int64_t n = cap(total_tokens(r) - cached, budget);
@@ -204,7 +204,7 @@ bool VllmEngine::Impl::admit(std::size_t r, std::int64_t& budget) {
 }
 
 void VllmEngine::Impl::schedule_waiting(std::int64_t& budget) {
-    if (cpu_ && budget > 0 && static_cast<std::int64_t>(running_.size()) < c_.max_num_seqs) finish_loads();
+    if (offload_ && budget > 0 && static_cast<std::int64_t>(running_.size()) < c_.max_num_seqs) finish_loads();
     // Disaggregated decode: a preempted head that cannot finish in the free
     // blocks lets the loaded requests behind it go first (disagg.cpp).
     if (remote_ && running_.empty() && !waiting_.empty() && head_starved()) admit_loaded_behind_head(budget);
@@ -217,7 +217,7 @@ void VllmEngine::Impl::schedule_waiting(std::int64_t& budget) {
 // (cache_full_blocks), and the CPU tier's store once they are full.
 void VllmEngine::Impl::register_full_blocks(std::size_t r) {
     const auto [from, to] = kv_cache_.cache_full_blocks(r);
-    if (cpu_) store_blocks(r, from, to);  // one group only with a CPU tier
+    if (offload_) offload_->store(r, from, to, t_);  // one group only with a CPU tier
 }
 
 double append_samples(std::vector<TimePoint>& series, TimePoint p, double until) {
@@ -340,7 +340,7 @@ bool VllmEngine::Impl::plan_step() {
         // As advance(): nothing runs and the queue's head waits for blocks
         // that loads hold, or nothing is queued but loads.
         if (running_.empty() && wait_load_s_ > t_) return false;
-        if (running_.empty() && waiting_.empty() && !(cpu_ && next_load_s() <= t_)) return false;
+        if (running_.empty() && waiting_.empty() && !(offload_ && next_load_s() <= t_)) return false;
         const std::int64_t done_before = done_;
         std::int64_t budget = c_.max_num_batched_tokens;
         if (schedule_running(budget)) schedule_waiting(budget);
@@ -354,7 +354,7 @@ bool VllmEngine::Impl::plan_step() {
         // next step is the next arrival's or the first load's end.
         if (done_ == done_before) {
             if (!waiting_.empty() && (!loading_.empty() || !remote_loading_.empty()))
-                wait_load_s_ = std::min(cpu_ ? next_load_s() : std::numeric_limits<double>::infinity(), next_loaded_s());
+                wait_load_s_ = std::min(offload_ ? next_load_s() : std::numeric_limits<double>::infinity(), next_loaded_s());
             return false;
         }
     }
@@ -407,6 +407,8 @@ void VllmEngine::Impl::commit_step(double dt) {
 void VllmEngine::Impl::finish_requests() {
     for (std::size_t r : finished_) {
         records_[r].finish_s = t_;
+        if (offload_) offload_->request_finished(r);
+        if (remote_) remote_->request_finished(r);
         kv_cache_.free(r);
         live_[r].kv = {};
         ++done_;
@@ -547,7 +549,7 @@ bool VllmEngine::Impl::decode_run(double horizon) {
     // Its O(1) block accounting is one full-attention group's; other models
     // (windows freeing blocks, several groups) step one by one.
     if (kv_cache_.groups().size() != 1 || kv_cache_.groups()[0].kind != KvGroupKind::Full) return false;
-    if (cpu_ && !loading_.empty()) return false;  // a load ending would admit a request mid-run
+    if (offload_ && !loading_.empty()) return false;  // a load ending would admit a request mid-run
     std::int64_t context_sum = 0;
     const std::int64_t max_steps = decode_run_length(context_sum);
     if (max_steps <= 0) return false;
@@ -581,7 +583,7 @@ bool VllmEngine::Impl::decode_run(double horizon) {
             for (std::size_t r : at_boundary(k + 1)) {  // their last block is now full
                 GroupBlocks& l = kv_cache_.kv(r, 0);
                 if (!kv_cache_.own_lazy(r, 0) || l.hashed < kv_cache_.shared_blocks(r, 0)) kv_cache_.cache_block(r, 0, l.hashed);
-                if (cpu_) store_blocks(r, l.hashed, l.hashed + 1);
+                if (offload_) offload_->store(r, l.hashed, l.hashed + 1, t_);
                 ++l.hashed;
             }
         // Every request's last token came with the previous step, except on
@@ -609,18 +611,18 @@ void VllmEngine::Impl::advance(double horizon, bool stop_on_done) {
     if (!stages_.empty()) return advance_pipeline(horizon, stop_on_done);
     for (;;) {
         arrive();
-        if (cpu_ && running_.empty() && wait_load_s_ > t_) {
+        if (offload_ && running_.empty() && wait_load_s_ > t_) {
             // Nothing runs and the queue's head waits for blocks that loads hold.
             if (wait_load_s_ >= horizon) return;
             t_ = wait_load_s_;
             sample(t_);
             continue;
         }
-        if (running_.empty() && waiting_.empty() && !(cpu_ && next_load_s() <= t_)) {
-            if (inbox_.empty() && !(cpu_ && !loading_.empty()) && remote_loading_.empty()) return;
+        if (running_.empty() && waiting_.empty() && !(offload_ && next_load_s() <= t_)) {
+            if (inbox_.empty() && !(offload_ && !loading_.empty()) && remote_loading_.empty()) return;
             // Idle: jump to the next arrival (or the end of a load, from host memory or a prefill instance).
             double next = inbox_.empty() ? std::numeric_limits<double>::infinity() : records_[inbox_.front()].arrival_s;
-            if (cpu_) next = std::min(next, next_load_s());
+            if (offload_) next = std::min(next, next_load_s());
             next = std::min(next, next_loaded_s());
             if (next >= horizon) return;
             t_ = std::max(t_, next);
@@ -649,7 +651,7 @@ void VllmEngine::Impl::advance(double horizon, bool stop_on_done) {
                     t_ = std::max(t_, next);
                     sample(t_);
                 }
-                if (cpu_ && !loading_.empty()) wait_load_s_ = next_load_s();
+                if (offload_ && !loading_.empty()) wait_load_s_ = next_load_s();
             }
         } else {
             apply_step();
@@ -666,7 +668,7 @@ std::optional<double> VllmEngine::Impl::next_step_s() const {
         return in_flight_.front().end_s;
     }
     if (running_.empty() && wait_load_s_ > t_) return wait_load_s_;
-    if (cpu_ && running_.empty()) {
+    if (offload_ && running_.empty()) {
         if (waiting_.empty() && !loading_.empty()) {
             const double next = inbox_.empty() ? next_load_s() : std::min(next_load_s(), records_[inbox_.front()].arrival_s);
             return std::max(t_, next);

@@ -14,6 +14,7 @@
 
 #include "core/sim/cpu_tier.hpp"
 #include "core/sim/kv_cache_manager.hpp"
+#include "core/sim/kv_connector.hpp"
 #include "core/sim/scheduler.hpp"
 
 namespace kvplan {
@@ -93,15 +94,11 @@ private:
     bool head_starved() const;
     void collect_loaded();
     double next_loaded_s() const;
-    // KV offload (cpu_tier.hpp): the CPU tier's key of block j, the blocks
-    // past a GPU hit of `gpu_tokens` that it can load, a load's start, the
-    // loads done by now going back to the waiting queue, the stores of
-    // blocks [from, to), and when the next load ends.
-    std::uint64_t tier_key(std::size_t r, std::int64_t j);
-    std::int64_t tier_hit_blocks(std::size_t r, std::int64_t gpu_tokens, std::int64_t max_len);
+    // KV offload (engine_offload.cpp; the connector's hooks in
+    // kv_connector.cpp): a load's start, the loads done by now going back
+    // to the waiting queue, and when the next load ends.
     bool start_load(std::size_t r, KvCacheManager::Hits& hits, std::int64_t blocks);
     void finish_loads();
-    void store_blocks(std::size_t r, std::int64_t from, std::int64_t to);
     double next_load_s() const;
 
     // Invariants (engine_invariants.cpp, docs/invariants.md).
@@ -139,10 +136,10 @@ private:
     double interval_prompt_ = 0, interval_generation_ = 0;
     // Disaggregated decode: per request 0 its KV still remote, 1 loading,
     // 2 loaded (its last prompt token to compute), 3 served locally.
-    RemoteLoad remote_;
+    std::unique_ptr<RemotePrefillConnector> remote_;  // null: not a disaggregated decode instance
     std::vector<std::int8_t> remote_state_;
     std::vector<std::pair<double, std::size_t>> remote_loading_;  // (KV loaded at, request), in admission order
-    std::unique_ptr<CpuTier> cpu_;     // KV offload; null without it
+    std::unique_ptr<CpuOffloadConnector> offload_;  // KV offload; null without it
     struct Load {
         std::size_t r = 0;
         double done_s = 0;
