@@ -35,7 +35,7 @@ bool VllmEngine::Impl::admit_remote(std::size_t r, std::int64_t& budget) {
         remote_state_[r] = 3;  // from here on a local request (a preemption recomputes it here)
         waiting_.pop_front();
         running_.push_back(r);
-        step_.push_back({r, 1});
+        plan_.seqs.push_back({r, 1});
         budget -= 1;
         return true;
     }
@@ -82,7 +82,7 @@ void VllmEngine::Impl::admit_loaded_behind_head(std::int64_t& budget) {
         remote_state_[r] = 3;
         it = waiting_.erase(it);
         running_.push_back(r);
-        step_.push_back({r, 1});
+        plan_.seqs.push_back({r, 1});
         budget -= 1;
     }
 }

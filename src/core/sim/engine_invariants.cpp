@@ -102,8 +102,8 @@ void VllmEngine::Impl::check_limits() const {
         }
     }
     std::int64_t tokens = 0;
-    for (const auto& [r, n] : step_) tokens += n;
-    if (static_cast<std::int64_t>(running_.size()) > c_.max_num_seqs || static_cast<std::int64_t>(step_.size()) > c_.max_num_seqs ||
+    for (const auto& [r, n] : plan_.seqs) tokens += n;
+    if (static_cast<std::int64_t>(running_.size()) > c_.max_num_seqs || static_cast<std::int64_t>(plan_.seqs.size()) > c_.max_num_seqs ||
         tokens > c_.max_num_batched_tokens)
         violated("INV-7", "batch limits: more sequences or tokens than max_num_seqs or max_num_batched_tokens");
 }

@@ -152,7 +152,7 @@ bool VllmEngine::Impl::schedule_running(std::int64_t& budget) {
             }
         }
         if (!scheduled) break;
-        step_.push_back({r, n});
+        plan_.seqs.push_back({r, n});
         budget -= n;
     }
     return !preempted;
@@ -198,7 +198,7 @@ bool VllmEngine::Impl::admit(std::size_t r, std::int64_t& budget) {
     }
     waiting_.pop_front();
     running_.push_back(r);
-    step_.push_back({r, n});
+    plan_.seqs.push_back({r, n});
     budget -= n;
     return true;
 }
@@ -210,7 +210,7 @@ void VllmEngine::Impl::schedule_waiting(std::int64_t& budget) {
     if (remote_ && running_.empty() && !waiting_.empty() && head_starved()) admit_loaded_behind_head(budget);
     while (!waiting_.empty() && budget > 0 && static_cast<std::int64_t>(running_.size()) < c_.max_num_seqs)
         if (!admit(waiting_.front(), budget)) break;
-    if (remote_ && running_.empty() && step_.empty() && !waiting_.empty()) admit_loaded_behind_head(budget);
+    if (remote_ && running_.empty() && plan_.seqs.empty() && !waiting_.empty()) admit_loaded_behind_head(budget);
 }
 
 // Full blocks of a request enter the prefix cache once their KV is computed
@@ -302,12 +302,18 @@ void VllmEngine::Impl::keep_spec_tokens(std::size_t r, std::int64_t n) {
     if (l.generated >= w_.requests[r].output_tokens) finished_.push_back(r);
 }
 
-// The scheduled step's sequences into work_; returns the proposer's time.
-double VllmEngine::Impl::plan_work() {
-    work_.clear();
+// Scheduler.schedule() (vllm/v1/core/sched/scheduler.py): the running
+// requests first, then the waiting ones while no running one was preempted,
+// within the step's token budget; then the plan's work, as the pricer sees
+// it, and its proposer's time. Every driver plans its steps here (advance,
+// the pipeline, a DP rank's plan_step).
+const StepPlan& VllmEngine::Impl::schedule() {
+    clear_plan();
+    std::int64_t budget = c_.max_num_batched_tokens;
+    if (schedule_running(budget)) schedule_waiting(budget);
     std::int64_t spec_seqs = 0, spec_context = 0;
-    for (const auto& [r, n] : step_) {
-        work_.push_back(SeqWork{live_[r].computed, n});
+    for (const auto& [r, n] : plan_.seqs) {
+        plan_.work.push_back(SeqWork{live_[r].computed, n});
         if (c_.spec.k > 0 && decoding(r)) {
             spec_seqs += 1;
             spec_context += live_[r].computed;
@@ -315,12 +321,14 @@ double VllmEngine::Impl::plan_work() {
     }
     // The proposer runs after the target's forward pass, in the same engine
     // step (gpu_model_runner.py, propose_draft_token_ids).
-    return spec_seqs > 0 && c_.spec.draft_s ? c_.spec.draft_s(spec_seqs, spec_context) : 0.0;
+    plan_.draft_s = spec_seqs > 0 && c_.spec.draft_s ? c_.spec.draft_s(spec_seqs, spec_context) : 0.0;
+    return plan_;
 }
 
-void VllmEngine::Impl::apply_step() {
-    const double draft = plan_work();
-    commit_step(price_(work_) + draft);
+void VllmEngine::Impl::clear_plan() {
+    plan_.seqs.clear();
+    plan_.work.clear();
+    plan_.draft_s = 0;
 }
 
 void VllmEngine::Impl::sync_to(double t) {
@@ -334,17 +342,13 @@ bool VllmEngine::Impl::plan_step() {
     plan_done_before_ = done_;
     arrive();
     for (;;) {
-        step_.clear();
-        work_.clear();
-        planned_draft_s_ = 0;
+        clear_plan();
         // As advance(): nothing runs and the queue's head waits for blocks
         // that loads hold, or nothing is queued but loads.
         if (running_.empty() && wait_load_s_ > t_) return false;
         if (running_.empty() && waiting_.empty() && !(offload_ && next_load_s() <= t_)) return false;
         const std::int64_t done_before = done_;
-        std::int64_t budget = c_.max_num_batched_tokens;
-        if (schedule_running(budget)) schedule_waiting(budget);
-        if (!step_.empty()) break;
+        if (!schedule().empty()) return true;
         // A request preempted itself or was rejected: the queue's head meets
         // an empty pool, which admits or rejects it next pass (as advance()).
         if (!running_.empty()) throw std::logic_error("the scheduler found nothing to run");
@@ -358,8 +362,6 @@ bool VllmEngine::Impl::plan_step() {
             return false;
         }
     }
-    planned_draft_s_ = plan_work();
-    return true;
 }
 
 void VllmEngine::Impl::idle_step(double dt) {
@@ -370,14 +372,14 @@ void VllmEngine::Impl::idle_step(double dt) {
     sample(t_);
 }
 
-// The step in step_ / work_ ends dt from now.
-void VllmEngine::Impl::commit_step(double dt) {
+// scheduler.py update_from_output: the planned step `p` ends dt from now.
+void VllmEngine::Impl::commit(const StepPlan& p, double dt) {
     if (!(dt > 0) || !std::isfinite(dt)) throw std::logic_error("a step priced at a non-positive time");
     last_step_start_ = t_;
     t_ += dt;
     run_.steps += 1;
     finished_.clear();
-    for (const auto& [r, n] : step_) {
+    for (const auto& [r, n] : p.seqs) {
         LiveRequest& l = live_[r];
         if (c_.spec.k > 0 && decoding(r)) {
             keep_spec_tokens(r, n);
@@ -417,24 +419,22 @@ void VllmEngine::Impl::finish_requests() {
         std::erase_if(running_, [&](std::size_t r) { return records_[r].finish_s >= 0; });
 }
 
-// Pipeline: the batch just scheduled (step_) enters stage 0. Its tokens
+// Pipeline: the batch just scheduled (plan_) enters stage 0. Its tokens
 // count as computed now, as vLLM's scheduler advances num_computed_tokens
 // when it schedules (_update_after_schedule): a request whose output is in
 // flight then has no token left to compute and is skipped, and a chunked
 // prefill can send its next chunk in the next batch.
 void VllmEngine::Impl::submit_batch() {
-    work_.clear();
-    for (const auto& [r, n] : step_) work_.push_back(SeqWork{live_[r].computed, n});
     InFlight b;
     double ready = t_;  // stage 0 may start once scheduled
     for (std::size_t j = 0; j < stages_.size(); ++j) {
-        const double dt = stages_[j](work_);
+        const double dt = stages_[j](plan_.work);
         if (!(dt > 0) || !std::isfinite(dt)) throw std::logic_error("a pipeline stage priced at a non-positive time");
         const double start = std::max(ready, stage_free_s_[j]);
         ready = stage_free_s_[j] = start + dt;
     }
     b.end_s = ready;
-    for (const auto& [r, n] : step_) {
+    for (const auto& [r, n] : plan_.seqs) {
         LiveRequest& l = live_[r];
         const bool decode = n == 1 && l.generated > 0 && l.computed + 1 == total_tokens(r);
         if (!decode) b.prompt_tokens += static_cast<double>(n);
@@ -483,10 +483,7 @@ void VllmEngine::Impl::advance_pipeline(double horizon, bool stop_on_done) {
         if (work && !stalled_ && in_flight_.size() < depth) {
             if (t_ >= horizon) return;
             const std::int64_t done_before = done_;
-            step_.clear();
-            std::int64_t budget = c_.max_num_batched_tokens;
-            if (schedule_running(budget)) schedule_waiting(budget);
-            if (!step_.empty()) submit_batch();
+            if (!schedule().empty()) submit_batch();
             else if (!in_flight_.empty()) stalled_ = true;  // all in flight, or no blocks: wait for a batch
             else if (!running_.empty()) throw std::logic_error("the scheduler found nothing to run");
             if (check_) check_invariants();
@@ -633,10 +630,8 @@ void VllmEngine::Impl::advance(double horizon, bool stop_on_done) {
         const std::int64_t done_before = done_;
         // A run of speculative steps is not identical step to step (each keeps a drawn number of tokens).
         if (c_.jump_decode_runs && decode_ && c_.spec.k == 0 && decode_run(horizon)) continue;  // a run finishes nothing
-        step_.clear();
-        std::int64_t budget = c_.max_num_batched_tokens;
-        if (schedule_running(budget)) schedule_waiting(budget);
-        if (step_.empty()) {
+        const StepPlan& plan = schedule();
+        if (plan.empty()) {
             // A request preempted itself or was rejected: the queue's head
             // now meets an empty pool, which admits or rejects it next pass.
             if (!running_.empty()) throw std::logic_error("the scheduler found nothing to run");
@@ -654,7 +649,7 @@ void VllmEngine::Impl::advance(double horizon, bool stop_on_done) {
                 if (offload_ && !loading_.empty()) wait_load_s_ = next_load_s();
             }
         } else {
-            apply_step();
+            commit(plan, price_(plan.work) + plan.draft_s);
         }
         last_step_done_ = done_ - done_before;  // finished, or rejected, in this pass
         if (stop_on_done && done_ != done_before) return;

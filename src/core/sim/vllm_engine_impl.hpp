@@ -19,6 +19,15 @@
 
 namespace kvplan {
 
+// A step as the scheduler plans it (vLLM's SchedulerOutput): each
+// sequence's new tokens, the work the pricer sees, the proposer's time.
+struct StepPlan {
+    std::vector<std::pair<std::size_t, std::int64_t>> seqs;  // (request, new tokens), in schedule order
+    std::vector<SeqWork> work;                                // per sequence: (context before, new tokens)
+    double draft_s = 0;                                       // speculative decoding's proposer
+    bool empty() const { return seqs.empty(); }
+};
+
 class VllmEngine::Impl {
 public:
     Impl(const Workload& w, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode, bool check,
@@ -41,9 +50,9 @@ public:
     std::int64_t running_count() const { return static_cast<std::int64_t>(running_.size()); }
     void sync_to(double t);
     bool plan_step();
-    const std::vector<SeqWork>& planned_work() const { return work_; }
-    double planned_draft_s() const { return planned_draft_s_; }
-    void commit_step(double dt);
+    const std::vector<SeqWork>& planned_work() const { return plan_.work; }
+    double planned_draft_s() const { return plan_.draft_s; }
+    void commit_step(double dt) { commit(plan_, dt); }
     void idle_step(double dt);
     void set_remote_prefill(RemoteLoad load);
 
@@ -78,8 +87,9 @@ private:
     bool schedule_running(std::int64_t& budget);
     void schedule_waiting(std::int64_t& budget);
     bool admit(std::size_t r, std::int64_t& budget);
-    void apply_step();
-    double plan_work();
+    const StepPlan& schedule();
+    void commit(const StepPlan& p, double dt);
+    void clear_plan();
     void register_full_blocks(std::size_t r);
     void sample(double until);
     bool decode_run(double horizon);
@@ -120,8 +130,7 @@ private:
     std::deque<std::size_t> inbox_;    // added, not yet arrived
     std::deque<std::size_t> waiting_;
     std::vector<std::size_t> running_;
-    std::vector<std::pair<std::size_t, std::int64_t>> step_;  // (request, new tokens) this step
-    std::vector<SeqWork> work_;
+    StepPlan plan_;                    // the step planned last (its buffers kept from step to step)
     std::vector<std::size_t> finished_;
     std::vector<std::vector<std::size_t>> by_phase_;  // decode run: running requests by context mod block size
     std::deque<InFlight> in_flight_;   // pipeline: oldest first
@@ -146,7 +155,6 @@ private:
     };
     std::vector<Load> loading_;        // requests waiting for their load, in start order
     double wait_load_s_ = -1;          // nothing can be scheduled before this load ends (-1: none)
-    double planned_draft_s_ = 0;       // lockstep: the planned step's proposer time
     std::int64_t plan_done_before_ = 0;  // lockstep: done() when the step was planned
     // Invariant checks' scratch (marks per request, references per block)
     // and the clock at the last check.
