@@ -16,6 +16,9 @@ namespace kvplan {
 // ---- The decode side of one VllmEngine (scheduler.hpp, set_remote_prefill) ----
 
 void VllmEngine::Impl::set_remote_prefill(RemoteLoad load) {
+    // One kind of pending load per engine (next_event_s, scheduler.cpp); the
+    // CLI refuses --cpu-offload with P/D pools too.
+    if (offload_) usage_error("--cpu-offload: KV offload in disaggregated pools is not simulated");
     remote_ = std::make_unique<RemotePrefillConnector>(std::move(load));
     remote_state_.assign(w_.requests.size(), 0);
 }

@@ -345,8 +345,7 @@ bool VllmEngine::Impl::plan_step() {
         clear_plan();
         // As advance(): nothing runs and the queue's head waits for blocks
         // that loads hold, or nothing is queued but loads.
-        if (running_.empty() && wait_load_s_ > t_) return false;
-        if (running_.empty() && waiting_.empty() && !(offload_ && next_load_s() <= t_)) return false;
+        if (blocked_on_load() || nothing_to_schedule()) return false;
         const std::int64_t done_before = done_;
         if (!schedule().empty()) return true;
         // A request preempted itself or was rejected: the queue's head meets
@@ -500,10 +499,9 @@ void VllmEngine::Impl::advance_pipeline(double horizon, bool stop_on_done) {
             continue;
         }
         if (work) throw std::logic_error("the pipeline stalled with no batch in flight");
-        if (inbox_.empty()) return;
-        // Idle: jump to the next arrival.
-        const double next = records_[inbox_.front()].arrival_s;
-        if (next >= horizon) return;
+        // Idle: jump to the next arrival (a pipeline has no CPU tier or remote prefill).
+        const double next = next_event_s();
+        if (next == kNever || next >= horizon) return;
         t_ = std::max(t_, next);
         sample(t_);
     }
@@ -608,20 +606,16 @@ void VllmEngine::Impl::advance(double horizon, bool stop_on_done) {
     if (!stages_.empty()) return advance_pipeline(horizon, stop_on_done);
     for (;;) {
         arrive();
-        if (offload_ && running_.empty() && wait_load_s_ > t_) {
-            // Nothing runs and the queue's head waits for blocks that loads hold.
+        if (blocked_on_load()) {
             if (wait_load_s_ >= horizon) return;
             t_ = wait_load_s_;
             sample(t_);
             continue;
         }
-        if (running_.empty() && waiting_.empty() && !(offload_ && next_load_s() <= t_)) {
-            if (inbox_.empty() && !(offload_ && !loading_.empty()) && remote_loading_.empty()) return;
+        if (nothing_to_schedule()) {
             // Idle: jump to the next arrival (or the end of a load, from host memory or a prefill instance).
-            double next = inbox_.empty() ? std::numeric_limits<double>::infinity() : records_[inbox_.front()].arrival_s;
-            if (offload_) next = std::min(next, next_load_s());
-            next = std::min(next, next_loaded_s());
-            if (next >= horizon) return;
+            const double next = next_event_s();
+            if (next == kNever || next >= horizon) return;
             t_ = std::max(t_, next);
             sample(t_);
             continue;
@@ -662,18 +656,34 @@ std::optional<double> VllmEngine::Impl::next_step_s() const {
         if (!stalled_ && in_flight_.size() < stages_.size() && (!running_.empty() || !waiting_.empty())) return t_;
         return in_flight_.front().end_s;
     }
-    if (running_.empty() && wait_load_s_ > t_) return wait_load_s_;
-    if (offload_ && running_.empty()) {
-        if (waiting_.empty() && !loading_.empty()) {
-            const double next = inbox_.empty() ? next_load_s() : std::min(next_load_s(), records_[inbox_.front()].arrival_s);
-            return std::max(t_, next);
-        }
-    }
+    if (blocked_on_load()) return wait_load_s_;
     if (!running_.empty() || !waiting_.empty()) return t_;
-    if (!inbox_.empty() || !remote_loading_.empty())
-        return std::max(t_, std::min(inbox_.empty() ? std::numeric_limits<double>::infinity() : records_[inbox_.front()].arrival_s,
-                                     next_loaded_s()));
-    return std::nullopt;
+    const double next = next_event_s();
+    if (next == kNever) return std::nullopt;
+    return std::max(t_, next);
+}
+
+// The idle rules every driver shares (advance, the pipeline, a DP rank's
+// plan_step, next_step_s). A CPU tier and remote prefill never meet in one
+// engine (set_remote_prefill refuses it), so at most one kind of load is
+// pending.
+
+// Nothing runs and the queue's head waits for blocks that loads hold:
+// nothing can be scheduled before wait_load_s_.
+bool VllmEngine::Impl::blocked_on_load() const { return running_.empty() && wait_load_s_ > t_; }
+
+// Nothing runs or waits, and no CPU load has ended: the engine is idle
+// until next_event_s().
+bool VllmEngine::Impl::nothing_to_schedule() const {
+    return running_.empty() && waiting_.empty() && !(offload_ && next_load_s() <= t_);
+}
+
+// The next arrival routed here, or the end of a load (from host memory or a
+// prefill instance), whichever comes first; kNever when none is pending.
+double VllmEngine::Impl::next_event_s() const {
+    double next = inbox_.empty() ? kNever : records_[inbox_.front()].arrival_s;
+    if (offload_) next = std::min(next, next_load_s());
+    return std::min(next, next_loaded_s());
 }
 
 std::int64_t VllmEngine::Impl::outstanding_at(double t) const {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -87,6 +88,10 @@ private:
     bool schedule_running(std::int64_t& budget);
     void schedule_waiting(std::int64_t& budget);
     bool admit(std::size_t r, std::int64_t& budget);
+    bool blocked_on_load() const;
+    bool nothing_to_schedule() const;
+    double next_event_s() const;
+    static constexpr double kNever = std::numeric_limits<double>::infinity();
     const StepPlan& schedule();
     void commit(const StepPlan& p, double dt);
     void clear_plan();
