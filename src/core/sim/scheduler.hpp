@@ -204,8 +204,9 @@ using DecodePricer = std::function<std::optional<double>(std::int64_t batch, std
 using StagePricers = std::vector<StepPricer>;
 
 // Replays `w` (arrivals sorted). Throws Error(Usage) for a config that
-// cannot run (no blocks, a zero budget). `check_invariants` verifies the
-// block pool after every step (tests; costs a pass over the pool). Without
+// cannot run (no blocks, a zero budget). `check_invariants` checks the
+// engine's invariants (docs/invariants.md) after every step (tests; costs a
+// pass over the pool and the requests held). Without
 // a DecodePricer every step is priced by `price` (no decode-run jumps).
 // With `stages` (two or more) the engine is a pipeline (VllmEngine below).
 SimRun simulate(const Workload& w, const SchedulerConfig& c, const StepPricer& price, bool check_invariants = false);
