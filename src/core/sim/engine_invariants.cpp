@@ -22,7 +22,7 @@ void check_invariants(const VllmEngine& e) { e.impl_->check_invariants(); }
 
 // INV-1: every request added is in exactly one place. The marks are a
 // scratch vector kept between calls, cleared as it is walked.
-void VllmEngine::Impl::check_requests() const {
+KVPLAN_INVARIANT_WALK void VllmEngine::Impl::check_requests() const {
     std::vector<char>& mark = inv_mark_;
     if (mark.size() != live_.size()) mark.assign(live_.size(), 0);
     std::int64_t held = 0;
@@ -47,7 +47,7 @@ void VllmEngine::Impl::check_requests() const {
 }
 
 // INV-2 for one request the engine holds or has just finished.
-void VllmEngine::Impl::check_causal(std::size_t r) const {
+KVPLAN_INVARIANT_WALK void VllmEngine::Impl::check_causal(std::size_t r) const {
     const RequestRecord& rec = records_[r];
     const LiveRequest& l = live_[r];
     double last = rec.arrival_s;
@@ -82,7 +82,7 @@ KVPLAN_INVARIANT_WALK void VllmEngine::Impl::check_blocks() const {
 }
 
 // INV-4 to INV-7.
-void VllmEngine::Impl::check_limits() const {
+KVPLAN_INVARIANT_WALK void VllmEngine::Impl::check_limits() const {
     if (t_ < inv_t_) violated("INV-4", "clock monotonicity: the clock moved back");
     inv_t_ = t_;
     if (!(next_sample_ > t_)) violated("INV-4", "clock monotonicity: a second up to now is not logged");
