@@ -23,6 +23,8 @@ public:
     // The cached block holding this content, if any, without touching it.
     std::optional<std::int64_t> find(std::uint64_t hash) const { return by_hash_.find(hash); }
     bool is_free(std::int64_t block) const { return ref_[static_cast<std::size_t>(block)] == 0; }
+    // How many block-table entries reference it (ref_cnt; invariant checks).
+    std::int64_t refs(std::int64_t block) const { return ref_[static_cast<std::size_t>(block)]; }
     // One more reference to a cached block found with find() (taken out of
     // the free queue if it was free).
     void touch(std::int64_t block);

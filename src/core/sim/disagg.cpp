@@ -1,4 +1,5 @@
 #include "core/sim/disagg.hpp"
+#include "core/sim/vllm_engine_impl.hpp"
 
 #include <algorithm>
 #include <iterator>
@@ -14,8 +15,11 @@ namespace kvplan {
 
 // ---- The decode side of one VllmEngine (scheduler.hpp, set_remote_prefill) ----
 
-void VllmEngine::set_remote_prefill(RemoteLoad load) {
-    remote_ = std::move(load);
+void VllmEngine::Impl::set_remote_prefill(RemoteLoad load) {
+    // One kind of pending load per engine (next_event_s, scheduler.cpp); the
+    // CLI refuses --cpu-offload with P/D pools too.
+    if (offload_) usage_error("--cpu-offload: KV offload in disaggregated pools is not simulated");
+    remote_ = std::make_unique<RemotePrefillConnector>(std::move(load));
     remote_state_.assign(w_.requests.size(), 0);
 }
 
@@ -28,34 +32,35 @@ void VllmEngine::set_remote_prefill(RemoteLoad load) {
 // allocate_slots refuses). The request then waits in WAITING_FOR_REMOTE_KVS,
 // outside the running list and the token budget. Once loaded
 // (collect_loaded), its last prompt token is scheduled like a decode.
-bool VllmEngine::admit_remote(std::size_t r, std::int64_t& budget) {
+bool VllmEngine::Impl::admit_remote(std::size_t r, std::int64_t& budget) {
     if (remote_state_[r] == 2) {
-        if (budget <= 0 || !allocate(r, 1)) return false;
+        if (budget <= 0 || !kv_cache_.allocate_slots(r, 1)) return false;
         remote_state_[r] = 3;  // from here on a local request (a preemption recomputes it here)
         waiting_.pop_front();
         running_.push_back(r);
-        step_.push_back({r, 1});
+        plan_.seqs.push_back({r, 1});
         budget -= 1;
         return true;
     }
-    const std::int64_t prompt = w_.requests[r].input_tokens;
+    // The connector reports the whole prompt (get_num_new_matched_tokens).
+    const std::int64_t prompt = remote_->get_num_new_matched_tokens(r, 0, w_.requests[r].input_tokens, t_);
     // Every KV-cache group takes the whole prompt's blocks for the pull (a
     // window's blocks that fall out of it are not nulled first), so a prompt
     // needing more than the whole pool could never be admitted: it is
     // rejected, as admit() rejects a request the pool cannot hold.
     std::int64_t need = 0;
-    for (std::size_t g = 0; g < groups_.size(); ++g) need = checked_add(need, blocks_for(g, prompt));
-    if (need > pool_->total()) {
+    for (std::size_t g = 0; g < kv_cache_.groups().size(); ++g) need = checked_add(need, kv_cache_.blocks_for(g, prompt));
+    if (need > kv_cache_.pool().total()) {
         records_[r].rejected = true;
         waiting_.pop_front();
         ++done_;
         return true;
     }
-    if (!allocate(r, prompt)) return false;  // live_[r].computed is 0: ceil(prompt / block) blocks per group
+    if (!kv_cache_.allocate_slots(r, prompt)) return false;  // live_[r].computed is 0: ceil(prompt / block) blocks per group
     records_[r].scheduled_s = t_;
     remote_state_[r] = 1;
     waiting_.pop_front();
-    remote_loading_.emplace_back(remote_(r, prompt, t_), r);
+    remote_loading_.emplace_back(remote_->update_state_after_alloc(r, 0, prompt, t_), r);
     return true;
 }
 
@@ -69,18 +74,18 @@ bool VllmEngine::admit_remote(std::size_t r, std::int64_t& budget) {
 // requests start instead (each needs at most one more block); as they
 // finish, their blocks go to the head (docs/simulate.md, "Disaggregated
 // prefill/decode").
-void VllmEngine::admit_loaded_behind_head(std::int64_t& budget) {
+void VllmEngine::Impl::admit_loaded_behind_head(std::int64_t& budget) {
     for (auto it = std::next(waiting_.begin()); it != waiting_.end() && budget > 0 && static_cast<std::int64_t>(running_.size()) < c_.max_num_seqs;) {
         const std::size_t r = *it;
         if (remote_state_[r] != 2) {
             ++it;
             continue;
         }
-        if (!allocate(r, 1)) return;
+        if (!kv_cache_.allocate_slots(r, 1)) return;
         remote_state_[r] = 3;
         it = waiting_.erase(it);
         running_.push_back(r);
-        step_.push_back({r, 1});
+        plan_.seqs.push_back({r, 1});
         budget -= 1;
     }
 }
@@ -88,10 +93,10 @@ void VllmEngine::admit_loaded_behind_head(std::int64_t& budget) {
 // The head is a request preempted on this instance whose whole length
 // (prompt and every output token but the last) needs more blocks than are
 // free: with nothing running, only the loaded requests behind it hold the rest.
-bool VllmEngine::head_starved() const {
+bool VllmEngine::Impl::head_starved() const {
     const std::size_t r = waiting_.front();
     if (remote_state_[r] != 3) return false;
-    return worst_blocks(w_.requests[r].input_tokens + w_.requests[r].output_tokens - 1) > pool_->free_count();
+    return kv_cache_.worst_blocks(w_.requests[r].input_tokens + w_.requests[r].output_tokens - 1) > kv_cache_.pool().free_count();
 }
 
 // Scheduler._update_waiting_for_remote_kv: when the pull is done,
@@ -100,7 +105,7 @@ bool VllmEngine::head_starved() const {
 // again (and samples the first output token with it); the loaded blocks are
 // cached. The requests stay at the head of the waiting queue, in admission
 // order (schedule() prepends its skipped_waiting_requests to the queue).
-void VllmEngine::collect_loaded() {
+void VllmEngine::Impl::collect_loaded() {
     if (remote_loading_.empty()) return;
     for (auto it = remote_loading_.rbegin(); it != remote_loading_.rend(); ++it) {
         if (it->first > t_) continue;
@@ -113,7 +118,7 @@ void VllmEngine::collect_loaded() {
     std::erase_if(remote_loading_, [&](const std::pair<double, std::size_t>& p) { return p.first <= t_; });
 }
 
-double VllmEngine::next_loaded_s() const {
+double VllmEngine::Impl::next_loaded_s() const {
     double next = std::numeric_limits<double>::infinity();
     for (const auto& [t, r] : remote_loading_) next = std::min(next, t);
     return next;

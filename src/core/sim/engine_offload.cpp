@@ -1,5 +1,6 @@
-// VllmEngine's KV offload to host memory (scheduler.hpp, cpu_tier.hpp), the
-// scheduler side of vLLM's OffloadingConnector
+// VllmEngine's KV offload to host memory (scheduler.hpp, cpu_tier.hpp;
+// the connector's own hooks in kv_connector.cpp), the scheduler side of
+// vLLM's OffloadingConnector
 // (vllm/distributed/kv_transfer/kv_connector/v1/offloading/scheduler.py,
 // OffloadingConnectorScheduler) as the V1 scheduler drives it
 // (vllm/v1/core/sched/scheduler.py, the WAITING_FOR_REMOTE_KVS state):
@@ -11,7 +12,7 @@
 //     no token budget and is not running meanwhile;
 //   - once loaded, the blocks enter the GPU prefix cache and the request
 //     goes back to the head of the waiting queue, where they are a GPU hit.
-#include "core/sim/scheduler.hpp"
+#include "core/sim/vllm_engine_impl.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -21,49 +22,26 @@
 
 namespace kvplan {
 
-// The CPU tier is keyed as the GPU prefix cache is: a shared block by its
-// chained hash, a request's own block by its own tag (found again only by
-// the request itself, after a preemption).
-std::uint64_t VllmEngine::tier_key(std::size_t r, std::int64_t j) {
-    return j < shared_blocks(r, 0) ? block_hash(r, 0, j) : private_tag(r, 0, j);
-}
-
-// get_num_new_matched_tokens: OffloadingManager.lookup counts the blocks
-// held from the first block past the GPU hit on, up to the first miss; a
-// block whose store is still in flight is not a hit yet (its is_ready).
-// The hit keeps the GPU's rule of at most all but the last token (`max_len`).
-std::int64_t VllmEngine::tier_hit_blocks(std::size_t r, std::int64_t gpu_tokens, std::int64_t max_len) {
-    const std::int64_t bs = c_.block_size, first = gpu_tokens / bs;
-    std::int64_t n = 0;
-    while ((first + n + 1) * bs <= max_len && cpu_->ready(tier_key(r, first + n), t_)) ++n;
-    return n;
-}
-
 // The scheduler allocates the GPU hit and the blocks to load
 // (allocate_slots with num_external_computed_tokens), or stops the
 // admission when the pool cannot give them; the load is queued on the
 // host -> GPU direction of the link.
-bool VllmEngine::start_load(std::size_t r, Hits& hits, std::int64_t blocks) {
+bool VllmEngine::Impl::start_load(std::size_t r, KvCacheManager::Hits& hits, std::int64_t blocks) {
     std::vector<std::int64_t>& hit = hits.blocks[0];
     std::int64_t need = blocks;
     for (std::int64_t b : hit)
-        if (b >= 0 && pool_->is_free(b)) ++need;
-    if (need > pool_->free_count()) return false;
-    GroupBlocks& k = kv(r, 0);
+        if (b >= 0 && kv_cache_.pool().is_free(b)) ++need;
+    if (need > kv_cache_.pool().free_count()) return false;
+    GroupBlocks& k = kv_cache_.kv(r, 0);
     k.blocks = std::move(hit);
-    for (std::int64_t b : k.blocks) pool_->touch(b);
+    for (std::int64_t b : k.blocks) kv_cache_.pool().touch(b);
     const auto from = static_cast<std::int64_t>(k.blocks.size());
     k.skipped = 0;
     k.hashed = from;
-    std::vector<std::uint64_t> keys;
-    for (std::int64_t i = 0; i < blocks; ++i) {
-        keys.push_back(tier_key(r, from + i));
-        k.blocks.push_back(pool_->allocate());
-    }
-    run_.peak_blocks_used = std::max(run_.peak_blocks_used, pool_->used());
-    run_.onload_bytes = checked_add(run_.onload_bytes, checked_mul(blocks, c_.cpu_tier.block_bytes));
+    for (std::int64_t i = 0; i < blocks; ++i) k.blocks.push_back(kv_cache_.pool().allocate());
+    kv_cache_.note_peak();
     live_[r].cpu_loaded = checked_mul(blocks, c_.block_size);
-    loading_.push_back(Load{r, cpu_->load(keys, t_)});
+    loading_.push_back(Load{r, offload_->update_state_after_alloc(r, from, live_[r].cpu_loaded, t_)});
     waiting_.pop_front();
     return true;
 }
@@ -72,7 +50,7 @@ bool VllmEngine::start_load(std::size_t r, Hits& hits, std::int64_t blocks) {
 // (cache_blocks) and the request waits again at the head of the queue,
 // oldest load first. Its blocks are handed back and found again at once by
 // its admission, which follows in the same pass.
-void VllmEngine::finish_loads() {
+void VllmEngine::Impl::finish_loads() {
     std::vector<std::size_t> back;
     std::erase_if(loading_, [&](const Load& l) {
         if (l.done_s > t_) return false;
@@ -81,21 +59,14 @@ void VllmEngine::finish_loads() {
     });
     for (auto it = back.rbegin(); it != back.rend(); ++it) {
         const std::size_t r = *it;
-        GroupBlocks& k = kv(r, 0);
-        for (std::int64_t j = k.hashed; j < static_cast<std::int64_t>(k.blocks.size()); ++j) cache_block(r, 0, j);
-        free_blocks(r);
+        GroupBlocks& k = kv_cache_.kv(r, 0);
+        for (std::int64_t j = k.hashed; j < static_cast<std::int64_t>(k.blocks.size()); ++j) kv_cache_.cache_block(r, 0, j);
+        kv_cache_.free(r);
         waiting_.push_front(r);
     }
 }
 
-// _get_reqs_to_store: every newly full block is copied GPU -> host when its
-// KV is computed; prepare_store skips those the tier holds already.
-void VllmEngine::store_blocks(std::size_t r, std::int64_t from, std::int64_t to) {
-    for (std::int64_t j = from; j < to; ++j)
-        if (cpu_->store(tier_key(r, j), t_)) run_.offload_bytes = checked_add(run_.offload_bytes, c_.cpu_tier.block_bytes);
-}
-
-double VllmEngine::next_load_s() const {
+double VllmEngine::Impl::next_load_s() const {
     double next = std::numeric_limits<double>::infinity();
     for (const Load& l : loading_) next = std::min(next, l.done_s);
     return next;

@@ -19,7 +19,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -205,8 +204,9 @@ using DecodePricer = std::function<std::optional<double>(std::int64_t batch, std
 using StagePricers = std::vector<StepPricer>;
 
 // Replays `w` (arrivals sorted). Throws Error(Usage) for a config that
-// cannot run (no blocks, a zero budget). `check_invariants` verifies the
-// block pool after every step (tests; costs a pass over the pool). Without
+// cannot run (no blocks, a zero budget). `check_invariants` checks the
+// engine's invariants (docs/invariants.md) after every step (tests; costs a
+// pass over the pool and the requests held). Without
 // a DecodePricer every step is priced by `price` (no decode-run jumps).
 // With `stages` (two or more) the engine is a pipeline (VllmEngine below).
 SimRun simulate(const Workload& w, const SchedulerConfig& c, const StepPricer& price, bool check_invariants = false);
@@ -247,8 +247,12 @@ struct RequestStates {
 RequestStates request_states(const Workload& w);
 void check_scheduler_config(const SchedulerConfig& c);
 
-class BlockPool;
+class VllmEngine;
 
+// Checks the engine's invariants (docs/invariants.md, INV-1 to INV-7) as it
+// stands; throws std::logic_error, its message starting with the violated
+// invariant's id. The engine runs it after every step when checking is on.
+void check_invariants(const VllmEngine& e);
 
 // One vLLM V1 engine (the rules above). It is handed its requests one by one
 // (add), and advanced up to a time: simulate() drives one, simulate_cluster
@@ -285,10 +289,10 @@ public:
     // Requests routed here, arrived by time t and not finished by then (t at
     // or after the start of its last step).
     std::int64_t outstanding_at(double t) const;
-    std::int64_t done() const { return done_; }
-    double now() const { return t_; }
+    std::int64_t done() const;
+    double now() const;
     // Its steps, preemptions, ITL, series and pool figures (requests empty).
-    const SimRun& totals() const { return run_; }
+    const SimRun& totals() const;
     SimRun take_totals();
 
     static const StagePricers& no_stages();
@@ -300,19 +304,17 @@ public:
     // advance() is not used. With a CPU tier or remote prefill, a rank whose
     // queue head waits for a load plans nothing until next_step_s().
     // Nothing routed here and waiting, running or loading.
-    bool idle() const {
-        return running_.empty() && waiting_.empty() && inbox_.empty() && loading_.empty() && remote_loading_.empty();
-    }
-    std::int64_t waiting_count() const { return static_cast<std::int64_t>(waiting_.size() + inbox_.size()); }
-    std::int64_t running_count() const { return static_cast<std::int64_t>(running_.size()); }
+    bool idle() const;
+    std::int64_t waiting_count() const;
+    std::int64_t running_count() const;
     // Moves the clock to t (not before now()), logging the seconds crossed.
     void sync_to(double t);
     // Schedules the step at now(), the requests that arrived by then queued
     // first; false when there is nothing to run (the wave finds it idle).
     bool plan_step();
     // The planned step's sequences, and its proposer's time (speculative decoding).
-    const std::vector<SeqWork>& planned_work() const { return work_; }
-    double planned_draft_s() const { return planned_draft_s_; }
+    const std::vector<SeqWork>& planned_work() const;
+    double planned_draft_s() const;
     // Ends the planned step dt after now(); idle_step: the wave passed with
     // nothing planned (the rank ran a dummy batch, not a step of its own).
     void commit_step(double dt);
@@ -327,134 +329,11 @@ public:
     void set_remote_prefill(RemoteLoad load);
 
 private:
-    // A batch in the pipeline: its requests, each with the preemption count
-    // it was scheduled under (a request preempted since gets nothing back)
-    // and whether the batch samples its next token.
-    struct InFlight {
-        struct Item {
-            std::size_t r = 0;
-            std::int64_t preemptions = 0;
-            bool samples = false;
-        };
-        std::vector<Item> items;
-        double prompt_tokens = 0;
-        double end_s = 0;  // when it leaves the last stage
-    };
-
-    std::int64_t total_tokens(std::size_t r) const { return w_.requests[r].input_tokens + live_[r].generated; }
-    // Speculative decoding: whether r's next step is a decode (it has sampled
-    // a token and computed everything before it), which then carries k drafts.
-    bool decoding(std::size_t r) const { return live_[r].generated > 0 && live_[r].computed + 1 == total_tokens(r); }
-    std::int64_t accepted_drafts(std::size_t r, std::int64_t drafts) const;
-    void keep_spec_tokens(std::size_t r, std::int64_t n);
-    GroupBlocks& kv(std::size_t r, std::size_t g);
-    std::uint64_t block_hash(std::size_t r, std::size_t g, std::int64_t j);
-    std::uint64_t block_key(std::size_t r, std::int64_t j, std::int64_t bs) const;
-    bool keyed(std::size_t r, std::int64_t j, std::int64_t bs) const;
-    std::int64_t shared_blocks(std::size_t r, std::size_t g);
-    void cache_block(std::size_t r, std::size_t g, std::int64_t j);
-    std::optional<std::int64_t> cached_block(std::size_t r, std::size_t g, std::int64_t j);
-    std::uint64_t private_tag(std::size_t r, std::size_t g, std::int64_t j) const;
-    std::int64_t blocks_for(std::size_t g, std::int64_t tokens) const {
-        return (tokens + groups_[g].block_tokens - 1) / groups_[g].block_tokens;
-    }
-    std::int64_t skipped_tokens(std::size_t g, std::int64_t computed) const;
-    std::int64_t worst_blocks(std::int64_t tokens) const;
-    void remove_skipped(std::size_t r, std::size_t g, std::int64_t computed);
-    struct Hits {
-        std::int64_t tokens = 0;
-        std::vector<std::vector<std::int64_t>> blocks;  // per group, -1 where a null block stands in
-    };
-    struct HitType;
-    std::int64_t type_hit(std::size_t r, const HitType& t, std::int64_t max_len, Hits& out);
-    Hits find_hits(std::size_t r, std::int64_t max_len);
-    bool allocate(std::size_t r, std::int64_t new_tokens);
-    void free_blocks(std::size_t r);
-    void preempt(std::size_t r);
-    void keep_own_blocks(std::size_t r);
-    bool own_lazy(std::size_t r, std::size_t g);
-    std::int64_t cap(std::int64_t n, std::int64_t budget) const;
-    void arrive();
-    bool admission_blocked() const;
-    bool schedule_running(std::int64_t& budget);
-    void schedule_waiting(std::int64_t& budget);
-    bool admit(std::size_t r, std::int64_t& budget);
-    void apply_step();
-    double plan_work();
-    void register_full_blocks(std::size_t r);
-    void sample(double until);
-    bool decode_run(double horizon);
-    void advance_pipeline(double horizon, bool stop_on_done);
-    void submit_batch();
-    void complete_batch();
-    void finish_requests();
-    std::int64_t decode_run_length(std::int64_t& context_sum) const;
-    // Disaggregated decode (defined in disagg.cpp).
-    bool admit_remote(std::size_t r, std::int64_t& budget);
-    void admit_loaded_behind_head(std::int64_t& budget);
-    bool head_starved() const;
-    void collect_loaded();
-    double next_loaded_s() const;
-    // KV offload (cpu_tier.hpp): the CPU tier's key of block j, the blocks
-    // past a GPU hit of `gpu_tokens` that it can load, a load's start, the
-    // loads done by now going back to the waiting queue, the stores of
-    // blocks [from, to), and when the next load ends.
-    std::uint64_t tier_key(std::size_t r, std::int64_t j);
-    std::int64_t tier_hit_blocks(std::size_t r, std::int64_t gpu_tokens, std::int64_t max_len);
-    bool start_load(std::size_t r, Hits& hits, std::int64_t blocks);
-    void finish_loads();
-    void store_blocks(std::size_t r, std::int64_t from, std::int64_t to);
-    double next_load_s() const;
-
-    const Workload& w_;
-    SchedulerConfig c_;
-    const StepPricer& price_;
-    const DecodePricer& decode_;
-    const StagePricers& stages_;
-    bool check_;
-    std::unique_ptr<BlockPool> pool_;
-    std::vector<KvGroup> groups_;         // c_.groups, or the one full-attention group
-    std::vector<std::size_t> chain_of_;   // per group: the first group of its block size (whose hashes it shares)
-    struct HitType {                      // groups of one spec, looked up together (HybridKVCacheCoordinator)
-        KvGroup spec;
-        std::vector<std::size_t> groups;
-    };
-    std::vector<HitType> hit_types_;      // full attention first; Mamba groups take no part
-    std::int64_t hit_align_ = 1;          // the hit length is a multiple of this (lcm of the block sizes)
-    std::vector<RequestRecord>& records_;
-    std::vector<LiveRequest>& live_;
-    SimRun run_;
-    std::deque<std::size_t> inbox_;    // added, not yet arrived
-    std::deque<std::size_t> waiting_;
-    std::vector<std::size_t> running_;
-    std::vector<std::pair<std::size_t, std::int64_t>> step_;  // (request, new tokens) this step
-    std::vector<SeqWork> work_;
-    std::vector<std::size_t> finished_;
-    std::vector<std::vector<std::size_t>> by_phase_;  // decode run: running requests by context mod block size
-    std::deque<InFlight> in_flight_;   // pipeline: oldest first
-    std::vector<double> stage_free_s_; // pipeline: when each stage is done with the last batch sent
-    bool stalled_ = false;             // pipeline: nothing could be scheduled since the last batch came back
-    std::int64_t added_ = 0;
-    std::int64_t done_ = 0;
-    std::int64_t last_step_done_ = 0;  // requests its last step finished
-    double last_step_start_ = 0;
-    double t_ = 0;
-    double next_sample_ = 1;
-    double interval_prompt_ = 0, interval_generation_ = 0;
-    // Disaggregated decode: per request 0 its KV still remote, 1 loading,
-    // 2 loaded (its last prompt token to compute), 3 served locally.
-    RemoteLoad remote_;
-    std::vector<std::int8_t> remote_state_;
-    std::vector<std::pair<double, std::size_t>> remote_loading_;  // (KV loaded at, request), in admission order
-    std::unique_ptr<CpuTier> cpu_;     // KV offload; null without it
-    struct Load {
-        std::size_t r = 0;
-        double done_s = 0;
-    };
-    std::vector<Load> loading_;        // requests waiting for their load, in start order
-    double wait_load_s_ = -1;          // nothing can be scheduled before this load ends (-1: none)
-    double planned_draft_s_ = 0;       // lockstep: the planned step's proposer time
-    std::int64_t plan_done_before_ = 0;  // lockstep: done() when the step was planned
+    // The scheduler's state and rules (vllm_engine_impl.hpp, internal to
+    // src/core/sim), as SglangEngine keeps its own.
+    class Impl;
+    std::unique_ptr<Impl> impl_;
+    friend void check_invariants(const VllmEngine& e);
 };
 
 }  // namespace kvplan

@@ -530,15 +530,16 @@ void SglangEngine::Impl::sample(double until) {
 }
 
 // The pool: free + cached + held by requests = its size; every running
-// request holds a lock on the cache; the tree's own bookkeeping.
+// request holds a lock on the cache; the tree's own bookkeeping
+// (docs/invariants.md, INV-9 to INV-11).
 void SglangEngine::Impl::check() const {
-    if (free_tokens() < 0 || private_ < 0) throw std::logic_error("sglang: token pool overcommitted");
+    if (free_tokens() < 0 || private_ < 0) throw std::logic_error("INV-9 SGLang token pool: overcommitted");
     std::int64_t priv = 0;
     for (std::size_t r : running_) priv += q_[r].computed - q_[r].path;
     if (chunked_ >= 0) priv += q_[static_cast<std::size_t>(chunked_)].computed - q_[static_cast<std::size_t>(chunked_)].path;
-    if (priv != private_) throw std::logic_error("sglang: request slots do not add up");
-    if (c_.radix_cache && !tree_.consistent()) throw std::logic_error("sglang: radix cache inconsistent");
-    if (!c_.radix_cache && tree_.total_tokens() != 0) throw std::logic_error("sglang: tokens cached with the cache off");
+    if (priv != private_) throw std::logic_error("INV-10 SGLang request slots: they do not add up");
+    if (c_.radix_cache && !tree_.consistent()) throw std::logic_error("INV-11 radix cache consistent: it is not");
+    if (!c_.radix_cache && tree_.total_tokens() != 0) throw std::logic_error("INV-11 radix cache consistent: tokens cached with the cache off");
 }
 
 // Scheduler.event_loop_normal, pass by pass: the passes that start before

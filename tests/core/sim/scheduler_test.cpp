@@ -499,3 +499,115 @@ TEST_CASE("ITL percentiles from gap-and-count runs equal those over the expanded
     CHECK(a.max == b.max);
     CHECK(a.mean == Approx(b.mean).epsilon(1e-9));  // summed in another order
 }
+
+// ---- The named invariants (docs/invariants.md) ----
+// They hold, step after step, over runs that exercise each part of the vLLM
+// engine (preemption, prefix caching, the CPU tier, a pipeline, speculative
+// decoding), the same inputs give the same run, and a broken state is
+// reported by its invariant's id.
+
+namespace {
+
+// Requests every `gap` seconds sharing a 64-token system prompt (four keys
+// of 16 tokens), prompts of 100 to 400 tokens, outputs of 20 to 80.
+Workload shared_prefix_workload(std::int64_t n, double gap) {
+    Workload w;
+    for (std::int64_t i = 0; i < n; ++i) {
+        SimRequest q{gap * static_cast<double>(i), 100 + (i * 37) % 300, 20 + (i * 13) % 60, {1, 2, 3, 4}, 16};
+        w.requests.push_back(q);
+    }
+    return w;
+}
+
+SchedulerConfig small_pool() {
+    SchedulerConfig c;
+    c.num_gpu_blocks = 96;  // about 1,500 tokens: the batch preempts
+    c.block_size = 16;
+    c.max_num_seqs = 16;
+    c.max_num_batched_tokens = 256;
+    return c;
+}
+
+// 1 ms plus 10 us per token, for a step that varies with its work.
+const StepPricer per_token = [](const std::vector<SeqWork>& work) {
+    double s = 1e-3;
+    for (const SeqWork& q : work) s += 1e-5 * static_cast<double>(q.new_tokens);
+    return s;
+};
+
+bool same_run(const SimRun& a, const SimRun& b) {
+    if (a.requests.size() != b.requests.size() || a.steps != b.steps || a.end_s != b.end_s || a.preemptions != b.preemptions)
+        return false;
+    for (std::size_t i = 0; i < a.requests.size(); ++i) {
+        const RequestRecord &x = a.requests[i], &y = b.requests[i];
+        if (x.scheduled_s != y.scheduled_s || x.first_token_s != y.first_token_s || x.finish_s != y.finish_s) return false;
+    }
+    return a.itl_s.runs() == b.itl_s.runs();
+}
+
+}  // namespace
+
+TEST_CASE("INV-1 to INV-7 hold after every step of runs that preempt, hit the prefix cache, offload, pipeline and speculate") {
+    const Workload w = shared_prefix_workload(120, 0.002);
+    SchedulerConfig c = small_pool();
+    SECTION("preemption and prefix caching") {
+        const SimRun run = simulate(w, c, per_token, true);
+        CHECK(run.preemptions > 0);
+        CHECK(run.prefix_hit_tokens > 0);
+    }
+    SECTION("no prefix caching") {
+        c.prefix_caching = false;
+        CHECK(simulate(w, c, per_token, true).steps > 0);
+    }
+    SECTION("the CPU tier") {
+        c.cpu_tier = CpuTierConfig{256, 16 * 1024, 1e9, 0};
+        CHECK(simulate(w, c, per_token, true).cpu_blocks == 256);
+    }
+    SECTION("a pipeline of two stages") {
+        const StagePricers stages{per_token, per_token};
+        CHECK(simulate(w, c, per_token, DecodePricer{}, true, stages).steps > 0);
+    }
+    SECTION("speculative decoding") {
+        c.spec.k = 2;
+        c.spec.rates = {0.8, 0.5};
+        CHECK(simulate(w, c, per_token, true).spec_verifies > 0);
+    }
+}
+
+TEST_CASE("INV-8: the same inputs give the same run") {
+    const Workload w = shared_prefix_workload(80, 0.002);
+    SchedulerConfig c = small_pool();
+    c.spec.k = 2;
+    c.spec.rates = {0.7, 0.4};
+    c.spec.seed = 3;
+    CHECK(same_run(simulate(w, c, per_token, true), simulate(w, c, per_token, true)));
+}
+
+TEST_CASE("a broken state is reported by its invariant's id") {
+    const Workload w = shared_prefix_workload(20, 0.05);
+    const SchedulerConfig c = small_pool();
+    RequestStates states = request_states(w);
+    VllmEngine e(w, c, per_token, DecodePricer{}, true, states);
+    for (std::size_t r = 0; r < w.requests.size(); ++r) e.add(r);
+    e.advance(0.512, false);  // request 10, which arrived at 0.5 s, is running
+    REQUIRE_NOTHROW(check_invariants(e));
+    // A request the engine runs now.
+    std::size_t r = 0;
+    while (r < w.requests.size() && !(states.records[r].scheduled_s >= 0 && states.records[r].finish_s < 0)) ++r;
+    REQUIRE(r < w.requests.size());
+    REQUIRE(!states.live[r].kv.empty());
+    REQUIRE(!states.live[r].kv[0].blocks.empty());
+
+    SECTION("INV-2: scheduled before it arrived") {
+        states.records[r].arrival_s = states.records[r].scheduled_s + 1;
+        CHECK_THROWS_WITH(check_invariants(e), Catch::Contains("INV-2"));
+    }
+    SECTION("INV-3: a block-table entry the pool did not count") {
+        states.live[r].kv[0].blocks.push_back(states.live[r].kv[0].blocks.front());
+        CHECK_THROWS_WITH(check_invariants(e), Catch::Contains("INV-3"));
+    }
+    SECTION("INV-6: computed tokens without blocks") {
+        states.live[r].kv[0].blocks.clear();
+        CHECK_THROWS_WITH(check_invariants(e), Catch::Contains("INV-6"));
+    }
+}
