@@ -93,6 +93,8 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
     cmd->add_option("--timeseries-csv", o.timeseries_csv, "write the per-second series to this file");
     cmd->add_option("--plot", o.plot, "write latency_cdf.svg and timeseries.svg, each with its CSV, into this folder (created when missing)");
     cmd->add_option("--report", o.report, "write one self-contained HTML file: the printed output and both charts inline");
+    cmd->add_flag("--debug-invariants", o.debug_invariants,
+                  "check the simulator's invariants (docs/invariants.md) after every step; a broken one is exit 70");
     cmd->footer(
         "Examples:\n"
         "  kvplan simulate --model llama-3.1-8b --gpu h100-sxm --trace azure-2023-conv --limit 2000 \\\n"
@@ -267,8 +269,8 @@ std::string run_simulate(const SimulateOptions& o) {
     if (!o.slo.empty()) r.slo = parse_slo(o.slo);
 
     const Router router = o.router == "least-loaded" ? Router::LeastLoaded : Router::RoundRobin;
-    const RunSetup setup{&model, gpu, efficiency, ClusterConfig{o.replicas, router}, spec_resolver(o, model)};
-    if (o.prefill_replicas > 0) simulate_pd(knobs, model, pd_unit(o, model, efficiency), router, w, workload_source(o), r);
+    const RunSetup setup{&model, gpu, efficiency, ClusterConfig{o.replicas, router}, spec_resolver(o, model), o.debug_invariants};
+    if (o.prefill_replicas > 0) simulate_pd(knobs, model, pd_unit(o, model, efficiency), router, w, workload_source(o), r, o.debug_invariants);
     else if (layout) simulate_layout(knobs, setup, *layout, w, sglang, r);
     else simulate_replicas(knobs, setup, w, sglang, r);
     r.summary = summarise(r.run, r.slo);

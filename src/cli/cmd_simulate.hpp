@@ -67,6 +67,7 @@ struct SimulateOptions {
     bool json = false;
     std::string requests_csv, timeseries_csv;
     std::string plot;  // --plot: a folder for the charts (io/plot_files.hpp)
+    bool debug_invariants = false;  // --debug-invariants: docs/invariants.md after every step
     std::string report;  // --report: one HTML file with the output and the charts (io/html_report.hpp)
 };
 

@@ -105,6 +105,28 @@ TEST_CASE("a pool made small preempts, and Mooncake's shared prefixes hit the ca
     CHECK(s["completed"] == 400);
 }
 
+TEST_CASE("simulate --debug-invariants checks docs/invariants.md after every step and changes no figure") {
+    // A preempting run of each shape: replicas with CPU offload, SGLang, a DP attention + EP layout, a P/D unit.
+    const std::vector<std::vector<std::string>> runs{
+        {"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", kTraces + "azure_2023_conv.csv", "--limit", "300",
+         "--time-scale", "20", "--num-gpu-blocks", "600", "--cpu-offload", "8GiB", "--replicas", "2", "--json"},
+        {"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "sglang", "--trace", kTraces + "azure_2023_conv.csv",
+         "--limit", "300", "--time-scale", "20", "--num-gpu-blocks", "20000", "--json"},
+        {"simulate", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--dp", "2", "--enable-expert-parallel", "--rate", "20", "--requests",
+         "200", "--input-len", "fixed:500", "--output-len", "fixed:50", "--json"},
+        {"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--prefill-replicas", "1", "--decode-replicas", "1", "--rate", "10",
+         "--requests", "200", "--input-len", "fixed:2000", "--output-len", "fixed:50", "--json"}};
+    for (std::vector<std::string> args : runs) {
+        INFO(args[3] + " " + args[5] + " " + args[6]);
+        const auto plain = kvplan_run(args);
+        args.push_back("--debug-invariants");
+        const auto checked = kvplan_run(args);
+        REQUIRE(plain.code == 0);
+        REQUIRE(checked.code == 0);
+        CHECK(checked.out == plain.out);
+    }
+}
+
 TEST_CASE("prefix tokens: a shared system prompt hits the prefix cache in whole blocks") {
     // One client, 10 prompts of 2,000 tokens opening with the same 1,000:
     // the 2nd..10th each reuse 62 blocks of 16 (992 tokens; block 62 also

@@ -51,13 +51,14 @@ void simulate_replicas(const ServeKnobs& k, const RunSetup& s, const Workload& w
     }
     r.router = router_name(s.cluster.router);
     if (k.sglang()) {
-        r.run = s.cluster.replicas > 1 ? simulate_sglang_cluster(w, sglang, s.cluster, price) : simulate_sglang(w, sglang, price);
+        r.run = s.cluster.replicas > 1 ? simulate_sglang_cluster(w, sglang, s.cluster, price, s.check_invariants)
+                                       : simulate_sglang(w, sglang, price, s.check_invariants);
         return;
     }
     const DecodePricer decode = decode_pricer(cost);
     const std::vector<CostModel> stage_costs = k.pp > 1 ? stage_cost_models(in, k.pp) : std::vector<CostModel>{};
     const StagePricers stages = stage_pricers(stage_costs);
-    r.run = simulate_cluster(w, r.config, s.cluster, price, decode, false, stages);
+    r.run = simulate_cluster(w, r.config, s.cluster, price, decode, s.check_invariants, stages);
     r.pp = k.pp;
 }
 
@@ -84,11 +85,13 @@ void simulate_layout(const ServeKnobs& k, const RunSetup& s, const ScaleOut& so,
     const bool sg = k.sglang();
     if (so.dp > 1) {
         const DpStepPricer price = dp_step_pricer(cost);
-        r.run = sg ? simulate_sglang_dp_cluster(w, sglang, so.dp, s.cluster, price) : simulate_dp_cluster(w, r.config, so.dp, s.cluster, price);
+        r.run = sg ? simulate_sglang_dp_cluster(w, sglang, so.dp, s.cluster, price, s.check_invariants)
+                   : simulate_dp_cluster(w, r.config, so.dp, s.cluster, price, s.check_invariants);
     } else {
         // Expert parallelism over one engine's TP ranks: its one batch.
         const StepPricer price = [&cost](const std::vector<SeqWork>& seqs) { return dp_mixed_step(cost, {&seqs}).total_s; };
-        r.run = sg ? simulate_sglang_cluster(w, sglang, s.cluster, price) : simulate_cluster(w, r.config, s.cluster, price, DecodePricer{});
+        r.run = sg ? simulate_sglang_cluster(w, sglang, s.cluster, price, s.check_invariants)
+                   : simulate_cluster(w, r.config, s.cluster, price, DecodePricer{}, s.check_invariants);
     }
     DpLayoutReport l;
     l.dp = so.dp;
@@ -107,7 +110,7 @@ void simulate_layout(const ServeKnobs& k, const RunSetup& s, const ScaleOut& so,
 }
 
 void simulate_pd(const ServeKnobs& k, const ModelSpec& model, const PdUnit& unit, Router router, const Workload& w, const std::string& source,
-                 SimulateResult& r) {
+                 SimulateResult& r, bool check_invariants) {
     const PdSide& pre = unit.prefill;
     const PdSide& dec = unit.decode;
     // Each decode GPU pulls the KV its attention ranks hold: the DP rank's TP shard.
@@ -118,7 +121,7 @@ void simulate_pd(const ServeKnobs& k, const ModelSpec& model, const PdUnit& unit
     r.max_model_len = std::min(pre.max_model_len, dec.max_model_len);
     r.pool_source = dec.pool_source;
     refuse_long_requests(w, r.max_model_len, source, false);
-    DisaggRun run = simulate_disagg(w, pre.config, dec.config, c, pool_pricing(pre), pool_pricing(dec));
+    DisaggRun run = simulate_disagg(w, pre.config, dec.config, c, pool_pricing(pre), pool_pricing(dec), check_invariants);
     DisaggReport d;
     std::vector<ReplicaStats> cores = run.run.dp_ranks;
     d.prefill = pool_report(pre, run.prefill, cores);

@@ -33,6 +33,7 @@ struct RunSetup {
     Efficiency efficiency;
     ClusterConfig cluster;
     SpecResolver spec;  // empty: no speculation
+    bool check_invariants = false;  // docs/invariants.md after every step (simulate --debug-invariants)
 };
 
 // `cluster.replicas` copies of the engine r.config (vLLM) or `sglang` holds,
@@ -59,6 +60,6 @@ struct PdUnit {
     bool layerwise = false;
 };
 void simulate_pd(const ServeKnobs& k, const ModelSpec& model, const PdUnit& unit, Router router, const Workload& w, const std::string& source,
-                 SimulateResult& r);
+                 SimulateResult& r, bool check_invariants = false);
 
 }  // namespace kvplan
