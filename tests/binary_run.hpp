@@ -3,8 +3,6 @@
 // stdout and stderr. Shared by the end-to-end tests (bad input, check).
 #pragma once
 
-#include <sys/wait.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -13,6 +11,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <sys/wait.h>
 
 namespace kvplan::test {
 
@@ -84,13 +84,12 @@ struct Run {
     // that many KiB (its allocations fail beyond it, as on a small machine).
     static Run kvplan(const std::vector<std::string>& args, long address_space_kib = 0) {
         Run r;
-        r.command = (address_space_kib > 0 ? "ulimit -v " + std::to_string(address_space_kib) + " && exec " : std::string()) +
-                    shell_quote(KVPLAN_BINARY);
+        r.command =
+            (address_space_kib > 0 ? "ulimit -v " + std::to_string(address_space_kib) + " && exec " : std::string()) + shell_quote(KVPLAN_BINARY);
         for (const auto& a : args) r.command += " " + shell_quote(a);
         const fs::path out_file = scratch().path() / "stdout.txt";
         const fs::path err_file = scratch().path() / "stderr.txt";
-        const std::string line = r.command + " </dev/null >" + shell_quote(out_file.string()) + " 2>" +
-                                 shell_quote(err_file.string());
+        const std::string line = r.command + " </dev/null >" + shell_quote(out_file.string()) + " 2>" + shell_quote(err_file.string());
         const auto start = std::chrono::steady_clock::now();
         const int status = std::system(line.c_str());
         r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -42,16 +42,28 @@ public:
         out += s;
     }
 
-    void kv_u32(const std::string& key, std::uint32_t v) { begin(key, 4); u32(kv_, v); }
-    void kv_u64(const std::string& key, std::uint64_t v) { begin(key, 10); u64(kv_, v); }
-    void kv_bool(const std::string& key, bool v) { begin(key, 7); u8(kv_, v ? 1 : 0); }
+    void kv_u32(const std::string& key, std::uint32_t v) {
+        begin(key, 4);
+        u32(kv_, v);
+    }
+    void kv_u64(const std::string& key, std::uint64_t v) {
+        begin(key, 10);
+        u64(kv_, v);
+    }
+    void kv_bool(const std::string& key, bool v) {
+        begin(key, 7);
+        u8(kv_, v ? 1 : 0);
+    }
     void kv_f32(const std::string& key, float v) {
         begin(key, 6);
         std::uint32_t bits = 0;
         std::memcpy(&bits, &v, sizeof bits);
         u32(kv_, bits);
     }
-    void kv_str(const std::string& key, const std::string& v) { begin(key, 8); str(kv_, v); }
+    void kv_str(const std::string& key, const std::string& v) {
+        begin(key, 8);
+        str(kv_, v);
+    }
     void kv_str_array(const std::string& key, std::uint64_t n, const std::function<std::string(std::uint64_t)>& item) {
         begin(key, 9);
         u32(kv_, 8);
@@ -65,7 +77,10 @@ public:
         for (std::uint32_t x : v) u32(kv_, x);
     }
     // Raw bytes appended to the metadata, for broken files; counts as `pairs` pairs.
-    void kv_raw(const std::string& bytes, std::uint64_t pairs = 1) { kv_ += bytes; kv_count_ += pairs; }
+    void kv_raw(const std::string& bytes, std::uint64_t pairs = 1) {
+        kv_ += bytes;
+        kv_count_ += pairs;
+    }
 
     // dims in ggml order (dims[0] = row length). Offsets follow llama.cpp:
     // each tensor's data at the next multiple of 32 after the previous one.
@@ -81,7 +96,10 @@ public:
         data_ += (static_cast<std::uint64_t>(bytes) + 31) / 32 * 32;
         ++tensor_count_;
     }
-    void tensor_raw(const std::string& bytes, std::uint64_t tensors = 1) { ti_ += bytes; tensor_count_ += tensors; }
+    void tensor_raw(const std::string& bytes, std::uint64_t tensors = 1) {
+        ti_ += bytes;
+        tensor_count_ += tensors;
+    }
     void set_tensor_count(std::uint64_t n) { tensor_count_override_ = n; }
 
     // Magic, version, counts, metadata and tensor infos, padded to 32 bytes.
@@ -126,7 +144,9 @@ private:
 // llama_tensor_get_type): Q4_K by default; output.weight Q6_K; attn_v and
 // ffn_down Q6_K where use_more_bits(i, 32) (layers 0-3, 28-31 and every
 // third from 6: 16 of 32); 1-D norms and rope_freqs stay F32.
-inline bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+inline bool use_more_bits(int i, int n) {
+    return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
 
 inline GgufWriter llama31_8b_q4_k_m(std::uint32_t version = 3) {
     GgufWriter w(version);

@@ -17,9 +17,9 @@ struct SvgPanel {
     double x0 = 0, x1 = 1, px0 = 0, px1 = 1, y0 = 0, y1 = 1, py0 = 0, py1 = 1;
     bool log_x = false;
     std::map<std::string, std::vector<std::pair<double, double>>> series;  // data coordinates
-    std::vector<std::string> order;                                          // series names as drawn
+    std::vector<std::string> order;                                        // series names as drawn
     int ref_lines = 0;
-    std::vector<double> ref_x;                                               // vertical reference lines, in data x
+    std::vector<double> ref_x;  // vertical reference lines, in data x
 };
 
 inline std::string svg_attr(const std::string& tag, const std::string& name) {
@@ -86,6 +86,8 @@ inline double svg_x_tolerance(const SvgPanel& p, double x) {
                                   : std::abs(p.x1 - p.x0) / std::abs(p.px1 - p.px0);
     return 0.006 * per_px;
 }
-inline double svg_y_tolerance(const SvgPanel& p) { return 0.006 * std::abs(p.y1 - p.y0) / std::abs(p.py1 - p.py0); }
+inline double svg_y_tolerance(const SvgPanel& p) {
+    return 0.006 * std::abs(p.y1 - p.y0) / std::abs(p.py1 - p.py0);
+}
 
 }  // namespace kvplan::test

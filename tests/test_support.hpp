@@ -10,15 +10,17 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/app.hpp"
-#include "core/model/config_parser.hpp"
 #include "core/memory/kv_size.hpp"
+#include "core/model/config_parser.hpp"
 #include "core/model/weights.hpp"
 #include "io/gpu_db.hpp"
 #include "io/model_loader.hpp"
 
 namespace kvplan::test {
 
-inline ModelSpec preset(const std::string& name) { return load_model(name); }
+inline ModelSpec preset(const std::string& name) {
+    return load_model(name);
+}
 
 inline ModelSpec fixture(const std::string& relative) {
     return load_model(std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/" + relative);
@@ -52,11 +54,17 @@ inline CliResult kvplan_run(const std::vector<std::string>& args) {
 }
 
 // A device from the bundled hardware database, by id or alias.
-inline const Gpu& gpu(const std::string& id) { return find_gpu(bundled_gpus(), id); }
+inline const Gpu& gpu(const std::string& id) {
+    return find_gpu(bundled_gpus(), id);
+}
 
 // GiB to bytes, rounded to the nearest byte: how logs' two-decimal GiB figures are read.
-inline std::int64_t gib(double g) { return static_cast<std::int64_t>(std::llround(g * 1073741824.0)); }
+inline std::int64_t gib(double g) {
+    return static_cast<std::int64_t>(std::llround(g * 1073741824.0));
+}
 
-inline std::int64_t bytes_per_token(const std::string& preset_name) { return kv(preset(preset_name)).bytes_per_token; }
+inline std::int64_t bytes_per_token(const std::string& preset_name) {
+    return kv(preset(preset_name)).bytes_per_token;
+}
 
 }  // namespace kvplan::test

@@ -28,8 +28,7 @@ inline std::string xml_problem(const std::string& xml) {
                 for (std::size_t c = 1; numeric && c < name.size(); ++c) numeric = std::isdigit(static_cast<unsigned char>(name[c]));
                 if (!predefined.count(name) && !numeric) return "unknown entity &" + name + ";" + at(k);
             }
-            if (static_cast<unsigned char>(xml[k]) < 0x20 && xml[k] != '\n' && xml[k] != '\t' && xml[k] != '\r')
-                return "control character" + at(k);
+            if (static_cast<unsigned char>(xml[k]) < 0x20 && xml[k] != '\n' && xml[k] != '\t' && xml[k] != '\r') return "control character" + at(k);
         }
         return "";
     };

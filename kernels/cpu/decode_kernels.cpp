@@ -18,7 +18,7 @@ std::uint16_t float_to_bf16(float f) {
     std::uint32_t bits;
     std::memcpy(&bits, &f, sizeof bits);
     if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((bits >> 16) | 0x40);  // NaN stays NaN
-    const std::uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);  // to nearest, ties to even
+    const std::uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);                                    // to nearest, ties to even
     return static_cast<std::uint16_t>((bits + rounding) >> 16);
 }
 

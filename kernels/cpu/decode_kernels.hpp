@@ -44,11 +44,11 @@ void silu_mul(float* gate, const float* up, std::int64_t n);
 
 struct AttentionShape {
     std::int64_t batch = 1;
-    std::int64_t heads = 32;     // query heads
-    std::int64_t kv_heads = 8;   // heads of K and V; query heads share them in groups
+    std::int64_t heads = 32;    // query heads
+    std::int64_t kv_heads = 8;  // heads of K and V; query heads share them in groups
     std::int64_t head_dim = 128;
-    std::int64_t tokens = 0;     // cached tokens each query attends to (including its own)
-    std::int64_t capacity = 0;   // tokens the cache rows are laid out for (>= tokens)
+    std::int64_t tokens = 0;    // cached tokens each query attends to (including its own)
+    std::int64_t capacity = 0;  // tokens the cache rows are laid out for (>= tokens)
 };
 
 // out[b][h][:] = softmax(q[b][h] . K[b][:][g]^T / sqrt(d)) V[b][:][g], g = h / (heads / kv_heads).

@@ -12,9 +12,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+double since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
-std::int64_t element_bytes(Precision p) { return p == Precision::F32 ? 4 : 2; }
+std::int64_t element_bytes(Precision p) {
+    return p == Precision::F32 ? 4 : 2;
+}
 
 // Random values in [-scale, scale], stored in `p`; filled in parallel with a
 // per-task seed so the content is the same whatever the thread count.

@@ -54,7 +54,7 @@ private:
     struct Layer {
         std::vector<std::uint8_t> qkv, o, gate, up, down;  // raw storage in `precision_`
         std::vector<float> norm1, norm2;
-        std::vector<std::uint8_t> k, v;                     // [batch][capacity][kv_heads][head_dim]
+        std::vector<std::uint8_t> k, v;  // [batch][capacity][kv_heads][head_dim]
     };
     Tensor tensor(const std::vector<std::uint8_t>& bytes) const { return Tensor{precision_, bytes.data()}; }
     void store_kv(Layer& l, std::int64_t seq, std::int64_t position, const float* k, const float* v);

@@ -24,8 +24,7 @@ void attention_decode(const AttentionShape& s, const float* q, const Tensor& k, 
             for (std::int64_t t = 0; t < s.tokens; ++t) {
                 double d = 0;
                 for (std::int64_t i = 0; i < s.head_dim; ++i)
-                    d += static_cast<double>(q[(b * s.heads + h) * s.head_dim + i]) *
-                         k.at(((b * s.capacity + t) * s.kv_heads + g) * s.head_dim + i);
+                    d += static_cast<double>(q[(b * s.heads + h) * s.head_dim + i]) * k.at(((b * s.capacity + t) * s.kv_heads + g) * s.head_dim + i);
                 p[static_cast<std::size_t>(t)] = d / std::sqrt(static_cast<double>(s.head_dim));
                 mx = std::max(mx, p[static_cast<std::size_t>(t)]);
             }

@@ -11,7 +11,6 @@
 #include "cli/cmd_concurrency.hpp"
 #include "cli/cmd_diff.hpp"
 #include "cli/cmd_engines.hpp"
-#include "io/engine_db.hpp"
 #include "cli/cmd_gpus.hpp"
 #include "cli/cmd_measure.hpp"
 #include "cli/cmd_models.hpp"
@@ -22,6 +21,7 @@
 #include "cli/flag_checks.hpp"
 #include "cli/version.hpp"
 #include "core/error.hpp"
+#include "io/engine_db.hpp"
 #include "io/gpu_db.hpp"
 #include "report/printable.hpp"
 
@@ -125,13 +125,13 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
             CommandOutput result = run_recommend(recommend);
             text = std::move(result.text);
             code = result.exit_code;
-        }
-        else if (simulate_cmd->parsed()) text = run_simulate(simulate);
+        } else if (simulate_cmd->parsed()) text = run_simulate(simulate);
         else if (measure_cmd->parsed()) text = run_measure(measure, err);
         else if (baseline_cmd->parsed()) text = run_baseline(baseline, err);
         else if (diff_cmd->parsed()) text = run_diff(diff);
         else {
-            err << "kvplan: error: no command given (expected size, concurrency, roofline, recommend, simulate, measure, diff, baseline, check, models, gpus or engines; run `kvplan --help`)\n";
+            err << "kvplan: error: no command given (expected size, concurrency, roofline, recommend, simulate, measure, diff, baseline, check, "
+                   "models, gpus or engines; run `kvplan --help`)\n";
             return kExitUsage;
         }
         out << text;

@@ -11,8 +11,8 @@ namespace kvplan {
 
 // Exit codes (sysexits-style where one exists).
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitUsage = 2;     // bad flags or arguments
-inline constexpr int kExitDataErr = 65;  // EX_DATAERR: a file's content is wrong
+inline constexpr int kExitUsage = 2;         // bad flags or arguments
+inline constexpr int kExitDataErr = 65;      // EX_DATAERR: a file's content is wrong
 inline constexpr int kExitUnavailable = 69;  // EX_UNAVAILABLE: no GPU, or a build without CUDA
 inline constexpr int kExitInternal = 70;     // EX_SOFTWARE: kvplan's own fault, or memory ran out
 

@@ -1,26 +1,26 @@
 #include "cli/cmd_baseline.hpp"
-#include "io/engine_db.hpp"
-#include "cli/flag_checks.hpp"
 
 #include <filesystem>
 
+#include "cli/flag_checks.hpp"
 #include "cli/model_options.hpp"
 #include "cli/version.hpp"
-#include "core/gate/baseline.hpp"
-#include "core/speed/calibration.hpp"
-#include "core/memory/capacity.hpp"
-#include "core/model/config_parts.hpp"
 #include "core/dtype.hpp"
-#include "core/memory/engine.hpp"
 #include "core/error.hpp"
+#include "core/gate/baseline.hpp"
 #include "core/gate/regression.hpp"
 #include "core/gate/scenario.hpp"
+#include "core/memory/capacity.hpp"
+#include "core/memory/engine.hpp"
+#include "core/model/config_parts.hpp"
+#include "core/speed/calibration.hpp"
 #include "io/baseline_file.hpp"
+#include "io/engine_db.hpp"
 #include "io/file_writer.hpp"
 #include "io/gpu_db.hpp"
 #include "io/model_loader.hpp"
-#include "report/printable.hpp"
 #include "io/presets.hpp"
+#include "report/printable.hpp"
 
 namespace kvplan {
 
@@ -33,22 +33,29 @@ CLI::App* setup_baseline(CLI::App& app, BaselineOptions& o) {
     cmd->add_option("-c,--context", o.contexts, "tokens per request, comma-separated")
         ->required()
         ->delimiter(',')
-        ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+        ->transform(token_count())
+        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--tp", o.tp, "tensor-parallel degree, or auto: the smallest power of two whose GPUs hold the longest context");
     cmd->add_option("--pp", o.pp, "pipeline-parallel stages")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("--engine", o.engine, "generic|vllm|vllm-v0|sglang|trtllm");
     cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
     cmd->add_option("--mem-util", o.mem_util, "memory fraction (default: the engine's)")->check(finite_range(0.01, 1.0));
-    cmd->add_option("-b,--batch", o.batch, "also gate decode step time and tokens/s at this batch")->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
-    cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4: serve unquantized weights in this dtype (a lower one leaves embeddings and head at 16 bits)");
+    cmd->add_option("-b,--batch", o.batch, "also gate decode step time and tokens/s at this batch")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
+    cmd->add_option("--weights-dtype", o.weights_dtype,
+                    "auto|fp32|fp16|bf16|fp8|int8|int4: serve unquantized weights in this dtype (a lower one leaves embeddings and head at 16 bits)");
     cmd->add_option("--max-model-len", o.max_model_len, "the engine's max_model_len (default: max_position_embeddings)")
-        ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+        ->transform(token_count())
+        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--max-num-seqs", o.max_num_seqs, "sequences the sampler is sized for (default: the engine's)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
     cmd->add_option("--max-num-batched-tokens", o.max_batched_tokens, "tokens per forward pass (default: the engine's)")
-        ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
-    cmd->add_option("--block-size", o.block_size, "tokens per KV block (default: the engine's)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
-    cmd->add_option("--calibration", o.calibration, "with --batch: decode figures from this `kvplan measure --output` file's measured bandwidth and FLOP/s");
+        ->transform(token_count())
+        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+    cmd->add_option("--block-size", o.block_size, "tokens per KV block (default: the engine's)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
+    cmd->add_option("--calibration", o.calibration,
+                    "with --batch: decode figures from this `kvplan measure --output` file's measured bandwidth and FLOP/s");
     cmd->add_option("--tolerance", o.tolerance, "the baseline's default tolerance, e.g. 0.5% (default 0%)");
     cmd->add_option("-o,--output", o.output, "write the baseline to FILE (atomically); config paths are made relative to FILE's folder");
     cmd->footer(
@@ -103,10 +110,11 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
     if (o.batch > 0 && o.pp > 1) usage_error("--batch: decode figures model tensor parallelism only; use --pp 1");
     Efficiency efficiency;
     efficiency.profile.all_to_all = bundled_all_to_all_latencies();  // as `check` prices a DP + EP layout's decode step
-    efficiency.profile.nics = bundled_nics();  // a layout over several nodes
+    efficiency.profile.nics = bundled_nics();                        // a layout over several nodes
     if (!o.calibration.empty()) {
         if (o.batch == 0) usage_error("--calibration calibrates the decode figures: give --batch too");
-        efficiency = apply_calibration(efficiency, parse_calibration(read_json_file(o.calibration, kMaxConfigBytes, nullptr, JsonKeys::Unique), o.calibration), o.calibration);
+        efficiency = apply_calibration(
+            efficiency, parse_calibration(read_json_file(o.calibration, kMaxConfigBytes, nullptr, JsonKeys::Unique), o.calibration), o.calibration);
     }
 
     std::vector<Scenario> scenarios;
@@ -123,7 +131,8 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
         std::vector<std::int64_t> contexts;
         for (std::int64_t c : o.contexts) {
             if (limit > 0 && c > limit)
-                notes.push_back(short_name + ": skipped context " + std::to_string(c) + ", beyond its " + limit_name + " (" + std::to_string(limit) + ")");
+                notes.push_back(short_name + ": skipped context " + std::to_string(c) + ", beyond its " + limit_name + " (" + std::to_string(limit) +
+                                ")");
             else contexts.push_back(c);
         }
         if (contexts.empty()) continue;

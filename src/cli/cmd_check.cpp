@@ -1,19 +1,19 @@
 #include "cli/cmd_check.hpp"
-#include "io/engine_db.hpp"
-#include "cli/flag_checks.hpp"
-#include "cli/version.hpp"
 
 #include <map>
 
-#include "core/speed/calibration.hpp"
+#include "cli/flag_checks.hpp"
+#include "cli/version.hpp"
 #include "core/error.hpp"
 #include "core/gate/regression.hpp"
 #include "core/gate/scenario.hpp"
+#include "core/speed/calibration.hpp"
 #include "io/baseline_file.hpp"
-#include "report/check_report.hpp"
+#include "io/engine_db.hpp"
 #include "io/file_writer.hpp"
 #include "io/gpu_db.hpp"
 #include "io/model_loader.hpp"
+#include "report/check_report.hpp"
 #include "report/printable.hpp"
 
 namespace kvplan {
@@ -21,7 +21,8 @@ namespace kvplan {
 CLI::App* setup_check(CLI::App& app, CheckOptions& o) {
     CLI::App* cmd = app.add_subcommand("check", "CI gate: recompute a baseline's scenarios and fail when capacity regressed");
     cmd->add_option("--baseline", o.baseline, "baseline JSON (schema: docs/ci.md; `kvplan baseline` writes one)")->required();
-    cmd->add_option("--tolerance", o.tolerance, "relative change allowed before a figure counts, e.g. 0.5% (default: the baseline's tolerance_percent, else 0%)");
+    cmd->add_option("--tolerance", o.tolerance,
+                    "relative change allowed before a figure counts, e.g. 0.5% (default: the baseline's tolerance_percent, else 0%)");
     cmd->add_option("--format", o.format, "text|json|junit|github|markdown")->check(CLI::IsMember({"text", "json", "junit", "github", "markdown"}));
     cmd->add_option("-o,--output", o.output, "write the report to FILE (atomically) and print only the summary line");
     cmd->add_flag("--strict", o.strict, "improvements fail too (exit 1): the baseline is stale and should be updated");
@@ -59,8 +60,7 @@ private:
     std::map<std::string, ModelSpec> models_;
 };
 
-ScenarioCheck check_scenario(const Scenario& s, const std::string& baseline_path, std::int64_t tolerance_ppb, ModelCache& models,
-                             Figures* current) {
+ScenarioCheck check_scenario(const Scenario& s, const std::string& baseline_path, std::int64_t tolerance_ppb, ModelCache& models, Figures* current) {
     ScenarioCheck c;
     c.name = s.name;
     c.line = s.line;
@@ -74,10 +74,11 @@ ScenarioCheck check_scenario(const Scenario& s, const std::string& baseline_path
         const ModelSpec& model = models.get(scenario_model_argument(s.inputs.model, baseline_path));
         Efficiency efficiency;
         efficiency.profile.all_to_all = bundled_all_to_all_latencies();  // a DP + EP layout's decode step
-        efficiency.profile.nics = bundled_nics();  // a layout over several nodes
+        efficiency.profile.nics = bundled_nics();                        // a layout over several nodes
         if (!s.inputs.calibration.empty()) {
             const std::string path = scenario_file_path(s.inputs.calibration, baseline_path);
-            efficiency = apply_calibration(efficiency, parse_calibration(read_json_file(path, kMaxConfigBytes, nullptr, JsonKeys::Unique), path), path);
+            efficiency =
+                apply_calibration(efficiency, parse_calibration(read_json_file(path, kMaxConfigBytes, nullptr, JsonKeys::Unique), path), path);
         }
         const ScenarioResult result = evaluate_scenario(model, *gpu, s.inputs, efficiency);
         *current = result.figures;

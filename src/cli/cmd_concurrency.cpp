@@ -1,18 +1,18 @@
 #include "cli/cmd_concurrency.hpp"
-#include "cli/flag_checks.hpp"
-#include "core/model/weight_format.hpp"
-#include "io/engine_db.hpp"
-#include "cli/scale_out_options.hpp"
 
 #include <cctype>
 
+#include "cli/flag_checks.hpp"
+#include "cli/scale_out_options.hpp"
 #include "core/byte_size.hpp"
-#include "core/memory/capacity.hpp"
-#include "core/model/config_parts.hpp"
 #include "core/checked.hpp"
 #include "core/error.hpp"
+#include "core/memory/capacity.hpp"
+#include "core/model/config_parts.hpp"
+#include "core/model/weight_format.hpp"
 #include "core/sim/cpu_tier.hpp"
 #include "core/sim/scheduler.hpp"
+#include "io/engine_db.hpp"
 #include "report/concurrency_report.hpp"
 
 namespace kvplan {
@@ -32,14 +32,16 @@ CLI::App* setup_concurrency(CLI::App& app, ConcurrencyOptions& o) {
         ->check(node_count);
     cmd->add_option("-c,--context", o.contexts, "tokens per request, comma-separated (default: 4096,32768,131072 up to max_model_len)")
         ->delimiter(',')
-        ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+        ->transform(token_count())
+        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--mem-util", o.mem_util, "memory fraction (vLLM gpu_memory_utilization, SGLang mem_fraction_static, TRT-LLM free fraction)")
         ->check(finite_range(0.01, 1.0));  // 0 would silently mean the default
     cmd->add_option("--weights", o.weights, "weights per GPU, replacing the computed size (e.g. 14.96GiB, as engines log it)");
     cmd->add_option("--overhead", o.overhead, "runtime overhead per GPU, replacing the estimate (e.g. 2GB)");
     cmd->add_option("--kv-pool", o.kv_pool, "KV pool per GPU, replacing the whole budget (e.g. a log's 'Available KV cache memory')");
     cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
-    cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4: serve unquantized weights in this dtype (a lower one leaves embeddings and head at 16 bits)");
+    cmd->add_option("--weights-dtype", o.weights_dtype,
+                    "auto|fp32|fp16|bf16|fp8|int8|int4: serve unquantized weights in this dtype (a lower one leaves embeddings and head at 16 bits)");
     cmd->add_option("--mamba-cache-dtype", o.mamba_cache_dtype, "Mamba/linear-attention state dtype (auto|fp32|fp16|bf16)");
     cmd->add_option("--mamba-ssm-cache-dtype", o.mamba_ssm_cache_dtype, "recurrent (SSM) part of that state (auto|fp32|fp16|bf16)");
     cmd->add_option("--block-size", o.block_size, "tokens per KV block (default: vLLM 16, SGLang 1, TRT-LLM 32, generic 16)")
@@ -47,19 +49,26 @@ CLI::App* setup_concurrency(CLI::App& app, ConcurrencyOptions& o) {
     cmd->add_option("--allocation", o.allocation, "paged|contiguous (contiguous: every request reserves --max-tokens)")
         ->check(CLI::IsMember({"paged", "contiguous"}));
     cmd->add_option("--max-tokens", o.max_tokens, "contiguous allocation: tokens reserved per request (default: max_model_len)")
-        ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+        ->transform(token_count())
+        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--prefix-tokens", o.prefix_tokens, "a shared prefix (system prompt) stored once for all requests")
-        ->transform(token_count())->check(CLI::Range(std::int64_t{0}, kMaxTokens));
+        ->transform(token_count())
+        ->check(CLI::Range(std::int64_t{0}, kMaxTokens));
     cmd->add_option("--engine", o.engine, "generic|vllm|vllm-v0|sglang|trtllm: follow that engine's accounting and print its log lines");
     cmd->add_option("--max-model-len", o.max_model_len, "the engine's max_model_len (default: max_position_embeddings)")
-        ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+        ->transform(token_count())
+        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--max-num-batched-tokens", o.max_batched_tokens, "tokens per forward pass (default: the engine's; sizes activations)")
-        ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+        ->transform(token_count())
+        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--max-num-seqs", o.max_num_seqs, "sequences the sampler is sized for (default: the engine's)")->check(count);
     cmd->add_option("--vllm-version", o.vllm_version, "--engine vllm: the release (e.g. 0.19.0); from 0.16.1 its sampler is profiled in place");
-    cmd->add_option("--cpu-offload", o.cpu_offload, "--engine vllm: host memory for KV offload, e.g. 64GiB (vLLM's --kv-offloading-size, total over TP x PP)");
+    cmd->add_option("--cpu-offload", o.cpu_offload,
+                    "--engine vllm: host memory for KV offload, e.g. 64GiB (vLLM's --kv-offloading-size, total over TP x PP)");
     CLI::Option* json_flag = cmd->add_flag("--json", o.json, "print JSON (schema: docs/concurrency.md)");
-    cmd->add_option("--format", o.format, "table|json|markdown|csv")->check(CLI::IsMember({"table", "json", "markdown", "csv"}))->excludes(json_flag);  // one way to say it
+    cmd->add_option("--format", o.format, "table|json|markdown|csv")
+        ->check(CLI::IsMember({"table", "json", "markdown", "csv"}))
+        ->excludes(json_flag);  // one way to say it
     add_wide_flag(*cmd, o.wide);
     cmd->footer(
         "Examples:\n"
@@ -87,7 +96,8 @@ void place_on_nodes(const ConcurrencyOptions& o, ConcurrencyResult& r) {
     const CapacityPlan& p = r.plan;
     if (!p.scale_out) usage_error("--nodes and --gpus-per-node place a DP attention + EP layout: add --dp or --ep");
     const std::int64_t gpus = p.scale_out->gpus * p.pp;
-    const std::int64_t per_node = resolve_gpus_per_node(NodeFlags{o.nodes, o.gpus_per_node, "ib-ndr"}, gpus, default_gpus_per_node(p.gpu.interconnect));
+    const std::int64_t per_node =
+        resolve_gpus_per_node(NodeFlags{o.nodes, o.gpus_per_node, "ib-ndr"}, gpus, default_gpus_per_node(p.gpu.interconnect));
     NodePlacement n;
     n.gpus_per_node = std::min(per_node, gpus);
     n.nodes = (gpus + per_node - 1) / per_node;
@@ -97,8 +107,8 @@ void place_on_nodes(const ConcurrencyOptions& o, ConcurrencyResult& r) {
 
 std::optional<ScaleOutInputs> scale_out_inputs(const ConcurrencyOptions& o, Engine engine) {
     return scale_out_from_flags(layout_flags(o), engine == Engine::Sglang   ? ScaleOutRules::Sglang
-                                                   : engine == Engine::Trtllm ? ScaleOutRules::Trtllm
-                                                                              : ScaleOutRules::Vllm);
+                                                 : engine == Engine::Trtllm ? ScaleOutRules::Trtllm
+                                                                            : ScaleOutRules::Vllm);
 }
 
 }  // namespace

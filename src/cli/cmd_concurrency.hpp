@@ -24,10 +24,10 @@ struct ConcurrencyOptions {
     bool enable_expert_parallel = false;
     std::int64_t redundant_experts = 0;
     std::int64_t moe_dense_tp = 0;
-    std::string moe_a2a_backend;  // SGLang: "none" or "deepep"
+    std::string moe_a2a_backend;                // SGLang: "none" or "deepep"
     std::int64_t nodes = 0, gpus_per_node = 0;  // where a DP/EP layout's GPUs sit; 0: not given
     std::vector<std::int64_t> contexts;
-    double mem_util = 0;  // 0: the engine's default
+    double mem_util = 0;                     // 0: the engine's default
     std::string weights, overhead, kv_pool;  // sizes with units; empty: computed
     std::string kv_dtype = "auto";
     std::string weights_dtype = "auto";

@@ -1,17 +1,17 @@
 #include "cli/cmd_diff.hpp"
-#include "cli/flag_checks.hpp"
 
 #include <fmt/format.h>
 
+#include "cli/flag_checks.hpp"
 #include "cli/model_options.hpp"
-#include "core/model/config_parts.hpp"
-#include "core/memory/engine.hpp"
 #include "core/error.hpp"
 #include "core/gate/scenario.hpp"
-#include "report/diff_report.hpp"
+#include "core/memory/engine.hpp"
+#include "core/model/config_parts.hpp"
+#include "core/units.hpp"
 #include "io/gpu_db.hpp"
 #include "io/model_loader.hpp"
-#include "core/units.hpp"
+#include "report/diff_report.hpp"
 
 namespace kvplan {
 
@@ -22,13 +22,17 @@ CLI::App* setup_diff(CLI::App& app, DiffOptions& o) {
     cmd->add_option("--kv-dtype", o.kv_dtypes, "auto|fp32|fp16|bf16|fp8|int8|int4 (default auto), or two to compare");
     cmd->add_option("-c,--context", o.contexts, "tokens per request, comma-separated (default 4096,32768)")
         ->delimiter(',')
-        ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+        ->transform(token_count())
+        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--tp", o.tp, "tensor-parallel ranks, for both")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("--engine", o.engine, "generic|vllm|vllm-v0|sglang|trtllm");
     cmd->add_option("--mem-util", o.mem_util, "memory fraction (default: the engine's)")->check(finite_range(0.01, 1.0));
-    cmd->add_option("-b,--batch", o.batch, "batch for the decode step time and tokens/s (default 1)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
+    cmd->add_option("-b,--batch", o.batch, "batch for the decode step time and tokens/s (default 1)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
     CLI::Option* json_flag = cmd->add_flag("--json", o.json, "print JSON");
-    cmd->add_option("--format", o.format, "table|json|markdown")->check(CLI::IsMember({"table", "json", "markdown"}))->excludes(json_flag);  // one way to say it
+    cmd->add_option("--format", o.format, "table|json|markdown")
+        ->check(CLI::IsMember({"table", "json", "markdown"}))
+        ->excludes(json_flag);  // one way to say it
     add_wide_flag(*cmd, o.wide);
     cmd->footer(
         "Examples:\n"
@@ -87,10 +91,12 @@ std::string run_diff(const DiffOptions& o) {
     }
     auto fig = [](const ScenarioResult& r, Figure f) { return r.figures[static_cast<std::size_t>(f)]; };
     // A row: its key, its label and the unit shown after it, both sides, which way is better.
-    auto add = [&](std::string key, std::string label, std::string unit, std::optional<std::int64_t> ctx, FigureValue va, FigureValue vb, Better better,
-                   bool bytes) { d.rows.push_back(DiffRow{std::move(key), std::move(label), std::move(unit), ctx, va, vb, better, bytes}); };
-    add("weights_bytes", "weights, whole model", "bytes", std::nullopt, FigureValue::of(ra[0].model_weights_bytes), FigureValue::of(rb[0].model_weights_bytes),
-        Better::Lower, true);
+    auto add = [&](std::string key, std::string label, std::string unit, std::optional<std::int64_t> ctx, FigureValue va, FigureValue vb,
+                   Better better, bool bytes) {
+        d.rows.push_back(DiffRow{std::move(key), std::move(label), std::move(unit), ctx, va, vb, better, bytes});
+    };
+    add("weights_bytes", "weights, whole model", "bytes", std::nullopt, FigureValue::of(ra[0].model_weights_bytes),
+        FigureValue::of(rb[0].model_weights_bytes), Better::Lower, true);
     add("weights_bytes_per_gpu", "weights per GPU", "bytes", std::nullopt, FigureValue::of(ra[0].weights_bytes_per_gpu),
         FigureValue::of(rb[0].weights_bytes_per_gpu), Better::Lower, true);
     add("kv_pool_bytes_per_gpu", "KV pool per GPU", "bytes", std::nullopt, FigureValue::of(ra[0].kv_pool_bytes_per_gpu),
@@ -119,7 +125,8 @@ std::string run_diff(const DiffOptions& o) {
     for (const ModelSpec* m : models)
         for (std::int64_t c : contexts)
             if (m->max_position_tokens > 0 && c > m->max_position_tokens)
-                d.notes.push_back(fmt::format("{}: {} tokens is beyond its max_position_embeddings ({})", m->name, group_digits(c), group_digits(m->max_position_tokens)));
+                d.notes.push_back(fmt::format("{}: {} tokens is beyond its max_position_embeddings ({})", m->name, group_digits(c),
+                                              group_digits(m->max_position_tokens)));
 
     const std::string format = o.json ? "json" : o.format;
     if (format == "json") return render_diff_json(d);

@@ -10,8 +10,9 @@ CLI::App* setup_engines(CLI::App& app, EnginesOptions& o) {
     CLI::Option* json_flag = cmd->add_flag("--json", o.json, "print JSON: every profile and the interconnect latency table");
     cmd->add_option("--format", o.format, "table|json|markdown")->check(CLI::IsMember({"table", "json", "markdown"}))->excludes(json_flag);
     cmd->add_option("--show", o.show, "one profile: every value, with the measurements it was fitted on");
-    cmd->footer("Examples:\n  kvplan engines\n  kvplan engines --show llamacpp\n"
-                "  kvplan roofline --model llama-3.1-8b --gpu rtx-4090 --engine llamacpp --weights-dtype q4_k_m --batch 1 --context 512");
+    cmd->footer(
+        "Examples:\n  kvplan engines\n  kvplan engines --show llamacpp\n"
+        "  kvplan roofline --model llama-3.1-8b --gpu rtx-4090 --engine llamacpp --weights-dtype q4_k_m --batch 1 --context 512");
     return cmd;
 }
 

@@ -11,7 +11,7 @@ namespace kvplan {
 struct EnginesOptions {
     bool json = false;
     std::string format = "table";
-    std::string show;   // one profile's every value with what it was fitted on
+    std::string show;  // one profile's every value with what it was fitted on
 };
 
 CLI::App* setup_engines(CLI::App& app, EnginesOptions& options);

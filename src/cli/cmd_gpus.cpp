@@ -1,6 +1,6 @@
 #include "cli/cmd_gpus.hpp"
-#include "cli/flag_checks.hpp"
 
+#include "cli/flag_checks.hpp"
 #include "io/gpu_db.hpp"
 #include "report/gpus_report.hpp"
 
@@ -9,11 +9,15 @@ namespace kvplan {
 CLI::App* setup_gpus(CLI::App& app, GpusOptions& o) {
     CLI::App* cmd = app.add_subcommand("gpus", "list the accelerators in the hardware database (memory, bandwidth, TFLOP/s, links)");
     CLI::Option* json_flag = cmd->add_flag("--json", o.json, "print JSON");
-    cmd->add_option("--format", o.format, "table|json|markdown")->check(CLI::IsMember({"table", "json", "markdown"}))->excludes(json_flag);  // one way to say it
+    cmd->add_option("--format", o.format, "table|json|markdown")
+        ->check(CLI::IsMember({"table", "json", "markdown"}))
+        ->excludes(json_flag);  // one way to say it
     cmd->add_flag("--schema", o.schema, "print the JSON Schema of a device file (for --gpu-file FILE or KVPLAN_GPU_FILE)")->excludes(json_flag);
     add_wide_flag(*cmd, o.wide);
-    cmd->footer("Examples:\n  kvplan gpus\n  kvplan gpus --wide   # with the devices' names\n  kvplan gpus --schema\n  kvplan concurrency --model llama-3.1-8b --gpu h100\n"
-                "Add or replace devices with a file of the same schema: kvplan --gpu-file our-gpus.json gpus");
+    cmd->footer(
+        "Examples:\n  kvplan gpus\n  kvplan gpus --wide   # with the devices' names\n  kvplan gpus --schema\n  kvplan concurrency --model "
+        "llama-3.1-8b --gpu h100\n"
+        "Add or replace devices with a file of the same schema: kvplan --gpu-file our-gpus.json gpus");
     return cmd;
 }
 

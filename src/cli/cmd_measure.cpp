@@ -1,38 +1,37 @@
 #include "cli/cmd_measure.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <thread>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-
 #include <nlohmann/json.hpp>
+#include <sys/wait.h>
 
 #include "core/byte_size.hpp"
-#include "core/model/config_parts.hpp"
 #include "core/error.hpp"
 #include "core/memory/kv_size.hpp"
 #include "core/memory/overhead.hpp"
+#include "core/model/config_parts.hpp"
 #include "core/speed/measure_prediction.hpp"
 #include "core/speed/step_cost.hpp"
+#include "core/units.hpp"
 #include "cpu/decode_step.hpp"
 #include "cpu/flops.hpp"
 #include "cpu/stream.hpp"
 #include "io/engine_db.hpp"
 #include "io/file_writer.hpp"
-#include "io/gpu_db.hpp"
 #include "io/gpu_bench.hpp"
+#include "io/gpu_db.hpp"
 #include "io/host_load.hpp"
-#include "report/measure_report.hpp"
 #include "io/model_loader.hpp"
 #include "io/presets.hpp"
-#include "core/units.hpp"
+#include "report/measure_report.hpp"
 
 namespace kvplan {
 
@@ -42,16 +41,22 @@ CLI::App* setup_measure(CLI::App& app, MeasureOptions& o) {
     cmd->add_option("--device", o.device, "cpu (this host, every core) or cuda (GPU 0, via kvplan-gpu-bench)")->check(CLI::IsMember({"cpu", "cuda"}));
     cmd->add_option("--kv-dtype", o.kv_dtype, "cuda: KV cache dtype, bf16 or fp8 (weights are bf16)")->check(CLI::IsMember({"bf16", "fp8"}));
     cmd->add_option("--from", o.from, "cuda: read the JSON a kvplan-gpu-bench run saved (e.g. by kernels/gpu-check.sh) instead of running it");
-    cmd->add_option("--layers", o.layers, "how many of the model's layers to build and time; the figures are scaled to all of them (default 2)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1000}));
-    cmd->add_option("-b,--batch", o.batches, "batch sizes, comma-separated (default 1,8)")->delimiter(',')->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+    cmd->add_option("--layers", o.layers, "how many of the model's layers to build and time; the figures are scaled to all of them (default 2)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1000}));
+    cmd->add_option("-b,--batch", o.batches, "batch sizes, comma-separated (default 1,8)")
+        ->delimiter(',')
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("-c,--context", o.contexts, "cached tokens per sequence, comma-separated (default 1024)")
         ->delimiter(',')
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
-    cmd->add_option("--prompt", o.prompts, "prefill lengths, comma-separated (default 128)")->delimiter(',')->check(CLI::Range(std::int64_t{1}, std::int64_t{65536}));
+    cmd->add_option("--prompt", o.prompts, "prefill lengths, comma-separated (default 128)")
+        ->delimiter(',')
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{65536}));
     cmd->add_option("--precision", o.precision, "weights and KV cache: bf16 or fp32")->check(CLI::IsMember({"bf16", "fp32"}));
     cmd->add_option("--threads", o.threads, "threads (default: every core)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}));
     cmd->add_option("--stream-size", o.stream_size, "bytes per STREAM array, well above the last-level cache (default 256MiB)");
-    cmd->add_option("--repeats", o.repeats, "timed runs per figure; the median is reported, with the range and spread of the runs (default 5)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1000}));
+    cmd->add_option("--repeats", o.repeats, "timed runs per figure; the median is reported, with the range and spread of the runs (default 5)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1000}));
     cmd->add_flag("--json", o.json, "print the calibration JSON (schema: docs/measure.md)");
     cmd->add_option("--output", o.output, "write the calibration JSON to FILE (for kvplan roofline --calibration FILE)");
     cmd->add_option("--engine", o.engine, "cuda: beside each measured step, what this speed profile predicts on the device (`kvplan engines`)");
@@ -77,7 +82,9 @@ struct TimedStep {
     double slowest_s = 0;
 };
 
-RepeatRange range_of(const kernels::Spread& s) { return {s.min, s.max}; }
+RepeatRange range_of(const kernels::Spread& s) {
+    return {s.min, s.max};
+}
 
 // The load warning, on stderr now and in the JSON's `warnings`. Online cores,
 // not the --threads asked for: the load counts every runnable task on the host.
@@ -103,22 +110,24 @@ std::string join(const std::vector<std::int64_t>& v) {
 }
 
 // Runs kvplan-gpu-bench for the model's shape and returns its JSON.
-std::string run_gpu_bench(const MeasureOptions& o, const kernels::LayerShape& s, std::int64_t layers, std::int64_t total_layers,
-                          MeasureResult& r, std::ostream& progress) {
+std::string run_gpu_bench(const MeasureOptions& o, const kernels::LayerShape& s, std::int64_t layers, std::int64_t total_layers, MeasureResult& r,
+                          std::ostream& progress) {
     const std::string bench = gpu_bench_path();
     if (!std::filesystem::exists(bench))
-        unavailable_error("this kvplan has no CUDA benchmark (" + bench + " is missing: nvcc was not found when kvplan was configured); "
+        unavailable_error("this kvplan has no CUDA benchmark (" + bench +
+                          " is missing: nvcc was not found when kvplan was configured); "
                           "build it with kernels/gpu-check.sh, or pass --from FILE");
     const std::string probe = run_gpu_bench_command(bench, "--probe");
     warn_if_loaded(r, progress);  // once a GPU answered: without one, the one line is exit 69's
     progress << "measure: " << probe.substr(0, probe.find('\n')) << ": running kvplan-gpu-bench (a minute or two)\n" << std::flush;
     return run_gpu_bench_command(bench, "--hidden " + std::to_string(s.hidden) + " --heads " + std::to_string(s.heads) + " --kv-heads " +
-                                std::to_string(s.kv_heads) + " --head-dim " + std::to_string(s.head_dim) + " --intermediate " +
-                                std::to_string(s.intermediate) + " --layers " + std::to_string(total_layers) + " --sample " + std::to_string(layers) +
-                                " --batch " + join(o.batches.empty() ? std::vector<std::int64_t>{1, 16, 64} : o.batches) + " --context " +
-                                join(o.contexts.empty() ? std::vector<std::int64_t>{1024, 8192} : o.contexts) + " --prompt " +
-                                join(o.prompts.empty() ? std::vector<std::int64_t>{512} : o.prompts) + " --kv-dtype " + o.kv_dtype + " --repeats " +
-                       std::to_string(std::max<std::int64_t>(20, o.repeats)));
+                                            std::to_string(s.kv_heads) + " --head-dim " + std::to_string(s.head_dim) + " --intermediate " +
+                                            std::to_string(s.intermediate) + " --layers " + std::to_string(total_layers) + " --sample " +
+                                            std::to_string(layers) + " --batch " +
+                                            join(o.batches.empty() ? std::vector<std::int64_t>{1, 16, 64} : o.batches) + " --context " +
+                                            join(o.contexts.empty() ? std::vector<std::int64_t>{1024, 8192} : o.contexts) + " --prompt " +
+                                            join(o.prompts.empty() ? std::vector<std::int64_t>{512} : o.prompts) + " --kv-dtype " + o.kv_dtype +
+                                            " --repeats " + std::to_string(std::max<std::int64_t>(20, o.repeats)));
 }
 
 MeasureResult measure_cuda(const MeasureOptions& o, const ModelSpec& spec, std::ostream& progress) {
@@ -127,15 +136,19 @@ MeasureResult measure_cuda(const MeasureOptions& o, const ModelSpec& spec, std::
     const std::int64_t layers = std::min(o.layers, total_layers);
     const std::string source = o.from.empty() ? "kvplan-gpu-bench" : o.from;
     MeasureResult r;
-    const nlohmann::json j = o.from.empty() ? parse_json_text(run_gpu_bench(o, shape, layers, total_layers, r, progress), source) : read_json_file(o.from);
+    const nlohmann::json j =
+        o.from.empty() ? parse_json_text(run_gpu_bench(o, shape, layers, total_layers, r, progress), source) : read_json_file(o.from);
     read_gpu_bench_result(j, source, spec.name, r);
     if (r.layers_total != total_layers)
-        data_error(source + ": layers_total " + std::to_string(r.layers_total) + " does not match " + spec.name + "'s " + std::to_string(total_layers) + " layers");
+        data_error(source + ": layers_total " + std::to_string(r.layers_total) + " does not match " + spec.name + "'s " +
+                   std::to_string(total_layers) + " layers");
     r.threads = 0;
     r.repeats = o.from.empty() ? std::max<std::int64_t>(20, o.repeats) : 0;  // what run_gpu_bench asks for; a saved file does not say
     if (r.layers_measured < r.layers_total)
-        r.notes.push_back(std::to_string(r.layers_measured) + " of " + std::to_string(r.layers_total) + " layers were built and timed; figures are scaled to all layers");
-    r.notes.push_back("the \"STREAM\" figures are the GPU's read and copy kernels; the copy figure is the ceiling for the attention and GEMM kernels");
+        r.notes.push_back(std::to_string(r.layers_measured) + " of " + std::to_string(r.layers_total) +
+                          " layers were built and timed; figures are scaled to all layers");
+    r.notes.push_back(
+        "the \"STREAM\" figures are the GPU's read and copy kernels; the copy figure is the ceiling for the attention and GEMM kernels");
     return r;
 }
 
@@ -157,9 +170,11 @@ MeasureResult measure_cpu(const MeasureOptions& o, const ModelSpec& spec, std::o
 
     // Memory: weights of the sampled layers, the largest cache, the STREAM arrays; at most 60% of this machine.
     const std::int64_t max_batch = *std::max_element(batches.begin(), batches.end());
-    const std::int64_t capacity = std::max(*std::max_element(contexts.begin(), contexts.end()) + 1, *std::max_element(prompts.begin(), prompts.end()));
+    const std::int64_t capacity =
+        std::max(*std::max_element(contexts.begin(), contexts.end()) + 1, *std::max_element(prompts.begin(), prompts.end()));
     const std::int64_t q = shape.heads * shape.head_dim, kv = shape.kv_heads * shape.head_dim;
-    const std::int64_t layer_weights = ((q + 2 * kv) * shape.hidden + shape.hidden * q + (shape.gated ? 3 : 2) * shape.intermediate * shape.hidden) * element;
+    const std::int64_t layer_weights =
+        ((q + 2 * kv) * shape.hidden + shape.hidden * q + (shape.gated ? 3 : 2) * shape.intermediate * shape.hidden) * element;
     const std::int64_t needed = layers * (layer_weights + 2 * max_batch * capacity * kv * element) + 3 * stream_bytes;
     const std::int64_t memory = physical_memory_bytes();
     if (memory > 0 && needed > memory / 10 * 6)
@@ -234,37 +249,19 @@ MeasureResult measure_cpu(const MeasureOptions& o, const ModelSpec& spec, std::o
         }
     }
     if (layers < total_layers)
-        r.notes.push_back(std::to_string(layers) + " of " + std::to_string(total_layers) + " layers were built and timed; figures are scaled to all layers");
+        r.notes.push_back(std::to_string(layers) + " of " + std::to_string(total_layers) +
+                          " layers were built and timed; figures are scaled to all layers");
     if (shape.intermediate != spec.intermediate && spec.experts > 0)
         r.notes.push_back("MoE: the MLP is built dense with the width a token runs through (experts per token x expert width)");
 
-    
     return r;
-}
-
-// --engine: the database device the profile predicts for: --gpu, or the
-// one the measured device's name (less its vendor word) names; nullopt
-// when that name is not in the database (the caller then asks for --gpu).
-std::optional<Gpu> engine_device(const MeasureOptions& o, const std::string& measured) {
-    if (!o.gpu.empty()) return find_gpu(known_gpus(), o.gpu, "--gpu");
-    const std::size_t colon = measured.find(": ");  // "cuda: NVIDIA H100 80GB HBM3"
-    const std::string full = colon == std::string::npos ? measured : measured.substr(colon + 2);
-    std::string name = full;
-    for (const char* vendor : {"NVIDIA ", "AMD "})
-        if (name.rfind(vendor, 0) == 0) name = name.substr(std::string(vendor).size());
-    for (const std::string& candidate : {full, name}) {
-        try {
-            return find_gpu(known_gpus(), candidate, "--gpu");
-        } catch (const Error&) {
-        }
-    }
-    return std::nullopt;
 }
 
 }  // namespace
 
 std::string run_measure(const MeasureOptions& o, std::ostream& progress) {
-    if (o.model.model.empty()) usage_error("kvplan measure needs --model NAME|PATH: it builds and times that model's layers (presets: " + preset_names() + ")");
+    if (o.model.model.empty())
+        usage_error("kvplan measure needs --model NAME|PATH: it builds and times that model's layers (presets: " + preset_names() + ")");
     if (!o.engine.empty() && o.device != "cuda")
         usage_error("--engine: the speed profiles describe GPUs; on this host's CPU the measured figures are the calibration (drop --engine)");
     if (!o.gpu.empty() && o.engine.empty()) usage_error("--gpu names the device an engine profile predicts for; add --engine");
@@ -279,7 +276,7 @@ std::string run_measure(const MeasureOptions& o, std::ostream& progress) {
         const bool fp8 = r.precision.find("fp8 KV") != std::string::npos;
         add_predictions(r, spec, parse_weight_format("--precision", "bf16"), fp8 ? Dtype::Fp8 : Dtype::Bf16, 2, fp8 ? 1 : 2, 0);
         if (!o.engine.empty()) {
-            const std::optional<Gpu> gpu = engine_device(o, r.device);
+            const std::optional<Gpu> gpu = o.gpu.empty() ? gpu_named_by_device(r.device) : find_gpu(known_gpus(), o.gpu, "--gpu");
             if (!gpu)
                 usage_error("--engine: the measured device \"" + r.device.substr(r.device.find(": ") + 2) +
                             "\" is not in the database; name the one to predict for with --gpu ID (see `kvplan gpus`)");
@@ -288,7 +285,8 @@ std::string run_measure(const MeasureOptions& o, std::ostream& progress) {
     } else {
         r = measure_cpu(o, spec, progress);
         const bool fp32 = o.precision == "fp32";
-        add_predictions(r, spec, parse_weight_format("--precision", o.precision), fp32 ? Dtype::Fp32 : Dtype::Bf16, fp32 ? 4 : 2, fp32 ? 4 : 2, spec.layers.front().window_tokens);
+        add_predictions(r, spec, parse_weight_format("--precision", o.precision), fp32 ? Dtype::Fp32 : Dtype::Bf16, fp32 ? 4 : 2, fp32 ? 4 : 2,
+                        spec.layers.front().window_tokens);
     }
     const std::string json = render_measure_json(r);
     if (!o.output.empty()) write_file_atomically(o.output, json);

@@ -23,15 +23,15 @@ struct MeasureOptions {
     std::vector<std::int64_t> contexts;  // default 1024
     std::vector<std::int64_t> prompts;   // default 128
     std::string precision = "bf16";
-    std::int64_t threads = 0;            // 0: every core
+    std::int64_t threads = 0;  // 0: every core
     std::string stream_size = "256MiB";
     std::int64_t repeats = 5;
     bool json = false;
-    std::string output;                  // calibration file
-    std::string kv_dtype = "bf16";       // cuda: bf16 or fp8 KV cache
-    std::string from;                    // cuda: read a saved kvplan-gpu-bench JSON instead of running it
-    std::string engine;                  // cuda: this speed profile's prediction beside the measurement
-    std::string gpu;                     // with engine: the database device it predicts for (default: the measured one's name)
+    std::string output;             // calibration file
+    std::string kv_dtype = "bf16";  // cuda: bf16 or fp8 KV cache
+    std::string from;               // cuda: read a saved kvplan-gpu-bench JSON instead of running it
+    std::string engine;             // cuda: this speed profile's prediction beside the measurement
+    std::string gpu;                // with engine: the database device it predicts for (default: the measured one's name)
 };
 
 CLI::App* setup_measure(CLI::App& app, MeasureOptions& options);

@@ -1,17 +1,17 @@
 #include "cli/cmd_models.hpp"
-#include "cli/flag_checks.hpp"
 
 #include <map>
 
 #include <nlohmann/json.hpp>
 
-#include "core/model/config_parser.hpp"
+#include "cli/flag_checks.hpp"
 #include "core/memory/kv_size.hpp"
+#include "core/model/config_parser.hpp"
 #include "core/model/weights.hpp"
+#include "core/units.hpp"
 #include "io/model_loader.hpp"
 #include "io/presets.hpp"
 #include "report/table.hpp"
-#include "core/units.hpp"
 
 namespace kvplan {
 
@@ -43,7 +43,8 @@ std::string attention_summary(const ModelSpec& m) {
 // Fitted to 100 columns, the Hugging Face id and model_type (the two widest
 // text columns) are left to --wide and --json.
 Table models_table(Width width) {
-    if (width == Width::Wide) return Table({"preset", "hf id", "type", "layers", "hidden", "heads/kv", "head_dim", "attention", "params", "KV B/token"}, 3);
+    if (width == Width::Wide)
+        return Table({"preset", "hf id", "type", "layers", "hidden", "heads/kv", "head_dim", "attention", "params", "KV B/token"}, 3);
     return Table({"preset", "layers", "hidden", "heads/kv", "head\ndim", "attention", "params", "KV B/\ntoken"}, 1);
 }
 
@@ -62,8 +63,15 @@ std::string run_models(const ModelsOptions& o) {
         std::int64_t kv_heads = 0;
         for (const LayerSpec& l : m.layers) kv_heads = std::max(kv_heads, l.kind == LayerKind::Mla ? 0 : l.kv_heads);
         std::string heads = m.heads ? std::to_string(m.heads) + "/" + (kv_heads ? std::to_string(kv_heads) : "mla") : "-";
-        std::vector<std::string> row{p.name, p.hf_id, m.model_type, std::to_string(m.layers.size()), std::to_string(m.hidden), heads,
-                                     m.head_dim ? std::to_string(m.head_dim) : "-", attention_summary(m), short_count(w.params),
+        std::vector<std::string> row{p.name,
+                                     p.hf_id,
+                                     m.model_type,
+                                     std::to_string(m.layers.size()),
+                                     std::to_string(m.hidden),
+                                     heads,
+                                     m.head_dim ? std::to_string(m.head_dim) : "-",
+                                     attention_summary(m),
+                                     short_count(w.params),
                                      group_digits(s.bytes_per_token)};
         if (width == Width::Fit) row.erase(row.begin() + 1, row.begin() + 3);
         t.add(row);

@@ -1,72 +1,99 @@
 #include "cli/cmd_recommend.hpp"
-#include "io/engine_db.hpp"
-#include "cli/flag_checks.hpp"
 
 #include <cstdlib>
 #include <sstream>
 
-#include "core/model/config_parts.hpp"
+#include "cli/flag_checks.hpp"
+#include "cli/recommend_search.hpp"
 #include "core/error.hpp"
+#include "core/model/config_parts.hpp"
+#include "io/engine_db.hpp"
 #include "io/gpu_db.hpp"
 #include "io/model_loader.hpp"
 #include "io/price_file.hpp"
 #include "report/recommend_report.hpp"
-#include "cli/recommend_search.hpp"
 
 namespace kvplan {
 
 CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
     CLI::App* cmd = app.add_subcommand("recommend", "the GPU, TP x DP and batch that meet TTFT and TPOT targets, best first, with engine commands");
     add_model_options(*cmd, o.model);
-    cmd->add_option("-c,--context", o.context, "analytic: the longest request in tokens (max_model_len)")->transform(token_count())->check(CLI::Range(std::int64_t{2}, kMaxTokens));
-    cmd->add_option("--prompt", o.prompt, "prompt tokens for TTFT (default: context - output)")->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
-    cmd->add_option("--output-tokens", o.output, "output tokens per request (default 256)")->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+    cmd->add_option("-c,--context", o.context, "analytic: the longest request in tokens (max_model_len)")
+        ->transform(token_count())
+        ->check(CLI::Range(std::int64_t{2}, kMaxTokens));
+    cmd->add_option("--prompt", o.prompt, "prompt tokens for TTFT (default: context - output)")
+        ->transform(token_count())
+        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+    cmd->add_option("--output-tokens", o.output, "output tokens per request (default 256)")
+        ->transform(token_count())
+        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     // The old spelling, kept for one release: --output will name an output file, as it does elsewhere.
-    cmd->add_option("--output", o.output, "deprecated: use --output-tokens")->group("")->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+    cmd->add_option("--output", o.output, "deprecated: use --output-tokens")
+        ->group("")
+        ->transform(token_count())
+        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--ttft", o.ttft, "analytic: time-to-first-token target, seconds")->check(finite_range(1e-6, 3600.0));
     cmd->add_option("--tpot", o.tpot, "analytic: time-per-output-token target, seconds")->check(finite_range(1e-6, 60.0));
     cmd->add_option("--gpus", o.gpus, "devices to consider: comma-separated ids, or all (default)");
-    cmd->add_option("--max-gpus", o.max_gpus, "most GPUs per replica: TP 1, 2, 4, 8 (and, with --slo, TP x PP 2 or 4)")->check(CLI::Range(std::int64_t{1}, std::int64_t{8}));
-    cmd->add_option("--max-nodes", o.max_nodes, "mixture-of-experts models: DP attention + EP layouts over 2, 4, 8 or 16 nodes up to this (default 1)")
+    cmd->add_option("--max-gpus", o.max_gpus, "most GPUs per replica: TP 1, 2, 4, 8 (and, with --slo, TP x PP 2 or 4)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{8}));
+    cmd->add_option("--max-nodes", o.max_nodes,
+                    "mixture-of-experts models: DP attention + EP layouts over 2, 4, 8 or 16 nodes up to this (default 1)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{16}));
-    cmd->add_option("--gpus-per-node", o.gpus_per_node, "with --max-nodes: GPUs on one scale-up link (default: 8 in an HGX node, 72 in an NVL72 rack)")
+    cmd->add_option("--gpus-per-node", o.gpus_per_node,
+                    "with --max-nodes: GPUs on one scale-up link (default: 8 in an HGX node, 72 in an NVL72 rack)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{72}));
     cmd->add_option("--nic", o.nic, "with --max-nodes: the NIC per GPU between nodes: ib-hdr, ib-ndr (default), ib-xdr, roce-400, efa-p5");
     add_spec_options(*cmd, o.spec, "search, vLLM: every candidate verifies K drafts a decode step (docs/recommend.md)");
-    cmd->add_flag("--two-batch-overlap", o.two_batch_overlap,
-                  "search: run the DP + EP layouts as two micro-batches hiding the all-to-all (vLLM --enable-dbo, SGLang --enable-two-batch-overlap)");
+    cmd->add_flag(
+        "--two-batch-overlap", o.two_batch_overlap,
+        "search: run the DP + EP layouts as two micro-batches hiding the all-to-all (vLLM --enable-dbo, SGLang --enable-two-batch-overlap)");
     cmd->add_option("--num-gpus", o.num_gpus, "GPUs to fill: TP x DP = N, data-parallel replicas of the smallest TP that meets the targets")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("--price-per-hour", o.prices, "USD per GPU-hour per device, e.g. h100-sxm=2.5,a100-80gb=1.6: rank by cost");
     cmd->add_option("--price-file", o.price_file, "JSON file of USD per GPU-hour per device (docs/recommend.md); --price-per-hour overrides it");
-    cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp32|fp16|bf16|fp8[:w8a8|:w8a16]|int8|int4[:gN]|nvfp4|mxfp4|q8_0|q4_0|q4_k_m|q4f16_1|exl2:B (--slo: a list, each tried)");
+    cmd->add_option("--weights-dtype", o.weights_dtype,
+                    "auto|fp32|fp16|bf16|fp8[:w8a8|:w8a16]|int8|int4[:gN]|nvfp4|mxfp4|q8_0|q4_0|q4_k_m|q4f16_1|exl2:B (--slo: a list, each tried)");
     cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4 (--slo: a list such as auto,fp8, each tried)");
     add_efficiency_options(*cmd, o.efficiency);
     cmd->add_option("--top", o.top, "candidates to print (default 5)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1000}));
     CLI::Option* json_flag = cmd->add_flag("--json", o.json, "print JSON (schema: docs/roofline.md)");
-    cmd->add_option("--format", o.format, "table|json|markdown|csv")->check(CLI::IsMember({"table", "json", "markdown", "csv"}))->excludes(json_flag);  // one way to say it
+    cmd->add_option("--format", o.format, "table|json|markdown|csv")
+        ->check(CLI::IsMember({"table", "json", "markdown", "csv"}))
+        ->excludes(json_flag);  // one way to say it
     cmd->add_flag("--wide", o.wide, "table: every column, every rejected configuration, commands on one line (wider than 100 columns)");
     // The SLO search (docs/recommend.md).
     cmd->add_flag("--analytic", o.analytic, "the steady-batch search (--context --ttft --tpot), also the mode when no workload is given");
     cmd->add_option("--slo", o.slo, "search: targets every request must meet, e.g. ttft=2s,tpot=50ms[,e2e=30s]");
     cmd->add_option("--goodput", o.goodput, "search: the share of requests that must meet every --slo target, in (0, 1] (default 0.99)");
-    cmd->add_option("--engine", o.engine, "vllm|sglang: whose speed profile prices steps and, with --slo, whose scheduler the simulator runs (default vllm)")->check(CLI::IsMember({"vllm", "sglang"}));
+    cmd->add_option("--engine", o.engine,
+                    "vllm|sglang: whose speed profile prices steps and, with --slo, whose scheduler the simulator runs (default vllm)")
+        ->check(CLI::IsMember({"vllm", "sglang"}));
     cmd->add_option("--rate", o.rate, "search: the traffic to serve, requests per second (Poisson arrivals)")->check(finite_range(1e-9, 1e9));
-    cmd->add_option("--input-len", o.input_len, "search: prompt lengths, fixed:N, uniform:A-B, lognormal:MEAN,SIGMA or from:TRACE (default fixed:1024)");
+    cmd->add_option("--input-len", o.input_len,
+                    "search: prompt lengths, fixed:N, uniform:A-B, lognormal:MEAN,SIGMA or from:TRACE (default fixed:1024)");
     cmd->add_option("--output-len", o.output_len, "search: output lengths, the same forms (default fixed:128)");
-    cmd->add_option("--requests", o.requests, "search: requests per simulated run (default 2000; a trace: at most 4000 of it, every k-th)")->check(CLI::Range(std::int64_t{10}, std::int64_t{1'000'000}));
+    cmd->add_option("--requests", o.requests, "search: requests per simulated run (default 2000; a trace: at most 4000 of it, every k-th)")
+        ->check(CLI::Range(std::int64_t{10}, std::int64_t{1'000'000}));
     cmd->add_option("--seed", o.seed, "search: random seed of the synthetic traffic")->check(seed_value());
     cmd->add_option("--trace", o.trace, "search: the traffic to serve, a trace file or a bundled one (azure-2023-conv, azure-2023-code)");
-    cmd->add_option("--trace-format", o.trace_format, "auto|azure|mooncake|jsonl|csv")->check(CLI::IsMember({"auto", "azure", "mooncake", "jsonl", "csv"}));
-    cmd->add_option("--time-scale", o.time_scale, "search: the trace's traffic this many times faster (its peak minute is the target)")->check(finite_range(1e-6, 1e6));
-    cmd->add_option("--limit", o.limit, "search: only the first N requests of the trace")->check(CLI::Range(std::int64_t{2}, std::int64_t{100'000'000}));
-    cmd->add_option("--pp", o.pp, "search: pipeline stages to try, auto (2 and 4 where vLLM advises pipelines: PCIe devices, or the heads "
-                                  "cap TP) or a list such as 1,2,4 (every device); TP x PP within --max-gpus");
+    cmd->add_option("--trace-format", o.trace_format, "auto|azure|mooncake|jsonl|csv")
+        ->check(CLI::IsMember({"auto", "azure", "mooncake", "jsonl", "csv"}));
+    cmd->add_option("--time-scale", o.time_scale, "search: the trace's traffic this many times faster (its peak minute is the target)")
+        ->check(finite_range(1e-6, 1e6));
+    cmd->add_option("--limit", o.limit, "search: only the first N requests of the trace")
+        ->check(CLI::Range(std::int64_t{2}, std::int64_t{100'000'000}));
+    cmd->add_option("--pp", o.pp,
+                    "search: pipeline stages to try, auto (2 and 4 where vLLM advises pipelines: PCIe devices, or the heads "
+                    "cap TP) or a list such as 1,2,4 (every device); TP x PP within --max-gpus");
     cmd->add_flag("--disaggregated", o.disaggregated,
                   "search: also disaggregated prefill/decode units (P prefill and D decode vLLM instances, each side its own TP)");
-    cmd->add_option("--kv-link", o.kv_link, "search, --disaggregated: the KV link, auto (NVLink where the device has it, else ib-ndr), nvlink, ib-ndr, ib-xdr, roce or NGB/s");
-    cmd->add_option("--plot", o.plot, "search: write goodput.svg (throughput and goodput against offered rate, best three) and "
-                                      "pareto.svg (tokens/s per GPU against per user), each with its CSV, into this folder");
+    cmd->add_option(
+        "--kv-link", o.kv_link,
+        "search, --disaggregated: the KV link, auto (NVLink where the device has it, else ib-ndr), nvlink, ib-ndr, ib-xdr, roce or NGB/s");
+    cmd->add_option("--plot", o.plot,
+                    "search: write goodput.svg (throughput and goodput against offered rate, best three) and "
+                    "pareto.svg (tokens/s per GPU against per user), each with its CSV, into this folder");
     cmd->add_option("--report", o.report, "search: write one self-contained HTML file: the printed output and both charts inline");
     cmd->footer(
         "Examples:\n"
@@ -116,8 +143,8 @@ std::map<std::string, double> prices(const RecommendOptions& o) {
 
 // The SLO search's own flags (the --spec-* flags serve both searches).
 bool wants_search(const RecommendOptions& o) {
-    return !o.slo.empty() || o.rate > 0 || !o.trace.empty() || !o.input_len.empty() || !o.output_len.empty() || o.requests > 0 ||
-           o.disaggregated || o.kv_link != "auto" || o.pp != "auto" || o.two_batch_overlap;
+    return !o.slo.empty() || o.rate > 0 || !o.trace.empty() || !o.input_len.empty() || !o.output_len.empty() || o.requests > 0 || o.disaggregated ||
+           o.kv_link != "auto" || o.pp != "auto" || o.two_batch_overlap;
 }
 
 // --spec-method in the analytic search: the flags checked (and a draft
@@ -182,8 +209,9 @@ CommandOutput run_analytic(const RecommendOptions& o) {
 CommandOutput run_recommend(const RecommendOptions& o) {
     if (o.analytic || !wants_search(o)) {
         if (o.analytic && wants_search(o))
-            usage_error("--analytic is the steady-batch search: it takes --context --ttft --tpot, not --slo, --rate, --trace, --input-len, "
-                        "--output-len, --requests, --disaggregated, --kv-link, --pp or --two-batch-overlap");
+            usage_error(
+                "--analytic is the steady-batch search: it takes --context --ttft --tpot, not --slo, --rate, --trace, --input-len, "
+                "--output-len, --requests, --disaggregated, --kv-link, --pp or --two-batch-overlap");
         if (!o.plot.empty() || !o.report.empty())
             usage_error(std::string(o.plot.empty() ? "--report" : "--plot") + ": the charts are the SLO search's; give --slo with --rate or --trace");
         return run_analytic(o);

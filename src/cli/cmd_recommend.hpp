@@ -9,9 +9,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "cli/command_output.hpp"
-
 #include "cli/cmd_roofline.hpp"
+#include "cli/command_output.hpp"
 #include "cli/model_options.hpp"
 #include "cli/spec_options.hpp"
 
@@ -20,7 +19,7 @@ namespace kvplan {
 struct RecommendOptions {
     ModelOptions model;
     std::int64_t context = 0;
-    std::int64_t prompt = 0;   // 0: context - output
+    std::int64_t prompt = 0;  // 0: context - output
     std::int64_t output = 256;
     double ttft = 0;
     double tpot = 0;
@@ -32,9 +31,9 @@ struct RecommendOptions {
     std::string nic = "ib-ndr";
     bool two_batch_overlap = false;  // the DP + EP layouts as two micro-batches (vLLM --enable-dbo, SGLang --enable-two-batch-overlap)
     SpecFlags spec;                  // the search's vLLM candidates verify K drafts a decode step (cli/spec_options.hpp)
-    std::int64_t num_gpus = 0;  // 0: one replica per candidate
-    std::string prices;        // "h100-sxm=2.5,a100-80gb=1.6"
-    std::string price_file;    // JSON: {"usd_per_gpu_hour": {...}} (io/price_file.hpp)
+    std::int64_t num_gpus = 0;       // 0: one replica per candidate
+    std::string prices;              // "h100-sxm=2.5,a100-80gb=1.6"
+    std::string price_file;          // JSON: {"usd_per_gpu_hour": {...}} (io/price_file.hpp)
     std::string weights_dtype = "auto";
     std::string kv_dtype = "auto";
     EfficiencyOptions efficiency;
@@ -45,7 +44,7 @@ struct RecommendOptions {
     // The SLO search on the simulator (docs/recommend.md); the analytic
     // steady-batch search above runs when no workload is given, or with --analytic.
     bool analytic = false;
-    std::string slo;           // "ttft=2s,tpot=50ms[,e2e=30s]"
+    std::string slo;  // "ttft=2s,tpot=50ms[,e2e=30s]"
     double goodput = 0.99;
     std::string engine = "vllm";
     double rate = 0;

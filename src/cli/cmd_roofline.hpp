@@ -17,10 +17,10 @@ namespace kvplan {
 
 // The flags every command that costs a step shares.
 struct EfficiencyOptions {
-    double bw_efficiency = 0;     // 0: the default fraction
+    double bw_efficiency = 0;  // 0: the default fraction
     double flops_efficiency = 0;
-    double step_overhead_ms = -1; // < 0: the default
-    std::string calibration;      // a file written by `kvplan measure --output`
+    double step_overhead_ms = -1;  // < 0: the default
+    std::string calibration;       // a file written by `kvplan measure --output`
 };
 
 void add_efficiency_options(CLI::App& app, EfficiencyOptions& options);
@@ -46,24 +46,24 @@ struct RooflineOptions {
     double price_per_hour = 0;
     bool json = false;
     std::string format = "table";
-    bool wide = false;  // table: every column and line at full width
-    std::string plot;   // --plot: a folder for step_time.svg, pareto.svg and their CSVs (io/plot_files.hpp)
-    std::string report; // --report: one HTML file with the output and the charts (io/html_report.hpp)
+    bool wide = false;   // table: every column and line at full width
+    std::string plot;    // --plot: a folder for step_time.svg, pareto.svg and their CSVs (io/plot_files.hpp)
+    std::string report;  // --report: one HTML file with the output and the charts (io/html_report.hpp)
     // Speculative decoding (docs/roofline.md, "Speculative decoding").
-    std::string spec_method;   // mtp|eagle|draft; "": off
+    std::string spec_method;  // mtp|eagle|draft; "": off
     std::int64_t spec_tokens = 0;
-    std::string acceptance;    // one rate, or K comma-separated per-position rates
-    std::string draft_model;   // for draft: any --model kvplan loads
+    std::string acceptance;   // one rate, or K comma-separated per-position rates
+    std::string draft_model;  // for draft: any --model kvplan loads
     // DP attention + expert parallelism, as `concurrency` takes them (docs/scale-out.md, "Step cost").
-    std::int64_t dp = 0;       // 0: not given
+    std::int64_t dp = 0;  // 0: not given
     std::int64_t ep = 0;
     bool enable_expert_parallel = false;
     std::int64_t redundant_experts = 0;
     std::int64_t moe_dense_tp = 0;
     std::string moe_a2a_backend;
-    double expert_imbalance = 0;  // 0: not given (1.0)
+    double expert_imbalance = 0;     // 0: not given (1.0)
     bool two_batch_overlap = false;  // vLLM --enable-dbo, SGLang --enable-two-batch-overlap
-    NodeFlags nodes;              // --nodes, --gpus-per-node, --nic
+    NodeFlags nodes;                 // --nodes, --gpus-per-node, --nic
 };
 
 CLI::App* setup_roofline(CLI::App& app, RooflineOptions& options);

@@ -1,17 +1,18 @@
 #include "cli/cmd_simulate.hpp"
-#include "cli/flag_checks.hpp"
-#include "cli/sim_setup.hpp"
 
 #include <charconv>
 #include <cmath>
 
 #include <fmt/format.h>
 
+#include "cli/flag_checks.hpp"
+#include "cli/sim_setup.hpp"
+#include "cli/simulate_checks.hpp"
 #include "core/digits.hpp"
 #include "core/error.hpp"
-#include "core/plan/engine_setup.hpp"
 #include "core/memory/kv_size.hpp"
 #include "core/model/config_parts.hpp"
+#include "core/plan/engine_setup.hpp"
 #include "core/plan/simulation.hpp"
 #include "core/sim/metrics.hpp"
 #include "core/sim/synthetic.hpp"
@@ -23,8 +24,10 @@
 namespace kvplan {
 
 CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
-    CLI::App* cmd = app.add_subcommand("simulate", "replay traffic through a continuous-batching simulator (vLLM's or SGLang's scheduler): latency percentiles, goodput, KV usage");
-    cmd->add_option("--engine", o.engine, "vllm|sglang: whose scheduler, KV pool and speed profile (default vllm; `kvplan engines`)")->check(CLI::IsMember({"vllm", "sglang"}));
+    CLI::App* cmd = app.add_subcommand(
+        "simulate", "replay traffic through a continuous-batching simulator (vLLM's or SGLang's scheduler): latency percentiles, goodput, KV usage");
+    cmd->add_option("--engine", o.engine, "vllm|sglang: whose scheduler, KV pool and speed profile (default vllm; `kvplan engines`)")
+        ->check(CLI::IsMember({"vllm", "sglang"}));
     add_model_options(*cmd, o.model);
     add_gpu_options(*cmd, o.gpu);
     add_efficiency_options(*cmd, o.efficiency);
@@ -32,29 +35,44 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
     cmd->add_option("--tp", o.tp, "tensor-parallel ranks")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("--pp", o.pp, "pipeline stages (vLLM's --pipeline-parallel-size), as many batches in flight")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
-    cmd->add_option("--max-num-seqs", o.max_num_seqs, "sequences per step (default: vLLM's for the device; sglang: --max-running-requests)")->check(count);
+    cmd->add_option("--max-num-seqs", o.max_num_seqs, "sequences per step (default: vLLM's for the device; sglang: --max-running-requests)")
+        ->check(count);
     cmd->add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "tokens per step (default: vLLM's; sglang: --chunked-prefill-size)")
-        ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+        ->transform(token_count())
+        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--long-prefill-token-threshold", o.long_prefill_threshold, "cap on one request's prefill chunk (0: none)")
-        ->transform(token_count())->check(CLI::Range(std::int64_t{0}, kMaxTokens));
-    cmd->add_option("--block-size", o.block_size, "tokens per KV block (default 16; sglang: --page-size, 1 only)")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
-    cmd->add_option("--num-gpu-blocks", o.num_gpu_blocks, "KV blocks, replacing the computed pool (vLLM's num_gpu_blocks_override; with sglang tokens, as --max-total-tokens)")->check(count);
-    cmd->add_option("--mem-util", o.mem_util, "vLLM gpu_memory_utilization (default 0.90), SGLang mem_fraction_static (default by TP)")->check(finite_range(0.01, 1.0));
+        ->transform(token_count())
+        ->check(CLI::Range(std::int64_t{0}, kMaxTokens));
+    cmd->add_option("--block-size", o.block_size, "tokens per KV block (default 16; sglang: --page-size, 1 only)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+    cmd->add_option("--num-gpu-blocks", o.num_gpu_blocks,
+                    "KV blocks, replacing the computed pool (vLLM's num_gpu_blocks_override; with sglang tokens, as --max-total-tokens)")
+        ->check(count);
+    cmd->add_option("--mem-util", o.mem_util, "vLLM gpu_memory_utilization (default 0.90), SGLang mem_fraction_static (default by TP)")
+        ->check(finite_range(0.01, 1.0));
     cmd->add_option("--vllm-version", o.vllm_version, "the vLLM release whose start-up profile sizes the pool (e.g. 0.19.0; see concurrency)");
     cmd->add_option("--max-model-len", o.max_model_len, "vLLM max_model_len, SGLang context_length (default: the model's)")
-        ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+        ->transform(token_count())
+        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4");
-    cmd->add_option("--weights-dtype", o.weights_dtype, "auto|fp16|bf16|fp8[:w8a8|:w8a16]|int8|int4[:gN]|nvfp4|mxfp4|q8_0|q4_0|q4_k_m|q4f16_1|exl2:B");
+    cmd->add_option("--weights-dtype", o.weights_dtype,
+                    "auto|fp16|bf16|fp8[:w8a8|:w8a16]|int8|int4[:gN]|nvfp4|mxfp4|q8_0|q4_0|q4_k_m|q4f16_1|exl2:B");
     cmd->add_option("--schedule-policy", o.schedule_policy, "sglang: fcfs|lpm (SGLang's --schedule-policy, default fcfs)")
         ->check(CLI::IsMember({"fcfs", "lpm"}));
-    cmd->add_option("--cpu-offload", o.cpu_offload, "offload KV to this much host memory, e.g. 64GiB (vLLM's --kv-offloading-size, total over TP x PP ranks; each DP rank has its own)");
+    cmd->add_option(
+        "--cpu-offload", o.cpu_offload,
+        "offload KV to this much host memory, e.g. 64GiB (vLLM's --kv-offloading-size, total over TP x PP ranks; each DP rank has its own)");
     cmd->add_flag("--no-prefix-caching", o.no_prefix_caching, "turn prefix caching off (vLLM's automatic prefix caching, SGLang's radix cache)");
-    cmd->add_option("--trace", o.trace, "replay this trace: a file (Azure CSV, Mooncake JSONL, JSONL with arrival_time, arrival_s CSV) or a bundled one: azure-2023-conv, azure-2023-code");
-    cmd->add_option("--trace-format", o.trace_format, "auto|azure|mooncake|jsonl|csv")->check(CLI::IsMember({"auto", "azure", "mooncake", "jsonl", "csv"}));
+    cmd->add_option("--trace", o.trace,
+                    "replay this trace: a file (Azure CSV, Mooncake JSONL, JSONL with arrival_time, arrival_s CSV) or a bundled one: "
+                    "azure-2023-conv, azure-2023-code");
+    cmd->add_option("--trace-format", o.trace_format, "auto|azure|mooncake|jsonl|csv")
+        ->check(CLI::IsMember({"auto", "azure", "mooncake", "jsonl", "csv"}));
     cmd->add_option("--time-scale", o.time_scale, "replay the trace this many times faster")->check(finite_range(1e-6, 1e6));
     cmd->add_option("--limit", o.limit, "only the first N requests of the trace")->check(count);
     cmd->add_option("--prefix-tokens", o.prefix_tokens, "every prompt starts with the same system prompt of N tokens (counted in its length)")
-        ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+        ->transform(token_count())
+        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--rate", o.rate, "synthetic: requests per second (open loop)")->check(finite_range(1e-9, 1e9));
     cmd->add_option("--requests", o.requests, "synthetic: how many requests")->check(count);
     cmd->add_option("--concurrency", o.concurrency, "synthetic: closed loop of this many clients instead of --rate")->check(count);
@@ -71,22 +89,27 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
     cmd->add_option("--decode-replicas", o.decode_replicas, "disaggregated prefill/decode: decode instances, pulling each prompt's KV")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}));
     cmd->add_option("--prefill-gpu", o.prefill_gpu, "the prefill instances' device (default --gpu)");
-    cmd->add_option("--prefill-tp", o.prefill_tp, "the prefill instances' TP ranks (default --tp)")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+    cmd->add_option("--prefill-tp", o.prefill_tp, "the prefill instances' TP ranks (default --tp)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("--decode-gpu", o.decode_gpu, "the decode instances' device (default --gpu)");
-    cmd->add_option("--decode-tp", o.decode_tp, "the decode instances' TP ranks (default --tp)")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+    cmd->add_option("--decode-tp", o.decode_tp, "the decode instances' TP ranks (default --tp)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     cmd->add_option("--prefill-dp", o.prefill_dp, "the prefill instances' DP attention ranks, MoE models (default --dp)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}));
     cmd->add_option("--decode-dp", o.decode_dp, "the decode instances' DP attention ranks, MoE models (default --dp)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}));
     cmd->add_option("--kv-link", o.kv_link, "the KV transfer link: nvlink, ib-ndr (default), ib-xdr, roce, or a bandwidth such as 50GB/s");
     add_spec_options(*cmd, o.spec, "every decode step verifies K drafts (docs/simulate.md)");
-    add_scale_out_options(*cmd, o, "data-parallel attention ranks (vLLM's --data-parallel-size, SGLang's --dp with --enable-dp-attention): "
-                                   "each a scheduler with its own KV pool, all stepping in lockstep (docs/simulate.md)");
+    add_scale_out_options(*cmd, o,
+                          "data-parallel attention ranks (vLLM's --data-parallel-size, SGLang's --dp with --enable-dp-attention): "
+                          "each a scheduler with its own KV pool, all stepping in lockstep (docs/simulate.md)");
     cmd->add_option("--expert-imbalance", o.expert_imbalance, "busiest EP rank's routed tokens over the mean, >= 1 (default 1: uniform routing)");
-    cmd->add_flag("--two-batch-overlap", o.two_batch_overlap,
-                  "EP layouts: two micro-batches, one's compute hiding the other's all-to-all (vLLM --enable-dbo, SGLang --enable-two-batch-overlap)");
+    cmd->add_flag(
+        "--two-batch-overlap", o.two_batch_overlap,
+        "EP layouts: two micro-batches, one's compute hiding the other's all-to-all (vLLM --enable-dbo, SGLang --enable-two-batch-overlap)");
     add_node_options(*cmd, o.nodes);
-    cmd->add_flag("--layerwise-transfer", o.layerwise_transfer, "send the KV layer by layer beside the last prefill chunk (only the last layer's share exposed)");
+    cmd->add_flag("--layerwise-transfer", o.layerwise_transfer,
+                  "send the KV layer by layer beside the last prefill chunk (only the last layer's share exposed)");
     cmd->add_option("--slo", o.slo, "targets for goodput, e.g. ttft=2s,tpot=50ms,e2e=30s");
     cmd->add_flag("--json", o.json, "print JSON (schema: docs/simulate.md)");
     cmd->add_option("--requests-csv", o.requests_csv, "write one row per request to this file");
@@ -125,50 +148,6 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
 
 namespace {
 
-// --pp: what concurrency --pp accepts (no more stages than layers), on a
-// device whose interconnect times the stage sends, with vLLM's engine.
-void check_pp(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu) {
-    if (o.engine == "sglang") usage_error("--pp: SGLang's pipeline parallelism is not simulated; pass --engine vllm, or --pp 1");
-    if (!gpu.from_database || gpu.interconnect_bytes_per_s <= 0)
-        usage_error("--pp: " + gpu.name + " has no interconnect figure to time the sends between stages; pass --gpu ID (see `kvplan gpus`)");
-    pipeline_stages(static_cast<std::int64_t>(model.layers.size()), o.pp);  // refuses more stages than layers
-}
-
-// The layouts speculative decoding is simulated in: vLLM's engine, one
-// pipeline stage, aggregated replicas.
-void check_spec_flags(const SimulateOptions& o) {
-    if (o.spec.method.empty()) {
-        if (o.spec.tokens > 0 || !o.spec.acceptance.empty() || !o.spec.draft_model.empty())
-            usage_error("--spec-tokens, --acceptance and --draft-model need --spec-method mtp|eagle|draft");
-        return;
-    }
-    if (o.engine == "sglang") usage_error("--spec-method: speculative decoding is simulated with vLLM's engine only; pass --engine vllm");
-    if (o.pp > 1) usage_error("--spec-method: speculative decoding with pipeline parallelism is not simulated; pass --pp 1");
-    if (o.prefill_replicas > 0 || o.decode_replicas > 0)
-        usage_error("--spec-method: speculative decoding in disaggregated pools is not simulated; drop --spec-method or the P/D flags");
-}
-
-// The flags a P/D run needs, and those it cannot take.
-void check_disagg_flags(const SimulateOptions& o) {
-    const bool pd = o.prefill_replicas > 0 || o.decode_replicas > 0;
-    if (!pd) {
-        if (!o.prefill_gpu.empty() || !o.decode_gpu.empty() || o.prefill_tp > 0 || o.decode_tp > 0 || o.prefill_dp > 0 || o.decode_dp > 0 ||
-            o.layerwise_transfer || o.kv_link != "ib-ndr")
-            usage_error("--prefill-gpu, --prefill-tp, --prefill-dp, --decode-gpu, --decode-tp, --decode-dp, --kv-link and --layerwise-transfer "
-                        "need --prefill-replicas and --decode-replicas");
-        return;
-    }
-    if (o.prefill_replicas == 0) usage_error("--decode-replicas needs --prefill-replicas (how many prefill instances)");
-    if (o.decode_replicas == 0) usage_error("--prefill-replicas needs --decode-replicas (how many decode instances)");
-    if (o.engine == "sglang") usage_error("--prefill-replicas: disaggregated prefill/decode is simulated with vLLM's engine only; pass --engine vllm");
-    if (o.pp > 1) usage_error("--prefill-replicas: pipeline parallelism in disaggregated pools is not simulated; pass --pp 1");
-    if (o.replicas > 1) usage_error("--replicas: with --prefill-replicas and --decode-replicas the pools set the replicas; drop --replicas");
-    if (!o.cpu_offload.empty()) usage_error("--cpu-offload: KV offload in disaggregated pools is not simulated; drop --cpu-offload or the P/D flags");
-    // Each pool's layout has its own GPU count: --gpus-per-node and --nic place both.
-    if (o.nodes.nodes > 0) usage_error("--nodes: each P/D pool spans its own nodes; pass --gpus-per-node (and --nic) instead");
-}
-
-// The files a run writes, after it: the CSVs, the charts, the HTML report.
 // A max_model_len past what the model's config allows: the engine refuses
 // to start (vLLM's _get_and_verify_max_len, SGLang's ModelConfig) unless an
 // environment variable overrides it; the run goes on, saying so.
@@ -180,6 +159,7 @@ void note_long_max_model_len(const ModelSpec& model, const std::string& engine, 
                                   sglang ? "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN" : "VLLM_ALLOW_LONG_MAX_MODEL_LEN"));
 }
 
+// The files a run writes, after it: the CSVs, the charts, the HTML report.
 std::string finish(const SimulateOptions& o, const SimulateResult& r) {
     if (!o.requests_csv.empty()) write_file_atomically(o.requests_csv, render_requests_csv(r));
     if (!o.timeseries_csv.empty()) write_file_atomically(o.timeseries_csv, render_timeseries_csv(r));
@@ -190,23 +170,8 @@ std::string finish(const SimulateOptions& o, const SimulateResult& r) {
 }
 
 // What refusals call the workload: the trace's path, or the synthetic one.
-std::string workload_source(const SimulateOptions& o) { return o.trace.empty() ? kSyntheticSource : o.trace; }
-
-// --cpu-offload's limits: vLLM's connector, one stage, prefix caching on.
-void check_cpu_offload_flags(const SimulateOptions& o) {
-    if (o.cpu_offload.empty()) return;
-    if (o.engine == "sglang") usage_error("--cpu-offload: vLLM's OffloadingConnector is simulated, not SGLang's hierarchical cache; pass --engine vllm");
-    if (o.pp > 1) usage_error("--cpu-offload: KV offload with pipeline parallelism is not simulated; pass --pp 1");
-    if (o.no_prefix_caching) usage_error("--cpu-offload: the CPU tier is keyed by prefix-cache block hashes; drop --no-prefix-caching");
-}
-
-// What the device must say for steps to be priced on it.
-void check_device(const SimulateOptions& o, const Gpu& gpu, const Efficiency& efficiency) {
-    // A device known only by its memory is priced from what `measure` timed on it.
-    if (!gpu.from_database && !(efficiency.measured_bandwidth_bytes_per_s && efficiency.measured_flops_per_s))
-        usage_error("simulate prices steps with the device's bandwidth and FLOP/s: pass --gpu ID (see `kvplan gpus`), or --gpu-mem SIZE "
-                    "with --calibration FILE from `kvplan measure` holding both");
-    if (!gpu.from_database && o.tp > 1) usage_error("--tp: a device given by --gpu-mem has no interconnect figure; pass --gpu ID");
+std::string workload_source(const SimulateOptions& o) {
+    return o.trace.empty() ? kSyntheticSource : o.trace;
 }
 
 // The output files, checked before the run rather than after it.
@@ -237,7 +202,8 @@ SglangConfig engine_pool(const SimulateOptions& o, const ServeKnobs& knobs, cons
         if (!o.vllm_version.empty()) usage_error("--vllm-version applies to --engine vllm only");
         sglang = sglang_config(knobs, model, gpu, r);
     } else if (o.schedule_policy != "fcfs") {
-        usage_error("--schedule-policy " + o.schedule_policy + " is SGLang's: pass --engine sglang (vLLM's scheduler here is first come first served)");
+        usage_error("--schedule-policy " + o.schedule_policy +
+                    " is SGLang's: pass --engine sglang (vLLM's scheduler here is first come first served)");
     } else if (o.prefill_replicas == 0) {
         r.config = engine_config(knobs, model, gpu, r.max_model_len, r.pool_source);
     }

@@ -19,7 +19,7 @@
 namespace kvplan {
 
 struct SimulateOptions {
-    std::string engine = "vllm";  // vllm|sglang
+    std::string engine = "vllm";           // vllm|sglang
     std::string schedule_policy = "fcfs";  // sglang: fcfs|lpm
     ModelOptions model;
     GpuOptions gpu;
@@ -47,10 +47,10 @@ struct SimulateOptions {
     std::string router = "round-robin";
     // Disaggregated prefill/decode: both counts, or neither (0).
     std::int64_t prefill_replicas = 0, decode_replicas = 0;
-    std::string prefill_gpu, decode_gpu;    // empty: --gpu
+    std::string prefill_gpu, decode_gpu;         // empty: --gpu
     std::int64_t prefill_tp = 0, decode_tp = 0;  // 0: --tp
     std::int64_t prefill_dp = 0, decode_dp = 0;  // 0: --dp (each pool's replicas DP groups)
-    std::string kv_link = "ib-ndr";         // nvlink|ib-ndr|ib-xdr|roce|<N>GB/s
+    std::string kv_link = "ib-ndr";              // nvlink|ib-ndr|ib-xdr|roce|<N>GB/s
     bool layerwise_transfer = false;
     SpecFlags spec;  // speculative decoding (cli/spec_options.hpp)
     // DP attention + expert parallelism (vLLM's --data-parallel-size and
@@ -61,14 +61,14 @@ struct SimulateOptions {
     std::int64_t redundant_experts = 0;
     std::int64_t moe_dense_tp = 0;
     std::string moe_a2a_backend;
-    double expert_imbalance = 0;  // 0: not given (1.0)
+    double expert_imbalance = 0;     // 0: not given (1.0)
     bool two_batch_overlap = false;  // vLLM --enable-dbo, SGLang --enable-two-batch-overlap
     NodeFlags nodes;
     bool json = false;
     std::string requests_csv, timeseries_csv;
-    std::string plot;  // --plot: a folder for the charts (io/plot_files.hpp)
+    std::string plot;               // --plot: a folder for the charts (io/plot_files.hpp)
     bool debug_invariants = false;  // --debug-invariants: docs/invariants.md after every step
-    std::string report;  // --report: one HTML file with the output and the charts (io/html_report.hpp)
+    std::string report;             // --report: one HTML file with the output and the charts (io/html_report.hpp)
 };
 
 CLI::App* setup_simulate(CLI::App& app, SimulateOptions& options);

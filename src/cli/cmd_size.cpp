@@ -1,8 +1,8 @@
 #include "cli/cmd_size.hpp"
-#include "cli/flag_checks.hpp"
 
-#include "core/model/config_parts.hpp"
+#include "cli/flag_checks.hpp"
 #include "core/memory/kv_size.hpp"
+#include "core/model/config_parts.hpp"
 #include "core/model/weights.hpp"
 #include "report/size_report.hpp"
 
@@ -12,7 +12,8 @@ CLI::App* setup_size(CLI::App& app, SizeOptions& o) {
     CLI::App* cmd = app.add_subcommand("size", "KV-cache bytes per token, sequence, batch and GPU; weights' size");
     add_model_options(*cmd, o.model);
     cmd->add_option("-c,--context", o.context, "tokens per sequence (default: the model's max_position_embeddings)")
-        ->transform(token_count())->check(CLI::Range(std::int64_t{1}, kMaxTokens));
+        ->transform(token_count())
+        ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("-b,--batch", o.batch, "concurrent sequences")->check(CLI::Range(std::int64_t{1}, std::int64_t{10'000'000}));
     cmd->add_option("--kv-dtype", o.kv_dtype, "auto|fp32|fp16|bf16|fp8|int8|int4 (auto: bf16 stays bf16, else fp16, as vLLM)");
     cmd->add_option("--mamba-cache-dtype", o.mamba_cache_dtype,
@@ -21,7 +22,9 @@ CLI::App* setup_size(CLI::App& app, SizeOptions& o) {
                     "dtype of the recurrent (SSM) part of that state, as vLLM's flag (auto: --mamba-cache-dtype)");
     cmd->add_option("--tp", o.tp, "tensor-parallel ranks")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
     CLI::Option* json_flag = cmd->add_flag("--json", o.json, "print JSON (schema: docs/size.md)");
-    cmd->add_option("--format", o.format, "table|json|markdown|csv")->check(CLI::IsMember({"table", "json", "markdown", "csv"}))->excludes(json_flag);  // one way to say it
+    cmd->add_option("--format", o.format, "table|json|markdown|csv")
+        ->check(CLI::IsMember({"table", "json", "markdown", "csv"}))
+        ->excludes(json_flag);  // one way to say it
     add_wide_flag(*cmd, o.wide);
     cmd->footer(
         "Examples:\n"

@@ -1,13 +1,13 @@
 #include "cli/flag_checks.hpp"
 
 #include <cctype>
-#include <charconv>
-#include <filesystem>
-#include <set>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
+#include <set>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -55,18 +55,30 @@ CLI::Validator token_count() {
                 case 'm': multiplier = 1'000'000; break;
                 case 'g': multiplier = 1'000'000'000; break;
                 case 't': multiplier = 1'000'000'000'000; break;
-                case 'K': multiplier = std::int64_t{1} << 10; decimal = false; break;
-                case 'M': multiplier = std::int64_t{1} << 20; decimal = false; break;
-                case 'G': multiplier = std::int64_t{1} << 30; decimal = false; break;
-                case 'T': multiplier = std::int64_t{1} << 40; decimal = false; break;
+                case 'K':
+                    multiplier = std::int64_t{1} << 10;
+                    decimal = false;
+                    break;
+                case 'M':
+                    multiplier = std::int64_t{1} << 20;
+                    decimal = false;
+                    break;
+                case 'G':
+                    multiplier = std::int64_t{1} << 30;
+                    decimal = false;
+                    break;
+                case 'T':
+                    multiplier = std::int64_t{1} << 40;
+                    decimal = false;
+                    break;
                 default: return std::string();  // a plain number: the range check reads it
             }
             const std::string number = text.substr(0, text.size() - 1);
             const bool digits_only = !number.empty() && number.find_first_not_of("0123456789") == std::string::npos;
             const bool has_point = number.find('.') != std::string::npos;
-            const bool well_formed = digits_only || (decimal && has_point && number.front() != '.' && number.back() != '.' &&
-                                                     number.find_first_not_of("0123456789.") == std::string::npos &&
-                                                     number.find('.') == number.rfind('.'));
+            const bool well_formed =
+                digits_only || (decimal && has_point && number.front() != '.' && number.back() != '.' &&
+                                number.find_first_not_of("0123456789.") == std::string::npos && number.find('.') == number.rfind('.'));
             if (!well_formed)
                 return "expected a token count such as 8192, 8k (8,000) or 8K (8,192), found \"" + text + "\"" +
                        (has_point && !decimal ? " (decimals only with the decimal suffixes k, m, g, t)" : "");

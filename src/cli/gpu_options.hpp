@@ -11,8 +11,8 @@
 namespace kvplan {
 
 struct GpuOptions {
-    std::string gpu;      // --gpu
-    std::string gpu_mem;  // --gpu-mem
+    std::string gpu;             // --gpu
+    std::string gpu_mem;         // --gpu-mem
     std::string flag = "--gpu";  // what an unknown id is reported against (simulate's --decode-gpu)
 };
 

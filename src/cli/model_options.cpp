@@ -1,8 +1,8 @@
 #include "cli/model_options.hpp"
 
+#include "core/error.hpp"
 #include "core/model/config_parser.hpp"
 #include "core/model/config_parts.hpp"
-#include "core/error.hpp"
 #include "io/model_loader.hpp"
 #include "io/presets.hpp"
 
@@ -26,14 +26,14 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
     g->add_option("--head-dim", o.shape.head_dim, "head dimension")->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000}));
     g->add_option("--hidden", o.shape.hidden, "hidden size (default kv-heads x head-dim)")->check(CLI::Range(std::int64_t{1}, kMaxHidden));
     g->add_option("--heads", o.shape.heads, "attention heads (default hidden / head-dim)")->check(CLI::Range(std::int64_t{1}, kMaxHeads));
-    g->add_option("--params", o.shape.params, "parameter count, for weight bytes")->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000'000'000'000}));
+    g->add_option("--params", o.shape.params, "parameter count, for weight bytes")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000'000'000'000}));
 }
 
 ModelSpec resolve_model(const ModelOptions& o) {
     const ManualShape& s = o.shape;
     bool manual = s.layers || s.kv_heads || s.head_dim || s.hidden || s.heads || s.params;
-    if (!o.model.empty() && manual)
-        usage_error("give either --model or a hand-built shape (--layers --kv-heads --head-dim), not both");
+    if (!o.model.empty() && manual) usage_error("give either --model or a hand-built shape (--layers --kv-heads --head-dim), not both");
     if (!o.model.empty()) {
         ModelSpec spec = load_model(o.model);
         if (o.weights_from == "files" && !spec.stored_weights)

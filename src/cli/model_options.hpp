@@ -14,8 +14,8 @@
 namespace kvplan {
 
 struct ModelOptions {
-    std::string model;  // --model
-    ManualShape shape;  // --layers --kv-heads --head-dim --hidden --heads --params (0: not given)
+    std::string model;                  // --model
+    ManualShape shape;                  // --layers --kv-heads --head-dim --hidden --heads --params (0: not given)
     std::string weights_from = "auto";  // --weights-from auto|files|formula
 };
 

@@ -25,7 +25,6 @@ namespace kvplan {
 
 namespace {
 
-
 // Requests per simulated run of synthetic traffic: at goodput 0.99 the 1% a
 // run may miss is 20 requests, enough that one request more or less moves
 // the attainment by 0.05 points, and few enough that a run of Llama-3.1-8B
@@ -60,7 +59,8 @@ std::optional<std::vector<std::int64_t>> pp_list(const std::string& text) {
 void check_flags(const RecommendOptions& o) {
     if (o.slo.empty()) usage_error("--slo: the SLO search needs targets, e.g. --slo ttft=2s,tpot=50ms (or --analytic with --context --ttft --tpot)");
     if (!(o.goodput > 0 && o.goodput <= 1)) usage_error(fmt::format("--goodput {}: expected a share of requests in (0, 1], e.g. 0.99", o.goodput));
-    if (o.rate == 0 && o.trace.empty()) usage_error("--slo: the SLO search needs the traffic: --rate R (with --input-len, --output-len) or --trace FILE");
+    if (o.rate == 0 && o.trace.empty())
+        usage_error("--slo: the SLO search needs the traffic: --rate R (with --input-len, --output-len) or --trace FILE");
     if (o.rate > 0 && !o.trace.empty()) usage_error("give --rate (synthetic traffic) or --trace, not both");
     if (!o.trace.empty() && (!o.input_len.empty() || !o.output_len.empty()))
         usage_error("--input-len and --output-len describe synthetic traffic: with --trace the trace's requests are replayed");
@@ -244,8 +244,7 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
         }
         const auto price = prices.find(c.gpu);
         c.fleet = fleet_cost(r.target_rps, c.outcome.max_rate_rps, c.gpus_per_replica(),
-                             price == prices.end() ? std::nullopt : std::optional<double>(price->second), r.mean_input_tokens,
-                             r.mean_output_tokens);
+                             price == prices.end() ? std::nullopt : std::optional<double>(price->second), r.mean_input_tokens, r.mean_output_tokens);
         if (!c.pd()) c.serve.dp = c.fleet.replicas;  // a unit's instances are separate servers
         if (!minute_rates.empty())
             c.scaled = replicas_over_time(minute_rates, 60, c.outcome.max_rate_rps, c.fleet, c.gpus_per_replica(),
@@ -282,7 +281,8 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
             best.push_back(&setups[r.qualified[k].order].engine);
             chosen.push_back(r.qualified[k].outcome.max_rate_rps);
         }
-        r.curves = goodput_curves(rw, best, chosen, SearchTargets{r.slo, r.goodput}, goodput_multiples(), std::max(1u, std::thread::hardware_concurrency()));
+        r.curves =
+            goodput_curves(rw, best, chosen, SearchTargets{r.slo, r.goodput}, goodput_multiples(), std::max(1u, std::thread::hardware_concurrency()));
     }
     const int code = r.candidates.empty() ? 1 : 0;
     std::string text = o.json ? render_slo_json(r) : render_slo_table(r);

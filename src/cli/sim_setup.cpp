@@ -2,22 +2,22 @@
 // to set a simulation up: the workload, the SLO, the KV link and the serving
 // knobs the engine set-up (core/plan/engine_setup.hpp) takes.
 #include "cli/sim_setup.hpp"
-#include "cli/flag_checks.hpp"
-#include "cli/model_options.hpp"
-#include "cli/scale_out_options.hpp"
 
 #include <charconv>
 #include <cmath>
 
 #include <fmt/format.h>
 
+#include "cli/flag_checks.hpp"
+#include "cli/model_options.hpp"
+#include "cli/scale_out_options.hpp"
 #include "core/byte_size.hpp"
 #include "core/checked.hpp"
+#include "core/digits.hpp"
 #include "core/error.hpp"
 #include "core/memory/capacity.hpp"
 #include "core/memory/kv_size.hpp"
 #include "core/memory/parallel.hpp"
-#include "core/digits.hpp"
 #include "core/model/config_parts.hpp"
 #include "core/model/weight_format.hpp"
 #include "core/sim/disagg.hpp"
@@ -63,7 +63,8 @@ std::int64_t whole(const std::string& flag, const std::string& text) {
 double number(const std::string& flag, const std::string& text) {
     double v = 0;
     auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || p != text.data() + text.size() || !std::isfinite(v) || v < 0) usage_error(flag + ": \"" + text + "\": expected a number");
+    if (ec != std::errc() || p != text.data() + text.size() || !std::isfinite(v) || v < 0)
+        usage_error(flag + ": \"" + text + "\": expected a number");
     return v;
 }
 
@@ -102,8 +103,10 @@ Slo parse_slo(const std::string& text) {
         const auto eq = item.find('=');
         std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
         double scale = 1;
-        if (value.ends_with("ms")) { scale = 1e-3; value.resize(value.size() - 2); }
-        else if (value.ends_with("s")) value.resize(value.size() - 1);
+        if (value.ends_with("ms")) {
+            scale = 1e-3;
+            value.resize(value.size() - 2);
+        } else if (value.ends_with("s")) value.resize(value.size() - 1);
         else usage_error("--slo " + item + ": expected NAME=TIME with a unit, e.g. ttft=2s or tpot=50ms");
         const double s = number("--slo", value) * scale;
         const std::string key = item.substr(0, eq);
@@ -118,7 +121,8 @@ Slo parse_slo(const std::string& text) {
 
 Workload make_workload(const SimulateOptions& o, std::string& label) {
     const bool synthetic = o.rate > 0 || o.concurrency > 0 || o.requests > 0 || !o.input_len.empty() || !o.output_len.empty();
-    if (!o.trace.empty() && synthetic) usage_error("give either --trace or synthetic traffic (--rate/--concurrency, --requests, --input-len, --output-len), not both");
+    if (!o.trace.empty() && synthetic)
+        usage_error("give either --trace or synthetic traffic (--rate/--concurrency, --requests, --input-len, --output-len), not both");
     if (!o.trace.empty()) {
         Workload w = read_trace(o.trace, TraceOptions{o.trace_format, o.time_scale, o.limit});
         label = fmt::format("{} ({} requests)", o.trace, group_digits(static_cast<std::int64_t>(w.requests.size())));
@@ -128,7 +132,12 @@ Workload make_workload(const SimulateOptions& o, std::string& label) {
     if (o.rate > 0 && o.concurrency > 0) usage_error("give --rate (open loop) or --concurrency (closed loop), not both");
     if (o.requests == 0 || o.input_len.empty() || o.output_len.empty())
         usage_error("synthetic traffic needs --requests, --input-len and --output-len");
-    SyntheticSpec s{o.rate, o.requests, o.concurrency, o.burstiness, o.seed, parse_dist("--input-len", o.input_len, true),
+    SyntheticSpec s{o.rate,
+                    o.requests,
+                    o.concurrency,
+                    o.burstiness,
+                    o.seed,
+                    parse_dist("--input-len", o.input_len, true),
                     parse_dist("--output-len", o.output_len, false)};
     label = o.concurrency > 0 ? fmt::format("{} clients, {} requests", o.concurrency, group_digits(o.requests))
                               : fmt::format("{} {} req/s, {} requests", o.burstiness == 1.0 ? "Poisson" : "gamma", o.rate, group_digits(o.requests));
@@ -172,7 +181,6 @@ ServeKnobs serve_knobs(const SimulateOptions& o) {
     k.seed = o.seed;
     return k;
 }
-
 
 // The proposer, resolved from the flags (a draft model's config is read here).
 SpecResolver spec_resolver(const SimulateOptions& o, const ModelSpec& model) {

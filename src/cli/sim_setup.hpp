@@ -29,7 +29,6 @@ Workload make_workload(const SimulateOptions& o, std::string& label);
 // engine set-up (core/plan/engine_setup.hpp) reads no flag strings.
 ServeKnobs serve_knobs(const SimulateOptions& o);
 
-
 // --spec-method's proposer, resolved when the run asks (a draft model's
 // config is read then); empty without --spec-method. Keeps references to
 // `o` and `model`.

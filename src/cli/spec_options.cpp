@@ -32,7 +32,8 @@ std::vector<double> parse_acceptance(const std::string& text, std::int64_t k) {
     }
     if (rates.size() == 1) return std::vector<double>(static_cast<std::size_t>(k), rates[0]);
     if (static_cast<std::int64_t>(rates.size()) != k)
-        usage_error("--acceptance: expected one rate or " + std::to_string(k) + " (one per --spec-tokens position), got " + std::to_string(rates.size()));
+        usage_error("--acceptance: expected one rate or " + std::to_string(k) + " (one per --spec-tokens position), got " +
+                    std::to_string(rates.size()));
     return rates;
 }
 

@@ -17,9 +17,9 @@ struct Unit {
 };
 
 constexpr Unit kUnits[] = {
-    {"b", 1.0},
-    {"kb", 1e3},         {"mb", 1e6},          {"gb", 1e9},                 {"tb", 1e12},
-    {"kib", 1024.0},     {"mib", 1048576.0},   {"gib", 1073741824.0},       {"tib", 1099511627776.0},
+    {"b", 1.0},         {"kb", 1e3},           {"mb", 1e6},
+    {"gb", 1e9},        {"tb", 1e12},          {"kib", 1024.0},
+    {"mib", 1048576.0}, {"gib", 1073741824.0}, {"tib", 1099511627776.0},
 };
 
 constexpr double kMaxBytes = 1125899906842624.0;  // 1 PiB: no accelerator comes near it
@@ -32,8 +32,7 @@ std::int64_t parse_byte_size(const std::string& flag, const std::string& text, b
     };
     // Split "<number><spaces><unit>".
     std::size_t i = 0;
-    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.' || text[i] == '-' || text[i] == '+'))
-        ++i;
+    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.' || text[i] == '-' || text[i] == '+')) ++i;
     const std::string number = text.substr(0, i);
     while (i < text.size() && text[i] == ' ') ++i;
     std::string unit;

@@ -32,6 +32,8 @@ inline std::int64_t checked_add(std::int64_t a, std::int64_t b, const char* what
 __extension__ typedef __int128 Int128;
 
 // ceil(a / b) for positive b.
-inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+    return (a + b - 1) / b;
+}
 
 }  // namespace kvplan

@@ -40,7 +40,9 @@ std::optional<ConfigReader> ConfigReader::child(const char* name) const {
     return ConfigReader(*value, source_, prefix_ + name + ".");
 }
 
-bool ConfigReader::has(const char* name) const { return find({name}) != nullptr; }
+bool ConfigReader::has(const char* name) const {
+    return find({name}) != nullptr;
+}
 
 bool ConfigReader::is_array(const char* name) const {
     const nlohmann::json* value = find({name});
@@ -58,22 +60,21 @@ const nlohmann::json* ConfigReader::find(std::initializer_list<const char*> name
     return nullptr;
 }
 
-std::int64_t ConfigReader::to_int(const nlohmann::json& value, const std::string& field, std::int64_t min,
-                                  std::int64_t max) const {
+std::int64_t ConfigReader::to_int(const nlohmann::json& value, const std::string& field, std::int64_t min, std::int64_t max) const {
     std::int64_t n = 0;
     if (value.is_number_integer() && !value.is_number_unsigned()) {
         n = value.get<std::int64_t>();
     } else if (value.is_number_unsigned()) {
         auto u = value.get<std::uint64_t>();
-        if (u > static_cast<std::uint64_t>(max)) fail(field, "expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "], found " + brief(value));
+        if (u > static_cast<std::uint64_t>(max))
+            fail(field, "expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "], found " + brief(value));
         n = static_cast<std::int64_t>(u);
     } else if (value.is_number_float()) {
         double d = value.get<double>();
         // 2^63 is exact as a double, INT64_MAX is not (it rounds up to 2^63):
         // compare against 2^63 so that no value outside int64 reaches the cast.
         constexpr double kTwo63 = 9223372036854775808.0;
-        if (!std::isfinite(d) || d != std::floor(d) || d >= kTwo63 || d < -kTwo63 || d < static_cast<double>(min) ||
-            d > static_cast<double>(max))
+        if (!std::isfinite(d) || d != std::floor(d) || d >= kTwo63 || d < -kTwo63 || d < static_cast<double>(min) || d > static_cast<double>(max))
             fail(field, "expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "], found " + brief(value));
         n = static_cast<std::int64_t>(d);
     } else {
@@ -84,16 +85,14 @@ std::int64_t ConfigReader::to_int(const nlohmann::json& value, const std::string
     return n;
 }
 
-std::optional<std::int64_t> ConfigReader::get_int(std::initializer_list<const char*> names, std::int64_t min,
-                                                  std::int64_t max) const {
+std::optional<std::int64_t> ConfigReader::get_int(std::initializer_list<const char*> names, std::int64_t min, std::int64_t max) const {
     std::string used;
     const nlohmann::json* value = find(names, &used);
     if (!value) return std::nullopt;
     return to_int(*value, used, min, max);
 }
 
-std::int64_t ConfigReader::require_int(std::initializer_list<const char*> names, std::int64_t min,
-                                       std::int64_t max) const {
+std::int64_t ConfigReader::require_int(std::initializer_list<const char*> names, std::int64_t min, std::int64_t max) const {
     auto value = get_int(names, min, max);
     if (!value) {
         std::string also;
@@ -132,29 +131,25 @@ std::optional<std::vector<std::string>> ConfigReader::get_string_list(const char
     std::vector<std::string> out;
     for (std::size_t i = 0; i < value->size(); ++i) {
         const auto& item = (*value)[i];
-        if (!item.is_string())
-            fail(std::string(name) + "[" + std::to_string(i) + "]", "expected a string, found " + json_type_name(item));
+        if (!item.is_string()) fail(std::string(name) + "[" + std::to_string(i) + "]", "expected a string, found " + json_type_name(item));
         out.push_back(item.get<std::string>());
     }
     return out;
 }
 
-std::optional<std::vector<std::int64_t>> ConfigReader::get_int_list(const char* name, std::int64_t min,
-                                                                    std::int64_t max) const {
+std::optional<std::vector<std::int64_t>> ConfigReader::get_int_list(const char* name, std::int64_t min, std::int64_t max) const {
     const nlohmann::json* value = find({name});
     if (!value) return std::nullopt;
     if (!value->is_array()) fail(name, "expected an array of integers, found " + json_type_name(*value));
     std::vector<std::int64_t> out;
-    for (std::size_t i = 0; i < value->size(); ++i)
-        out.push_back(to_int((*value)[i], std::string(name) + "[" + std::to_string(i) + "]", min, max));
+    for (std::size_t i = 0; i < value->size(); ++i) out.push_back(to_int((*value)[i], std::string(name) + "[" + std::to_string(i) + "]", min, max));
     return out;
 }
 
 std::vector<std::int64_t> ConfigReader::require_int_list(const char* name, std::int64_t min, std::int64_t max) const {
     auto list = get_int_list(name, min, max);
     if (!list)
-        fail(name, "required field is missing or null (expected an array of integers in [" + std::to_string(min) + ", " +
-                       std::to_string(max) + "])");
+        fail(name, "required field is missing or null (expected an array of integers in [" + std::to_string(min) + ", " + std::to_string(max) + "])");
     return *list;
 }
 
@@ -162,7 +157,9 @@ void ConfigReader::fail_relation(const std::string& field, const std::string& me
     data_error(where(field) + " " + message);
 }
 
-std::string ConfigReader::where(const std::string& field) const { return source_ + ": " + prefix_ + field; }
+std::string ConfigReader::where(const std::string& field) const {
+    return source_ + ": " + prefix_ + field;
+}
 
 void ConfigReader::fail(const std::string& field, const std::string& message) const {
     data_error(where(field) + ": " + message);

@@ -31,16 +31,14 @@ public:
     const nlohmann::json* find(std::initializer_list<const char*> names, std::string* used = nullptr) const;
 
     // Integers in [min, max]; a float with an integral value is accepted.
-    std::optional<std::int64_t> get_int(std::initializer_list<const char*> names, std::int64_t min,
-                                        std::int64_t max) const;
+    std::optional<std::int64_t> get_int(std::initializer_list<const char*> names, std::int64_t min, std::int64_t max) const;
     std::int64_t require_int(std::initializer_list<const char*> names, std::int64_t min, std::int64_t max) const;
 
     std::optional<double> get_number(const char* name) const;
     std::optional<bool> get_bool(const char* name) const;
     std::optional<std::string> get_string(const char* name) const;
     std::optional<std::vector<std::string>> get_string_list(const char* name) const;
-    std::optional<std::vector<std::int64_t>> get_int_list(const char* name, std::int64_t min,
-                                                          std::int64_t max) const;
+    std::optional<std::vector<std::int64_t>> get_int_list(const char* name, std::int64_t min, std::int64_t max) const;
     // The list, or an error naming the field when it is missing or null.
     std::vector<std::int64_t> require_int_list(const char* name, std::int64_t min, std::int64_t max) const;
 
@@ -56,8 +54,7 @@ public:
     [[noreturn]] void fail_relation(const std::string& field, const std::string& message) const;
 
 private:
-    std::int64_t to_int(const nlohmann::json& value, const std::string& field, std::int64_t min,
-                        std::int64_t max) const;
+    std::int64_t to_int(const nlohmann::json& value, const std::string& field, std::int64_t min, std::int64_t max) const;
 
     const nlohmann::json* object_;
     std::string source_;

@@ -41,8 +41,7 @@ std::optional<Dtype> parse_dtype(std::string_view text) {
     if (s == "fp16" || s == "float16" || s == "half") return Dtype::Fp16;
     if (s == "bf16" || s == "bfloat16") return Dtype::Bf16;
     // vLLM's kv-cache dtypes: fp8 (= fp8_e4m3 on CUDA), fp8_e4m3, fp8_e5m2.
-    if (s == "fp8" || s == "fp8_e4m3" || s == "fp8_e5m2" || s == "float8_e4m3fn" || s == "float8_e5m2")
-        return Dtype::Fp8;
+    if (s == "fp8" || s == "fp8_e4m3" || s == "fp8_e5m2" || s == "float8_e4m3fn" || s == "float8_e5m2") return Dtype::Fp8;
     if (s == "int8") return Dtype::Int8;
     if (s == "int4") return Dtype::Int4;
     return std::nullopt;

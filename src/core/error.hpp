@@ -8,8 +8,8 @@
 namespace kvplan {
 
 enum class ErrorKind {
-    Usage,  // a flag or argument is wrong: exit 2
-    Data,   // a file's content is malformed, inconsistent or unsupported: exit 65 (EX_DATAERR)
+    Usage,        // a flag or argument is wrong: exit 2
+    Data,         // a file's content is malformed, inconsistent or unsupported: exit 65 (EX_DATAERR)
     Unavailable,  // a device or a build feature the command needs is not here: exit 69 (EX_UNAVAILABLE)
 };
 
@@ -23,9 +23,15 @@ private:
 };
 
 // Shorthands that read well at the throw site.
-[[noreturn]] inline void usage_error(const std::string& message) { throw Error(ErrorKind::Usage, message); }
-[[noreturn]] inline void data_error(const std::string& message) { throw Error(ErrorKind::Data, message); }
-[[noreturn]] inline void unavailable_error(const std::string& message) { throw Error(ErrorKind::Unavailable, message); }
+[[noreturn]] inline void usage_error(const std::string& message) {
+    throw Error(ErrorKind::Usage, message);
+}
+[[noreturn]] inline void data_error(const std::string& message) {
+    throw Error(ErrorKind::Data, message);
+}
+[[noreturn]] inline void unavailable_error(const std::string& message) {
+    throw Error(ErrorKind::Unavailable, message);
+}
 
 // A 64-bit overflow in checked arithmetic (checked.hpp). A usage error by
 // default: the absurd number usually came from a flag.

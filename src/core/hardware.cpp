@@ -48,14 +48,33 @@ std::optional<double> tflops(const ConfigReader& r, const char* key) {
     return v;
 }
 
-std::string text_or_empty(const ConfigReader& r, const char* key) { return r.get_string(key).value_or(""); }
+std::string text_or_empty(const ConfigReader& r, const char* key) {
+    return r.get_string(key).value_or("");
+}
 
 // Every key a device entry may have (schema: `kvplan gpus --schema`).
-const std::vector<std::string> kDeviceKeys = {
-    "id", "name", "vendor", "aliases", "memory_bytes", "memory_source", "cuda_total_bytes", "cuda_total_source", "marketed_memory",
-    "memory_technology", "memory_bandwidth_bytes_per_s", "bandwidth_source", "peak_tflops", "tflops_source", "interconnect",
-    "interconnect_bytes_per_s_per_direction", "interconnect_source", "host_link", "host_link_bytes_per_s_per_direction", "host_link_source",
-    "unified_memory", "unverified"};
+const std::vector<std::string> kDeviceKeys = {"id",
+                                              "name",
+                                              "vendor",
+                                              "aliases",
+                                              "memory_bytes",
+                                              "memory_source",
+                                              "cuda_total_bytes",
+                                              "cuda_total_source",
+                                              "marketed_memory",
+                                              "memory_technology",
+                                              "memory_bandwidth_bytes_per_s",
+                                              "bandwidth_source",
+                                              "peak_tflops",
+                                              "tflops_source",
+                                              "interconnect",
+                                              "interconnect_bytes_per_s_per_direction",
+                                              "interconnect_source",
+                                              "host_link",
+                                              "host_link_bytes_per_s_per_direction",
+                                              "host_link_source",
+                                              "unified_memory",
+                                              "unverified"};
 
 void refuse_unknown_keys(const ConfigReader& r, const nlohmann::json& object, const std::vector<std::string>& known) {
     for (const auto& [key, value] : object.items()) {

@@ -22,8 +22,8 @@ struct PeakTflops {
 };
 
 struct Gpu {
-    std::string id;       // e.g. "h100-sxm"
-    std::string name;     // e.g. "NVIDIA H100 SXM 80GB"
+    std::string id;    // e.g. "h100-sxm"
+    std::string name;  // e.g. "NVIDIA H100 SXM 80GB"
     std::string vendor;
     std::vector<std::string> aliases;
     // Total memory as the driver reports it (nvidia-smi "Total"); e.g.
@@ -35,13 +35,13 @@ struct Gpu {
     // figure; nullopt where no published log gives it.
     std::optional<std::int64_t> cuda_total_bytes;
     std::string cuda_total_source;
-    std::string marketed_memory;  // e.g. "80 GB"
-    std::string memory_technology;  // e.g. "HBM3", "GDDR6X", "LPDDR5": sets the batch-1 bandwidth efficiency
+    std::string marketed_memory;             // e.g. "80 GB"
+    std::string memory_technology;           // e.g. "HBM3", "GDDR6X", "LPDDR5": sets the batch-1 bandwidth efficiency
     std::int64_t bandwidth_bytes_per_s = 0;  // datasheet memory bandwidth
     std::string bandwidth_source;
     PeakTflops peak;
     std::string tflops_source;
-    std::string interconnect;                 // e.g. "NVLink 4 (18 links)"
+    std::string interconnect;                   // e.g. "NVLink 4 (18 links)"
     std::int64_t interconnect_bytes_per_s = 0;  // per direction, what a ring all-reduce sees
     std::string interconnect_source;
     // The link between the device and host CPU memory, which KV-cache offload
@@ -50,11 +50,11 @@ struct Gpu {
     // (Apple: no separate link, 0 bytes). 0 / empty: unknown (a --gpu-file
     // device may leave it out).
     std::string host_link;
-    std::int64_t host_link_bytes_per_s = 0;   // per direction, theoretical (PCIe Gen5 x16: 64 GB/s)
+    std::int64_t host_link_bytes_per_s = 0;  // per direction, theoretical (PCIe Gen5 x16: 64 GB/s)
     std::string host_link_source;
-    bool unified_memory = false;              // Apple silicon: shared with the CPU and the OS
-    std::vector<std::string> unverified;      // fields no retrieved document confirmed
-    bool from_database = true;                // false for a --gpu-mem device
+    bool unified_memory = false;          // Apple silicon: shared with the CPU and the OS
+    std::vector<std::string> unverified;  // fields no retrieved document confirmed
+    bool from_database = true;            // false for a --gpu-mem device
 
     // The total an engine multiplies its memory fraction by: what CUDA
     // reports when known, else the driver's figure.

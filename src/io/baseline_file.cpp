@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "core/error.hpp"
-#include "io/model_loader.hpp"
 #include "core/units.hpp"
+#include "io/model_loader.hpp"
 
 namespace kvplan {
 
@@ -32,8 +32,8 @@ void set_lines(const std::string& text, Baseline& b) {
             at += 6;
         }
         if (at == std::string::npos) continue;
-        line += static_cast<int>(std::count(text.begin() + static_cast<std::ptrdiff_t>(counted_to),
-                                            text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+        line += static_cast<int>(
+            std::count(text.begin() + static_cast<std::ptrdiff_t>(counted_to), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
         counted_to = at;
         s.line = line;
         from = at + 6;
@@ -54,7 +54,8 @@ BaselineFile read_baseline_file(const std::string& path, bool require_expected) 
     const auto size = fs::file_size(path, ec);
     if (ec) usage_error(path + ": cannot read the baseline: " + ec.message());
     if (static_cast<std::int64_t>(size) > kMaxBaselineBytes)
-        data_error(path + ": file is " + group_digits(static_cast<std::int64_t>(size)) + " bytes; a baseline is at most " + binary_size(kMaxBaselineBytes));
+        data_error(path + ": file is " + group_digits(static_cast<std::int64_t>(size)) + " bytes; a baseline is at most " +
+                   binary_size(kMaxBaselineBytes));
     std::ifstream in(path, std::ios::binary);
     if (!in) usage_error(path + ": cannot open the baseline for reading");
     std::ostringstream buffer;
@@ -91,6 +92,8 @@ std::string model_reference_for(const std::string& model, const std::string& bas
     return fs::proximate(fs::absolute(model), folder, ec).generic_string();
 }
 
-std::string baseline_text(const nlohmann::ordered_json& doc) { return doc.dump(2) + "\n"; }
+std::string baseline_text(const nlohmann::ordered_json& doc) {
+    return doc.dump(2) + "\n";
+}
 
 }  // namespace kvplan

@@ -14,7 +14,7 @@ namespace embedded {
 extern const NamedText kEngineProfiles[];
 extern const std::size_t kEngineProfilesCount;
 extern const char* const kInterconnects;
-}
+}  // namespace embedded
 
 const std::vector<LinkLatency>& bundled_link_latencies() {
     // A malformed table is a build bug; tests parse it on every run.
@@ -30,7 +30,8 @@ const std::vector<AllToAllLatency>& bundled_all_to_all_latencies() {
 }
 
 const std::vector<Nic>& bundled_nics() {
-    static const std::vector<Nic> table = parse_nics(parse_json_text(embedded::kInterconnects, "models/interconnects.json"), "models/interconnects.json");
+    static const std::vector<Nic> table =
+        parse_nics(parse_json_text(embedded::kInterconnects, "models/interconnects.json"), "models/interconnects.json");
     return table;
 }
 
@@ -56,7 +57,8 @@ const std::vector<EngineProfile>& bundled_engines() {
             out.push_back(std::move(p));
         }
         // generic first: the default, then the rest by name.
-        std::stable_sort(out.begin(), out.end(), [](const EngineProfile& a, const EngineProfile& b) { return (a.id == "generic") > (b.id == "generic"); });
+        std::stable_sort(out.begin(), out.end(),
+                         [](const EngineProfile& a, const EngineProfile& b) { return (a.id == "generic") > (b.id == "generic"); });
         return out;
     }();
     return engines;
@@ -71,7 +73,9 @@ std::optional<std::vector<EngineProfile>>& merged() {
 
 }  // namespace
 
-const std::vector<EngineProfile>& known_engines() { return merged() ? *merged() : bundled_engines(); }
+const std::vector<EngineProfile>& known_engines() {
+    return merged() ? *merged() : bundled_engines();
+}
 
 void use_engine_file(const std::string& path) {
     std::string file = path;

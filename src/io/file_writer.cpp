@@ -10,8 +10,9 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
+
+#include <sys/stat.h>
 
 #include "core/error.hpp"
 
@@ -21,12 +22,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-[[noreturn]] void cannot_write(const std::string& path, const std::string& why) { usage_error("cannot write " + path + ": " + why); }
+[[noreturn]] void cannot_write(const std::string& path, const std::string& why) {
+    usage_error("cannot write " + path + ": " + why);
+}
 
 // Where the text really goes, and the mode it must keep.
 struct Target {
-    fs::path file;                 // the symlink's final target, or the path itself
-    std::optional<mode_t> mode;    // the existing file's permission bits; nullopt: a new file
+    fs::path file;               // the symlink's final target, or the path itself
+    std::optional<mode_t> mode;  // the existing file's permission bits; nullopt: a new file
 };
 
 // Follows symlinks (a baseline kept in a dotfiles repo is often one) so that
@@ -79,8 +82,8 @@ extern "C" void remove_temp_and_reraise(int sig) {
 
 class TempFile {
 public:
-    explicit TempFile(const fs::path& target) : path_((target.parent_path().empty() ? fs::path(".") : target.parent_path()) /
-                                                      ("." + target.filename().string() + ".tmp.XXXXXX")) {
+    explicit TempFile(const fs::path& target)
+        : path_((target.parent_path().empty() ? fs::path(".") : target.parent_path()) / ("." + target.filename().string() + ".tmp.XXXXXX")) {
         // The signals wait (blocked) from before the file exists until its
         // handler knows its name: one arriving in between would otherwise
         // end the process with the temporary left behind. A signal that came
@@ -155,7 +158,9 @@ void sync_folder(const fs::path& file) {
 
 }  // namespace
 
-void check_writable(const std::string& path) { resolve_target(path); }
+void check_writable(const std::string& path) {
+    resolve_target(path);
+}
 
 void write_file_atomically(const std::string& path, const std::string& text) {
     const Target target = resolve_target(path);

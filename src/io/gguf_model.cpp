@@ -32,11 +32,9 @@ struct GgufFamily {
 };
 
 constexpr GgufFamily kFamilies[] = {
-    {"llama", "llama", "LlamaForCausalLM"},       {"qwen2", "qwen2", "Qwen2ForCausalLM"},
-    {"qwen2moe", "qwen2_moe", "Qwen2MoeForCausalLM"}, {"qwen3", "qwen3", "Qwen3ForCausalLM"},
-    {"qwen3moe", "qwen3_moe", "Qwen3MoeForCausalLM"}, {"gemma", "gemma", "GemmaForCausalLM"},
-    {"gemma2", "gemma2", "Gemma2ForCausalLM"},    {"gemma3", "gemma3_text", "Gemma3ForCausalLM"},
-    {"phi3", "phi3", "Phi3ForCausalLM"},
+    {"llama", "llama", "LlamaForCausalLM"},    {"qwen2", "qwen2", "Qwen2ForCausalLM"},           {"qwen2moe", "qwen2_moe", "Qwen2MoeForCausalLM"},
+    {"qwen3", "qwen3", "Qwen3ForCausalLM"},    {"qwen3moe", "qwen3_moe", "Qwen3MoeForCausalLM"}, {"gemma", "gemma", "GemmaForCausalLM"},
+    {"gemma2", "gemma2", "Gemma2ForCausalLM"}, {"gemma3", "gemma3_text", "Gemma3ForCausalLM"},   {"phi3", "phi3", "Phi3ForCausalLM"},
 };
 
 std::string family_list() {
@@ -48,13 +46,12 @@ std::string family_list() {
 // llama.h's llama_ftype, for the note on general.file_type.
 std::string file_type_name(std::int64_t id) {
     static const std::map<std::int64_t, const char*> names = {
-        {0, "ALL_F32"},        {1, "MOSTLY_F16"},      {2, "MOSTLY_Q4_0"},    {3, "MOSTLY_Q4_1"},     {7, "MOSTLY_Q8_0"},
-        {8, "MOSTLY_Q5_0"},    {9, "MOSTLY_Q5_1"},     {10, "MOSTLY_Q2_K"},   {11, "MOSTLY_Q3_K_S"},  {12, "MOSTLY_Q3_K_M"},
-        {13, "MOSTLY_Q3_K_L"}, {14, "MOSTLY_Q4_K_S"},  {15, "MOSTLY_Q4_K_M"}, {16, "MOSTLY_Q5_K_S"},  {17, "MOSTLY_Q5_K_M"},
-        {18, "MOSTLY_Q6_K"},   {19, "MOSTLY_IQ2_XXS"}, {20, "MOSTLY_IQ2_XS"}, {21, "MOSTLY_Q2_K_S"},  {22, "MOSTLY_IQ3_XS"},
-        {23, "MOSTLY_IQ3_XXS"}, {24, "MOSTLY_IQ1_S"},  {25, "MOSTLY_IQ4_NL"}, {26, "MOSTLY_IQ3_S"},   {27, "MOSTLY_IQ3_M"},
-        {28, "MOSTLY_IQ2_S"},  {29, "MOSTLY_IQ2_M"},   {30, "MOSTLY_IQ4_XS"}, {31, "MOSTLY_IQ1_M"},   {32, "MOSTLY_BF16"},
-        {36, "MOSTLY_TQ1_0"},  {37, "MOSTLY_TQ2_0"},   {38, "MOSTLY_MXFP4_MOE"}, {39, "MOSTLY_NVFP4"}, {40, "MOSTLY_Q1_0"},
+        {0, "ALL_F32"},        {1, "MOSTLY_F16"},     {2, "MOSTLY_Q4_0"},       {3, "MOSTLY_Q4_1"},    {7, "MOSTLY_Q8_0"},     {8, "MOSTLY_Q5_0"},
+        {9, "MOSTLY_Q5_1"},    {10, "MOSTLY_Q2_K"},   {11, "MOSTLY_Q3_K_S"},    {12, "MOSTLY_Q3_K_M"}, {13, "MOSTLY_Q3_K_L"},  {14, "MOSTLY_Q4_K_S"},
+        {15, "MOSTLY_Q4_K_M"}, {16, "MOSTLY_Q5_K_S"}, {17, "MOSTLY_Q5_K_M"},    {18, "MOSTLY_Q6_K"},   {19, "MOSTLY_IQ2_XXS"}, {20, "MOSTLY_IQ2_XS"},
+        {21, "MOSTLY_Q2_K_S"}, {22, "MOSTLY_IQ3_XS"}, {23, "MOSTLY_IQ3_XXS"},   {24, "MOSTLY_IQ1_S"},  {25, "MOSTLY_IQ4_NL"},  {26, "MOSTLY_IQ3_S"},
+        {27, "MOSTLY_IQ3_M"},  {28, "MOSTLY_IQ2_S"},  {29, "MOSTLY_IQ2_M"},     {30, "MOSTLY_IQ4_XS"}, {31, "MOSTLY_IQ1_M"},   {32, "MOSTLY_BF16"},
+        {36, "MOSTLY_TQ1_0"},  {37, "MOSTLY_TQ2_0"},  {38, "MOSTLY_MXFP4_MOE"}, {39, "MOSTLY_NVFP4"},  {40, "MOSTLY_Q1_0"},
     };
     auto it = names.find(id);
     return it == names.end() ? "unknown to kvplan" : it->second;
@@ -130,18 +127,18 @@ void attention_keys(const Meta& m, const std::string& a, nlohmann::json& cfg) {
     const std::int64_t hidden = m.require_int(a + ".embedding_length", 1, kMaxHidden);
     const std::int64_t heads = m.require_int(a + ".attention.head_count", 1, kMaxHeads);
     const std::int64_t kv = m.get_int(a + ".attention.head_count_kv", 1, kMaxHeads).value_or(heads);
-    if (heads % kv != 0)
-        m.fail(a + ".attention.head_count_kv", fmt::format("{} must divide {}.attention.head_count ({})", kv, a, heads));
+    if (heads % kv != 0) m.fail(a + ".attention.head_count_kv", fmt::format("{} must divide {}.attention.head_count ({})", kv, a, heads));
     cfg["hidden_size"] = hidden;
     cfg["num_attention_heads"] = heads;
     cfg["num_key_value_heads"] = kv;
     if (auto k = m.get_int(a + ".attention.key_length", 1, 100'000)) {
         if (auto v = m.get_int(a + ".attention.value_length", 1, 100'000); v && *v != *k)
-            m.fail(a + ".attention.value_length", fmt::format("{} differs from {}.attention.key_length ({}); kvplan sizes equal K and V heads", *v, a, *k));
+            m.fail(a + ".attention.value_length",
+                   fmt::format("{} differs from {}.attention.key_length ({}); kvplan sizes equal K and V heads", *v, a, *k));
         cfg["head_dim"] = *k;
     } else if (hidden % heads != 0) {
-        m.fail(a + ".embedding_length", fmt::format("{} is not divisible by {}.attention.head_count ({}) and there is no attention.key_length",
-                                                    hidden, a, heads));
+        m.fail(a + ".embedding_length",
+               fmt::format("{} is not divisible by {}.attention.head_count ({}) and there is no attention.key_length", hidden, a, heads));
     }
 }
 
@@ -178,13 +175,16 @@ nlohmann::json config_of(const Meta& m, const GgufHeader& h, const GgufFamily& f
         // five sliding layers per full one (set_swa_pattern(6)).
         cfg["sliding_window"] = m.require_int(a + ".attention.sliding_window", 1, kMaxTokens);
         if (a == "gemma3") cfg["sliding_window_pattern"] = 6;
-        notes.push_back("llama.cpp keeps sliding-window layers at the window plus one micro-batch (n_swa + n_ubatch tokens) "
-                        "unless --swa-full; kvplan sizes them at the window");
+        notes.push_back(
+            "llama.cpp keeps sliding-window layers at the window plus one micro-batch (n_swa + n_ubatch tokens) "
+            "unless --swa-full; kvplan sizes them at the window");
     }
     if (a == "phi3")
         if (auto w = m.get_int(a + ".attention.sliding_window", 0, kMaxTokens); w && *w > 0)
-            notes.push_back(fmt::format("phi3.attention.sliding_window {} not applied: llama.cpp disables Phi-3 sliding-window "
-                                        "attention (llama.cpp pull 13676) and caches every token", *w));
+            notes.push_back(
+                fmt::format("phi3.attention.sliding_window {} not applied: llama.cpp disables Phi-3 sliding-window "
+                            "attention (llama.cpp pull 13676) and caches every token",
+                            *w));
     return cfg;
 }
 
@@ -250,11 +250,10 @@ ModelSpec gguf_model(const GgufHeader& h, const std::string& source) {
     spec.checkpoint_dtype = Dtype::Fp16;
     spec.engine_kv_dtype = Dtype::Fp16;  // llama.cpp's --cache-type-k / --cache-type-v default f16
     const std::optional<std::int64_t> ftype = m.find("general.file_type") ? m.find("general.file_type")->integer : std::nullopt;
-    spec.notes.push_back(fmt::format("read from a GGUF v{} header ({}): weights are the tensors' stored bytes; the KV cache is "
-                                     "llama.cpp's default f16 (--cache-type-k/-v f16) unless --kv-dtype says otherwise",
-                                     h.version,
-                                     ftype ? fmt::format("general.file_type {}, {}", *ftype, file_type_name(*ftype))
-                                           : std::string("no general.file_type")));
+    spec.notes.push_back(fmt::format(
+        "read from a GGUF v{} header ({}): weights are the tensors' stored bytes; the KV cache is "
+        "llama.cpp's default f16 (--cache-type-k/-v f16) unless --kv-dtype says otherwise",
+        h.version, ftype ? fmt::format("general.file_type {}, {}", *ftype, file_type_name(*ftype)) : std::string("no general.file_type")));
     spec.notes.insert(spec.notes.end(), notes.begin(), notes.end());
     return spec;
 }

@@ -78,8 +78,19 @@ namespace {
 
 // GGUF value types (ggml docs/gguf.md, gguf_type).
 enum : std::uint32_t {
-    kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6,
-    kBool = 7, kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
+    kU8 = 0,
+    kI8 = 1,
+    kU16 = 2,
+    kI16 = 3,
+    kU32 = 4,
+    kI32 = 5,
+    kF32 = 6,
+    kBool = 7,
+    kString = 8,
+    kArray = 9,
+    kU64 = 10,
+    kI64 = 11,
+    kF64 = 12,
 };
 
 // Bytes of one fixed-size value; 0 for STRING and ARRAY.
@@ -88,11 +99,11 @@ std::uint64_t value_size(std::uint32_t type) {
     return sizes[type];
 }
 
-constexpr std::uint64_t kMaxTensors = 1u << 20;   // the largest GGUFs hold a few thousand
+constexpr std::uint64_t kMaxTensors = 1u << 20;  // the largest GGUFs hold a few thousand
 constexpr std::uint64_t kMaxKeys = 1u << 16;     // real files hold a few dozen
-constexpr std::uint64_t kMaxKeyBytes = 65'536;    // keys are dotted names of a few dozen bytes
-constexpr std::uint64_t kMaxTensorName = 63;      // GGML_MAX_NAME 64, with its NUL (gguf.cpp)
-constexpr std::uint64_t kMaxDims = 4;             // GGML_MAX_DIMS
+constexpr std::uint64_t kMaxKeyBytes = 65'536;   // keys are dotted names of a few dozen bytes
+constexpr std::uint64_t kMaxTensorName = 63;     // GGML_MAX_NAME 64, with its NUL (gguf.cpp)
+constexpr std::uint64_t kMaxDims = 4;            // GGML_MAX_DIMS
 
 // A name from the file, safe to print on one line.
 std::string printable(const std::string& raw) {
@@ -118,8 +129,7 @@ public:
 
     void need(std::uint64_t n, const std::string& what) const {
         if (n > left())
-            fail(fmt::format("truncated GGUF header: expected {} ({} bytes) at byte {}, but the file ends at byte {}", what, n, pos_,
-                             size_));
+            fail(fmt::format("truncated GGUF header: expected {} ({} bytes) at byte {}, but the file ends at byte {}", what, n, pos_, size_));
     }
 
     std::uint64_t uint(int width, const std::string& what) {
@@ -170,7 +180,9 @@ private:
 void read_scalar(Cursor& c, std::uint32_t type, const std::string& what, GgufValue& v) {
     const std::uint64_t raw = c.uint(static_cast<int>(value_size(type)), what);
     switch (type) {
-        case kU8: case kU16: case kU32: v.integer = static_cast<std::int64_t>(raw); break;
+        case kU8:
+        case kU16:
+        case kU32: v.integer = static_cast<std::int64_t>(raw); break;
         case kI8: v.integer = static_cast<std::int8_t>(raw); break;
         case kI16: v.integer = static_cast<std::int16_t>(raw); break;
         case kI32: v.integer = static_cast<std::int32_t>(raw); break;
@@ -201,7 +213,9 @@ void read_scalar(Cursor& c, std::uint32_t type, const std::string& what, GgufVal
     if (v.integer) v.number = static_cast<double>(*v.integer);
 }
 
-bool is_integer_type(std::uint32_t t) { return t <= kI32 || t == kU64 || t == kI64; }
+bool is_integer_type(std::uint32_t t) {
+    return t <= kI32 || t == kU64 || t == kI64;
+}
 
 void check_type(const Cursor& c, std::uint32_t type, const std::string& what) {
     if (type > kF64) c.fail(fmt::format("{}: unknown GGUF value type {} (expected 0 to 12, UINT8 to FLOAT64)", what, type));
@@ -217,8 +231,8 @@ void read_array(Cursor& c, const std::string& what, GgufValue& v) {
     v.count = c.u64(what + "'s element count");
     const std::uint64_t each = v.element_type == kString ? 8 : value_size(v.element_type);  // a string is at least its length
     if (v.count > c.left() / each)
-        c.fail(fmt::format("{}: an array of {} elements of at least {} bytes, longer than the {} bytes left in the file", what, v.count,
-                           each, c.left()));
+        c.fail(fmt::format("{}: an array of {} elements of at least {} bytes, longer than the {} bytes left in the file", what, v.count, each,
+                           c.left()));
     if (v.element_type == kString) {
         for (std::uint64_t i = 0; i < v.count; ++i) c.string(what + " element " + std::to_string(i), 0);
     } else if (is_integer_type(v.element_type) && v.count <= kGgufKeptInts) {
@@ -259,8 +273,7 @@ void read_metadata(Cursor& c, std::uint64_t count, GgufHeader& h) {
     }
     if (auto it = h.metadata.find("general.alignment"); it != h.metadata.end()) {
         const std::optional<std::int64_t> a = it->second.integer;
-        if (!a || *a <= 0 || *a > (1 << 30) || (*a & (*a - 1)) != 0)
-            c.fail("general.alignment: expected a power of two up to 2^30 (default 32)");
+        if (!a || *a <= 0 || *a > (1 << 30) || (*a & (*a - 1)) != 0) c.fail("general.alignment: expected a power of two up to 2^30 (default 32)");
         h.alignment = static_cast<std::uint64_t>(*a);
     }
 }
@@ -303,12 +316,11 @@ void check_data(const Cursor& c, std::uint64_t file_size, GgufHeader& h) {
     for (const GgufTensor& t : h.tensors) {
         const std::string what = "tensor \"" + printable(t.name) + "\"";
         if (!names.insert(t.name).second) c.fail("duplicate " + what);
-        if (t.offset % h.alignment != 0)
-            c.fail(fmt::format("{}: data offset {} is not a multiple of the alignment {}", what, t.offset, h.alignment));
+        if (t.offset % h.alignment != 0) c.fail(fmt::format("{}: data offset {} is not a multiple of the alignment {}", what, t.offset, h.alignment));
         const std::uint64_t bytes = static_cast<std::uint64_t>(t.bytes);
         if (h.data_offset > file_size || t.offset > file_size - h.data_offset || bytes > file_size - h.data_offset - t.offset)
-            c.fail(fmt::format("{}: its {} bytes of data at offset {} run past the end of the file ({} bytes; a partial download?)", what,
-                               t.bytes, t.offset, file_size));
+            c.fail(fmt::format("{}: its {} bytes of data at offset {} run past the end of the file ({} bytes; a partial download?)", what, t.bytes,
+                               t.offset, file_size));
     }
 }
 
@@ -324,8 +336,7 @@ GgufHeader read_gguf_header(std::istream& in, std::uint64_t file_size, const std
     h.version = c.u32("the GGUF version");
     if (h.version == 1)
         c.fail("GGUF version 1 (32-bit counts, llama.cpp before August 2023) is not supported: convert the model again with a current llama.cpp");
-    if (h.version == 0x02000000 || h.version == 0x03000000)
-        c.fail("a big-endian GGUF file: kvplan reads little-endian GGUF (versions 2 and 3)");
+    if (h.version == 0x02000000 || h.version == 0x03000000) c.fail("a big-endian GGUF file: kvplan reads little-endian GGUF (versions 2 and 3)");
     if (h.version != 2 && h.version != 3) c.fail(fmt::format("GGUF version {}: expected 2 or 3", h.version));
     const std::uint64_t tensor_count = c.u64("tensor_count");
     const std::uint64_t kv_count = c.u64("metadata_kv_count");

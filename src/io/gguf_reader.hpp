@@ -21,13 +21,13 @@ namespace kvplan {
 // kGgufKeptString bytes, integer arrays up to kGgufKeptInts elements; larger
 // strings and every other array (tokenizer tokens, merges) keep their count only.
 struct GgufValue {
-    std::uint32_t type = 0;            // GGUF value type: UINT8 0 ... FLOAT64 12
+    std::uint32_t type = 0;               // GGUF value type: UINT8 0 ... FLOAT64 12
     std::optional<std::int64_t> integer;  // integer types and BOOL (0/1); nullopt for a UINT64 past INT64_MAX
-    std::optional<double> number;      // FLOAT32 / FLOAT64, and integers as doubles
-    std::optional<std::string> text;   // STRING, when short enough to keep
-    std::uint32_t element_type = 0;    // ARRAY: its elements' type
-    std::uint64_t count = 0;           // ARRAY: element count
-    std::vector<std::int64_t> ints;    // ARRAY of integers, when short enough to keep
+    std::optional<double> number;         // FLOAT32 / FLOAT64, and integers as doubles
+    std::optional<std::string> text;      // STRING, when short enough to keep
+    std::uint32_t element_type = 0;       // ARRAY: its elements' type
+    std::uint64_t count = 0;              // ARRAY: element count
+    std::vector<std::int64_t> ints;       // ARRAY of integers, when short enough to keep
 };
 
 constexpr std::uint64_t kGgufKeptString = 4096;
@@ -39,22 +39,22 @@ struct GgufTensor {
     std::uint32_t type = 0;          // ggml_type id; e.g. 12 (Q4_K)
     std::uint64_t offset = 0;        // from the start of the data section
     std::int64_t elements = 0;
-    std::int64_t bytes = 0;          // elements / block size x block bytes
+    std::int64_t bytes = 0;  // elements / block size x block bytes
 };
 
 struct GgufHeader {
     std::uint32_t version = 0;
     std::map<std::string, GgufValue> metadata;
     std::vector<GgufTensor> tensors;
-    std::uint64_t alignment = 32;    // general.alignment (GGUF_DEFAULT_ALIGNMENT 32)
-    std::uint64_t data_offset = 0;   // where the tensor data starts
+    std::uint64_t alignment = 32;   // general.alignment (GGUF_DEFAULT_ALIGNMENT 32)
+    std::uint64_t data_offset = 0;  // where the tensor data starts
 };
 
 // A ggml tensor type as ggml's type_traits table has it (ggml/src/ggml.c).
 struct GgmlType {
-    const char* name;          // e.g. "Q4_K"
-    std::int64_t block = 0;    // elements per block (blck_size)
-    std::int64_t bytes = 0;    // bytes per block (type_size)
+    const char* name;        // e.g. "Q4_K"
+    std::int64_t block = 0;  // elements per block (blck_size)
+    std::int64_t bytes = 0;  // bytes per block (type_size)
 };
 
 // nullptr for an id ggml does not define or has removed (Q4_2, Q4_0_4_4...).

@@ -6,8 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include <sys/wait.h>
 #include <unistd.h>
+
+#include <sys/wait.h>
 
 #include "core/error.hpp"
 

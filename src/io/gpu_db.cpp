@@ -12,7 +12,7 @@ namespace kvplan {
 namespace embedded {
 extern const char* const kGpuDatabase;
 extern const char* const kGpuSchema;
-}
+}  // namespace embedded
 
 namespace {
 
@@ -40,7 +40,9 @@ const std::vector<Gpu>& bundled_gpus() {
     return gpus;
 }
 
-const char* gpu_file_schema() { return embedded::kGpuSchema; }
+const char* gpu_file_schema() {
+    return embedded::kGpuSchema;
+}
 
 std::vector<Gpu> merge_gpus(const std::vector<Gpu>& bundled, const std::vector<Gpu>& user, const std::string& source) {
     std::vector<Gpu> out = bundled;
@@ -72,6 +74,23 @@ void use_gpu_file(const std::string& path) {
     merged() = merge_gpus(bundled_gpus(), user, file);
 }
 
-const std::vector<Gpu>& known_gpus() { return merged() ? *merged() : bundled_gpus(); }
+const std::vector<Gpu>& known_gpus() {
+    return merged() ? *merged() : bundled_gpus();
+}
+
+std::optional<Gpu> gpu_named_by_device(const std::string& measured) {
+    const std::size_t colon = measured.find(": ");  // "cuda: NVIDIA H100 80GB HBM3"
+    const std::string full = colon == std::string::npos ? measured : measured.substr(colon + 2);
+    std::string name = full;
+    for (const char* vendor : {"NVIDIA ", "AMD "})
+        if (name.rfind(vendor, 0) == 0) name = name.substr(std::string(vendor).size());
+    for (const std::string& candidate : {full, name}) {
+        try {
+            return find_gpu(known_gpus(), candidate, "--gpu");
+        } catch (const Error&) {
+        }
+    }
+    return std::nullopt;
+}
 
 }  // namespace kvplan

@@ -4,6 +4,7 @@
 // (`--gpu-file FILE` or KVPLAN_GPU_FILE; `kvplan gpus --schema` prints it).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,11 @@ const std::vector<Gpu>& bundled_gpus();
 // user device with a bundled id replaces that device; one whose id or alias
 // is another bundled device's alias is an error naming the file.
 const std::vector<Gpu>& known_gpus();
+
+// The database device a measured device's name stands for ("cuda: NVIDIA
+// H100 80GB HBM3": the name itself, or less its vendor word); nullopt when
+// neither is a device id or alias (the caller then asks for --gpu).
+std::optional<Gpu> gpu_named_by_device(const std::string& measured);
 
 // The user file for this run: `path`, or when it is empty the file
 // KVPLAN_GPU_FILE names, or none. Throws Error(Usage) for a file that cannot

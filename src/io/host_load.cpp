@@ -1,10 +1,10 @@
 #include "io/host_load.hpp"
 
-#include <unistd.h>
-
 #include <cmath>
 #include <fstream>
 #include <sstream>
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -23,9 +23,10 @@ std::optional<std::string> host_load_warning(const std::string& path, unsigned c
     if (!in || !std::getline(in, line)) return std::nullopt;
     const std::optional<double> load = parse_load_average(line);
     if (!load || cores == 0 || *load <= static_cast<double>(cores)) return std::nullopt;
-    return fmt::format("the 1-minute load average ({:.2f}, {}) is above this host's {} online cores: other work shares them, so these "
-                       "timings are unreliable",
-                       *load, path, cores);
+    return fmt::format(
+        "the 1-minute load average ({:.2f}, {}) is above this host's {} online cores: other work shares them, so these "
+        "timings are unreliable",
+        *load, path, cores);
 }
 
 std::string cpu_name() {

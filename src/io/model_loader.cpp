@@ -13,29 +13,27 @@
 
 #include <fmt/format.h>
 
+#include "core/error.hpp"
 #include "core/model/config_parser.hpp"
 #include "core/model/weights.hpp"
-#include "core/error.hpp"
+#include "core/units.hpp"
 #include "io/gguf_reader.hpp"
 #include "io/presets.hpp"
 #include "io/safetensors_reader.hpp"
 #include "io/sha256.hpp"
-#include "core/units.hpp"
 
 namespace kvplan {
 
 namespace fs = std::filesystem;
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& source, JsonKeys keys) {
-    if (text.find_first_not_of(" \t\r\n") == std::string::npos)
-        data_error(source + ": file is empty (expected a JSON object)");
+    if (text.find_first_not_of(" \t\r\n") == std::string::npos) data_error(source + ": file is empty (expected a JSON object)");
     // Real configs nest a few levels; a limit keeps hostile files from
     // exhausting the stack when the parsed value is later copied.
     constexpr int kMaxDepth = 64;
     std::vector<std::set<std::string>> seen;  // JsonKeys::Unique: the keys of each object still open
     auto depth_guard = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-        if (depth > kMaxDepth)
-            data_error(source + ": JSON nested deeper than " + std::to_string(kMaxDepth) + " levels (not a model config)");
+        if (depth > kMaxDepth) data_error(source + ": JSON nested deeper than " + std::to_string(kMaxDepth) + " levels (not a model config)");
         if (keys == JsonKeys::LastWins) return true;
         using Event = nlohmann::json::parse_event_t;
         if (event == Event::object_start) seen.emplace_back();
@@ -54,7 +52,12 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& sourc
         std::size_t byte = e.byte == 0 ? 0 : e.byte - 1;
         std::size_t line = 1, column = 1;
         for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
-            if (text[i] == '\n') { ++line; column = 1; } else { ++column; }
+            if (text[i] == '\n') {
+                ++line;
+                column = 1;
+            } else {
+                ++column;
+            }
         }
         std::string what = e.what();
         auto colon = what.find(": ", what.find("column"));
@@ -79,8 +82,8 @@ nlohmann::json read_json_file(const std::string& path, std::int64_t max_bytes, s
     auto size = fs::file_size(path, ec);
     if (ec) usage_error(path + ": cannot read: " + ec.message());
     if (static_cast<std::int64_t>(size) > max_bytes)
-        data_error(path + ": file is " + group_digits(static_cast<std::int64_t>(size)) + " bytes; a config is at most " +
-                   binary_size(max_bytes) + " (is this a weights file?)");
+        data_error(path + ": file is " + group_digits(static_cast<std::int64_t>(size)) + " bytes; a config is at most " + binary_size(max_bytes) +
+                   " (is this a weights file?)");
     std::ifstream in(path, std::ios::binary);
     if (!in) usage_error(path + ": cannot open for reading");
     std::ostringstream text;
@@ -107,8 +110,7 @@ std::string config_in_folder(const fs::path& dir) {
             if (fs::exists(entry.path() / "config.json", ec)) snapshots.push_back(entry.path());
         if (snapshots.size() == 1) return (snapshots.front() / "config.json").string();
         if (snapshots.size() > 1)
-            usage_error(dir.string() + ": " + std::to_string(snapshots.size()) +
-                        " snapshots and no refs/main; pass the snapshot folder you mean");
+            usage_error(dir.string() + ": " + std::to_string(snapshots.size()) + " snapshots and no refs/main; pass the snapshot folder you mean");
     }
     usage_error(dir.string() + ": folder has no config.json (expected a Hugging Face model folder)");
 }
@@ -238,10 +240,12 @@ void read_stored_weights(const fs::path& folder, ModelSpec& spec) {
     const WeightSizing w = size_weights(spec);
     const double diff = w.formula_bytes > 0 ? static_cast<double>(w.bytes - w.formula_bytes) / static_cast<double>(w.formula_bytes) : 0.0;
     // Half a percent: what stored scales, biases or buffers the formula leaves out can add; more is a real disagreement.
-    const std::string verdict = std::abs(diff) <= 0.005 ? "agrees within 0.5%"
-                                                       : fmt::format("differs by {:+.1f}%; the stored bytes are used (--weights-from formula for the other)", 100 * diff);
-    spec.notes.push_back(std::string("weights read from the header") + (s.files == 1 ? " of " : "s of ") + s.source + ": " + group_digits(s.bytes) + " B in " + std::to_string(s.tensors) +
-                         " tensors (" + dtype_list(s) + "); the config's formula gives " + group_digits(w.formula_bytes) + " B: " + verdict);
+    const std::string verdict =
+        std::abs(diff) <= 0.005 ? "agrees within 0.5%"
+                                : fmt::format("differs by {:+.1f}%; the stored bytes are used (--weights-from formula for the other)", 100 * diff);
+    spec.notes.push_back(std::string("weights read from the header") + (s.files == 1 ? " of " : "s of ") + s.source + ": " + group_digits(s.bytes) +
+                         " B in " + std::to_string(s.tensors) + " tensors (" + dtype_list(s) + "); the config's formula gives " +
+                         group_digits(w.formula_bytes) + " B: " + verdict);
     if (s.skipped_bytes > 0)
         spec.notes.push_back(group_digits(s.skipped_bytes) + " B of the stored tensors belong to layers beyond num_hidden_layers (" +
                              std::to_string(spec.layers.size()) + "): next-token-prediction layers vLLM does not load; not counted");
@@ -268,8 +272,7 @@ ModelSpec load_file(const std::string& path) {
     nlohmann::json config = read_json_file(path, kMaxConfigBytes, &bytes);
     std::optional<Sidecar> sidecar;
     if (config.is_object() && !config.contains("quantization_config"))
-        if ((sidecar = quantization_sidecar(fs::path(path).parent_path())))
-            config["quantization_config"] = sidecar->quantization_config;
+        if ((sidecar = quantization_sidecar(fs::path(path).parent_path()))) config["quantization_config"] = sidecar->quantization_config;
     // Messages name both files when the quantization came from beside the config.
     const std::string source = sidecar ? path + " (quantization from " + fs::path(sidecar->file).filename().string() + ")" : path;
     ModelSpec spec = parse_model_config(config, source, tokenizer_max_length(fs::path(path).parent_path()));
@@ -280,8 +283,8 @@ ModelSpec load_file(const std::string& path) {
     cache_layout(path, spec.source);
     if (sidecar) {
         const std::string method = quant_method_name(spec.quantization.method);
-        spec.notes.push_back("quantization read from " + fs::path(sidecar->file).filename().string() + " beside config.json (" + method +
-                             ", " + std::to_string(spec.quantization.bits) + "-bit weights): " +
+        spec.notes.push_back("quantization read from " + fs::path(sidecar->file).filename().string() + " beside config.json (" + method + ", " +
+                             std::to_string(spec.quantization.bits) + "-bit weights): " +
                              (spec.quantization.method == QuantMethod::ModelOpt
                                   ? std::string("vLLM reads it when config.json has no quantization_config")
                                   : "vLLM reads it when served with --quantization " + method));
@@ -331,8 +334,7 @@ ModelSpec load_model(const std::string& arg, const std::string& origin) {
     // 4. A Hugging Face repo id that a preset was copied from.
     for (const Preset& p : presets())
         if (equal_ignoring_case(arg, p.hf_id)) return load_preset(p);
-    usage_error(origin + " " + arg + ": no such file, folder, cached Hugging Face model or bundled preset (presets: " +
-                preset_names() + ")");
+    usage_error(origin + " " + arg + ": no such file, folder, cached Hugging Face model or bundled preset (presets: " + preset_names() + ")");
 }
 
 namespace {
@@ -342,8 +344,7 @@ ServedModel served_folder(const std::string& config) {
     fs::path folder = fs::path(config).parent_path();
     ServedModel out{folder.empty() ? "." : folder.string(), false, {}};
     if (fs::path(config).filename() != "config.json")
-        out.warning = config + " is not named config.json: the engines read " + out.id +
-                      "/config.json; name the checkpoint folder in the commands";
+        out.warning = config + " is not named config.json: the engines read " + out.id + "/config.json; name the checkpoint folder in the commands";
     const nlohmann::json doc = read_json_file(config);
     if (doc.is_object() && !doc.contains("quantization_config"))
         if (auto sidecar = quantization_sidecar(fs::path(config).parent_path()))

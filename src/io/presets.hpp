@@ -11,9 +11,9 @@
 namespace kvplan {
 
 struct Preset {
-    std::string name;    // e.g. "llama-3.1-8b"
-    std::string hf_id;   // e.g. "meta-llama/Llama-3.1-8B-Instruct"
-    std::string source;  // where the config.json was copied from
+    std::string name;              // e.g. "llama-3.1-8b"
+    std::string hf_id;             // e.g. "meta-llama/Llama-3.1-8B-Instruct"
+    std::string source;            // where the config.json was copied from
     std::string_view config_text;  // the config.json, verbatim
 };
 

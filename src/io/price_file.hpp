@@ -16,7 +16,7 @@ namespace kvplan {
 
 struct PriceFile {
     std::map<std::string, double> usd_per_gpu_hour;  // by canonical device id
-    std::string source;                               // "" when the file names none
+    std::string source;                              // "" when the file names none
 };
 
 // Reads and checks `path`; Error(Usage) when it cannot be read, Error(Data)

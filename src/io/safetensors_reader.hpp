@@ -22,8 +22,8 @@ constexpr std::int64_t kMaxSafetensorsHeaderBytes = 100'000'000;
 // weight_map names (in first-named order), else every *.safetensors there
 // (sorted). `missing` gets the index's files that are not on disk.
 struct SafetensorsShards {
-    std::vector<std::filesystem::path> files;    // on disk
-    std::vector<std::string> missing;            // named by the index, not on disk
+    std::vector<std::filesystem::path> files;       // on disk
+    std::vector<std::string> missing;               // named by the index, not on disk
     std::optional<std::int64_t> index_total_bytes;  // the index's metadata.total_size
 };
 SafetensorsShards find_safetensors_shards(const std::filesystem::path& folder);
@@ -36,8 +36,8 @@ void add_safetensors_header(const std::filesystem::path& file, std::int64_t deco
 
 // The same for a header's JSON text, followed by `data_bytes` of tensor data
 // (what the fuzz target drives).
-void add_safetensors_header_text(const std::string& where, const std::string& text, std::int64_t data_bytes,
-                                 std::int64_t decoder_layers, StoredWeights& out);
+void add_safetensors_header_text(const std::string& where, const std::string& text, std::int64_t data_bytes, std::int64_t decoder_layers,
+                                 StoredWeights& out);
 
 // Every shard's header, or nullopt when the folder holds no safetensors file.
 // Warnings (shards missing from disk) go to `warnings`; with any missing the

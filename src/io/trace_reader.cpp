@@ -1,15 +1,14 @@
 #include "io/trace_reader.hpp"
 
-#include <fmt/format.h>
-
 #include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <optional>
+#include <sstream>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
@@ -44,7 +43,8 @@ std::int64_t tokens(const At& at, const std::string& field, const std::string& t
     const char* end = text.data() + text.size();
     auto [p, ec] = std::from_chars(text.data(), end, v);
     if (ec != std::errc() || p != end) at.fail(field, "expected a whole number of tokens, found " + quoted(text));
-    if (v < min || v > kMaxTokens) at.fail(field, std::to_string(v) + " tokens: expected " + std::to_string(min) + " to " + std::to_string(kMaxTokens));
+    if (v < min || v > kMaxTokens)
+        at.fail(field, std::to_string(v) + " tokens: expected " + std::to_string(min) + " to " + std::to_string(kMaxTokens));
     return v;
 }
 
@@ -72,15 +72,15 @@ double date_time(const At& at, const std::string& text) {
     int y = 0, mo = 0, d = 0, h = 0, mi = 0;
     double s = -1;
     char rest = 0;
-    if (std::sscanf(text.c_str(), "%4d-%2d-%2d %2d:%2d:%lf%c", &y, &mo, &d, &h, &mi, &s, &rest) != 6 || mo < 1 || mo > 12 || d < 1 ||
-        d > 31 || h > 23 || mi > 59 || s < 0 || s >= 61)
+    if (std::sscanf(text.c_str(), "%4d-%2d-%2d %2d:%2d:%lf%c", &y, &mo, &d, &h, &mi, &s, &rest) != 6 || mo < 1 || mo > 12 || d < 1 || d > 31 ||
+        h > 23 || mi > 59 || s < 0 || s >= 61)
         at.fail("TIMESTAMP", "expected a date-time like 2023-11-16 18:15:46.6805900, found " + quoted(text));
     // A day the month does not have (February 31) would count on into the next month.
     const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
     const int month_days[] = {31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     if (d > month_days[mo - 1])
-        at.fail("TIMESTAMP", quoted(text) + ": " + std::to_string(y) + "-" + std::to_string(mo) + " has " + std::to_string(month_days[mo - 1]) +
-                                 " days");
+        at.fail("TIMESTAMP",
+                quoted(text) + ": " + std::to_string(y) + "-" + std::to_string(mo) + " has " + std::to_string(month_days[mo - 1]) + " days");
     return static_cast<double>(days_from_civil(y, mo, d)) * 86400.0 + h * 3600.0 + mi * 60.0 + s;
 }
 
@@ -107,7 +107,8 @@ std::int64_t json_tokens(const At& at, const nlohmann::json& j, std::initializer
         const nlohmann::json& v = j[n];
         if (!v.is_number_integer()) at.fail(n, "expected a whole number of tokens");
         const auto x = v.get<std::int64_t>();
-        if (x < min || x > kMaxTokens) at.fail(n, std::to_string(x) + " tokens: expected " + std::to_string(min) + " to " + std::to_string(kMaxTokens));
+        if (x < min || x > kMaxTokens)
+            at.fail(n, std::to_string(x) + " tokens: expected " + std::to_string(min) + " to " + std::to_string(kMaxTokens));
         return x;
     }
     std::string list;
@@ -198,7 +199,9 @@ Workload parse_trace(std::istream& in, const std::string& path, const TraceOptio
         if (!first) first = r.arrival_s;
         r.arrival_s = (r.arrival_s - *first) / o.time_scale;
         if (!(r.arrival_s <= kMaxReplaySeconds))
-            at.fail("arrival", fmt::format("{:.6g} s after the first request: expected at most 10^7 s (116 days) of traffic; use --time-scale or --limit", r.arrival_s));
+            at.fail("arrival",
+                    fmt::format("{:.6g} s after the first request: expected at most 10^7 s (116 days) of traffic; use --time-scale or --limit",
+                                r.arrival_s));
         w.requests.push_back(std::move(r));
         if (o.limit > 0 && static_cast<std::int64_t>(w.requests.size()) >= o.limit) break;
     }
@@ -208,9 +211,13 @@ Workload parse_trace(std::istream& in, const std::string& path, const TraceOptio
 
 }  // namespace
 
-Workload read_trace_stream(std::istream& in, const std::string& path, const TraceOptions& o) { return parse_trace(in, path, o); }
+Workload read_trace_stream(std::istream& in, const std::string& path, const TraceOptions& o) {
+    return parse_trace(in, path, o);
+}
 
-const char* bundled_trace_names() { return "azure-2023-conv, azure-2023-code"; }
+const char* bundled_trace_names() {
+    return "azure-2023-conv, azure-2023-code";
+}
 
 Workload read_trace(const std::string& path, const TraceOptions& o) {
     std::error_code ec;

@@ -4,10 +4,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/gate/baseline.hpp"
+#include "core/units.hpp"
 #include "report/json_value.hpp"
 #include "report/printable.hpp"
 #include "report/table.hpp"
-#include "core/units.hpp"
 
 namespace kvplan {
 
@@ -29,7 +29,9 @@ std::string change_text(const FigureCheck& c) {
 
 namespace {
 
-bool passed(const CheckReport& r) { return r.exit_code == 0; }
+bool passed(const CheckReport& r) {
+    return r.exit_code == 0;
+}
 
 // What the gate says about a figure, --strict included.
 std::string verdict_text(const CheckReport& r, const FigureCheck& c) {
@@ -43,8 +45,8 @@ bool fails(const CheckReport& r, const FigureCheck& c) {
 
 // "max_requests 102 -> 99 (-2.94%, tolerance 0.5%)"
 std::string figure_sentence(const CheckReport& r, const FigureCheck& c) {
-    return fmt::format("{} {} -> {} ({}, tolerance {})", figure_spec(c.figure).key, figure_value_text(c.baseline),
-                       figure_value_text(c.current), change_text(c), tolerance_text(r.tolerance_ppb));
+    return fmt::format("{} {} -> {} ({}, tolerance {})", figure_spec(c.figure).key, figure_value_text(c.baseline), figure_value_text(c.current),
+                       change_text(c), tolerance_text(r.tolerance_ppb));
 }
 
 // Wide (and Markdown): one row per figure, the scenario in the first column.
@@ -57,7 +59,8 @@ Table figure_table(const CheckReport& r, bool changed_only) {
         }
         for (const FigureCheck& c : s.figures) {
             if (changed_only && c.verdict == Verdict::Unchanged) continue;
-            t.add({s.name, figure_spec(c.figure).key, figure_value_text(c.baseline), figure_value_text(c.current), change_text(c), verdict_text(r, c)});
+            t.add(
+                {s.name, figure_spec(c.figure).key, figure_value_text(c.baseline), figure_value_text(c.current), change_text(c), verdict_text(r, c)});
         }
     }
     return t;
@@ -75,7 +78,8 @@ Table fit_figure_table(const CheckReport& r, bool changed_only) {
         t.add_heading(s.name);
         if (s.error) t.add({"  (not computed)", "", "", "", "error"});
         for (const FigureCheck* c : shown)
-            t.add({std::string("  ") + figure_spec(c->figure).key, figure_value_text(c->baseline), figure_value_text(c->current), change_text(*c), verdict_text(r, *c)});
+            t.add({std::string("  ") + figure_spec(c->figure).key, figure_value_text(c->baseline), figure_value_text(c->current), change_text(*c),
+                   verdict_text(r, *c)});
     }
     return t;
 }
@@ -84,8 +88,8 @@ std::string counts_text(const CheckSummary& s) {
     auto plural = [](std::int64_t n, const char* one, const char* many) { return fmt::format("{} {}", group_digits(n), n == 1 ? one : many); };
     return fmt::format("{}, {}: {}, {}, {}, {} unchanged, {} within tolerance", plural(s.scenarios, "scenario", "scenarios"),
                        plural(s.figures, "figure", "figures"), plural(s.regressions, "regression", "regressions"),
-                       plural(s.improvements, "improvement", "improvements"), plural(s.errors, "error", "errors"),
-                       group_digits(s.unchanged), group_digits(s.within));
+                       plural(s.improvements, "improvement", "improvements"), plural(s.errors, "error", "errors"), group_digits(s.unchanged),
+                       group_digits(s.within));
 }
 
 std::string xml_escape(const std::string& text) {
@@ -138,7 +142,9 @@ std::string github_command(const char* kind, const CheckReport& r, int line, con
 }
 
 // A commit hash as `git log --oneline` shortens it.
-std::string short_hash(const std::string& hash) { return hash.substr(0, 12); }
+std::string short_hash(const std::string& hash) {
+    return hash.substr(0, 12);
+}
 
 std::string build_text(const KvplanBuild& b) {
     return (b.version.empty() ? std::string("an unknown version") : b.version) + (b.commit.empty() ? "" : " (commit " + b.commit + ")");
@@ -166,8 +172,7 @@ std::string model_change_text(const ModelChange& c) {
     if (!c.baseline) return out + "resolved from " + origin_text(c.current) + "; the baseline does not record how it resolved";
     std::vector<std::string> parts;
     if (c.resolution_changed) parts.push_back("resolved from " + origin_text(c.current) + " where the baseline used " + origin_text(*c.baseline));
-    if (c.revision_changed)
-        parts.push_back("resolved to " + snapshot_text(c.current) + " where the baseline used " + snapshot_text(*c.baseline));
+    if (c.revision_changed) parts.push_back("resolved to " + snapshot_text(c.current) + " where the baseline used " + snapshot_text(*c.baseline));
     if (c.config_changed)
         parts.push_back("config changed (sha256 " + short_hash(c.baseline->config_sha256) + " -> " + short_hash(c.current.config_sha256) + ")");
     for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? "; " : "") + parts[i];
@@ -188,8 +193,9 @@ nlohmann::ordered_json provenance_json(const ModelProvenance& p) {
 std::vector<std::string> provenance_notes(const ProvenanceCheck& p) {
     std::vector<std::string> out;
     if (!p.recorded) {
-        out.push_back("provenance not recorded: this baseline does not say which kvplan computed it or how its models resolved "
-                      "(schema version 1); `kvplan check --update` records it");
+        out.push_back(
+            "provenance not recorded: this baseline does not say which kvplan computed it or how its models resolved "
+            "(schema version 1); `kvplan check --update` records it");
         return out;
     }
     if (p.kvplan_changed) out.push_back("kvplan changed: baseline by " + build_text(p.baseline_kvplan) + ", this is " + build_text(p.current_kvplan));
@@ -211,7 +217,9 @@ std::string render_check_text(const CheckReport& r) {
     const bool wide = r.width == Width::Wide;
     auto line = [&](const std::string& text, const std::string& rest) { return fit_line(text, r.width, "", rest); };
     std::string out =
-        line(fmt::format("kvplan check: {}, tolerance {}{}", printable(r.baseline_path), tolerance_text(r.tolerance_ppb), r.strict ? ", strict" : ""), "  ") + "\n";
+        line(fmt::format("kvplan check: {}, tolerance {}{}", printable(r.baseline_path), tolerance_text(r.tolerance_ppb), r.strict ? ", strict" : ""),
+             "  ") +
+        "\n";
     if (r.changes_only && r.summary.figures == r.summary.unchanged && r.summary.errors == 0) out += "Every figure is unchanged.\n";
     else out += wide ? figure_table(r, r.changes_only).render_text(Width::Wide) : fit_figure_table(r, r.changes_only).render_text();
     std::string notes;
@@ -224,7 +232,8 @@ std::string render_check_text(const CheckReport& r) {
 
 std::string render_check_markdown(const CheckReport& r) {
     std::string out = fmt::format("## kvplan check: {}\n\n", passed(r) ? (r.updated ? "baseline updated" : "passed") : "FAILED");
-    out += fmt::format("Baseline `{}`, tolerance {}{}: {}.\n\n", printable(r.baseline_path), tolerance_text(r.tolerance_ppb), r.strict ? " (strict)" : "", counts_text(r.summary));
+    out += fmt::format("Baseline `{}`, tolerance {}{}: {}.\n\n", printable(r.baseline_path), tolerance_text(r.tolerance_ppb),
+                       r.strict ? " (strict)" : "", counts_text(r.summary));
     for (const ScenarioCheck& s : r.checks)
         if (s.error) out += fmt::format("- **error** in `{}`: {}\n", printable(s.name), printable(*s.error));
     if (r.summary.errors > 0) out += "\n";
@@ -234,7 +243,8 @@ std::string render_check_markdown(const CheckReport& r) {
     const bool changes = r.summary.regressions + r.summary.improvements + r.summary.within + r.summary.errors > 0;
     if (changes) out += "Changed figures:\n\n" + figure_table(r, true).render_markdown() + "\n";
     else out += "Every figure is unchanged.\n\n";
-    out += fmt::format("<details><summary>All {} figures</summary>\n\n{}\n</details>\n", group_digits(r.summary.figures), figure_table(r, false).render_markdown());
+    out += fmt::format("<details><summary>All {} figures</summary>\n\n{}\n</details>\n", group_digits(r.summary.figures),
+                       figure_table(r, false).render_markdown());
     return out;
 }
 
@@ -273,8 +283,9 @@ std::string render_check_junit(const CheckReport& r) {
         if (s.error) {
             ++tests;
             ++errors;
-            cases += fmt::format("    <testcase classname=\"kvplan.check\" name=\"{}\">\n      <error type=\"not computed\" message=\"{}\"/>\n    </testcase>\n",
-                                 xml_escape(s.name), xml_escape(*s.error));
+            cases += fmt::format(
+                "    <testcase classname=\"kvplan.check\" name=\"{}\">\n      <error type=\"not computed\" message=\"{}\"/>\n    </testcase>\n",
+                xml_escape(s.name), xml_escape(*s.error));
             continue;
         }
         for (const FigureCheck& c : s.figures) {
@@ -282,8 +293,9 @@ std::string render_check_junit(const CheckReport& r) {
             const std::string name = xml_escape(s.name + ": " + figure_spec(c.figure).key);
             if (fails(r, c)) {
                 ++failures;
-                cases += fmt::format("    <testcase classname=\"kvplan.check\" name=\"{}\">\n      <failure type=\"{}\" message=\"{}\"/>\n    </testcase>\n",
-                                     name, xml_escape(verdict_text(r, c)), xml_escape(figure_sentence(r, c)));
+                cases += fmt::format(
+                    "    <testcase classname=\"kvplan.check\" name=\"{}\">\n      <failure type=\"{}\" message=\"{}\"/>\n    </testcase>\n", name,
+                    xml_escape(verdict_text(r, c)), xml_escape(figure_sentence(r, c)));
             } else {
                 cases += fmt::format("    <testcase classname=\"kvplan.check\" name=\"{}\"/>\n", name);
             }
@@ -291,9 +303,11 @@ std::string render_check_junit(const CheckReport& r) {
     }
     std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
     out += fmt::format("<testsuites name=\"kvplan check\" tests=\"{}\" failures=\"{}\" errors=\"{}\">\n", tests, failures, errors);
-    out += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\">\n", xml_escape(r.baseline_path), tests, failures, errors);
-    out += fmt::format("    <properties>\n      <property name=\"tolerance\" value=\"{}\"/>\n      <property name=\"strict\" value=\"{}\"/>\n    </properties>\n",
-                       tolerance_text(r.tolerance_ppb), r.strict ? "true" : "false");
+    out += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\">\n", xml_escape(r.baseline_path), tests,
+                       failures, errors);
+    out += fmt::format(
+        "    <properties>\n      <property name=\"tolerance\" value=\"{}\"/>\n      <property name=\"strict\" value=\"{}\"/>\n    </properties>\n",
+        tolerance_text(r.tolerance_ppb), r.strict ? "true" : "false");
     out += cases;
     out += "  </testsuite>\n</testsuites>\n";
     return out;
@@ -309,7 +323,7 @@ std::string render_check_json(const CheckReport& r) {
     j["passed"] = passed(r);
     j["exit_code"] = r.exit_code;
     const CheckSummary& s = r.summary;
-    j["summary"] = {{"scenarios", s.scenarios}, {"figures", s.figures}, {"unchanged", s.unchanged}, {"within_tolerance", s.within},
+    j["summary"] = {{"scenarios", s.scenarios},       {"figures", s.figures},         {"unchanged", s.unchanged}, {"within_tolerance", s.within},
                     {"improvements", s.improvements}, {"regressions", s.regressions}, {"errors", s.errors}};
     const ProvenanceCheck& p = r.provenance;
     nlohmann::ordered_json prov;

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "core/gate/check_result.hpp"
 #include "core/gate/regression.hpp"
 #include "report/table.hpp"
-#include "core/gate/check_result.hpp"
 
 namespace kvplan {
 

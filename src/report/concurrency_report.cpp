@@ -3,20 +3,26 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/units.hpp"
 #include "report/engine_log.hpp"
 #include "report/json_value.hpp"
 #include "report/table.hpp"
-#include "core/units.hpp"
 
 namespace kvplan {
 
 namespace {
 
-std::string gib2(std::int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / 1073741824.0); }
+std::string gib2(std::int64_t bytes) {
+    return fmt::format("{:.2f}", static_cast<double>(bytes) / 1073741824.0);
+}
 
-std::string signed_bytes(std::int64_t bytes) { return bytes < 0 ? "-" + group_digits(-bytes) : group_digits(bytes); }
+std::string signed_bytes(std::int64_t bytes) {
+    return bytes < 0 ? "-" + group_digits(-bytes) : group_digits(bytes);
+}
 
-std::string percent(double share) { return fmt::format("{:.1f}%", share * 100.0); }
+std::string percent(double share) {
+    return fmt::format("{:.1f}%", share * 100.0);
+}
 
 // "1 GPU", "8 GPUs (TP 2 x PP 1, 4 replicas)"
 std::string layout_text(const CapacityPlan& p) {
@@ -38,19 +44,16 @@ std::string device_text(const Gpu& g) {
 std::string header(const ConcurrencyResult& r) {
     const CapacityPlan& p = r.plan;
     std::string out = fmt::format("{} on {}\n", r.model_label, device_text(p.gpu));
-    const std::string weights = p.weights_quantization == QuantMethod::None
-                                    ? std::string(dtype_name(p.weights_dtype))
-                                    : std::string(quant_method_name(p.weights_quantization)) + "-quantized";
-    out += fmt::format("{}, {}, KV dtype {}, weights {} ({} in all)", engine_label(p.engine), layout_text(p), dtype_name(p.kv_dtype),
-                       weights, binary_size(p.model_weights_bytes));
+    const std::string weights = p.weights_quantization == QuantMethod::None ? std::string(dtype_name(p.weights_dtype))
+                                                                            : std::string(quant_method_name(p.weights_quantization)) + "-quantized";
+    out += fmt::format("{}, {}, KV dtype {}, weights {} ({} in all)", engine_label(p.engine), layout_text(p), dtype_name(p.kv_dtype), weights,
+                       binary_size(p.model_weights_bytes));
     if (r.placement)
         out += fmt::format("\nplaced on {} node{} of {} GPUs{}", r.placement->nodes, r.placement->nodes == 1 ? "" : "s", r.placement->gpus_per_node,
                            r.placement->tp_spans_nodes ? "; warning: attention TP spans nodes, its all-reduces cross the NIC" : "");
     // Two lines, so that the header fits 100 columns.
-    if (p.allocation == Allocation::Contiguous)
-        out += fmt::format("\ncontiguous allocation of {} tokens per request", group_digits(p.max_tokens));
-    else
-        out += fmt::format("\n{}-token blocks", group_digits(p.block_size));
+    if (p.allocation == Allocation::Contiguous) out += fmt::format("\ncontiguous allocation of {} tokens per request", group_digits(p.max_tokens));
+    else out += fmt::format("\n{}-token blocks", group_digits(p.block_size));
     // SGLang's DP attention divides its chunked prefill over the ranks (server_args.py, _handle_data_parallelism).
     const std::int64_t dp = p.scale_out ? p.scale_out->dp : 1;
     const std::string per_rank =
@@ -73,8 +76,8 @@ Table budget_table(const CapacityPlan& p) {
 std::string split_text(const WeightShare& w, const ScaleOut& so) {
     if (w.part == ParamPart::Experts && so.ep > 1) {
         std::string out = fmt::format("{} of {} experts (EP {})", so.experts_per_gpu, so.routed_experts, so.ep);
-        if (so.physical_experts > so.routed_experts) out = fmt::format("{} of {}+{} experts (EP {})", so.experts_per_gpu, so.routed_experts,
-                                                                       so.physical_experts - so.routed_experts, so.ep);
+        if (so.physical_experts > so.routed_experts)
+            out = fmt::format("{} of {}+{} experts (EP {})", so.experts_per_gpu, so.routed_experts, so.physical_experts - so.routed_experts, so.ep);
         return so.expert_tp > 1 ? out + fmt::format(", / {}", so.expert_tp) : out;
     }
     if (w.divisor > 1 && w.capped_bytes > 0) return fmt::format("/ {}, some replicated", w.divisor);
@@ -84,20 +87,22 @@ std::string split_text(const WeightShare& w, const ScaleOut& so) {
 // Where each split comes from, in the engine's own code.
 std::vector<std::string> split_sources(const ScaleOut& so) {
     if (so.rules == ScaleOutRules::Vllm)
-        return {"routed experts: vllm/model_executor/layers/fused_moe/config.py FusedMoEParallelConfig.make (EP = TP x DP, "
-                "or each expert over TP x DP without --enable-expert-parallel)",
-                "attention, mlp, shared_experts, embeddings, lm_head: the TP group of one DP rank (QKV/RowParallelLinear, "
-                "VocabParallelEmbedding, ParallelLMHead)",
-                "router, norms, MLA's q_a_proj and kv_a_proj_with_mqa: ReplicatedLinear (fused_qkv_a_proj disable_tp=True) / RMSNorm, "
-                "whole on every GPU; K/V: one whole KV head a GPU when TP exceeds the KV heads (QKVParallelLinear)"};
+        return {
+            "routed experts: vllm/model_executor/layers/fused_moe/config.py FusedMoEParallelConfig.make (EP = TP x DP, "
+            "or each expert over TP x DP without --enable-expert-parallel)",
+            "attention, mlp, shared_experts, embeddings, lm_head: the TP group of one DP rank (QKV/RowParallelLinear, "
+            "VocabParallelEmbedding, ParallelLMHead)",
+            "router, norms, MLA's q_a_proj and kv_a_proj_with_mqa: ReplicatedLinear (fused_qkv_a_proj disable_tp=True) / RMSNorm, "
+            "whole on every GPU; K/V: one whole KV head a GPU when TP exceeds the KV heads (QKVParallelLinear)"};
     if (so.rules == ScaleOutRules::Trtllm)
-        return {"attention: enable_attention_dp, each GPU its own rank, every GEMM weight replicated (TensorRT-LLM "
-                "docs/source/features/parallel-strategy.md)",
-                "routed experts: moe_expert_parallel_size x moe_tensor_parallel_size = tensor_parallel_size (tensorrt_llm/mapping.py)",
-                "mlp, shared_experts: GatedMLP(overridden_tp_size=1) under attention DP (_torch/models/modeling_deepseekv3.py)",
-                "embeddings: DeepseekV3Model's Embedding without a mapping; lm_head: whole under attention DP "
-                "(enable_lm_head_tp_in_adp not modelled)",
-                "router, norms: whole on every GPU"};
+        return {
+            "attention: enable_attention_dp, each GPU its own rank, every GEMM weight replicated (TensorRT-LLM "
+            "docs/source/features/parallel-strategy.md)",
+            "routed experts: moe_expert_parallel_size x moe_tensor_parallel_size = tensor_parallel_size (tensorrt_llm/mapping.py)",
+            "mlp, shared_experts: GatedMLP(overridden_tp_size=1) under attention DP (_torch/models/modeling_deepseekv3.py)",
+            "embeddings: DeepseekV3Model's Embedding without a mapping; lm_head: whole under attention DP "
+            "(enable_lm_head_tp_in_adp not modelled)",
+            "router, norms: whole on every GPU"};
     return {"attention: python/sglang/srt/layers/dp_attention.py compute_dp_attention_world_info (attn_tp_size = tp / dp)",
             "routed experts: server_args.py (moe_tp_size = tp / ep; deepep sets ep = tp)",
             "mlp: models/deepseek_v2.py DeepseekV2DecoderLayer (tp 1 when moe_dense_tp_size is 1, else the full TP)",
@@ -165,9 +170,9 @@ Table contexts_table(const CapacityPlan& p) {
         if (contiguous) {
             cells.push_back(binary_size(row.used_bytes_per_request));
             cells.push_back(binary_size(row.unused_bytes));
-            cells.push_back(row.used_bytes_per_request > 0
-                                ? fmt::format("{:.1f}x", static_cast<double>(row.reserved_bytes_per_request) / static_cast<double>(row.used_bytes_per_request))
-                                : "-");
+            cells.push_back(row.used_bytes_per_request > 0 ? fmt::format("{:.1f}x", static_cast<double>(row.reserved_bytes_per_request) /
+                                                                                        static_cast<double>(row.used_bytes_per_request))
+                                                           : "-");
         }
         cells.push_back(percent(row.kv_memory_share));
         if (prefix) {
@@ -180,9 +185,9 @@ Table contexts_table(const CapacityPlan& p) {
 }
 
 std::string pool_line(const CapacityPlan& p) {
-    std::string out = p.kv_bytes_per_token_per_gpu > 0
-                          ? fmt::format("KV per token per GPU: {} B ({})", group_digits(p.kv_bytes_per_token_per_gpu), binary_size(p.kv_bytes_per_token_per_gpu))
-                          : std::string("KV per token per GPU: none (recurrent state only, a fixed size per request)");
+    std::string out = p.kv_bytes_per_token_per_gpu > 0 ? fmt::format("KV per token per GPU: {} B ({})", group_digits(p.kv_bytes_per_token_per_gpu),
+                                                                     binary_size(p.kv_bytes_per_token_per_gpu))
+                                                       : std::string("KV per token per GPU: none (recurrent state only, a fixed size per request)");
     if (p.num_blocks && p.kv_cache_tokens)
         out += fmt::format("; KV cache: {} blocks, {} tokens", group_digits(*p.num_blocks), group_digits(*p.kv_cache_tokens));
     if (p.scale_out && p.kv_cache_tokens_total)
@@ -209,21 +214,17 @@ std::string longest_len_text(const CapacityPlan& p) {
         if (n == 0) return std::string("none (not one token fits)");
         return group_digits(n) + " tokens" + (n >= p.length_limit ? " (the model's limit)" : "");
     };
-    return fmt::format("Longest --max-model-len for one request: {};\nfor {} requests (--max-num-seqs): {}.\n",
-                       len(*p.longest_len_one_request), group_digits(p.max_num_seqs), len(*p.longest_len_max_num_seqs));
+    return fmt::format("Longest --max-model-len for one request: {};\nfor {} requests (--max-num-seqs): {}.\n", len(*p.longest_len_one_request),
+                       group_digits(p.max_num_seqs), len(*p.longest_len_max_num_seqs));
 }
 
 std::string not_fit_text(const CapacityPlan& p) {
     if (p.fits) return "";
     std::string out;
-    if (p.budget.kv_pool_bytes <= 0)
-        out = fmt::format("Nothing fits: weights and overhead leave no KV pool ({} GiB).", gib2(p.budget.kv_pool_bytes));
-    else
-        out = "Not even one request of the longest context fits.";
-    if (p.smallest_tp)
-        out += fmt::format(" The smallest TP that fits is {} ({} GPUs per replica).", *p.smallest_tp, *p.smallest_tp * p.pp);
-    else if (p.tp_searched)
-        out += " No TP up to 64 fits; add pipeline stages, quantize, or pick a device with more memory.";
+    if (p.budget.kv_pool_bytes <= 0) out = fmt::format("Nothing fits: weights and overhead leave no KV pool ({} GiB).", gib2(p.budget.kv_pool_bytes));
+    else out = "Not even one request of the longest context fits.";
+    if (p.smallest_tp) out += fmt::format(" The smallest TP that fits is {} ({} GPUs per replica).", *p.smallest_tp, *p.smallest_tp * p.pp);
+    else if (p.tp_searched) out += " No TP up to 64 fits; add pipeline stages, quantize, or pick a device with more memory.";
     return out + "\n";
 }
 
@@ -259,8 +260,7 @@ std::string answer_sentence(const ConcurrencyResult& r) {
         if (i == 0)
             out = fmt::format("At {} tokens {} {} {} request{} of {}", group_digits(row.context_tokens), who, verb,
                               group_digits(row.max_requests_total), row.max_requests_total == 1 ? "" : "s", r.model->name);
-        else
-            out += fmt::format("; at {}, {}", group_digits(row.context_tokens), group_digits(row.max_requests_total));
+        else out += fmt::format("; at {}, {}", group_digits(row.context_tokens), group_digits(row.max_requests_total));
     }
     return out + ".";
 }
@@ -272,8 +272,8 @@ std::string render_concurrency_table(const ConcurrencyResult& r, Width width) {
     if (!p.budget.overhead.empty() && !p.budget.kv_pool_given)
         out += "\n" + (width == Width::Wide ? overhead_table(p).render_text(Width::Wide) : overhead_text(p));
     out += weights_text(p, width);
-    out += "\n" + fit_lines(pool_line(p) + cpu_tier_line(r), width) + "\n" + contexts_table(p).render_text(width) + "\n" + fit_line(answer_sentence(r), width) +
-           fit_lines(longest_len_text(p), width);
+    out += "\n" + fit_lines(pool_line(p) + cpu_tier_line(r), width) + "\n" + contexts_table(p).render_text(width) + "\n" +
+           fit_line(answer_sentence(r), width) + fit_lines(longest_len_text(p), width);
     out += fit_lines(not_fit_text(p), width);
     if (const std::vector<std::string> log = engine_log_lines(p); !log.empty()) {
         out += fmt::format("\n{} would log:\n", engine_label(p.engine));
@@ -315,8 +315,9 @@ std::string render_concurrency_markdown(const ConcurrencyResult& r) {
 std::string render_concurrency_csv(const ConcurrencyResult& r) {
     const CapacityPlan& p = r.plan;
     // Leading columns name the run, so that CSVs of several runs can be concatenated.
-    Table t({"model", "gpu", "engine", "tp", "pp", "kv_dtype", "context_tokens", "max_requests", "max_requests_all_replicas",
-             "kv_bytes_per_request", "kv_memory_fraction", "kv_pool_bytes", "kv_cache_tokens", "weights_bytes_per_gpu", "overhead_bytes"}, 0);
+    Table t({"model", "gpu", "engine", "tp", "pp", "kv_dtype", "context_tokens", "max_requests", "max_requests_all_replicas", "kv_bytes_per_request",
+             "kv_memory_fraction", "kv_pool_bytes", "kv_cache_tokens", "weights_bytes_per_gpu", "overhead_bytes"},
+            0);
     const std::string gpu = p.gpu.from_database ? p.gpu.id : p.gpu.name;
     for (const ContextRow& row : p.rows)
         t.add({r.model->name, gpu, engine_name(p.engine), std::to_string(p.tp), std::to_string(p.pp), std::string(dtype_name(p.kv_dtype)),

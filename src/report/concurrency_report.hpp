@@ -8,9 +8,9 @@
 #include <string>
 
 #include "core/memory/capacity.hpp"
+#include "core/memory/concurrency_result.hpp"
 #include "core/model/model_spec.hpp"
 #include "report/table.hpp"
-#include "core/memory/concurrency_result.hpp"
 
 namespace kvplan {
 

@@ -3,12 +3,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "core/gate/baseline.hpp"
 #include "core/checked.hpp"
+#include "core/gate/baseline.hpp"
+#include "core/units.hpp"
 #include "report/check_report.hpp"
 #include "report/json_value.hpp"
 #include "report/table.hpp"
-#include "core/units.hpp"
 
 namespace kvplan {
 
@@ -56,7 +56,9 @@ std::string value_text(const DiffRow& r, const FigureValue& v) {
     return text;
 }
 
-std::string label_text(const DiffRow& r) { return r.unit.empty() ? r.label : r.label + " (" + r.unit + ")"; }
+std::string label_text(const DiffRow& r) {
+    return r.unit.empty() ? r.label : r.label + " (" + r.unit + ")";
+}
 
 // Wide (and Markdown): every column, bytes exact with GiB beside them.
 Table diff_table(const DiffResult& d) {
@@ -72,13 +74,13 @@ Table fit_diff_table(const DiffResult& d) {
     auto value = [](const DiffRow& r, const FigureValue& v) {
         return r.bytes && v.state == FigureValue::State::Integer ? binary_size(v.integer) : figure_value_text(v);
     };
-    for (const DiffRow& r : d.rows)
-        t.add({r.bytes ? r.label : label_text(r), value(r, r.a), value(r, r.b), percent_text(r), direction(r)});
+    for (const DiffRow& r : d.rows) t.add({r.bytes ? r.label : label_text(r), value(r, r.a), value(r, r.b), percent_text(r), direction(r)});
     return t;
 }
 
 std::string heading(const DiffResult& d, Width width) {
-    return fit_line("A: " + d.label_a, width, "", "   ") + fit_line("B: " + d.label_b, width, "", "   ") + fit_line("both: " + d.setting, width, "", "      ");
+    return fit_line("A: " + d.label_a, width, "", "   ") + fit_line("B: " + d.label_b, width, "", "   ") +
+           fit_line("both: " + d.setting, width, "", "      ");
 }
 
 std::string notes_text(const DiffResult& d, Width width) {

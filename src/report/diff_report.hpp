@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "core/gate/diff_result.hpp"
 #include "core/gate/figures.hpp"
 #include "report/table.hpp"
-#include "core/gate/diff_result.hpp"
 
 namespace kvplan {
 

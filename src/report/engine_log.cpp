@@ -16,7 +16,9 @@ std::string two_decimals(double value) {
     return buf;
 }
 
-std::string gib_text(std::int64_t bytes) { return two_decimals(static_cast<double>(bytes) / 1073741824.0); }
+std::string gib_text(std::int64_t bytes) {
+    return two_decimals(static_cast<double>(bytes) / 1073741824.0);
+}
 
 // vllm/v1/core/kv_cache_utils.py: _report_kv_cache_config, and the check
 // that one max_model_len request fits (_check_enough_kv_cache_memory).
@@ -24,16 +26,14 @@ std::vector<std::string> vllm_lines(const CapacityPlan& p, const EngineLogFigure
     const std::int64_t len = p.max_model_len;
     const std::int64_t blocks = p.num_blocks.value_or(0);
     const std::string conc = two_decimals(static_cast<double>(blocks) / static_cast<double>(f.max_len_request_blocks));
-    std::vector<std::string> out{
-        "Available KV cache memory: " + gib_text(p.budget.kv_pool_bytes) + " GiB",
-        "GPU KV cache size: " + group_digits(p.kv_cache_tokens.value_or(0)) + " tokens",
-        "Maximum concurrency for " + group_digits(len) + " tokens per request: " + conc + "x"};
+    std::vector<std::string> out{"Available KV cache memory: " + gib_text(p.budget.kv_pool_bytes) + " GiB",
+                                 "GPU KV cache size: " + group_digits(p.kv_cache_tokens.value_or(0)) + " tokens",
+                                 "Maximum concurrency for " + group_digits(len) + " tokens per request: " + conc + "x"};
     if (f.max_len_request_blocks > blocks) {
         // _check_enough_kv_cache_memory: the estimate is named only when it is positive.
         const std::int64_t estimate = p.longest_len_one_request.value_or(0);
         out.push_back("ValueError: To serve at least one request with the models's max seq len (" + std::to_string(len) + "), (" +
-                      gib_text(f.max_len_request_bytes) +
-                      " GiB KV cache is needed, which is larger than the available KV cache memory (" +
+                      gib_text(f.max_len_request_bytes) + " GiB KV cache is needed, which is larger than the available KV cache memory (" +
                       gib_text(std::max<std::int64_t>(0, p.budget.kv_pool_bytes)) + " GiB). " +
                       (estimate > 0 ? "Based on the available memory, the estimated maximum model length is " + std::to_string(estimate) + ". "
                                     : std::string()) +
@@ -46,10 +46,9 @@ std::vector<std::string> vllm_lines(const CapacityPlan& p, const EngineLogFigure
 std::vector<std::string> vllm_v0_lines(const CapacityPlan& p, const EngineLogFigures& f) {
     const std::int64_t len = p.max_model_len;
     const std::int64_t tokens = p.kv_cache_tokens.value_or(0);
-    std::vector<std::string> out{
-        "# GPU blocks: " + std::to_string(p.num_blocks.value_or(0)) + ", # CPU blocks: " + std::to_string(f.cpu_swap_blocks),
-        "Maximum concurrency for " + std::to_string(len) + " tokens per request: " +
-            two_decimals(static_cast<double>(tokens) / static_cast<double>(len)) + "x"};
+    std::vector<std::string> out{"# GPU blocks: " + std::to_string(p.num_blocks.value_or(0)) + ", # CPU blocks: " + std::to_string(f.cpu_swap_blocks),
+                                 "Maximum concurrency for " + std::to_string(len) +
+                                     " tokens per request: " + two_decimals(static_cast<double>(tokens) / static_cast<double>(len)) + "x"};
     if (len > tokens)
         out.push_back("ValueError: The model's max seq len (" + std::to_string(len) +
                       ") is larger than the maximum number of tokens that can be stored in KV cache (" + std::to_string(tokens) + ").");

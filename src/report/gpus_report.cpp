@@ -3,17 +3,23 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/units.hpp"
 #include "report/json_value.hpp"
 #include "report/table.hpp"
-#include "core/units.hpp"
 
 namespace kvplan {
 
 namespace {
 
-std::string tflops(const std::optional<double>& v) { return v ? fmt::format("{:g}", *v) : "-"; }
-std::string gib(std::int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / 1073741824.0); }
-std::string gb_s(std::int64_t bytes_per_s) { return fmt::format("{:g}", static_cast<double>(bytes_per_s) / 1e9); }
+std::string tflops(const std::optional<double>& v) {
+    return v ? fmt::format("{:g}", *v) : "-";
+}
+std::string gib(std::int64_t bytes) {
+    return fmt::format("{:.2f}", static_cast<double>(bytes) / 1073741824.0);
+}
+std::string gb_s(std::int64_t bytes_per_s) {
+    return fmt::format("{:g}", static_cast<double>(bytes_per_s) / 1e9);
+}
 
 // The host-link cell: GB/s per direction; "unified" where the device shares
 // the CPU's memory (Apple silicon: no separate link); "-" when unknown.
@@ -39,7 +45,9 @@ Table wide_table(const std::vector<Gpu>& gpus) {
 // The same figures in 100 columns: units once in the header, the long
 // marketing name left to --wide (the id is what --gpu takes).
 Table fit_table(const std::vector<Gpu>& gpus) {
-    Table t({"id", "memory\n(GiB)", "CUDA total\n(GiB)", "bandwidth\n(GB/s)", "bf16\nTFLOP/s", "fp8\nTFLOP/s", "fp4\nTFLOP/s", "link (GB/s)\nper direction"}, 1);
+    Table t({"id", "memory\n(GiB)", "CUDA total\n(GiB)", "bandwidth\n(GB/s)", "bf16\nTFLOP/s", "fp8\nTFLOP/s", "fp4\nTFLOP/s",
+             "link (GB/s)\nper direction"},
+            1);
     for (const Gpu& g : gpus)
         t.add({g.id, gib(g.memory_bytes), g.cuda_total_bytes ? gib(*g.cuda_total_bytes) : "-", gb_s(g.bandwidth_bytes_per_s),
                tflops(g.peak.bf16 ? g.peak.bf16 : g.peak.fp16), tflops(g.peak.fp8), tflops(g.peak.fp4),
@@ -60,7 +68,9 @@ std::string render_gpus_table(const std::vector<Gpu>& gpus, Width width) {
     return fit_table(gpus).render_text() + "\n" + wrap_text(legend + " Names and host links: kvplan gpus --wide.", kFitColumns);
 }
 
-std::string render_gpus_markdown(const std::vector<Gpu>& gpus) { return wide_table(gpus).render_markdown(); }
+std::string render_gpus_markdown(const std::vector<Gpu>& gpus) {
+    return wide_table(gpus).render_markdown();
+}
 
 std::string render_gpus_json(const std::vector<Gpu>& gpus) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
@@ -73,7 +83,7 @@ std::string render_gpus_json(const std::vector<Gpu>& gpus) {
         j["cuda_total_bytes"] = or_null(g.cuda_total_bytes);
         j["memory_bandwidth_bytes_per_s"] = g.bandwidth_bytes_per_s;
         j["peak_tflops"] = {{"fp32", or_null(g.peak.fp32)}, {"tf32", or_null(g.peak.tf32)}, {"bf16", or_null(g.peak.bf16)},
-                            {"fp16", or_null(g.peak.fp16)}, {"fp8", or_null(g.peak.fp8)}, {"int8", or_null(g.peak.int8)},
+                            {"fp16", or_null(g.peak.fp16)}, {"fp8", or_null(g.peak.fp8)},   {"int8", or_null(g.peak.int8)},
                             {"fp4", or_null(g.peak.fp4)}};
         j["interconnect"] = g.interconnect;
         j["interconnect_bytes_per_s_per_direction"] = g.interconnect_bytes_per_s;

@@ -9,9 +9,13 @@ namespace kvplan {
 namespace {
 
 // The five characters HTML gives a meaning in text and attributes.
-std::string escape_html(const std::string& s) { return escape_markup(s, true); }
+std::string escape_html(const std::string& s) {
+    return escape_markup(s, true);
+}
 
-bool ends_with(const std::string& s, const std::string& tail) { return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0; }
+bool ends_with(const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
 
 // The <svg> element alone: an XML declaration is not allowed inside HTML.
 std::string inline_svg(const std::string& svg) {
@@ -19,9 +23,13 @@ std::string inline_svg(const std::string& svg) {
     return at == std::string::npos ? svg : svg.substr(at);
 }
 
-std::string model_name(const std::string& label) { return label.substr(0, label.find(" (")); }
+std::string model_name(const std::string& label) {
+    return label.substr(0, label.find(" ("));
+}
 
-std::string engine_name(const std::string& engine) { return engine == "sglang" ? "SGLang" : "vLLM"; }
+std::string engine_name(const std::string& engine) {
+    return engine == "sglang" ? "SGLang" : "vLLM";
+}
 
 }  // namespace
 

@@ -6,18 +6,28 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "report/table.hpp"
 #include "core/units.hpp"
+#include "report/table.hpp"
 
 namespace kvplan {
 
 namespace {
 
-std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
-std::string err(const MeasuredStep& m) { return fmt::format("{:+.1f}%", (m.predicted_s / m.measured_s - 1) * 100); }
-std::string gbs(double bytes_per_s) { return fmt::format("{:.2f} GB/s", bytes_per_s / 1e9); }
-std::string gflops(double flop_per_s) { return fmt::format("{:.1f} GFLOP/s", flop_per_s / 1e9); }
-std::string spread(const RepeatRange& r, double median) { return r.known() ? fmt::format("{:.1f}%", r.relative(median) * 100) : "-"; }
+std::string ms(double s) {
+    return fmt::format("{:.3f}", s * 1e3);
+}
+std::string err(const MeasuredStep& m) {
+    return fmt::format("{:+.1f}%", (m.predicted_s / m.measured_s - 1) * 100);
+}
+std::string gbs(double bytes_per_s) {
+    return fmt::format("{:.2f} GB/s", bytes_per_s / 1e9);
+}
+std::string gflops(double flop_per_s) {
+    return fmt::format("{:.1f} GFLOP/s", flop_per_s / 1e9);
+}
+std::string spread(const RepeatRange& r, double median) {
+    return r.known() ? fmt::format("{:.1f}%", r.relative(median) * 100) : "-";
+}
 
 // "12.41–12.70" in the unit `format` writes (its suffix printed once).
 template <typename F>
@@ -28,15 +38,23 @@ std::string range(const RepeatRange& r, F&& format) {
 }
 
 // The profile's error against the measured step (--engine).
-std::string engine_err(const MeasuredStep& m) { return fmt::format("{:+.1f}%", (*m.engine_predicted_s / m.measured_s - 1) * 100); }
+std::string engine_err(const MeasuredStep& m) {
+    return fmt::format("{:+.1f}%", (*m.engine_predicted_s / m.measured_s - 1) * 100);
+}
 
 Table steps_table(const std::vector<MeasuredStep>& steps, const char* tokens_header, bool engine) {
     std::vector<std::string> head = {"batch", tokens_header, "predicted\n(ms)", "measured\n(ms)", "range\n(ms)", "spread", "error", "achieved"};
     if (engine) head.insert(head.end(), {"profile\n(ms)", "profile\nerror"});
     Table t(head, 0);
     for (const MeasuredStep& m : steps) {
-        std::vector<std::string> row = {group_digits(m.batch), group_digits(m.tokens), ms(m.predicted_s), ms(m.measured_s),
-                                        range(m.measured_range, ms), spread(m.measured_range, m.measured_s), err(m), gbs(m.bytes / m.measured_s)};
+        std::vector<std::string> row = {group_digits(m.batch),
+                                        group_digits(m.tokens),
+                                        ms(m.predicted_s),
+                                        ms(m.measured_s),
+                                        range(m.measured_range, ms),
+                                        spread(m.measured_range, m.measured_s),
+                                        err(m),
+                                        gbs(m.bytes / m.measured_s)};
         if (engine) row.insert(row.end(), {ms(*m.engine_predicted_s), engine_err(m)});
         t.add(row);
     }
@@ -89,10 +107,8 @@ std::string render_measure_table(const MeasureResult& r) {
     std::string out = fit_line(fmt::format("kvplan measure: {} on {}, {}, {} of {} layers timed and scaled", r.model, r.device, precision,
                                            r.layers_measured, r.layers_total),
                                Width::Fit);
-    if (r.threads > 0)
-        out += fmt::format("memory bandwidth: STREAM, {} per array, {} threads\n", binary_size(r.stream_array_bytes), r.threads);
-    else
-        out += fmt::format("memory bandwidth: 16-byte read and copy kernels over {}\n", binary_size(r.stream_array_bytes));
+    if (r.threads > 0) out += fmt::format("memory bandwidth: STREAM, {} per array, {} threads\n", binary_size(r.stream_array_bytes), r.threads);
+    else out += fmt::format("memory bandwidth: 16-byte read and copy kernels over {}\n", binary_size(r.stream_array_bytes));
     out += kernels_table(r) + "\n";
     out += fit_line("Decode step (all layers; embedding and LM head excluded); predicted = roofline with the measured bandwidth and FLOP/s:",
                     Width::Fit);
@@ -114,12 +130,18 @@ std::string render_measure_table(const MeasureResult& r) {
         out += fmt::format("\nComponents at batch {}, context {} (the median run):\n", m.batch, group_digits(m.tokens)) + c.render_text();
     }
     if (!r.prefill.empty()) {
-        std::vector<std::string> head = {"prompt", "predicted\n(ms)", "measured\n(ms)", "range\n(ms)", "spread", "error", "achieved", "of measured\npeak"};
+        std::vector<std::string> head = {"prompt", "predicted\n(ms)", "measured\n(ms)", "range\n(ms)",
+                                         "spread", "error",           "achieved",       "of measured\npeak"};
         if (engine) head.insert(head.end(), {"profile\n(ms)", "profile\nerror"});
         Table p(head, 0);
         for (const MeasuredStep& m : r.prefill) {
-            std::vector<std::string> row = {group_digits(m.tokens), ms(m.predicted_s), ms(m.measured_s), range(m.measured_range, ms),
-                                            spread(m.measured_range, m.measured_s), err(m), fmt::format("{:.2f} TFLOP/s", m.flops / m.measured_s / 1e12),
+            std::vector<std::string> row = {group_digits(m.tokens),
+                                            ms(m.predicted_s),
+                                            ms(m.measured_s),
+                                            range(m.measured_range, ms),
+                                            spread(m.measured_range, m.measured_s),
+                                            err(m),
+                                            fmt::format("{:.2f} TFLOP/s", m.flops / m.measured_s / 1e12),
                                             fmt::format("{:.0f}%", m.flops / m.measured_s / r.flops_per_s * 100)};
             if (engine) row.insert(row.end(), {ms(*m.engine_predicted_s), engine_err(m)});
             p.add(row);
@@ -137,7 +159,9 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 // A count of bytes or FLOPs the roofline derived as a real: an integer in the file.
-std::int64_t whole(double x) { return std::llround(x); }
+std::int64_t whole(double x) {
+    return std::llround(x);
+}
 
 // A median rate with its repeats: {median_<unit>, min_<unit>, max_<unit>, spread_percent}; null extremes when not reported.
 Json rate_json(double median, const RepeatRange& r, const std::string& unit) {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <vector>
+
 #include "core/speed/measure_result.hpp"
 
 namespace kvplan {

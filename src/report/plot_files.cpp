@@ -20,14 +20,22 @@ namespace kvplan {
 namespace {
 
 // A value as the CSV prints it, so that the chart draws exactly the CSV's numbers.
-double rounded(double v, int decimals) { return std::stod(fmt::format("{:.{}f}", v, decimals)); }
+double rounded(double v, int decimals) {
+    return std::stod(fmt::format("{:.{}f}", v, decimals));
+}
 
 // "llama-3.1-8b (meta-llama/Llama-3.1-8B-Instruct, llama)" -> "llama-3.1-8b": a title fits one line.
-std::string short_model(const std::string& label) { return label.substr(0, label.find(" (")); }
+std::string short_model(const std::string& label) {
+    return label.substr(0, label.find(" ("));
+}
 
-std::string engine_title(const std::string& engine) { return engine == "sglang" ? "SGLang" : "vLLM"; }
+std::string engine_title(const std::string& engine) {
+    return engine == "sglang" ? "SGLang" : "vLLM";
+}
 
-std::string seconds_label(double s) { return fmt::format("SLO {:g} s", s); }
+std::string seconds_label(double s) {
+    return fmt::format("SLO {:g} s", s);
+}
 
 // Up to kMaxPlotPoints indices of [0, n): all of them, or evenly spaced
 // ranks from the first to the last (index round(j (n-1) / (k-1))).
@@ -38,8 +46,8 @@ std::vector<std::size_t> thin(std::size_t n) {
         return out;
     }
     for (std::size_t j = 0; j < kMaxPlotPoints; ++j)
-        out.push_back(static_cast<std::size_t>(std::llround(static_cast<double>(j) * static_cast<double>(n - 1) /
-                                                            static_cast<double>(kMaxPlotPoints - 1))));
+        out.push_back(
+            static_cast<std::size_t>(std::llround(static_cast<double>(j) * static_cast<double>(n - 1) / static_cast<double>(kMaxPlotPoints - 1))));
     return out;
 }
 
@@ -63,14 +71,14 @@ Cdf empirical_cdf(const std::string& metric, std::vector<double> v) {
 PlotFile latency_cdf_csv(const std::vector<Cdf>& cdfs) {
     std::string out = "# empirical CDFs of completed requests";
     for (const Cdf& c : cdfs)
-        out += c.count > c.value_s.size() ? fmt::format("; {}: {} of {} values, evenly spaced ranks", c.metric, c.value_s.size(), group_digits(static_cast<std::int64_t>(c.count)))
+        out += c.count > c.value_s.size() ? fmt::format("; {}: {} of {} values, evenly spaced ranks", c.metric, c.value_s.size(),
+                                                        group_digits(static_cast<std::int64_t>(c.count)))
                                           : fmt::format("; {}: all {} values", c.metric, c.count);
     out += "\nmetric,value_s,cumulative_fraction\n";
     for (const Cdf& c : cdfs)
         for (std::size_t i = 0; i < c.value_s.size(); ++i) out += fmt::format("{},{:.6f},{:.6f}\n", c.metric, c.value_s[i], c.fraction[i]);
     return {"latency_cdf.csv", out};
 }
-
 
 // The front as a line through the points it keeps, left to right.
 ChartSeries front_series(const std::vector<ParetoPoint>& pts, const std::vector<std::size_t>& front) {
@@ -118,19 +126,22 @@ std::vector<PlotFile> roofline_pareto(const RooflineResult& r) {
     if (fitting.empty()) front = pareto_front(pts);
     for (std::size_t k : fitting.empty() ? std::vector<std::size_t>{} : pareto_front(fitting)) front.push_back(fitting_index[k]);
     const std::vector<bool> kept = on_front(pts.size(), front);
-    std::string csv = fmt::format("# decode at {} tokens of context per batch: tokens/s per user = 1 / step, tokens/s per GPU = batch / step / {} GPU{}; "
-                                  "the front joins the batches that fit (all of them when none fits) that no other beats on both\n",
-                                  r.inputs.context, gpus, gpus > 1 ? "s" : "");
+    std::string csv = fmt::format(
+        "# decode at {} tokens of context per batch: tokens/s per user = 1 / step, tokens/s per GPU = batch / step / {} GPU{}; "
+        "the front joins the batches that fit (all of them when none fits) that no other beats on both\n",
+        r.inputs.context, gpus, gpus > 1 ? "s" : "");
     csv += "batch,step_ms,tokens_per_s_per_user,tokens_per_s_per_gpu,fits,on_front\n";
     for (std::size_t i = 0; i < pts.size(); ++i) {
         const RooflineRow& row = r.roofline.rows[i];
-        csv += fmt::format("{},{:.4f},{:.3f},{:.2f},{},{}\n", row.batch, row.step.total_s * 1e3, pts[i].x, pts[i].y, row.fits ? 1 : 0, kept[i] ? 1 : 0);
+        csv +=
+            fmt::format("{},{:.4f},{:.3f},{:.2f},{},{}\n", row.batch, row.step.total_s * 1e3, pts[i].x, pts[i].y, row.fits ? 1 : 0, kept[i] ? 1 : 0);
     }
     Chart c;
     c.title = fmt::format("Decode throughput against speed: {} on {}, TP {}", short_model(r.model_label), r.gpu.name, m.tp);
     ChartPanel p;
-    p.title = fmt::format("roofline, any engine: one point per batch (labelled, {} to {}), {} tokens of context", r.roofline.rows.empty() ? 0 : r.roofline.rows.front().batch,
-                          r.roofline.rows.empty() ? 0 : r.roofline.rows.back().batch, group_digits(r.inputs.context));
+    p.title = fmt::format("roofline, any engine: one point per batch (labelled, {} to {}), {} tokens of context",
+                          r.roofline.rows.empty() ? 0 : r.roofline.rows.front().batch, r.roofline.rows.empty() ? 0 : r.roofline.rows.back().batch,
+                          group_digits(r.inputs.context));
     p.x_label = "tokens/s per user (1 / step time)";
     p.y_label = "output tokens/s per GPU";
     p.series.push_back(front_series(pts, front));
@@ -164,10 +175,11 @@ std::string joined(const std::vector<std::string>& items) {
 
 // recommend's goodput.{svg,csv}: one panel per curve, the candidates in rank order.
 std::vector<PlotFile> goodput_plot(const SloRecommendResult& r) {
-    std::string csv = fmt::format("# each candidate replayed at multiples of the rate the search chose (multiple 1.000), every run to its end; "
-                                  "goodput counts the requests meeting every SLO; the knee (knee 1) is the highest offered rate whose goodput "
-                                  "share is at least {:g}%\n",
-                                  r.goodput * 100);
+    std::string csv = fmt::format(
+        "# each candidate replayed at multiples of the rate the search chose (multiple 1.000), every run to its end; "
+        "goodput counts the requests meeting every SLO; the knee (knee 1) is the highest offered rate whose goodput "
+        "share is at least {:g}%\n",
+        r.goodput * 100);
     csv += "rank,candidate,multiple,offered_rps,throughput_rps,goodput_rps,goodput_share,knee\n";
     Chart c;
     c.title = fmt::format("Throughput and goodput against offered rate: {}, {}", r.base.model, engine_title(r.engine));
@@ -181,8 +193,8 @@ std::vector<PlotFile> goodput_plot(const SloRecommendResult& r) {
         offered.dashed = true;
         for (std::size_t i = 0; i < g.points.size(); ++i) {
             const GoodputPoint& q = g.points[i];
-            csv += fmt::format("{},{},{:.3f},{:.4f},{:.4f},{:.4f},{:.4f},{}\n", k + 1, label, q.multiple, q.offered_rps, q.throughput_rps, q.goodput_rps,
-                               q.goodput_share, g.knee == i ? 1 : 0);
+            csv += fmt::format("{},{},{:.3f},{:.4f},{:.4f},{:.4f},{:.4f},{}\n", k + 1, label, q.multiple, q.offered_rps, q.throughput_rps,
+                               q.goodput_rps, q.goodput_share, g.knee == i ? 1 : 0);
             const double x = rounded(q.offered_rps, 4);
             offered.x.push_back(x);
             offered.y.push_back(x);
@@ -199,7 +211,8 @@ std::vector<PlotFile> goodput_plot(const SloRecommendResult& r) {
         p.refs.push_back({true, chosen, fmt::format("chosen {:.2f} req/s", g.chosen_rps)});
         if (g.knee) {
             const GoodputPoint& q = g.points[*g.knee];
-            p.refs.push_back({true, rounded(q.offered_rps, 4), fmt::format("knee {:.2f} req/s ({:.1f}% good)", q.offered_rps, q.goodput_share * 100), 1});
+            p.refs.push_back(
+                {true, rounded(q.offered_rps, 4), fmt::format("knee {:.2f} req/s ({:.1f}% good)", q.offered_rps, q.goodput_share * 100), 1});
         }
         p.title = fmt::format("#{} {}: chosen {:.2f} req/s, knee {}", k + 1, label, g.chosen_rps,
                               g.knee ? fmt::format("{:.2f} req/s", g.points[*g.knee].offered_rps) : std::string("none"));
@@ -213,12 +226,14 @@ std::vector<PlotFile> goodput_plot(const SloRecommendResult& r) {
 std::vector<PlotFile> recommend_pareto(const SloRecommendResult& r) {
     std::vector<ParetoPoint> pts;
     std::vector<std::string> groups;  // in order of first appearance: the best's first
-    std::string csv = "# every qualifying candidate at its chosen rate on one replica (unit): tokens/s per user = 1 / TPOT p50, "
-                      "output tokens/s per GPU = output tokens/s over its GPUs; the front joins those no other beats on both\n";
+    std::string csv =
+        "# every qualifying candidate at its chosen rate on one replica (unit): tokens/s per user = 1 / TPOT p50, "
+        "output tokens/s per GPU = output tokens/s over its GPUs; the front joins those no other beats on both\n";
     csv += "rank,candidate,gpus,rate_rps,tpot_p50_ms,tokens_per_s_per_user,output_tokens_per_s_per_gpu,on_front\n";
     for (const SloCandidate& c : r.qualified) {
         const SimSummary& s = c.outcome.at_max;
-        pts.push_back({rounded(s.tpot_s.p50 > 0 ? 1 / s.tpot_s.p50 : 0, 3), rounded(s.output_tokens_per_s / static_cast<double>(c.gpus_per_replica()), 2)});
+        pts.push_back(
+            {rounded(s.tpot_s.p50 > 0 ? 1 / s.tpot_s.p50 : 0, 3), rounded(s.output_tokens_per_s / static_cast<double>(c.gpus_per_replica()), 2)});
         if (std::find(groups.begin(), groups.end(), gpu_tp(c)) == groups.end()) groups.push_back(gpu_tp(c));
     }
     const std::vector<std::size_t> front = pareto_front(pts);
@@ -239,7 +254,8 @@ std::vector<PlotFile> recommend_pareto(const SloRecommendResult& r) {
     Chart chart;
     chart.title = fmt::format("Output tokens/s per GPU against tokens/s per user: {}, {}", r.base.model, engine_title(r.engine));
     ChartPanel p;
-    p.title = fmt::format("{} qualifying candidate{} at their chosen rates, of {}", r.qualified.size(), r.qualified.size() == 1 ? "" : "s", joined(r.gpu_ids));
+    p.title = fmt::format("{} qualifying candidate{} at their chosen rates, of {}", r.qualified.size(), r.qualified.size() == 1 ? "" : "s",
+                          joined(r.gpu_ids));
     p.x_label = "tokens/s per user (1 / TPOT p50)";
     p.y_label = "output tokens/s per GPU";
     p.series.push_back(front_series(pts, front));
@@ -287,9 +303,9 @@ std::vector<PlotFile> render_simulate_plots(const SimulateResult& r) {
     std::size_t seconds = 0;
     for (const TimePoint& p : ts) seconds += static_cast<std::size_t>(p.seconds);
     const std::vector<std::size_t> keep = thin(seconds);
-    std::string csv = keep.size() < seconds
-                          ? fmt::format("# {} of {} per-second samples, evenly spaced from the first to the last\n", keep.size(), group_digits(static_cast<std::int64_t>(seconds)))
-                          : fmt::format("# all {} per-second samples\n", seconds);
+    std::string csv = keep.size() < seconds ? fmt::format("# {} of {} per-second samples, evenly spaced from the first to the last\n", keep.size(),
+                                                          group_digits(static_cast<std::int64_t>(seconds)))
+                                            : fmt::format("# all {} per-second samples\n", seconds);
     csv += "t_s,running,waiting,kv_cache_usage,prompt_tokens_per_s,generation_tokens_per_s\n";
     ChartSeries kv{"KV-cache usage", {}, {}, false}, running{"running", {}, {}, false}, waiting{"waiting", {}, {}, false};
     std::size_t point = 0, first_second = 0;  // ts[point] covers seconds first_second .. + its count - 1
@@ -331,18 +347,22 @@ std::vector<PlotFile> render_roofline_plots(const RooflineResult& r) {
     // is weights over the weights bandwidth plus KV over the KV bandwidth;
     // the step is max(memory, compute) + overhead + all-reduce.
     const CostModel& m = r.cost;
-    ChartSeries total{"step", {}, {}, false}, weights{"weights", {}, {}, false}, kv{"KV cache", {}, {}, false},
-        compute{"compute", {}, {}, false}, overhead{"overhead", {}, {}, false}, allreduce{"all-reduce", {}, {}, false};
+    ChartSeries total{"step", {}, {}, false}, weights{"weights", {}, {}, false}, kv{"KV cache", {}, {}, false}, compute{"compute", {}, {}, false},
+        overhead{"overhead", {}, {}, false}, allreduce{"all-reduce", {}, {}, false};
     std::string csv = "batch,context_tokens,step_ms,weights_ms,kv_ms,compute_ms,overhead_ms,allreduce_ms\n";
     bool any_allreduce = false;
     std::int64_t lo = 0, hi = 0;
     for (const RooflineRow& row : r.roofline.rows) {
         const StepCost& s = row.step;
         const double b = static_cast<double>(row.batch);
-        const double vals[] = {s.total_s * 1e3, s.weight_bytes / m.weights_bandwidth_bytes_per_s * 1e3,
-                               (s.kv_read_bytes + s.kv_write_bytes) / m.bandwidth_bytes_per_s * 1e3, s.compute_s * 1e3, s.overhead_s * 1e3,
+        const double vals[] = {s.total_s * 1e3,
+                               s.weight_bytes / m.weights_bandwidth_bytes_per_s * 1e3,
+                               (s.kv_read_bytes + s.kv_write_bytes) / m.bandwidth_bytes_per_s * 1e3,
+                               s.compute_s * 1e3,
+                               s.overhead_s * 1e3,
                                s.allreduce_s * 1e3};
-        csv += fmt::format("{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f}\n", row.batch, row.context, vals[0], vals[1], vals[2], vals[3], vals[4], vals[5]);
+        csv += fmt::format("{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f}\n", row.batch, row.context, vals[0], vals[1], vals[2], vals[3], vals[4],
+                           vals[5]);
         ChartSeries* series[] = {&total, &weights, &kv, &compute, &overhead, &allreduce};
         for (int k = 0; k < 6; ++k) {
             series[k]->x.push_back(b);
@@ -365,7 +385,8 @@ std::vector<PlotFile> render_roofline_plots(const RooflineResult& r) {
     if (r.roofline.max_batch && *r.roofline.max_batch >= lo && *r.roofline.max_batch <= hi && *r.roofline.max_batch > 0)
         p.refs.push_back({true, static_cast<double>(*r.roofline.max_batch), fmt::format("{} fit in memory", group_digits(*r.roofline.max_batch))});
     c.panels.push_back(std::move(p));
-    std::string head = any_allreduce ? "# decode step time and its terms per batch (ms)\n" : "# decode step time and its terms per batch (ms); no all-reduce at TP 1 (column is 0, not drawn)\n";
+    std::string head = any_allreduce ? "# decode step time and its terms per batch (ms)\n"
+                                     : "# decode step time and its terms per batch (ms); no all-reduce at TP 1 (column is 0, not drawn)\n";
     std::vector<PlotFile> out = {{"step_time.svg", render_svg(c)}, {"step_time.csv", head + csv}};
     for (PlotFile& f : roofline_pareto(r)) out.push_back(std::move(f));
     return out;

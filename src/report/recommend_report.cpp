@@ -5,9 +5,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/units.hpp"
 #include "report/json_value.hpp"
 #include "report/table.hpp"
-#include "core/units.hpp"
 
 namespace kvplan {
 
@@ -17,7 +17,9 @@ constexpr std::size_t kWidth = 100;  // the default text output fits this many c
 
 using Args = std::vector<std::string>;  // one flag and its value per item, kept together when a line breaks
 
-std::string ms(double s) { return fmt::format("{:.1f}", s * 1e3); }
+std::string ms(double s) {
+    return fmt::format("{:.1f}", s * 1e3);
+}
 
 std::string join(const Args& args) {
     std::string out;
@@ -134,9 +136,9 @@ Args trtllm_args(const Candidate& c) {
     Args a{fmt::format("--tp_size {}", c.tp * c.attention_dp)};
     if (c.expert_parallel()) a.push_back(fmt::format("--ep_size {}", c.attention_dp));
     // Each attention-DP rank schedules its own batch: the limits are per rank.
-    for (std::string x : {fmt::format("--max_batch_size {}", c.rank_batch()), fmt::format("--max_num_tokens {}", c.max_num_batched_tokens),
-                          fmt::format("--max_seq_len {}", c.max_model_len),
-                          fmt::format("--kv_cache_free_gpu_memory_fraction {:.2f}", c.trtllm_free_fraction)})
+    for (std::string x :
+         {fmt::format("--max_batch_size {}", c.rank_batch()), fmt::format("--max_num_tokens {}", c.max_num_batched_tokens),
+          fmt::format("--max_seq_len {}", c.max_model_len), fmt::format("--kv_cache_free_gpu_memory_fraction {:.2f}", c.trtllm_free_fraction)})
         a.push_back(std::move(x));
     if (c.expert_parallel()) a.push_back("--extra_llm_api_options attention_dp.yaml");
     return a;
@@ -147,11 +149,15 @@ Args with_head(std::string head, Args args) {
     return args;
 }
 
-Args vllm_line(const Candidate& c, const ServeOptions& s) { return with_head("vllm serve " + shell_word(s.model), vllm_args(c, s)); }
+Args vllm_line(const Candidate& c, const ServeOptions& s) {
+    return with_head("vllm serve " + shell_word(s.model), vllm_args(c, s));
+}
 Args sglang_line(const Candidate& c, const ServeOptions& s) {
     return with_head("python -m sglang.launch_server --model-path " + shell_word(s.model), sglang_args(c, s));
 }
-Args trtllm_line(const Candidate& c, const ServeOptions& s) { return with_head("trtllm-serve " + shell_word(s.model), trtllm_args(c)); }
+Args trtllm_line(const Candidate& c, const ServeOptions& s) {
+    return with_head("trtllm-serve " + shell_word(s.model), trtllm_args(c));
+}
 
 // A command broken into lines of at most `width` columns, each but the last
 // ending in " \" so that it still pastes into a shell.
@@ -167,7 +173,9 @@ std::string continued(const Args& args, std::size_t width) {
     return out + line + "\n";
 }
 
-std::string command(const Args& args, bool wide) { return wide ? "  " + join(args) + "\n" : continued(args, kWidth); }
+std::string command(const Args& args, bool wide) {
+    return wide ? "  " + join(args) + "\n" : continued(args, kWidth);
+}
 
 std::string layout(const Candidate& c) {
     if (!c.expert_parallel()) return c.dp > 1 ? fmt::format("TP {} x DP {}", c.tp, c.dp) : fmt::format("TP {}", c.tp);
@@ -177,13 +185,18 @@ std::string layout(const Candidate& c) {
 }
 
 // The table's tp cell: "1 ep8" for DP attention over 8 GPUs (TP 1 each) with EP 8.
-std::string tp_cell(const Candidate& c) { return c.expert_parallel() ? fmt::format("{} ep{}", c.tp, c.attention_dp) : std::to_string(c.tp); }
+std::string tp_cell(const Candidate& c) {
+    return c.expert_parallel() ? fmt::format("{} ep{}", c.tp, c.attention_dp) : std::to_string(c.tp);
+}
 
-std::string usd(const Candidate& c) { return c.usd_per_million_tokens ? fmt::format("{:.3f}", *c.usd_per_million_tokens) : "-"; }
+std::string usd(const Candidate& c) {
+    return c.usd_per_million_tokens ? fmt::format("{:.3f}", *c.usd_per_million_tokens) : "-";
+}
 
 Table candidates_table(const RecommendResult& r, bool wide) {
-    Table t = wide ? Table({"#", "gpu", "tp", "dp", "GPUs", "batch", "TTFT (ms)", "TPOT (ms)", "tok/s per GPU", "tok/s total",
-                            "$ per M tokens", "fits (requests)", "max batched tokens"}, 2)
+    Table t = wide ? Table({"#", "gpu", "tp", "dp", "GPUs", "batch", "TTFT (ms)", "TPOT (ms)", "tok/s per GPU", "tok/s total", "$ per M tokens",
+                            "fits (requests)", "max batched tokens"},
+                           2)
                    : Table({"#", "gpu", "tp", "dp", "batch", "TTFT ms", "TPOT ms", "tok/s/GPU", "tok/s", "$/M tok", "fits"}, 2);
     for (std::size_t i = 0; i < r.rec.candidates.size() && i < r.top; ++i) {
         const Candidate& c = r.rec.candidates[i];
@@ -252,9 +265,10 @@ std::string nothing(const RecommendResult& r) {
 std::string notes(const RecommendResult& r, const ServeOptions& s) {
     std::vector<std::string> all = s.notes;
     if (r.rec.larger_tp_meeting > 0)
-        all.push_back(fmt::format("{} larger-TP configurations also meet both targets; each device lists its smallest TP, "
-                                  "and data-parallel replicas fill the GPUs (docs/roofline.md)",
-                                  r.rec.larger_tp_meeting));
+        all.push_back(
+            fmt::format("{} larger-TP configurations also meet both targets; each device lists its smallest TP, "
+                        "and data-parallel replicas fill the GPUs (docs/roofline.md)",
+                        r.rec.larger_tp_meeting));
     all.insert(all.end(), r.rec.notes.begin(), r.rec.notes.end());
     std::string out;
     for (const std::string& n : all) out += r.wide ? "note: " + n + "\n" : wrap_text(n, kWidth, "note: ", "      ");
@@ -269,19 +283,20 @@ std::string best_commands(const RecommendResult& r, const ServeOptions& s) {
     out += command(trtllm_line(best, s), r.wide);
     const std::size_t width = r.wide ? std::string::npos : kWidth;
     if (best.expert_parallel())
-        out += wrap_text("attention_dp.yaml holds the line \"enable_attention_dp: true\"; vLLM and SGLang take the layout from their flags.",
-                         width, "  ", "  ");
+        out += wrap_text("attention_dp.yaml holds the line \"enable_attention_dp: true\"; vLLM and SGLang take the layout from their flags.", width,
+                         "  ", "  ");
     if (!best.spec_method.empty())
-        out += wrap_text("trtllm-serve sets speculative decoding in its --extra_llm_api_options YAML (speculative_config: decoding_type and the "
-                         "draft length, docs: TensorRT-LLM \"Speculative Decoding\"); the line above runs without it.",
-                         width, "  ", "  ");
+        out += wrap_text(
+            "trtllm-serve sets speculative decoding in its --extra_llm_api_options YAML (speculative_config: decoding_type and the "
+            "draft length, docs: TensorRT-LLM \"Speculative Decoding\"); the line above runs without it.",
+            width, "  ", "  ");
     if (best.dp > 1)
-        out += wrap_text(fmt::format("{}: start {} such servers, each on its own {} "
-                                     "(CUDA_VISIBLE_DEVICES) and --port.",
-                                     best.expert_parallel() ? "The replicas are separate servers in every engine" : "trtllm-serve has no data-parallel flag",
-                                     best.dp,
-                                     best.replica_gpus() > 1 ? fmt::format("{} GPUs", best.replica_gpus()) : "GPU"),
-                         width, "  ", "  ");
+        out += wrap_text(
+            fmt::format("{}: start {} such servers, each on its own {} "
+                        "(CUDA_VISIBLE_DEVICES) and --port.",
+                        best.expert_parallel() ? "The replicas are separate servers in every engine" : "trtllm-serve has no data-parallel flag",
+                        best.dp, best.replica_gpus() > 1 ? fmt::format("{} GPUs", best.replica_gpus()) : "GPU"),
+            width, "  ", "  ");
     return out;
 }
 
@@ -309,52 +324,77 @@ ServeOptions serve_options(const RecommendResult& r) {
     if (spec.quantization.method == QuantMethod::None && fp8) {
         // vLLM and SGLang quantize 16-bit weights to FP8 on load (vLLM's "online dynamic quantization").
         s.quantization = "fp8";
-        s.notes.push_back("--weights-dtype " + w.name + ": vLLM and SGLang quantize the weights on load (--quantization fp8); "
+        s.notes.push_back("--weights-dtype " + w.name +
+                          ": vLLM and SGLang quantize the weights on load (--quantization fp8); "
                           "trtllm-serve needs a checkpoint quantized beforehand (TensorRT Model Optimizer)");
     } else if (spec.quantization.method == QuantMethod::None && cast) {
         s.dtype = d == Dtype::Fp32 ? "float32" : d == Dtype::Fp16 ? "float16" : "bfloat16";
     } else {
-        s.notes.push_back("--weights-dtype " + w.name + " is a what-if: the engines do not convert this checkpoint to it on load; "
+        s.notes.push_back("--weights-dtype " + w.name +
+                          " is a what-if: the engines do not convert this checkpoint to it on load; "
                           "serve a checkpoint stored that way");
     }
     return s;
 }
 
-std::string vllm_flags(const Candidate& c, const ServeOptions& s) { return join(vllm_args(c, s)); }
-std::string sglang_flags(const Candidate& c, const ServeOptions& s) { return join(sglang_args(c, s)); }
-std::string trtllm_flags(const Candidate& c) { return join(trtllm_args(c)); }
-std::string vllm_command(const Candidate& c, const ServeOptions& s) { return join(vllm_line(c, s)); }
-std::string sglang_command(const Candidate& c, const ServeOptions& s) { return join(sglang_line(c, s)); }
-std::string trtllm_command(const Candidate& c, const ServeOptions& s) { return join(trtllm_line(c, s)); }
-std::string vllm_command_lines(const Candidate& c, const ServeOptions& s, bool wide) { return command(vllm_line(c, s), wide); }
-std::string sglang_command_lines(const Candidate& c, const ServeOptions& s, bool wide) { return command(sglang_line(c, s), wide); }
+std::string vllm_flags(const Candidate& c, const ServeOptions& s) {
+    return join(vllm_args(c, s));
+}
+std::string sglang_flags(const Candidate& c, const ServeOptions& s) {
+    return join(sglang_args(c, s));
+}
+std::string trtllm_flags(const Candidate& c) {
+    return join(trtllm_args(c));
+}
+std::string vllm_command(const Candidate& c, const ServeOptions& s) {
+    return join(vllm_line(c, s));
+}
+std::string sglang_command(const Candidate& c, const ServeOptions& s) {
+    return join(sglang_line(c, s));
+}
+std::string trtllm_command(const Candidate& c, const ServeOptions& s) {
+    return join(trtllm_line(c, s));
+}
+std::string vllm_command_lines(const Candidate& c, const ServeOptions& s, bool wide) {
+    return command(vllm_line(c, s), wide);
+}
+std::string sglang_command_lines(const Candidate& c, const ServeOptions& s, bool wide) {
+    return command(sglang_line(c, s), wide);
+}
 
 namespace {
 // sgl-router's P/D mode (docs.sglang.io, advanced_features/pd_disaggregation):
 // one --prefill and one --decode per instance.
 Args sglang_router_line() {
-    return {"python -m sglang_router.launch_router --pd-disaggregation", "--prefill http://PREFILL_HOST:30000",
-            "--decode http://DECODE_HOST:30000", "--host 0.0.0.0 --port 8000"};
+    return {"python -m sglang_router.launch_router --pd-disaggregation", "--prefill http://PREFILL_HOST:30000", "--decode http://DECODE_HOST:30000",
+            "--host 0.0.0.0 --port 8000"};
 }
 }  // namespace
-std::string sglang_pd_router_command() { return join(sglang_router_line()); }
-std::string sglang_pd_router_command_lines(bool wide) { return command(sglang_router_line(), wide); }
+std::string sglang_pd_router_command() {
+    return join(sglang_router_line());
+}
+std::string sglang_pd_router_command_lines(bool wide) {
+    return command(sglang_router_line(), wide);
+}
 
 std::string render_recommend_table(const RecommendResult& r) {
     const ServeOptions s = serve_options(r);
-    std::string out = targets(r) + fmt::format("\n{} GPU x layout configurations tried, {} hold a request of this context.\n\n", r.rec.configurations, r.rec.fitting);
+    std::string out = targets(r) + fmt::format("\n{} GPU x layout configurations tried, {} hold a request of this context.\n\n", r.rec.configurations,
+                                               r.rec.fitting);
     if (r.rec.candidates.empty()) return out + wrap_text(nothing(r), kWidth) + rejected_list(r) + notes(r, s);
     out += candidates_table(r, r.wide).render_text();
     const auto shown_end = r.rec.candidates.begin() + static_cast<std::ptrdiff_t>(std::min(r.top, r.rec.candidates.size()));
     if (std::any_of(r.rec.candidates.begin(), shown_end, [](const Candidate& c) { return c.expert_parallel(); }))
-        out += wrap_text("1 epN: data-parallel attention on N GPUs (TP 1 each) with the routed experts over EP N, vLLM's "
-                         "--data-parallel-size N --enable-expert-parallel; batch and fits count all N ranks (docs/scale-out.md).",
-                         r.wide ? std::string::npos : kWidth, "", "");
+        out += wrap_text(
+            "1 epN: data-parallel attention on N GPUs (TP 1 each) with the routed experts over EP N, vLLM's "
+            "--data-parallel-size N --enable-expert-parallel; batch and fits count all N ranks (docs/scale-out.md).",
+            r.wide ? std::string::npos : kWidth, "", "");
     out += best_commands(r, s);
     out += rejected_list(r) + "\n";
-    out += wrap_text("TTFT is one prompt's prefill on an idle replica (no queueing); TPOT is a decode step at the batch and the full "
-                     "context. batch and fits are per replica; tok/s counts every replica.",
-                     r.wide ? std::string::npos : kWidth);
+    out += wrap_text(
+        "TTFT is one prompt's prefill on an idle replica (no queueing); TPOT is a decode step at the batch and the full "
+        "context. batch and fits are per replica; tok/s counts every replica.",
+        r.wide ? std::string::npos : kWidth);
     return out + notes(r, s);
 }
 
@@ -451,11 +491,11 @@ std::string render_recommend_csv(const RecommendResult& r) {
     auto row = [&](const Candidate& c, bool candidate) {
         std::string missed;
         for (Target m : c.missed) missed += (missed.empty() ? "" : " ") + std::string(target_key(m));
-        t.add({r.model, c.gpu, std::to_string(c.tp), std::to_string(c.dp), std::to_string(c.attention_dp), std::to_string(c.gpus()), candidate ? std::to_string(c.batch) : "",
-               fmt::format("{:.6g}", c.ttft_s), fmt::format("{:.6g}", c.tpot_s), fmt::format("{:.6g}", c.tokens_per_s_per_gpu),
-               fmt::format("{:.6g}", c.tokens_per_s), c.usd_per_million_tokens ? fmt::format("{:.6g}", *c.usd_per_million_tokens) : "",
-               std::to_string(c.max_requests), std::to_string(c.max_model_len), candidate ? std::to_string(c.max_num_batched_tokens) : "",
-               missed});
+        t.add({r.model, c.gpu, std::to_string(c.tp), std::to_string(c.dp), std::to_string(c.attention_dp), std::to_string(c.gpus()),
+               candidate ? std::to_string(c.batch) : "", fmt::format("{:.6g}", c.ttft_s), fmt::format("{:.6g}", c.tpot_s),
+               fmt::format("{:.6g}", c.tokens_per_s_per_gpu), fmt::format("{:.6g}", c.tokens_per_s),
+               c.usd_per_million_tokens ? fmt::format("{:.6g}", *c.usd_per_million_tokens) : "", std::to_string(c.max_requests),
+               std::to_string(c.max_model_len), candidate ? std::to_string(c.max_num_batched_tokens) : "", missed});
     };
     for (std::size_t i = 0; i < r.rec.candidates.size() && i < r.top; ++i) row(r.rec.candidates[i], true);
     for (const Candidate& c : r.rec.rejected) row(c, false);

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "core/speed/recommend.hpp"
-#include "io/model_loader.hpp"
 #include "core/speed/recommend_result.hpp"
+#include "io/model_loader.hpp"
 
 namespace kvplan {
 

@@ -3,22 +3,36 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/units.hpp"
 #include "report/json_value.hpp"
 #include "report/table.hpp"
-#include "core/units.hpp"
 
 namespace kvplan {
 
 namespace {
 
-std::string ms(double s) { return fmt::format("{:.2f}", s * 1e3); }
-std::string rate(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.1f}", v); }
-std::string pct(double share) { return fmt::format("{:.1f}%", share * 100); }
-std::string tb_s(double v) { return fmt::format("{:.2f} TB/s", v / 1e12); }
-std::string tflop_s(double v) { return fmt::format("{:.1f} TFLOP/s", v / 1e12); }
-const char* bound_name(const StepCost& s) { return s.compute_bound ? "compute" : "memory"; }
+std::string ms(double s) {
+    return fmt::format("{:.2f}", s * 1e3);
+}
+std::string rate(double v) {
+    return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.1f}", v);
+}
+std::string pct(double share) {
+    return fmt::format("{:.1f}%", share * 100);
+}
+std::string tb_s(double v) {
+    return fmt::format("{:.2f} TB/s", v / 1e12);
+}
+std::string tflop_s(double v) {
+    return fmt::format("{:.1f} TFLOP/s", v / 1e12);
+}
+const char* bound_name(const StepCost& s) {
+    return s.compute_bound ? "compute" : "memory";
+}
 
-std::string bytes(double b) { return binary_size(static_cast<std::int64_t>(b)); }
+std::string bytes(double b) {
+    return binary_size(static_cast<std::int64_t>(b));
+}
 
 // What runs on what: model, device, TP, formats. Weights in GiB, as every other
 // memory size kvplan prints.
@@ -41,17 +55,14 @@ std::string rates(const RooflineResult& r) {
         out += fmt::format("achievable bandwidth {} (measured: {})", tb_s(m.bandwidth_bytes_per_s), e.calibration_source);
     // (a measured figure is used for weights and KV alike)
     else
-        out += fmt::format("achievable bandwidth {} streaming weights, {} streaming KV ({:.2f} and {:.2f} x {} datasheet {})",
-                           tb_s(m.weights_bandwidth_bytes_per_s), tb_s(m.bandwidth_bytes_per_s),
-                           m.weights_bandwidth_bytes_per_s / static_cast<double>(r.gpu.bandwidth_bytes_per_s),
-                           m.bandwidth_bytes_per_s / static_cast<double>(r.gpu.bandwidth_bytes_per_s),
-                           tb_s(static_cast<double>(r.gpu.bandwidth_bytes_per_s)), r.gpu.memory_technology.empty() ? "memory" : r.gpu.memory_technology);
+        out += fmt::format(
+            "achievable bandwidth {} streaming weights, {} streaming KV ({:.2f} and {:.2f} x {} datasheet {})", tb_s(m.weights_bandwidth_bytes_per_s),
+            tb_s(m.bandwidth_bytes_per_s), m.weights_bandwidth_bytes_per_s / static_cast<double>(r.gpu.bandwidth_bytes_per_s),
+            m.bandwidth_bytes_per_s / static_cast<double>(r.gpu.bandwidth_bytes_per_s), tb_s(static_cast<double>(r.gpu.bandwidth_bytes_per_s)),
+            r.gpu.memory_technology.empty() ? "memory" : r.gpu.memory_technology);
     if (m.flops_per_s > 0) {
-        if (e.measured_flops_per_s)
-            out += fmt::format("; compute {} (measured)", tflop_s(m.flops_per_s));
-        else
-            out += fmt::format("; compute {} ({:.2f} x dense {} peak)", tflop_s(m.flops_per_s),
-                               m.flops_fraction, dtype_name(m.math_dtype));
+        if (e.measured_flops_per_s) out += fmt::format("; compute {} (measured)", tflop_s(m.flops_per_s));
+        else out += fmt::format("; compute {} ({:.2f} x dense {} peak)", tflop_s(m.flops_per_s), m.flops_fraction, dtype_name(m.math_dtype));
     }
     out += fmt::format("; step overhead {} ms", ms(m.step_overhead_s));
     if (m.layer_overhead_s > 0) out += fmt::format(" + {} ms over the layers", ms(m.layer_overhead_s));
@@ -59,29 +70,34 @@ std::string rates(const RooflineResult& r) {
     return out;
 }
 
-bool has_a2a(const RooflineResult& r) { return r.cost.layout.ep > 1; }
+bool has_a2a(const RooflineResult& r) {
+    return r.cost.layout.ep > 1;
+}
 
 // The layout line: which ranks split what, and what the batch axis counts.
 std::string layout_line(const RooflineResult& r) {
     const ExpertLayout& L = r.cost.layout;
-    const std::string experts = L.local_experts == 0 ? "no routed experts"
-                                : L.ep > 1 ? fmt::format("routed experts over EP {} ({} per GPU), expert imbalance {:.2f}", L.ep, L.local_experts, L.imbalance)
-                                           : "routed experts as tensor shards over every GPU (no EP)";
+    const std::string experts =
+        L.local_experts == 0 ? "no routed experts"
+        : L.ep > 1           ? fmt::format("routed experts over EP {} ({} per GPU), expert imbalance {:.2f}", L.ep, L.local_experts, L.imbalance)
+                             : "routed experts as tensor shards over every GPU (no EP)";
     const std::string nodes = L.nodes > 1 ? fmt::format("; {} nodes of {} GPUs, {} between them ({:.0f} GB/s a GPU per direction)", L.nodes,
                                                         L.gpus_per_node, L.nic, L.nic_bytes_per_s / 1e9)
                                           : std::string();
     const std::string overlap =
-        L.overlap() ? fmt::format("; two-batch overlap from {} decode tokens a rank ({} with a prefill): two micro-batches, one's compute hiding "
-                                  "the other's all-to-all",
-                                  std::max<std::int64_t>(2, L.overlap_decode_tokens), std::max<std::int64_t>(2, L.overlap_prefill_tokens))
+        L.overlap() ? fmt::format(
+                          "; two-batch overlap from {} decode tokens a rank ({} with a prefill): two micro-batches, one's compute hiding "
+                          "the other's all-to-all",
+                          std::max<std::int64_t>(2, L.overlap_decode_tokens), std::max<std::int64_t>(2, L.overlap_prefill_tokens))
                     : std::string();
-    return fmt::format("Layout: {} DP ranks of attention TP {}; {}; "
-                       "batch = the replica's sequences, {} per DP rank at most; the step is the slowest rank's{}{}{}.",
-                       L.dp, r.cost.tp, experts, L.dp > 1 ? "batch / " + std::to_string(L.dp) : "all",
-                       L.ep > 1 ? fmt::format("; all-to-all {} dispatch, bf16 combine, {:.0f} + {:.0f} us per MoE layer at least (DeepEP)",
-                                              L.fp8_dispatch ? "fp8" : "bf16", L.dispatch_latency_s * 1e6, L.combine_latency_s * 1e6)
-                                : std::string(),
-                       nodes, overlap);
+    return fmt::format(
+        "Layout: {} DP ranks of attention TP {}; {}; "
+        "batch = the replica's sequences, {} per DP rank at most; the step is the slowest rank's{}{}{}.",
+        L.dp, r.cost.tp, experts, L.dp > 1 ? "batch / " + std::to_string(L.dp) : "all",
+        L.ep > 1 ? fmt::format("; all-to-all {} dispatch, bf16 combine, {:.0f} + {:.0f} us per MoE layer at least (DeepEP)",
+                               L.fp8_dispatch ? "fp8" : "bf16", L.dispatch_latency_s * 1e6, L.combine_latency_s * 1e6)
+                 : std::string(),
+        nodes, overlap);
 }
 
 Table rows_table(const RooflineResult& r) {
@@ -93,7 +109,7 @@ Table rows_table(const RooflineResult& r) {
     Table t(h, 0);
     for (const RooflineRow& row : r.roofline.rows) {
         std::vector<std::string> c{group_digits(row.batch), ms(row.step.total_s), rate(row.tokens_per_s_per_user), rate(row.tokens_per_s_total),
-                                   bound_name(row.step), pct(row.kv_share), row.fits ? "yes" : "no"};
+                                   bound_name(row.step),    pct(row.kv_share),    row.fits ? "yes" : "no"};
         if (a2a) c.insert(c.begin() + 2, ms(row.step.all_to_all_s));
         if (priced) c.push_back(row.usd_per_million_tokens ? fmt::format("{:.3f}", *row.usd_per_million_tokens) : "-");
         t.add(c);
@@ -110,8 +126,8 @@ std::string spec_heading(const RooflineResult& r) {
     std::string drafter = s.method == SpecMethod::Draft ? "draft model " + s.draft_label
                           : s.method == SpecMethod::Mtp ? "the model's MTP layer and LM head"
                                                         : "a one-layer EAGLE head of the model's shape and its LM head";
-    return fmt::format("Speculative decoding ({}, K = {}, acceptance {}): {} tokens kept per step (E); drafts by {}:",
-                       spec_method_name(s.method), s.k, rates, fmt::format("{:.3f}", r.roofline.spec_expected_tokens), drafter);
+    return fmt::format("Speculative decoding ({}, K = {}, acceptance {}): {} tokens kept per step (E); drafts by {}:", spec_method_name(s.method),
+                       s.k, rates, fmt::format("{:.3f}", r.roofline.spec_expected_tokens), drafter);
 }
 
 Table spec_table(const RooflineResult& r) {
@@ -126,8 +142,9 @@ Table spec_table(const RooflineResult& r) {
 
 std::string spec_words(const RooflineResult& r) {
     if (r.roofline.spec_break_even_batch)
-        return fmt::format("Speculation stops paying at batch {} (speed-up below 1: the verify step's K + 1 tokens per sequence cost more than the tokens kept).",
-                           group_digits(*r.roofline.spec_break_even_batch));
+        return fmt::format(
+            "Speculation stops paying at batch {} (speed-up below 1: the verify step's K + 1 tokens per sequence cost more than the tokens kept).",
+            group_digits(*r.roofline.spec_break_even_batch));
     return "Speculation pays at every batch shown: it stops paying beyond the batches shown.";
 }
 
@@ -137,7 +154,9 @@ constexpr const char* kStepFormulaA2a = "step = max(memory, compute) + overhead 
 constexpr const char* kStepFormulaOverlap =
     "step = max(memory, compute) + overhead + all-reduce + all-to-all - hidden;\n"
     "  overlapped: overhead + 2 x max(max(memory, compute) + all-reduce, all-to-all) of one micro-batch";
-const char* step_formula(const RooflineResult& r) { return r.cost.layout.overlap() ? kStepFormulaOverlap : has_a2a(r) ? kStepFormulaA2a : kStepFormula; }
+const char* step_formula(const RooflineResult& r) {
+    return r.cost.layout.overlap() ? kStepFormulaOverlap : has_a2a(r) ? kStepFormulaA2a : kStepFormula;
+}
 
 // Every term of the step at batch 1 and at the largest batch shown, with
 // shares. Fitted, the last row is called "step" and the formula follows the table.
@@ -176,20 +195,20 @@ std::vector<std::string> words(const RooflineResult& r) {
     const RooflineInputs& in = r.inputs;
     std::vector<std::string> out;
     if (f.kv_equals_weights_batch)
-        out.push_back(fmt::format("KV reads equal weight reads at batch {} ({} tokens of context each); beyond it the cache, not the model, sets the step.",
-                                  group_digits(*f.kv_equals_weights_batch), group_digits(in.context)));
-    if (f.compute_bound_batch)
-        out.push_back(fmt::format("Compute takes over from memory at batch {}.", group_digits(*f.compute_bound_batch)));
-    else if (r.cost.flops_per_s > 0)
-        out.push_back("Decode stays memory-bound at every batch at this context: KV reads grow as fast as the FLOPs.");
+        out.push_back(
+            fmt::format("KV reads equal weight reads at batch {} ({} tokens of context each); beyond it the cache, not the model, sets the step.",
+                        group_digits(*f.kv_equals_weights_batch), group_digits(in.context)));
+    if (f.compute_bound_batch) out.push_back(fmt::format("Compute takes over from memory at batch {}.", group_digits(*f.compute_bound_batch)));
+    else if (r.cost.flops_per_s > 0) out.push_back("Decode stays memory-bound at every batch at this context: KV reads grow as fast as the FLOPs.");
     if (f.ceiling)
-        out.push_back(fmt::format("Memory holds {} sequences of {} tokens: the throughput ceiling is {} tokens/s ({} ms per step, {} tokens/s per user).",
-                                  group_digits(*f.max_batch), group_digits(in.context), rate(f.ceiling->tokens_per_s_total),
-                                  ms(f.ceiling->step.total_s), rate(f.ceiling->tokens_per_s_per_user)));
-    else if (f.max_batch)
-        out.push_back(fmt::format("Not one sequence of {} tokens fits in memory on this configuration.", group_digits(in.context)));
+        out.push_back(
+            fmt::format("Memory holds {} sequences of {} tokens: the throughput ceiling is {} tokens/s ({} ms per step, {} tokens/s per user).",
+                        group_digits(*f.max_batch), group_digits(in.context), rate(f.ceiling->tokens_per_s_total), ms(f.ceiling->step.total_s),
+                        rate(f.ceiling->tokens_per_s_per_user)));
+    else if (f.max_batch) out.push_back(fmt::format("Not one sequence of {} tokens fits in memory on this configuration.", group_digits(in.context)));
     out.push_back(fmt::format("TTFT for a {}-token prompt: {} ms ({}-bound); end to end for {} in / {} out at batch 1: {:.2f} s.",
-                              group_digits(in.prompt), ms(f.ttft_s), bound_name(f.prefill), group_digits(in.prompt), group_digits(in.output), f.e2e_s));
+                              group_digits(in.prompt), ms(f.ttft_s), bound_name(f.prefill), group_digits(in.prompt), group_digits(in.output),
+                              f.e2e_s));
     return out;
 }
 
@@ -217,8 +236,7 @@ std::string render_roofline_table(const RooflineResult& r, Width width) {
 
 std::string render_roofline_markdown(const RooflineResult& r) {
     std::string out = "### " + title(r) + "\n" + rates(r) + "\n" + (r.cost.layout.active() ? layout_line(r) + "\n" : std::string()) + "\n" +
-                      rows_table(r).render_markdown() + "\n" +
-                      terms_table(r, Width::Wide).render_markdown() + "\n";
+                      rows_table(r).render_markdown() + "\n" + terms_table(r, Width::Wide).render_markdown() + "\n";
     if (r.inputs.spec) out += spec_heading(r) + "\n\n" + spec_table(r).render_markdown() + "\n";
     for (const std::string& w : words(r)) out += "- " + w + "\n";
     if (r.inputs.spec) out += "- " + spec_words(r) + "\n";
@@ -227,23 +245,58 @@ std::string render_roofline_markdown(const RooflineResult& r) {
 
 std::string render_roofline_csv(const RooflineResult& r) {
     // Leading columns name the run, so that CSVs of several runs can be concatenated.
-    std::vector<std::string> h{"model", "gpu", "tp", "weights", "kv_dtype", "batch", "context_tokens", "decode_step_s", "tokens_per_s_per_user", "tokens_per_s_total", "bound", "kv_share", "fits",
-             "weight_bytes", "kv_read_bytes", "kv_write_bytes", "flops", "memory_s", "compute_s", "overhead_s", "allreduce_s"};
+    std::vector<std::string> h{"model",
+                               "gpu",
+                               "tp",
+                               "weights",
+                               "kv_dtype",
+                               "batch",
+                               "context_tokens",
+                               "decode_step_s",
+                               "tokens_per_s_per_user",
+                               "tokens_per_s_total",
+                               "bound",
+                               "kv_share",
+                               "fits",
+                               "weight_bytes",
+                               "kv_read_bytes",
+                               "kv_write_bytes",
+                               "flops",
+                               "memory_s",
+                               "compute_s",
+                               "overhead_s",
+                               "allreduce_s"};
     if (r.inputs.spec)
-        for (const char* c : {"spec_step_s", "spec_verify_s", "spec_draft_s", "expected_tokens_per_step", "spec_tokens_per_s_per_user", "spec_tokens_per_s_total", "spec_speedup"})
+        for (const char* c : {"spec_step_s", "spec_verify_s", "spec_draft_s", "expected_tokens_per_step", "spec_tokens_per_s_per_user",
+                              "spec_tokens_per_s_total", "spec_speedup"})
             h.push_back(c);
     const bool layout = r.cost.layout.active();
     if (layout)
-        for (const char* c : {"dp", "ep", "expert_imbalance", "all_to_all_s", "all_to_all_bytes", "rank_sequences", "rank_expert_tokens"}) h.push_back(c);
+        for (const char* c : {"dp", "ep", "expert_imbalance", "all_to_all_s", "all_to_all_bytes", "rank_sequences", "rank_expert_tokens"})
+            h.push_back(c);
     Table t(h, 0);
     for (const RooflineRow& row : r.roofline.rows) {
-        std::vector<std::string> c{r.model->name, r.gpu.id, std::to_string(r.cost.tp), r.weights_label, std::string(dtype_name(r.cost.kv_dtype)),
-               std::to_string(row.batch), std::to_string(row.context), fmt::format("{:.9g}", row.step.total_s),
-               fmt::format("{:.6g}", row.tokens_per_s_per_user), fmt::format("{:.6g}", row.tokens_per_s_total), bound_name(row.step),
-               fmt::format("{:.6f}", row.kv_share), row.fits ? "true" : "false", fmt::format("{:.0f}", row.step.weight_bytes),
-               fmt::format("{:.0f}", row.step.kv_read_bytes), fmt::format("{:.0f}", row.step.kv_write_bytes), fmt::format("{:.6g}", row.step.flops()),
-               fmt::format("{:.9g}", row.step.memory_s), fmt::format("{:.9g}", row.step.compute_s), fmt::format("{:.9g}", row.step.overhead_s),
-               fmt::format("{:.9g}", row.step.allreduce_s)};
+        std::vector<std::string> c{r.model->name,
+                                   r.gpu.id,
+                                   std::to_string(r.cost.tp),
+                                   r.weights_label,
+                                   std::string(dtype_name(r.cost.kv_dtype)),
+                                   std::to_string(row.batch),
+                                   std::to_string(row.context),
+                                   fmt::format("{:.9g}", row.step.total_s),
+                                   fmt::format("{:.6g}", row.tokens_per_s_per_user),
+                                   fmt::format("{:.6g}", row.tokens_per_s_total),
+                                   bound_name(row.step),
+                                   fmt::format("{:.6f}", row.kv_share),
+                                   row.fits ? "true" : "false",
+                                   fmt::format("{:.0f}", row.step.weight_bytes),
+                                   fmt::format("{:.0f}", row.step.kv_read_bytes),
+                                   fmt::format("{:.0f}", row.step.kv_write_bytes),
+                                   fmt::format("{:.6g}", row.step.flops()),
+                                   fmt::format("{:.9g}", row.step.memory_s),
+                                   fmt::format("{:.9g}", row.step.compute_s),
+                                   fmt::format("{:.9g}", row.step.overhead_s),
+                                   fmt::format("{:.9g}", row.step.allreduce_s)};
         if (row.spec)
             for (double v : {row.spec->step.total_s, row.spec->step.verify.total_s, row.spec->step.draft_s, row.spec->expected_tokens,
                              row.spec->tokens_per_s_per_user, row.spec->tokens_per_s_total, row.spec->speedup})
@@ -307,8 +360,10 @@ std::string render_roofline_json(const RooflineResult& r) {
         lj["nic_bytes_per_s"] = L.nodes > 1 ? nlohmann::ordered_json(L.nic_bytes_per_s) : nlohmann::ordered_json(nullptr);
         lj["batch_is"] = "the replica's sequences, spread over the DP ranks; the step is the slowest rank's";
         lj["two_batch_overlap"] = L.overlap();
-        lj["overlap_decode_tokens"] = L.overlap() ? nlohmann::ordered_json(std::max<std::int64_t>(2, L.overlap_decode_tokens)) : nlohmann::ordered_json(nullptr);
-        lj["overlap_prefill_tokens"] = L.overlap() ? nlohmann::ordered_json(std::max<std::int64_t>(2, L.overlap_prefill_tokens)) : nlohmann::ordered_json(nullptr);
+        lj["overlap_decode_tokens"] =
+            L.overlap() ? nlohmann::ordered_json(std::max<std::int64_t>(2, L.overlap_decode_tokens)) : nlohmann::ordered_json(nullptr);
+        lj["overlap_prefill_tokens"] =
+            L.overlap() ? nlohmann::ordered_json(std::max<std::int64_t>(2, L.overlap_prefill_tokens)) : nlohmann::ordered_json(nullptr);
         j["layout"] = lj;
     }
     j["rows"] = nlohmann::ordered_json::array();

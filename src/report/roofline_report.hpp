@@ -5,10 +5,10 @@
 
 #include <string>
 
-#include "core/speed/roofline.hpp"
 #include "core/model/model_spec.hpp"
-#include "report/table.hpp"
+#include "core/speed/roofline.hpp"
 #include "core/speed/roofline_result.hpp"
+#include "report/table.hpp"
 
 namespace kvplan {
 

@@ -6,14 +6,16 @@
 #include <nlohmann/json.hpp>
 
 #include "core/digits.hpp"
-#include "report/table.hpp"
 #include "core/units.hpp"
+#include "report/table.hpp"
 
 namespace kvplan {
 
 namespace {
 
-std::string ms(double s) { return fmt::format("{:.1f}", s * 1000); }
+std::string ms(double s) {
+    return fmt::format("{:.1f}", s * 1000);
+}
 
 void add_row(Table& t, const char* name, const Distribution& d) {
     t.add({name, ms(d.mean), ms(d.p50), ms(d.p90), ms(d.p99), ms(d.max)});
@@ -60,8 +62,8 @@ std::string sentence(const SimulateResult& r) {
     }
     if (r.disagg) {
         const DisaggReport& d = *r.disagg;
-        servers = fmt::format("{} prefill ({}, {}) and {} decode ({}, {}) replicas", d.prefill.stats.size(), d.prefill.gpu_name, pool_words(d.prefill),
-                              d.decode.stats.size(), d.decode.gpu_name, pool_words(d.decode));
+        servers = fmt::format("{} prefill ({}, {}) and {} decode ({}, {}) replicas", d.prefill.stats.size(), d.prefill.gpu_name,
+                              pool_words(d.prefill), d.decode.stats.size(), d.decode.gpu_name, pool_words(d.decode));
     }
     // The load the latencies belong to: the arrival rate of an open loop
     // (what --rate or the trace offers), or a closed loop's requests in
@@ -77,15 +79,16 @@ std::string sentence(const SimulateResult& r) {
         load = fmt::format("At {:.2f} requests/s arriving", offered);
         done = fmt::format(" ({:.2f} a second over the run, its drain included)", s.requests_per_s);
     }
-    std::string out = fmt::format("{}, {} serve{} {} of {} requests{} with p99 TTFT {:.2f} s and p99 TPOT {:.1f} ms", load, servers,
-                                  s.replicas > 1 ? "" : "s", group_digits(s.completed), group_digits(s.requests), done, s.ttft_s.p99,
-                                  s.tpot_s.p99 * 1000);
-    out += s.preemptions > 0 ? fmt::format("; {} {} recomputed {} tokens", group_digits(s.preemptions), r.engine == "sglang" ? "retractions" : "preemptions",
-                                           group_digits(s.recomputed_tokens))
+    std::string out =
+        fmt::format("{}, {} serve{} {} of {} requests{} with p99 TTFT {:.2f} s and p99 TPOT {:.1f} ms", load, servers, s.replicas > 1 ? "" : "s",
+                    group_digits(s.completed), group_digits(s.requests), done, s.ttft_s.p99, s.tpot_s.p99 * 1000);
+    out += s.preemptions > 0 ? fmt::format("; {} {} recomputed {} tokens", group_digits(s.preemptions),
+                                           r.engine == "sglang" ? "retractions" : "preemptions", group_digits(s.recomputed_tokens))
                              : "; nothing was preempted";
     if (s.rejected > 0) out += fmt::format("; {} requests never fit the KV pool", group_digits(s.rejected));
     if (r.disagg) out += fmt::format("; p99 KV transfer {:.1f} ms", r.disagg->transfer_s.p99 * 1000);
-    if (s.slo_attainment) out += fmt::format("; {:.1f}% met every SLO (goodput {:.2f} requests/s)", *s.slo_attainment * 100, *s.goodput_requests_per_s);
+    if (s.slo_attainment)
+        out += fmt::format("; {:.1f}% met every SLO (goodput {:.2f} requests/s)", *s.slo_attainment * 100, *s.goodput_requests_per_s);
     return out + ".";
 }
 
@@ -130,8 +133,8 @@ double pool_peak_share(const ReplicaStats& q, std::int64_t dp) {
 
 // The link in words.
 std::string link_line(const DisaggReport& d) {
-    return fmt::format("KV transfer: {}, {:.1f} GB/s per direction per rank, {:.0f} us latency; {} B per token per rank (decode tp {}), {}",
-                       d.link, d.link_bytes_per_s / 1e9, d.link_latency_s * 1e6, group_digits(d.kv_bytes_per_token_per_rank), d.decode.tp,
+    return fmt::format("KV transfer: {}, {:.1f} GB/s per direction per rank, {:.0f} us latency; {} B per token per rank (decode tp {}), {}", d.link,
+                       d.link_bytes_per_s / 1e9, d.link_latency_s * 1e6, group_digits(d.kv_bytes_per_token_per_rank), d.decode.tp,
                        d.layerwise ? "layer by layer (the last layer's share exposed)" : "pulled whole after the prefill");
 }
 
@@ -142,11 +145,13 @@ double peak_share(const ReplicaStats& q) {
 // One row per DP rank, up to 16 of them; a larger group in one line of spreads.
 std::string dp_ranks_text(const std::vector<ReplicaStats>& ranks) {
     if (ranks.size() > 16) {
-        const auto [fewest, most] = std::minmax_element(ranks.begin(), ranks.end(), [](const ReplicaStats& a, const ReplicaStats& b) { return a.requests < b.requests; });
-        const auto fullest = std::max_element(ranks.begin(), ranks.end(), [](const ReplicaStats& a, const ReplicaStats& b) { return peak_share(a) < peak_share(b); });
+        const auto [fewest, most] =
+            std::minmax_element(ranks.begin(), ranks.end(), [](const ReplicaStats& a, const ReplicaStats& b) { return a.requests < b.requests; });
+        const auto fullest =
+            std::max_element(ranks.begin(), ranks.end(), [](const ReplicaStats& a, const ReplicaStats& b) { return peak_share(a) < peak_share(b); });
         return "\n" + fit_line(fmt::format("{} DP ranks: {} to {} requests each; the fullest peaked at {:.1f}% of its KV pool", ranks.size(),
-                                            group_digits(fewest->requests), group_digits(most->requests), peak_share(*fullest) * 100),
-                                Width::Fit);
+                                           group_digits(fewest->requests), group_digits(most->requests), peak_share(*fullest) * 100),
+                               Width::Fit);
     }
     Table p({"DP rank", "requests", "steps", "preemptions", "peak KV usage"}, 1);
     for (std::size_t i = 0; i < ranks.size(); ++i)
@@ -170,28 +175,26 @@ std::string render_simulate_table(const SimulateResult& r) {
     } else if (r.engine == "sglang")
         out += fit_line(fmt::format("SGLang's scheduler ({}); workload {}; KV pool {} tokens ({}); max_running_requests {}, "
                                     "chunked_prefill_size {}, radix cache {}",
-                                    r.schedule_policy, r.workload, group_digits(r.config.num_gpu_blocks), r.pool_source,
-                                    r.config.max_num_seqs, group_digits(r.config.max_num_batched_tokens),
-                                    r.config.prefix_caching ? "on" : "off"),
+                                    r.schedule_policy, r.workload, group_digits(r.config.num_gpu_blocks), r.pool_source, r.config.max_num_seqs,
+                                    group_digits(r.config.max_num_batched_tokens), r.config.prefix_caching ? "on" : "off"),
                         Width::Fit);
     else
-        out += fit_line(fmt::format("workload {}; KV pool {} blocks of {} tokens ({}); max_num_seqs {}, max_num_batched_tokens {}, "
-                                    "prefix caching {}",
-                                    r.workload, group_digits(r.config.num_gpu_blocks), r.config.block_size, r.pool_source,
-                                    r.config.max_num_seqs, group_digits(r.config.max_num_batched_tokens), r.config.prefix_caching ? "on" : "off") +
-                            (r.config.groups.empty() ? "" : "; " + groups_line(r.config.groups)) +
-                            (r.pp > 1 ? fmt::format("; {} pipeline stages, the pool of the stage that holds the fewest blocks", r.pp) : "") +
-                            (r.config.cpu_tier.blocks > 0
-                                 ? fmt::format("; CPU tier {} blocks{} ({} per rank), host link {:.0f} GB/s per direction",
-                                               group_digits(r.config.cpu_tier.blocks), r.layout && r.layout->dp > 1 ? " a DP rank" : "",
-                                               binary_size(r.config.cpu_tier.blocks * r.config.cpu_tier.block_bytes),
-                                               r.config.cpu_tier.link_bytes_per_s / 1e9)
-                                 : "") +
-                            (r.spec ? fmt::format("; speculative decoding ({}, {} drafts a step; the drafter's KV takes {} blocks)",
-                                                  r.spec->method, r.spec->rates.size(),
-                                                  group_digits(r.spec->blocks_without_draft - r.config.num_gpu_blocks))
-                                    : ""),
-                        Width::Fit);
+        out += fit_line(
+            fmt::format("workload {}; KV pool {} blocks of {} tokens ({}); max_num_seqs {}, max_num_batched_tokens {}, "
+                        "prefix caching {}",
+                        r.workload, group_digits(r.config.num_gpu_blocks), r.config.block_size, r.pool_source, r.config.max_num_seqs,
+                        group_digits(r.config.max_num_batched_tokens), r.config.prefix_caching ? "on" : "off") +
+                (r.config.groups.empty() ? "" : "; " + groups_line(r.config.groups)) +
+                (r.pp > 1 ? fmt::format("; {} pipeline stages, the pool of the stage that holds the fewest blocks", r.pp) : "") +
+                (r.config.cpu_tier.blocks > 0
+                     ? fmt::format("; CPU tier {} blocks{} ({} per rank), host link {:.0f} GB/s per direction",
+                                   group_digits(r.config.cpu_tier.blocks), r.layout && r.layout->dp > 1 ? " a DP rank" : "",
+                                   binary_size(r.config.cpu_tier.blocks * r.config.cpu_tier.block_bytes), r.config.cpu_tier.link_bytes_per_s / 1e9)
+                     : "") +
+                (r.spec ? fmt::format("; speculative decoding ({}, {} drafts a step; the drafter's KV takes {} blocks)", r.spec->method,
+                                      r.spec->rates.size(), group_digits(r.spec->blocks_without_draft - r.config.num_gpu_blocks))
+                        : ""),
+            Width::Fit);
     if (r.layout) out += fit_line(layout_line(*r.layout), Width::Fit);
     out += "\n";
     Table t({"latency (ms)", "mean", "p50", "p90", "p99", "max"});
@@ -206,20 +209,21 @@ std::string render_simulate_table(const SimulateResult& r) {
     Table k({"figure", "value"}, 2);
     k.add({"completed requests", group_digits(s.completed) + " of " + group_digits(s.requests)});
     k.add({"simulated duration", fmt::format("{:.1f} s ({} engine steps)", s.duration_s, group_digits(s.steps))});
-    k.add({"throughput", fmt::format("{:.2f} req/s, {:.0f} input + {:.0f} output tokens/s", s.requests_per_s, s.input_tokens_per_s,
-                                     s.output_tokens_per_s)});
-    k.add({r.engine == "sglang" ? "retractions" : "preemptions", fmt::format("{} ({} tokens recomputed)", group_digits(s.preemptions), group_digits(s.recomputed_tokens))});
+    k.add({"throughput",
+           fmt::format("{:.2f} req/s, {:.0f} input + {:.0f} output tokens/s", s.requests_per_s, s.input_tokens_per_s, s.output_tokens_per_s)});
+    k.add({r.engine == "sglang" ? "retractions" : "preemptions",
+           fmt::format("{} ({} tokens recomputed)", group_digits(s.preemptions), group_digits(s.recomputed_tokens))});
     k.add({"prefix cache hit rate", fmt::format("{:.1f}% of prompt tokens", s.prefix_cache_hit_rate * 100)});
     if (s.prefix_cache_hit_rate_cpu)
-        k.add({"CPU tier (offload)", fmt::format("{:.1f}% of prompt tokens (GPU {:.1f}%); {} stored, {} loaded per rank",
-                                                 *s.prefix_cache_hit_rate_cpu * 100, s.prefix_cache_hit_rate_gpu * 100,
-                                                 binary_size(s.offload_bytes), binary_size(s.onload_bytes))});
+        k.add({"CPU tier (offload)",
+               fmt::format("{:.1f}% of prompt tokens (GPU {:.1f}%); {} stored, {} loaded per rank", *s.prefix_cache_hit_rate_cpu * 100,
+                           s.prefix_cache_hit_rate_gpu * 100, binary_size(s.offload_bytes), binary_size(s.onload_bytes))});
     if (r.spec && r.run.spec_verifies > 0)
-        k.add({"speculative decoding", fmt::format("{:.2f} tokens a verified step (expected {:.2f}), {:.1f}% of {} drafts kept",
-                                                   static_cast<double>(r.run.spec_kept_tokens) / static_cast<double>(r.run.spec_verifies),
-                                                   r.spec->expected_tokens_per_step,
-                                                   100.0 * static_cast<double>(r.run.spec_accepted) / static_cast<double>(std::max<std::int64_t>(1, r.run.spec_drafts)),
-                                                   group_digits(r.run.spec_drafts))});
+        k.add({"speculative decoding",
+               fmt::format("{:.2f} tokens a verified step (expected {:.2f}), {:.1f}% of {} drafts kept",
+                           static_cast<double>(r.run.spec_kept_tokens) / static_cast<double>(r.run.spec_verifies), r.spec->expected_tokens_per_step,
+                           100.0 * static_cast<double>(r.run.spec_accepted) / static_cast<double>(std::max<std::int64_t>(1, r.run.spec_drafts)),
+                           group_digits(r.run.spec_drafts))});
     const char* unit = r.engine == "sglang" ? "tokens" : "blocks";
     if (r.disagg && !r.run.dp_ranks.empty())
         k.add({"peak KV cache usage", fmt::format("{:.1f}%, the fullest of {} engine cores ({} blocks in all)", s.kv_peak_usage * 100,
@@ -228,13 +232,13 @@ std::string render_simulate_table(const SimulateResult& r) {
         k.add({"peak KV cache usage", fmt::format("{:.1f}%, the fullest of {} replicas ({} blocks in all)", s.kv_peak_usage * 100, s.replicas,
                                                   group_digits(s.kv_blocks_total))});
     else if (r.run.dp_ranks.size() > 1)
-        k.add({"peak KV cache usage", fmt::format("{:.1f}% of {} {}, the fullest of {} DP ranks ({} in all)", s.kv_peak_usage * 100,
-                                                  group_digits(r.config.num_gpu_blocks), unit, r.run.dp_ranks.size(), group_digits(s.kv_blocks_total))});
+        k.add({"peak KV cache usage",
+               fmt::format("{:.1f}% of {} {}, the fullest of {} DP ranks ({} in all)", s.kv_peak_usage * 100, group_digits(r.config.num_gpu_blocks),
+                           unit, r.run.dp_ranks.size(), group_digits(s.kv_blocks_total))});
     else if (s.replicas > 1)
         k.add({"peak KV cache usage", fmt::format("{:.1f}% of {} {}, the fullest of {} replicas ({} in all)", s.kv_peak_usage * 100,
                                                   group_digits(r.config.num_gpu_blocks), unit, s.replicas, group_digits(s.kv_blocks_total))});
-    else
-        k.add({"peak KV cache usage", fmt::format("{:.1f}% of {} {}", s.kv_peak_usage * 100, group_digits(s.kv_blocks_total), unit)});
+    else k.add({"peak KV cache usage", fmt::format("{:.1f}% of {} {}", s.kv_peak_usage * 100, group_digits(s.kv_blocks_total), unit)});
     if (s.goodput_requests_per_s)
         k.add({"goodput", fmt::format("{:.2f} req/s ({:.1f}% of requests met every SLO)", *s.goodput_requests_per_s, *s.slo_attainment * 100)});
     out += k.render_text();
@@ -244,9 +248,12 @@ std::string render_simulate_table(const SimulateResult& r) {
         const std::size_t n_prefill = r.disagg ? r.disagg->prefill.stats.size() : 0;
         for (std::size_t i = 0; i < r.run.replicas.size(); ++i) {
             const ReplicaStats& q = r.run.replicas[i];
-            const std::string name = !r.disagg ? std::to_string(i) : i < n_prefill ? fmt::format("prefill {}", i) : fmt::format("decode {}", i - n_prefill);
+            const std::string name = !r.disagg       ? std::to_string(i)
+                                     : i < n_prefill ? fmt::format("prefill {}", i)
+                                                     : fmt::format("decode {}", i - n_prefill);
             const std::int64_t dp = !r.disagg ? 1 : i < n_prefill ? r.disagg->prefill.dp : r.disagg->decode.dp;
-            p.add({name, group_digits(q.requests), group_digits(q.steps), group_digits(q.preemptions), fmt::format("{:.1f}%", pool_peak_share(q, dp) * 100)});
+            p.add({name, group_digits(q.requests), group_digits(q.steps), group_digits(q.preemptions),
+                   fmt::format("{:.1f}%", pool_peak_share(q, dp) * 100)});
         }
         out += p.render_text();
     }
@@ -278,7 +285,8 @@ std::string render_simulate_json(const SimulateResult& r) {
     j["steps"] = s.steps;
     j["prefix_cache_hit_rate"] = s.prefix_cache_hit_rate;
     j["prefix_cache_hit_rate_gpu"] = s.prefix_cache_hit_rate_gpu;
-    j["prefix_cache_hit_rate_cpu"] = s.prefix_cache_hit_rate_cpu ? nlohmann::ordered_json(*s.prefix_cache_hit_rate_cpu) : nlohmann::ordered_json(nullptr);
+    j["prefix_cache_hit_rate_cpu"] =
+        s.prefix_cache_hit_rate_cpu ? nlohmann::ordered_json(*s.prefix_cache_hit_rate_cpu) : nlohmann::ordered_json(nullptr);
     j["cpu_tier_blocks"] = r.config.cpu_tier.blocks;  // per engine core (a DP rank each), 0 without --cpu-offload
     j["offload_bytes"] = s.offload_bytes;
     j["onload_bytes"] = s.onload_bytes;
@@ -293,9 +301,9 @@ std::string render_simulate_json(const SimulateResult& r) {
         x["drafts"] = r.run.spec_drafts;
         x["accepted_drafts"] = r.run.spec_accepted;
         x["kept_tokens"] = r.run.spec_kept_tokens;
-        x["mean_tokens_per_step"] = r.run.spec_verifies > 0 ? nlohmann::ordered_json(static_cast<double>(r.run.spec_kept_tokens) /
-                                                                                     static_cast<double>(r.run.spec_verifies))
-                                                            : nlohmann::ordered_json(nullptr);
+        x["mean_tokens_per_step"] =
+            r.run.spec_verifies > 0 ? nlohmann::ordered_json(static_cast<double>(r.run.spec_kept_tokens) / static_cast<double>(r.run.spec_verifies))
+                                    : nlohmann::ordered_json(nullptr);
         x["draft_kv_bytes_per_token"] = r.spec->draft_kv_bytes_per_token;
         x["draft_weights_bytes_per_gpu"] = r.spec->draft_weights_bytes_per_gpu;
         j["speculative"] = x;
@@ -307,30 +315,46 @@ std::string render_simulate_json(const SimulateResult& r) {
     if (!r.config.groups.empty()) {  // hybrid models: each group takes its own blocks
         j["kv_cache_groups"] = nlohmann::ordered_json::array();
         for (const KvGroup& g : r.config.groups)
-            j["kv_cache_groups"].push_back({{"kind", group_kind_name(g.kind)},
-                                            {"window_tokens", g.window_tokens > 0 ? nlohmann::ordered_json(g.window_tokens) : nlohmann::ordered_json(nullptr)},
-                                            {"block_size_tokens", g.block_tokens}});
+            j["kv_cache_groups"].push_back(
+                {{"kind", group_kind_name(g.kind)},
+                 {"window_tokens", g.window_tokens > 0 ? nlohmann::ordered_json(g.window_tokens) : nlohmann::ordered_json(nullptr)},
+                 {"block_size_tokens", g.block_tokens}});
     }
     if (r.pp > 1) j["pipeline_stages"] = r.pp;  // only with --pp, so that a run without it prints what it always did
     j["kv_peak_usage"] = s.kv_peak_usage;
     j["router"] = r.router;
     j["replicas"] = nlohmann::ordered_json::array();
     for (const ReplicaStats& q : r.run.replicas)
-        j["replicas"].push_back({{"requests", q.requests}, {"steps", q.steps}, {"preemptions", q.preemptions},
-                                 {"kv_blocks_total", q.total_blocks}, {"kv_peak_usage", q.total_blocks > 0 ? static_cast<double>(q.peak_blocks_used) / static_cast<double>(q.total_blocks) : 0.0}});
+        j["replicas"].push_back(
+            {{"requests", q.requests},
+             {"steps", q.steps},
+             {"preemptions", q.preemptions},
+             {"kv_blocks_total", q.total_blocks},
+             {"kv_peak_usage", q.total_blocks > 0 ? static_cast<double>(q.peak_blocks_used) / static_cast<double>(q.total_blocks) : 0.0}});
     if (r.layout) {  // only with --dp / --ep
         const DpLayoutReport& l = *r.layout;
-        j["layout"] = {{"dp", l.dp}, {"attention_tp", l.attention_tp}, {"ep", l.ep}, {"gpus_per_replica", l.gpus},
-                       {"experts_per_gpu", l.experts_per_gpu}, {"nodes", l.nodes}, {"gpus_per_node", l.gpus_per_node},
-                       {"nic", l.nic.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(l.nic)}, {"expert_imbalance", l.expert_imbalance},
-                       {"two_batch_overlap", l.two_batch_overlap}, {"kv_blocks_per_rank", r.config.num_gpu_blocks}};
+        j["layout"] = {{"dp", l.dp},
+                       {"attention_tp", l.attention_tp},
+                       {"ep", l.ep},
+                       {"gpus_per_replica", l.gpus},
+                       {"experts_per_gpu", l.experts_per_gpu},
+                       {"nodes", l.nodes},
+                       {"gpus_per_node", l.gpus_per_node},
+                       {"nic", l.nic.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(l.nic)},
+                       {"expert_imbalance", l.expert_imbalance},
+                       {"two_batch_overlap", l.two_batch_overlap},
+                       {"kv_blocks_per_rank", r.config.num_gpu_blocks}};
         j["dp_ranks"] = nlohmann::ordered_json::array();
         for (const ReplicaStats& q : r.run.dp_ranks)
-            j["dp_ranks"].push_back({{"requests", q.requests}, {"steps", q.steps}, {"preemptions", q.preemptions},
-                                     {"kv_blocks_total", q.total_blocks}, {"kv_peak_blocks", q.peak_blocks_used}, {"kv_peak_usage", peak_share(q)}});
+            j["dp_ranks"].push_back({{"requests", q.requests},
+                                     {"steps", q.steps},
+                                     {"preemptions", q.preemptions},
+                                     {"kv_blocks_total", q.total_blocks},
+                                     {"kv_peak_blocks", q.peak_blocks_used},
+                                     {"kv_peak_usage", peak_share(q)}});
     }
     j["kv_transfer_s"] = r.disagg ? dist_json(r.disagg->transfer_s) : nlohmann::ordered_json(nullptr);  // null: aggregated
-    if (r.disagg) {  // the link and the pools, only in P/D runs
+    if (r.disagg) {                                                                                     // the link and the pools, only in P/D runs
         const DisaggReport& d = *r.disagg;
         j["kv_link"] = d.link;
         j["kv_link_bytes_per_s"] = d.link_bytes_per_s;
@@ -349,17 +373,24 @@ std::string render_simulate_json(const SimulateResult& r) {
             p["max_num_batched_tokens"] = pool->config.max_num_batched_tokens;
             p["replicas"] = nlohmann::ordered_json::array();
             for (const ReplicaStats& q : pool->stats)
-                p["replicas"].push_back({{"requests", q.requests}, {"steps", q.steps}, {"preemptions", q.preemptions},
-                                         {"kv_blocks_total", q.total_blocks}, {"kv_peak_blocks", q.peak_blocks_used},
+                p["replicas"].push_back({{"requests", q.requests},
+                                         {"steps", q.steps},
+                                         {"preemptions", q.preemptions},
+                                         {"kv_blocks_total", q.total_blocks},
+                                         {"kv_peak_blocks", q.peak_blocks_used},
                                          {"kv_peak_usage", pool_peak_share(q, pool->dp)}});
             p["dp_ranks"] = nullptr;  // one engine a replica
             if (pool->dp > 1) {
                 p["dp_ranks"] = nlohmann::ordered_json::array();
                 for (std::size_t i = 0; i < pool->dp_ranks.size(); ++i) {
                     const ReplicaStats& q = pool->dp_ranks[i];
-                    p["dp_ranks"].push_back({{"replica", i / static_cast<std::size_t>(pool->dp)}, {"rank", i % static_cast<std::size_t>(pool->dp)},
-                                             {"requests", q.requests}, {"steps", q.steps}, {"preemptions", q.preemptions},
-                                             {"kv_blocks_total", q.total_blocks}, {"kv_peak_blocks", q.peak_blocks_used},
+                    p["dp_ranks"].push_back({{"replica", i / static_cast<std::size_t>(pool->dp)},
+                                             {"rank", i % static_cast<std::size_t>(pool->dp)},
+                                             {"requests", q.requests},
+                                             {"steps", q.steps},
+                                             {"preemptions", q.preemptions},
+                                             {"kv_blocks_total", q.total_blocks},
+                                             {"kv_peak_blocks", q.peak_blocks_used},
                                              {"kv_peak_usage", peak_share(q)}});
                 }
             }
@@ -372,8 +403,11 @@ std::string render_simulate_json(const SimulateResult& r) {
     j["timeseries"] = nlohmann::ordered_json::array();
     for (const TimePoint& p : r.run.timeseries)
         for (std::int64_t k = 0; k < p.seconds; ++k)  // one entry per second, as the engine logs
-            j["timeseries"].push_back({{"t_s", p.t_s + static_cast<double>(k)}, {"running", p.running}, {"waiting", p.waiting},
-                                       {"kv_cache_usage", p.kv_cache_usage}, {"prompt_tokens_per_s", p.prompt_tokens_per_s},
+            j["timeseries"].push_back({{"t_s", p.t_s + static_cast<double>(k)},
+                                       {"running", p.running},
+                                       {"waiting", p.waiting},
+                                       {"kv_cache_usage", p.kv_cache_usage},
+                                       {"prompt_tokens_per_s", p.prompt_tokens_per_s},
                                        {"generation_tokens_per_s", p.generation_tokens_per_s}});
     return j.dump(2) + "\n";
 }

@@ -5,9 +5,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/units.hpp"
 #include "report/json_value.hpp"
 #include "report/table.hpp"
-#include "core/units.hpp"
 
 namespace kvplan {
 
@@ -26,10 +26,11 @@ Table headline_table(const SizeResult& r) {
     t.add({"KV per sequence (" + ctx + ")", group_digits(kv.bytes_per_sequence), binary_size(kv.bytes_per_sequence)});
     t.add({"KV for batch of " + group_digits(kv.batch), group_digits(kv.bytes_total), binary_size(kv.bytes_total)});
     t.add({"KV per GPU (tp " + std::to_string(kv.tp) + ")", group_digits(kv.bytes_per_gpu), binary_size(kv.bytes_per_gpu)});
-    const std::string format = r.weights.quantization == QuantMethod::None ? std::string(dtype_name(r.weights.dtype)) : quant_method_name(r.weights.quantization);
+    const std::string format =
+        r.weights.quantization == QuantMethod::None ? std::string(dtype_name(r.weights.dtype)) : quant_method_name(r.weights.quantization);
     const bool stored = r.weights.from_files && r.model->stored_weights;
-    t.add({stored ? "weights as stored (" + r.model->stored_weights->source + ")" : "weights (" + format + ")",
-           group_digits(r.weights.bytes), binary_size(r.weights.bytes)});
+    t.add({stored ? "weights as stored (" + r.model->stored_weights->source + ")" : "weights (" + format + ")", group_digits(r.weights.bytes),
+           binary_size(r.weights.bytes)});
     if (r.weights.from_files || (r.model->stored_weights && !r.model->use_stored_weights))
         t.add({"weights by the config's formula (" + format + ")", group_digits(r.weights.formula_bytes), binary_size(r.weights.formula_bytes)});
     return t;
@@ -39,16 +40,15 @@ Table groups_table(const KvSizing& kv) {
     Table t({"layer group", "layers", "window", "KV B/token", "tokens held", "B/sequence", "B/sequence per GPU"});
     for (const LayerGroup& g : kv.groups) {
         t.add({layer_kind_name(g.spec.kind), std::to_string(g.layers), window_cell(g), group_digits(g.bytes_per_token),
-               holds_per_token(g.spec.kind) ? group_digits(g.tokens_held) : "-",
-               group_digits(g.bytes_per_sequence), group_digits(g.bytes_per_sequence_per_gpu)});
+               holds_per_token(g.spec.kind) ? group_digits(g.tokens_held) : "-", group_digits(g.bytes_per_sequence),
+               group_digits(g.bytes_per_sequence_per_gpu)});
     }
     return t;
 }
 
 Table params_table(const WeightSizing& w) {
     Table t({"part", "params", "bytes", "binary units"});
-    for (const WeightPart& p : w.parts)
-        t.add({param_part_name(p.part), group_digits(p.params), group_digits(p.bytes), binary_size(p.bytes)});
+    for (const WeightPart& p : w.parts) t.add({param_part_name(p.part), group_digits(p.params), group_digits(p.bytes), binary_size(p.bytes)});
     t.add({"total", group_digits(w.params), group_digits(w.bytes), binary_size(w.bytes)});
     return t;
 }
@@ -94,29 +94,32 @@ std::vector<std::string> formula_lines(const KvSizing& kv) {
             case LayerKind::Chunked: {
                 std::string dims = g.spec.k_head_dim == g.spec.v_head_dim
                                        ? fmt::format("2 (K,V) x {} layers x {} kv_heads x {} head_dim", g.layers, g.spec.kv_heads, g.spec.k_head_dim)
-                                       : fmt::format("{} layers x {} kv_heads x ({} K + {} V head_dim)", g.layers, g.spec.kv_heads, g.spec.k_head_dim, g.spec.v_head_dim);
-                std::string held = g.spec.window_tokens > 0 ? fmt::format("; each layer holds min(context, {}) tokens", group_digits(g.spec.window_tokens)) : "";
+                                       : fmt::format("{} layers x {} kv_heads x ({} K + {} V head_dim)", g.layers, g.spec.kv_heads, g.spec.k_head_dim,
+                                                     g.spec.v_head_dim);
+                std::string held =
+                    g.spec.window_tokens > 0 ? fmt::format("; each layer holds min(context, {}) tokens", group_digits(g.spec.window_tokens)) : "";
                 out.push_back(fmt::format("{}: {} x {} = {} B/token{}", kind, dims, elem, group_digits(g.bytes_per_token), held));
                 break;
             }
             case LayerKind::Mla:
-                out.push_back(fmt::format("mla: {} layers x {} latent (kv_lora_rank + qk_rope_head_dim, K and V share it: no factor 2) x {} = {} B/token",
-                                          g.layers, g.spec.latent_dim, elem, group_digits(g.bytes_per_token)));
+                out.push_back(
+                    fmt::format("mla: {} layers x {} latent (kv_lora_rank + qk_rope_head_dim, K and V share it: no factor 2) x {} = {} B/token",
+                                g.layers, g.spec.latent_dim, elem, group_digits(g.bytes_per_token)));
                 break;
             case LayerKind::State:
-                out.push_back(fmt::format("state: {} layers x ({} conv elements x {} + {} recurrent elements x {}) = {} B per sequence, "
-                                          "whatever the context",
-                                          g.layers, group_digits(g.spec.conv_state_elements), element_size(kv.conv_state_dtype),
-                                          group_digits(g.spec.ssm_state_elements), element_size(kv.ssm_state_dtype),
-                                          group_digits(g.state_bytes_per_sequence)));
+                out.push_back(
+                    fmt::format("state: {} layers x ({} conv elements x {} + {} recurrent elements x {}) = {} B per sequence, "
+                                "whatever the context",
+                                g.layers, group_digits(g.spec.conv_state_elements), element_size(kv.conv_state_dtype),
+                                group_digits(g.spec.ssm_state_elements), element_size(kv.ssm_state_dtype), group_digits(g.state_bytes_per_sequence)));
                 break;
             case LayerKind::Cross:
-                out.push_back(fmt::format("cross: {} layers attend to the image encoder's tokens: 0 B per context token "
-                                          "(their cache grows with the images, not the context)", g.layers));
+                out.push_back(
+                    fmt::format("cross: {} layers attend to the image encoder's tokens: 0 B per context token "
+                                "(their cache grows with the images, not the context)",
+                                g.layers));
                 break;
-            case LayerKind::None:
-                out.push_back(fmt::format("none: {} layers mix no tokens (MLP/MoE only): 0 B", g.layers));
-                break;
+            case LayerKind::None: out.push_back(fmt::format("none: {} layers mix no tokens (MLP/MoE only): 0 B", g.layers)); break;
         }
     }
     return out;
@@ -160,14 +163,13 @@ std::string render_size_markdown(const SizeResult& r) {
 
 std::string render_size_csv(const SizeResult& r) {
     const KvSizing& kv = r.kv;
-    Table t({"model", "kv_dtype", "context_tokens", "batch", "tp", "group", "kind", "layers", "window_tokens",
-             "bytes_per_token", "tokens_held", "state_bytes_per_sequence", "bytes_per_sequence", "bytes_per_sequence_per_gpu"});
+    Table t({"model", "kv_dtype", "context_tokens", "batch", "tp", "group", "kind", "layers", "window_tokens", "bytes_per_token", "tokens_held",
+             "state_bytes_per_sequence", "bytes_per_sequence", "bytes_per_sequence_per_gpu"});
     const std::string context = kv.context_tokens ? std::to_string(*kv.context_tokens) : "";
-    auto row = [&](const std::string& group, const std::string& kind, std::int64_t layers, const std::string& window,
-                   std::int64_t per_token, const std::string& held, std::int64_t state, std::int64_t seq, std::int64_t seq_gpu) {
-        t.add({r.model->name, std::string(dtype_name(kv.kv_dtype)), context, std::to_string(kv.batch), std::to_string(kv.tp), group,
-               kind, std::to_string(layers), window, std::to_string(per_token), held, std::to_string(state), std::to_string(seq),
-               std::to_string(seq_gpu)});
+    auto row = [&](const std::string& group, const std::string& kind, std::int64_t layers, const std::string& window, std::int64_t per_token,
+                   const std::string& held, std::int64_t state, std::int64_t seq, std::int64_t seq_gpu) {
+        t.add({r.model->name, std::string(dtype_name(kv.kv_dtype)), context, std::to_string(kv.batch), std::to_string(kv.tp), group, kind,
+               std::to_string(layers), window, std::to_string(per_token), held, std::to_string(state), std::to_string(seq), std::to_string(seq_gpu)});
     };
     std::int64_t layers = 0, state = 0;
     for (std::size_t i = 0; i < kv.groups.size(); ++i) {

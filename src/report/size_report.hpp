@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "core/memory/kv_size.hpp"
+#include "core/memory/size_result.hpp"
 #include "core/model/model_spec.hpp"
 #include "core/model/weights.hpp"
 #include "report/table.hpp"
-#include "core/memory/size_result.hpp"
 
 namespace kvplan {
 

@@ -15,10 +15,18 @@ namespace kvplan {
 
 namespace {
 
-std::string ms(double s) { return fmt::format("{:.1f}", s * 1e3); }
-std::string sec(double s) { return fmt::format("{:.2f}", s); }
-std::string money(const std::optional<double>& usd, const char* f = "{:.3f}") { return usd ? fmt::format(fmt::runtime(f), *usd) : "-"; }
-std::string rate(double rps) { return fmt::format("{:.2f}", rps); }
+std::string ms(double s) {
+    return fmt::format("{:.1f}", s * 1e3);
+}
+std::string sec(double s) {
+    return fmt::format("{:.2f}", s);
+}
+std::string money(const std::optional<double>& usd, const char* f = "{:.3f}") {
+    return usd ? fmt::format(fmt::runtime(f), *usd) : "-";
+}
+std::string rate(double rps) {
+    return fmt::format("{:.2f}", rps);
+}
 
 // "TTFT <= 2000.0 ms, TPOT <= 50.0 ms for 99% of requests".
 std::string targets(const SloRecommendResult& r) {
@@ -41,11 +49,15 @@ std::string knobs(const SloRecommendResult& r, const SloCandidate& c) {
 }
 
 // One side of a unit in words: "TP 2", or "DP 8 + EP 8" for DP attention + EP groups.
-std::string side_words(std::int64_t tp, std::int64_t dp) { return dp > 1 ? fmt::format("DP {} + EP {}", dp, dp) : fmt::format("TP {}", tp); }
+std::string side_words(std::int64_t tp, std::int64_t dp) {
+    return dp > 1 ? fmt::format("DP {} + EP {}", dp, dp) : fmt::format("TP {}", tp);
+}
 
 // One side of a unit in the tp column: "2", or "1 ep8" for DP 8 + EP 8
 // groups of TP 1, as the aggregated layouts' rows write them.
-std::string side_cell(std::int64_t tp, std::int64_t dp) { return dp > 1 ? fmt::format("{} ep{}", tp, dp) : std::to_string(tp); }
+std::string side_cell(std::int64_t tp, std::int64_t dp) {
+    return dp > 1 ? fmt::format("{} ep{}", tp, dp) : std::to_string(tp);
+}
 
 }  // namespace
 
@@ -95,8 +107,14 @@ Table fleet_table(const SloRecommendResult& r, bool slim) {
     Table t(head, 2);
     for (std::size_t i = 0; i < r.candidates.size() && i < r.top; ++i) {
         const SloCandidate& c = r.candidates[i];
-        std::vector<std::string> row = {std::to_string(i + 1), c.gpu, tp_text(c), knobs(r, c), rate(c.outcome.max_rate_rps),
-                                        group_digits(c.fleet.replicas), group_digits(c.fleet.gpus), money(c.fleet.usd_per_hour, "{:.2f}")};
+        std::vector<std::string> row = {std::to_string(i + 1),
+                                        c.gpu,
+                                        tp_text(c),
+                                        knobs(r, c),
+                                        rate(c.outcome.max_rate_rps),
+                                        group_digits(c.fleet.replicas),
+                                        group_digits(c.fleet.gpus),
+                                        money(c.fleet.usd_per_hour, "{:.2f}")};
         if (!slim) row.insert(row.end(), {money(c.fleet.usd_per_million_input_tokens), money(c.fleet.usd_per_million_output_tokens)});
         row.insert(row.end(), {money(c.fleet.usd_per_million_tokens), c.outcome.binding});
         t.add(std::move(row));
@@ -113,8 +131,8 @@ Table latency_table(const SloRecommendResult& r, bool slim) {
     for (std::size_t i = 0; i < r.candidates.size() && i < r.top; ++i) {
         const SloCandidate& c = r.candidates[i];
         const SimSummary& s = c.outcome.at_max;
-        std::vector<std::string> row = {std::to_string(i + 1), c.gpu, tp_text(c), knobs(r, c), ms(s.ttft_s.p50), ms(s.ttft_s.p99),
-                                        ms(s.tpot_s.p50), ms(s.tpot_s.p99)};
+        std::vector<std::string> row = {std::to_string(i + 1), c.gpu,           tp_text(c), knobs(r, c), ms(s.ttft_s.p50), ms(s.ttft_s.p99),
+                                        ms(s.tpot_s.p50),      ms(s.tpot_s.p99)};
         if (!slim) row.push_back(sec(s.e2e_s.p50));
         row.push_back(sec(s.e2e_s.p99));
         t.add(std::move(row));
@@ -140,7 +158,9 @@ std::string rejected_list(const SloRecommendResult& r) {
     return out;
 }
 
-nlohmann::ordered_json optional_json(const std::optional<double>& v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr); }
+nlohmann::ordered_json optional_json(const std::optional<double>& v) {
+    return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+}
 
 nlohmann::ordered_json slo_json(const Slo& slo) {
     nlohmann::ordered_json j;
@@ -166,24 +186,24 @@ nlohmann::ordered_json scaled_json(const ScaledFleet& f) {
 // The best candidate scaled minute by minute, against its fixed fleet.
 std::string scaled_line(const SloCandidate& c) {
     const ScaledFleet& f = *c.scaled;
-    const std::string range = f.min_replicas == f.max_replicas ? fmt::format("{}", f.min_replicas)
-                                                               : fmt::format("{} to {}", f.min_replicas, f.max_replicas);
+    const std::string range =
+        f.min_replicas == f.max_replicas ? fmt::format("{}", f.min_replicas) : fmt::format("{} to {}", f.min_replicas, f.max_replicas);
     std::string cost;
     if (f.usd && f.fixed_usd) cost = fmt::format(", {:.2f} against {:.2f} USD", *f.usd, *f.fixed_usd);
-    return fmt::format("Scaled minute by minute to the trace's rate, the best needs {} replica{} over its {} minutes: "
-                       "{:.2f} GPU-hours against {:.2f} for the fixed fleet{}.",
-                       range, f.max_replicas > 1 ? "s" : "", f.replicas.size(), f.gpu_hours, f.fixed_gpu_hours, cost);
+    return fmt::format(
+        "Scaled minute by minute to the trace's rate, the best needs {} replica{} over its {} minutes: "
+        "{:.2f} GPU-hours against {:.2f} for the fixed fleet{}.",
+        range, f.max_replicas > 1 ? "s" : "", f.replicas.size(), f.gpu_hours, f.fixed_gpu_hours, cost);
 }
 
 // A disaggregated unit's commands: each side's instance for vLLM and SGLang, and SGLang's router.
 std::string unit_commands(const SloRecommendResult& r, const SloCandidate& c, Width width) {
     auto count = [](std::int64_t n, const char* what) { return fmt::format("{} {}{}", group_digits(n), what, n > 1 ? "s" : ""); };
-    std::string out = fit_line(fmt::format("Commands for the best ({}: {} of {} of {} and {} of {}, KV over {}):", c.gpu,
-                                           count(c.fleet.replicas, "unit"), count(c.prefill_replicas, "prefill instance"),
-                                           side_words(c.prefill_tp, c.prefill_dp), count(c.decode_replicas, "decode instance"),
-                                           side_words(c.tp, c.dp),
-                                           c.kv_link),
-                               width);
+    std::string out =
+        fit_line(fmt::format("Commands for the best ({}: {} of {} of {} and {} of {}, KV over {}):", c.gpu, count(c.fleet.replicas, "unit"),
+                             count(c.prefill_replicas, "prefill instance"), side_words(c.prefill_tp, c.prefill_dp),
+                             count(c.decode_replicas, "decode instance"), side_words(c.tp, c.dp), c.kv_link),
+                 width);
     ServeOptions s = serve_for(r, c);
     s.pd_role = "prefill";
     const ServeOptions prefill = s;
@@ -203,13 +223,15 @@ std::string unit_commands(const SloRecommendResult& r, const SloCandidate& c, Wi
 std::string bound_by(const SloCandidate& c) {
     const std::string& b = c.outcome.binding;
     if (b == "tpot") return c.pd() ? "TPOT first (its decode instances limit it)" : "TPOT first (prefill chunks share its decode steps)";
-    if (b == "ttft") return c.pd() ? "TTFT first (its prefill instances or the KV transfer limit it)" : "TTFT first (prompts wait for the token budget)";
+    if (b == "ttft")
+        return c.pd() ? "TTFT first (its prefill instances or the KV transfer limit it)" : "TTFT first (prompts wait for the token budget)";
     if (b == "e2e") return "E2E first";
     return "no target first";
 }
 
 std::string fleet_words(const SloCandidate& c) {
-    return fmt::format("{} GPU{}{}", group_digits(c.fleet.gpus), c.fleet.gpus > 1 ? "s" : "", c.fleet.usd_per_hour ? fmt::format(", {:.2f} USD/hour", *c.fleet.usd_per_hour) : "");
+    return fmt::format("{} GPU{}{}", group_digits(c.fleet.gpus), c.fleet.gpus > 1 ? "s" : "",
+                       c.fleet.usd_per_hour ? fmt::format(", {:.2f} USD/hour", *c.fleet.usd_per_hour) : "");
 }
 
 // --disaggregated: which kind wins for this traffic, and why.
@@ -225,10 +247,10 @@ std::string pd_verdict(const SloRecommendResult& r) {
         return fmt::format("Only disaggregated units qualify: the best, {}, takes {}; it misses {} at the rate that fails.", layout(r, d),
                            fleet_words(d), bound_by(d));
     const SloCandidate& a = *r.best_aggregated;
-    return fmt::format("Aggregated or disaggregated: the best aggregated plan, {}, takes {}; the best unit, {}, takes {}. {} wins. "
-                       "At the rate that fails, the aggregated replica misses {} and the unit {}.",
-                       layout(r, a), fleet_words(a), layout(r, d), fleet_words(d), r.disaggregated_wins ? "Disaggregated" : "Aggregated",
-                       bound_by(a), bound_by(d));
+    return fmt::format(
+        "Aggregated or disaggregated: the best aggregated plan, {}, takes {}; the best unit, {}, takes {}. {} wins. "
+        "At the rate that fails, the aggregated replica misses {} and the unit {}.",
+        layout(r, a), fleet_words(a), layout(r, d), fleet_words(d), r.disaggregated_wins ? "Disaggregated" : "Aggregated", bound_by(a), bound_by(d));
 }
 
 // A disaggregated unit's shape; null fields for an aggregated candidate.
@@ -282,13 +304,15 @@ std::string render_slo_table(const SloRecommendResult& r) {
                fitted([&](bool slim) { return latency_table(r, slim); }, width);
         const auto shown = r.candidates.begin() + static_cast<std::ptrdiff_t>(std::min(r.top, r.candidates.size()));
         if (std::any_of(r.candidates.begin(), shown, [](const SloCandidate& c) { return c.pd(); }))
-            out += fit_line("TP a/b with nP:mD is a disaggregated unit: n prefill instances of TP a and m decode instances of TP b, "
-                            "simulated together; its req/s, replicas and latencies are per unit.",
-                            width);
+            out += fit_line(
+                "TP a/b with nP:mD is a disaggregated unit: n prefill instances of TP a and m decode instances of TP b, "
+                "simulated together; its req/s, replicas and latencies are per unit.",
+                width);
         if (std::any_of(r.candidates.begin(), shown, [](const SloCandidate& c) { return c.dp > 1 || c.prefill_dp > 1; }))
-            out += fit_line("1 epN: data-parallel attention on N GPUs (TP 1 each) with the routed experts over EP N, vLLM's "
-                            "--data-parallel-size N --enable-expert-parallel; in a unit, each such instance is one DP group.",
-                            width);
+            out += fit_line(
+                "1 epN: data-parallel attention on N GPUs (TP 1 each) with the routed experts over EP N, vLLM's "
+                "--data-parallel-size N --enable-expert-parallel; in a unit, each such instance is one DP group.",
+                width);
         const SloCandidate& best = r.candidates.front();
         if (best.pd()) {
             out += "\n" + unit_commands(r, best, width);
@@ -298,8 +322,7 @@ std::string render_slo_table(const SloRecommendResult& r) {
                                                best.dp > 1 ? fmt::format(" DP {} + EP {}{}", best.dp, best.dp,
                                                                          best.serve.nodes > 1 ? fmt::format(" over {} nodes", best.serve.nodes) : "")
                                                            : "",
-                                               best.fleet.replicas,
-                                               best.fleet.replicas > 1 ? "s" : "",
+                                               best.fleet.replicas, best.fleet.replicas > 1 ? "s" : "",
                                                best.fleet.replicas <= 1 ? ""
                                                : best.dp > 1            ? ": as many separate servers"
                                                                         : ": data parallelism, or as many separate servers"),
@@ -317,8 +340,8 @@ std::string render_slo_table(const SloRecommendResult& r) {
     }
     if (const std::string v = pd_verdict(r); !v.empty()) out += "\n" + fit_line(v, width);
     out += rejected_list(r);
-    out += fit_line(fmt::format("Searched {} candidates: {} simulations, {} simulated requests ({} per run).", r.tried,
-                                group_digits(r.simulations), group_digits(r.simulated_requests), group_digits(r.requests_per_run)),
+    out += fit_line(fmt::format("Searched {} candidates: {} simulations, {} simulated requests ({} per run).", r.tried, group_digits(r.simulations),
+                                group_digits(r.simulated_requests), group_digits(r.requests_per_run)),
                     width, "\n");
     for (const std::string& n : notes(r)) out += fit_line(n, width, "note: ", "      ");
     return out;
@@ -411,26 +434,22 @@ std::pair<Rejection, std::string> outcome_rejection(const SearchOutcome& x, cons
     if (!error.empty()) return {Rejection::Simulation, error};
     if (x.status == SearchOutcome::Status::Pruned && x.simulations > 0) {
         const double replicas = std::ceil(target_rps / x.fail_rate_rps);
-        return {Rejection::Cost,
-                fmt::format("it fails at {:.3g} req/s per replica, so it needs more than {} replica{} and costs more than the {} "
-                                  "cheapest found",
-                                  x.fail_rate_rps, replicas, replicas > 1 ? "s" : "", top)};
+        return {Rejection::Cost, fmt::format("it fails at {:.3g} req/s per replica, so it needs more than {} replica{} and costs more than the {} "
+                                             "cheapest found",
+                                             x.fail_rate_rps, replicas, replicas > 1 ? "s" : "", top)};
     }
     if (x.status == SearchOutcome::Status::Pruned) {
         const double replicas = std::ceil(target_rps / x.bound_rps);
-        return {Rejection::Cost,
-                fmt::format("even at its bound of {:.2f} req/s per replica ({} replica{}) it costs more than the {} cheapest found",
-                                  x.bound_rps, replicas, replicas > 1 ? "s" : "", top)};
+        return {Rejection::Cost, fmt::format("even at its bound of {:.2f} req/s per replica ({} replica{}) it costs more than the {} cheapest found",
+                                             x.bound_rps, replicas, replicas > 1 ? "s" : "", top)};
     }
     if (x.status == SearchOutcome::Status::Burst)
-        return {Rejection::Simulation,
-                fmt::format("the workload meets the targets even at {:.3g} req/s, {:g} x the most its decode steps sustain: "
-                                  "too few requests to find its rate (raise --requests, or replay a longer trace)",
-                                  x.max_rate_rps, kBurstFactor)};
+        return {Rejection::Simulation, fmt::format("the workload meets the targets even at {:.3g} req/s, {:g} x the most its decode steps sustain: "
+                                                   "too few requests to find its rate (raise --requests, or replay a longer trace)",
+                                                   x.max_rate_rps, kBurstFactor)};
     if (x.status == SearchOutcome::Status::SloAlone)
-        return {Rejection::Slo,
-                fmt::format("{} is {:.1f} ms for a request alone (the goodput quantile), over the {:.1f} ms target", x.binding,
-                                  x.alone_value_s * 1e3, x.target_s * 1e3)};
+        return {Rejection::Slo, fmt::format("{} is {:.1f} ms for a request alone (the goodput quantile), over the {:.1f} ms target", x.binding,
+                                            x.alone_value_s * 1e3, x.target_s * 1e3)};
     return {Rejection::Slo, fmt::format("misses {} at every rate down to {:.3g} req/s", x.binding.empty() ? "a target" : x.binding, x.fail_rate_rps)};
 }
 
@@ -441,12 +460,14 @@ std::string cost_rank_words(const SloCandidate& c, const SloCandidate& best, std
 }
 
 std::string nearest_words(const std::vector<SloCandidate>& rejected, std::int64_t requests_per_run, std::int64_t default_requests) {
-    const auto bursts = std::count_if(rejected.begin(), rejected.end(), [](const SloCandidate& c) { return c.outcome.status == SearchOutcome::Status::Burst; });
+    const auto bursts =
+        std::count_if(rejected.begin(), rejected.end(), [](const SloCandidate& c) { return c.outcome.status == SearchOutcome::Status::Burst; });
     if (bursts > 0)
-        return fmt::format("{} candidate{} meet{} the targets even at {:g} x the rate {} decode steps sustain: {} requests are too few "
-                           "to find a rate. Raise --requests (the default is {}) or replay a longer trace.",
-                           bursts, bursts > 1 ? "s" : "", bursts > 1 ? "" : "s", kBurstFactor, bursts > 1 ? "their" : "its",
-                           group_digits(requests_per_run), group_digits(default_requests));
+        return fmt::format(
+            "{} candidate{} meet{} the targets even at {:g} x the rate {} decode steps sustain: {} requests are too few "
+            "to find a rate. Raise --requests (the default is {}) or replay a longer trace.",
+            bursts, bursts > 1 ? "s" : "", bursts > 1 ? "" : "s", kBurstFactor, bursts > 1 ? "their" : "its", group_digits(requests_per_run),
+            group_digits(default_requests));
     const SloCandidate* best = nullptr;
     for (const SloCandidate& c : rejected)
         if (c.outcome.status == SearchOutcome::Status::SloAlone && c.rejection == Rejection::Slo &&
@@ -454,7 +475,7 @@ std::string nearest_words(const std::vector<SloCandidate>& rejected, std::int64_
             best = &c;
     if (!best) return "No GPU x TP up to --max-gpus holds the model and a request of this traffic.";
     const double need = std::ceil(best->outcome.alone_value_s * 1e4) / 1e4;  // rounded up to 0.1 ms
-    const std::string layout = best->pd()      ? unit_sides(*best)
+    const std::string layout = best->pd()     ? unit_sides(*best)
                                : best->pp > 1 ? fmt::format("{} TP {} PP {}", best->gpu, best->tp, best->pp)
                                               : fmt::format("{} TP {}", best->gpu, best->tp);
     const std::string knobs = best->pd() ? fmt::format("{}P:{}D", best->prefill_replicas, best->decode_replicas) : best->knobs;

@@ -9,10 +9,10 @@
 #include <utility>
 #include <vector>
 
+#include "core/plan/slo_result.hpp"
 #include "core/sim/slo_search.hpp"
 #include "core/speed/recommend.hpp"
 #include "report/recommend_report.hpp"
-#include "core/plan/slo_result.hpp"
 
 namespace kvplan {
 

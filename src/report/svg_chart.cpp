@@ -29,24 +29,28 @@ namespace {
 
 // Layout, in SVG user units (pixels at 100%).
 constexpr double kTitleHeight = 40;
-constexpr double kPlotLeft = 80;                 // room for the y tick labels and the y label
-constexpr double kPlotRight = kSvgWidth - 200;   // the legend sits to the right
-constexpr double kPanelTop = 30;                 // panel title above the plot
-constexpr double kPanelBottom = 50;              // x tick labels and the x label below it
+constexpr double kPlotLeft = 80;                // room for the y tick labels and the y label
+constexpr double kPlotRight = kSvgWidth - 200;  // the legend sits to the right
+constexpr double kPanelTop = 30;                // panel title above the plot
+constexpr double kPanelBottom = 50;             // x tick labels and the x label below it
 // Matplotlib's tab10, so that up to ten series (a scatter's GPU x TP groups) keep apart.
 constexpr std::array<const char*, 10> kColours = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                                                   "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
-std::string escape(const std::string& s) { return escape_markup(s); }
+std::string escape(const std::string& s) {
+    return escape_markup(s);
+}
 
-std::string px(double v) { return fmt::format("{:.2f}", v); }
+std::string px(double v) {
+    return fmt::format("{:.2f}", v);
+}
 
 struct Axis {
-    double lo = 0, hi = 1;     // data range
-    double p_lo = 0, p_hi = 1; // pixel range (p_lo maps lo)
+    double lo = 0, hi = 1;      // data range
+    double p_lo = 0, p_hi = 1;  // pixel range (p_lo maps lo)
     bool log = false;
     std::vector<double> ticks;
-    double step = 1;           // linear tick step, for the labels
+    double step = 1;  // linear tick step, for the labels
     double map(double v) const {
         const double f = log ? (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo)) : (v - lo) / (hi - lo);
         return p_lo + f * (p_hi - p_lo);
@@ -121,8 +125,9 @@ std::string scatter(const ChartSeries& s, const Axis& x, const Axis& y, const st
     std::string out;
     const std::size_t n = std::min(s.x.size(), s.y.size());
     for (std::size_t k = 0; k < n; ++k) {
-        out += fmt::format("<circle data-series=\"{}\" cx=\"{}\" cy=\"{}\" r=\"4.5\" fill=\"{}\" fill-opacity=\"0.85\" stroke=\"#ffffff\" stroke-width=\"0.8\"/>\n",
-                           escape(s.name), px(x.map(s.x[k])), px(y.map(s.y[k])), colour);
+        out += fmt::format(
+            "<circle data-series=\"{}\" cx=\"{}\" cy=\"{}\" r=\"4.5\" fill=\"{}\" fill-opacity=\"0.85\" stroke=\"#ffffff\" stroke-width=\"0.8\"/>\n",
+            escape(s.name), px(x.map(s.x[k])), px(y.map(s.y[k])), colour);
         if (k < s.labels.size() && !s.labels[k].empty())
             out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" fill=\"#555555\">{}</text>\n", px(x.map(s.x[k]) + 6), px(y.map(s.y[k]) - 6),
                                escape(s.labels[k]));
@@ -190,11 +195,10 @@ std::string render_panel(const ChartPanel& p, double top, std::size_t first_colo
         const std::string colour = s.colour.empty() ? kColours[next_colour++ % kColours.size()] : s.colour;
         out += s.markers ? scatter(s, x, y, colour) : polyline(s, x, y, colour);
         const double ly = plot_top + 10 + 18 * static_cast<double>(i);
-        if (s.markers)
-            out += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{}\"/>\n", px(kPlotRight + 27), px(ly), colour);
+        if (s.markers) out += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{}\"/>\n", px(kPlotRight + 27), px(ly), colour);
         else
-            out += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"{3}\" stroke-width=\"3\"{4}/>\n", px(kPlotRight + 15), px(ly),
-                               px(kPlotRight + 40), colour, s.dashed ? " stroke-dasharray=\"6 4\"" : "");
+            out += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"{3}\" stroke-width=\"3\"{4}/>\n", px(kPlotRight + 15),
+                               px(ly), px(kPlotRight + 40), colour, s.dashed ? " stroke-dasharray=\"6 4\"" : "");
         out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"12\">{}</text>\n", px(kPlotRight + 46), px(ly + 4), escape(s.name));
     }
     out += "</g>\n";

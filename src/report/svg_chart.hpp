@@ -17,20 +17,20 @@
 namespace kvplan {
 
 struct ChartSeries {
-    std::string name;              // legend text
-    std::vector<double> x, y;      // same length
-    bool step = false;             // hold y until the next x (a post step)
-    bool markers = false;          // a dot at each point and no line (a scatter)
-    std::string colour = "";       // "#rrggbb"; empty: the palette's next colour
-    bool dashed = false;           // a dashed line (a reference drawn as a series, e.g. y = x)
+    std::string name;                      // legend text
+    std::vector<double> x, y;              // same length
+    bool step = false;                     // hold y until the next x (a post step)
+    bool markers = false;                  // a dot at each point and no line (a scatter)
+    std::string colour = "";               // "#rrggbb"; empty: the palette's next colour
+    bool dashed = false;                   // a dashed line (a reference drawn as a series, e.g. y = x)
     std::vector<std::string> labels = {};  // a scatter: a short text beside each point (e.g. its batch); may be empty
 };
 
 struct RefLine {
-    bool vertical = true;          // x = at; else y = at
+    bool vertical = true;  // x = at; else y = at
     double at = 0;
     std::string label;
-    int label_row = 0;             // lines close together: each label one row lower than the last
+    int label_row = 0;  // lines close together: each label one row lower than the last
 };
 
 struct ChartPanel {

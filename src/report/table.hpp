@@ -22,8 +22,7 @@ public:
     // keep a column narrow; the wide text table, Markdown and CSV print it on
     // one line, the parts joined by a space, or by nothing after a '/'
     // ("reserved/\nrequest" is "reserved/request").
-    explicit Table(std::vector<std::string> headers, std::size_t text_columns = 1)
-        : headers_(std::move(headers)), text_columns_(text_columns) {}
+    explicit Table(std::vector<std::string> headers, std::size_t text_columns = 1) : headers_(std::move(headers)), text_columns_(text_columns) {}
     void add(std::vector<std::string> row) {
         rows_.push_back(std::move(row));
         heading_.push_back(false);

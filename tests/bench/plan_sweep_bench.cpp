@@ -23,21 +23,20 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <vector>
-
 #include <thread>
+#include <vector>
 
 #include <time.h>
 #include <unistd.h>
 
 #include "cli/cmd_recommend.hpp"
-#include "core/memory/capacity.hpp"
-#include "core/model/config_parser.hpp"
 #include "core/error.hpp"
+#include "core/memory/capacity.hpp"
 #include "core/memory/kv_size.hpp"
-#include "core/speed/recommend.hpp"
+#include "core/model/config_parser.hpp"
 #include "core/sim/metrics.hpp"
 #include "core/sim/scheduler.hpp"
+#include "core/speed/recommend.hpp"
 #include "core/speed/step_cost.hpp"
 #include "cpu/timing.hpp"
 #include "io/baseline_file.hpp"
@@ -272,7 +271,8 @@ int main(int argc, char** argv) {
     std::printf("  plan evaluations per second:          %.3g (median; %.3g s per sweep)\n", rate, static_cast<double>(evaluations) / rate);
     std::printf("  baseline, cost model rebuilt per point: %.3g per second\n", base);
     std::printf("  ratio to baseline:                      %.1fx\n", rate / base);
-    std::printf("  recommend over all %zu GPUs (llama-3.1-8b, 8K, TTFT 0.5 s, TPOT 50 ms): %.1f ms (median)\n", gpus.size(), kernels::median(recommend_s) * 1e3);
+    std::printf("  recommend over all %zu GPUs (llama-3.1-8b, 8K, TTFT 0.5 s, TPOT 50 ms): %.1f ms (median)\n", gpus.size(),
+                kernels::median(recommend_s) * 1e3);
     std::printf("  read a %d-scenario baseline (%.1f MB): %.1f ms (median); JSON parse alone: %.1f ms; ratio %.1fx\n", kScenarios,
                 static_cast<double>(text.size()) / 1e6, kernels::median(read_s) * 1e3, kernels::median(parse_s) * 1e3,
                 kernels::median(read_s) / kernels::median(parse_s));
@@ -291,8 +291,9 @@ int main(int argc, char** argv) {
                 static_cast<double>(sim.requests) / stepped_cpu_s, stepped_cpu_s / cpu_s);
     const SearchTiming search = time_slo_search(std::min(repeats, 3), checksum);
     const double search_s = kernels::median(search.seconds);
-    std::printf("  recommend --slo (llama-3.1-8b, every GPU x TP 1,2,4,8 x PP 1,2,4 x 3 knob settings, 20 req/s, TTFT 2 s, TPOT 50 ms; %u threads):\n",
-                std::max(1u, std::thread::hardware_concurrency()));
+    std::printf(
+        "  recommend --slo (llama-3.1-8b, every GPU x TP 1,2,4,8 x PP 1,2,4 x 3 knob settings, 20 req/s, TTFT 2 s, TPOT 50 ms; %u threads):\n",
+        std::max(1u, std::thread::hardware_concurrency()));
     std::printf("    %.2f s (median): %lld candidates, %.3g candidates/s; %lld simulations, %.3g simulated requests/s\n", search_s,
                 static_cast<long long>(search.candidates), static_cast<double>(search.candidates) / search_s,
                 static_cast<long long>(search.simulations), static_cast<double>(search.simulated_requests) / search_s);

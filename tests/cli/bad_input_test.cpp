@@ -11,12 +11,6 @@
 // reproduced by hand (`build/kvplan size --model tests/fixtures/bad/X.json`);
 // big or odd ones (100 MB, deep nesting, folders) are generated into a
 // scratch directory that is removed when the tests end.
-#include <catch2/catch.hpp>
-
-#include "binary_run.hpp"
-
-#include <sys/wait.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -26,6 +20,11 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <catch2/catch.hpp>
+#include <sys/wait.h>
+
+#include "binary_run.hpp"
 
 namespace {
 
@@ -183,15 +182,13 @@ TEST_CASE("bad input: a 100 MB file is rejected by its size, quickly, exit 65", 
 TEST_CASE("bad input: a folder with no config.json exits 2", "[bad-input][path]") {
     ScratchDir dir;
     dir.write("tokenizer.json", "{}\n");
-    expect_clean_error(Run::kvplan({"size", "--model", dir.path().string()}), kExitUsage,
-                       {dir.path().filename().string(), "no config.json"});
+    expect_clean_error(Run::kvplan({"size", "--model", dir.path().string()}), kExitUsage, {dir.path().filename().string(), "no config.json"});
 }
 
 TEST_CASE("bad input: a folder whose config.json is itself a folder exits 2", "[bad-input][path]") {
     ScratchDir dir;
     fs::create_directories(dir.path() / "config.json");
-    expect_clean_error(Run::kvplan({"size", "--model", dir.path().string()}), kExitUsage,
-                       {"config.json", "not a regular file"});
+    expect_clean_error(Run::kvplan({"size", "--model", dir.path().string()}), kExitUsage, {"config.json", "not a regular file"});
 }
 
 TEST_CASE("bad input: a non-existent path exits 2 and lists the presets", "[bad-input][path]") {
@@ -265,10 +262,8 @@ TEST_CASE("bad input: zero num_key_value_heads exits 65", "[bad-input][config]")
 
 TEST_CASE("bad input: num_experts_per_tok larger than num_local_experts exits 65", "[bad-input][config]") {
     ScratchDir dir;
-    fs::path file = dir.write("topk_over_experts.json",
-                              llama_config("\"num_local_experts\": 8, \"num_experts_per_tok\": 9"));
-    expect_clean_error(Run::kvplan({"size", "--model", file.string()}), kExitData,
-                       {"topk_over_experts.json", "num_experts_per_tok", "9"});
+    fs::path file = dir.write("topk_over_experts.json", llama_config("\"num_local_experts\": 8, \"num_experts_per_tok\": 9"));
+    expect_clean_error(Run::kvplan({"size", "--model", file.string()}), kExitData, {"topk_over_experts.json", "num_experts_per_tok", "9"});
 }
 
 TEST_CASE("bad input: architectures as a string instead of a list exits 65", "[bad-input][config]") {
@@ -310,8 +305,7 @@ TEST_CASE("bad input: compressed-tensors with two quantization groups exits 65",
 }
 
 TEST_CASE("bad input: compressed-tensors with an unknown strategy exits 65", "[bad-input][config]") {
-    expect_bad_config("compressed_tensors_bad_strategy.json", kExitData,
-                      {"quantization_config.config_groups.group_0.weights.strategy", "\"row\""});
+    expect_bad_config("compressed_tensors_bad_strategy.json", kExitData, {"quantization_config.config_groups.group_0.weights.strategy", "\"row\""});
 }
 
 TEST_CASE("bad input: text_config that is a string exits 65", "[bad-input][config]") {
@@ -327,8 +321,7 @@ TEST_CASE("bad input: hybrid_override_pattern with an unknown character exits 65
 }
 
 TEST_CASE("bad input: cross_attention_layers index out of range exits 65", "[bad-input][config]") {
-    expect_bad_config("mllama_cross_layer_out_of_range.json", kExitData,
-                      {"text_config.cross_attention_layers", "below 40", "found 40"});
+    expect_bad_config("mllama_cross_layer_out_of_range.json", kExitData, {"text_config.cross_attention_layers", "below 40", "found 40"});
 }
 
 // Found by fuzzing the config path (libFuzzer, ASan+UBSan) and by hand: each
@@ -346,8 +339,7 @@ TEST_CASE("bad input: a negative OpenELM ffn_multiplier exits 65", "[bad-input][
 
 TEST_CASE("bad input: OpenELM num_kv_heads null or missing exits 65", "[bad-input][config][fuzz]") {
     for (const char* name : {"openelm_num_kv_heads_null.json", "openelm_num_kv_heads_missing.json"})
-        expect_bad_config(name, kExitData,
-                          {"num_kv_heads: required field is missing or null (expected an array of integers in [1, 100000])"});
+        expect_bad_config(name, kExitData, {"num_kv_heads: required field is missing or null (expected an array of integers in [1, 100000])"});
 }
 
 TEST_CASE("bad input: a compressed-tensors config_groups entry that is null exits 65", "[bad-input][config][fuzz]") {
@@ -361,8 +353,7 @@ TEST_CASE("bad input: a Mamba config whose layer rule asks for attention exits 6
     expect_bad_config("mamba_layer_types_attention.json", kExitData,
                       {"layer_types: makes layer 1 an attention layer, but a mamba config has no attention fields "
                        "(num_attention_heads, num_key_value_heads); its layers must all be Mamba"});
-    expect_bad_config("mamba2_attn_layer_period.json", kExitData,
-                      {"attn_layer_period: makes layer 0 an attention layer, but a mamba2 config"});
+    expect_bad_config("mamba2_attn_layer_period.json", kExitData, {"attn_layer_period: makes layer 0 an attention layer, but a mamba2 config"});
     expect_bad_config("falcon_mamba_block_type_attention.json", kExitData,
                       {"layers_block_type: makes layer 2 an attention layer, but a falcon_mamba config"});
 }
@@ -373,8 +364,9 @@ TEST_CASE("bad input: a baseline schema_version of 2^63 exits 65, never reaching
     // to an out-of-range conversion (undefined behaviour). As an integer,
     // 2^63 does not fit in int64 either; 9.2e18 fits and is just unknown.
     ScratchDir dir;
-    const std::string rest = ", \"scenarios\": [{\"name\": \"a\", \"model\": \"llama-3.1-8b\", \"gpu\": \"h100-sxm\", "
-                             "\"context_tokens\": 4096, \"expected\": {}}]}\n";
+    const std::string rest =
+        ", \"scenarios\": [{\"name\": \"a\", \"model\": \"llama-3.1-8b\", \"gpu\": \"h100-sxm\", "
+        "\"context_tokens\": 4096, \"expected\": {}}]}\n";
     for (const std::string& version : {std::string("9223372036854775808.0"), std::string("9223372036854775808"), std::string("1e300")}) {
         fs::path file = dir.write("two63.json", "{\"schema_version\": " + version + rest);
         expect_clean_error(Run::kvplan({"check", "--baseline", file.string()}), kExitData,
@@ -403,8 +395,7 @@ TEST_CASE("bad input: a config whose KV bytes overflow 64 bits exits 65 naming t
 // Flags.
 
 TEST_CASE("bad input: --kv-dtype fp7 exits 2", "[bad-input][flags]") {
-    expect_clean_error(Run::kvplan({"size", "--model", "llama-3.1-8b", "--kv-dtype", "fp7"}), kExitUsage,
-                       {"--kv-dtype", "fp7", "fp8"});
+    expect_clean_error(Run::kvplan({"size", "--model", "llama-3.1-8b", "--kv-dtype", "fp7"}), kExitUsage, {"--kv-dtype", "fp7", "fp8"});
 }
 
 TEST_CASE("bad input: --mamba-cache-dtype fp8 exits 2 (vLLM keeps recurrent state in 16 or 32 bits)", "[bad-input][flags]") {
@@ -415,8 +406,8 @@ TEST_CASE("bad input: --mamba-cache-dtype fp8 exits 2 (vLLM keeps recurrent stat
 TEST_CASE("bad input: a batch that overflows a config's per-sequence bytes exits 2, naming the flag's product", "[bad-input][flags][overflow]") {
     // Llama-3.1-70B at its default 131,072 tokens is 42,949,672,960 B per sequence; x 10,000,000 sequences
     // is 4.3e17 B, which fits; at --context 1e9 tokens x 1e7 it does not. The product comes from flags: exit 2.
-    expect_clean_error(Run::kvplan({"size", "--model", "llama-3.1-70b", "--context", "1000000000", "--batch", "10000000"}),
-                       kExitUsage, {"overflow", "batch"});
+    expect_clean_error(Run::kvplan({"size", "--model", "llama-3.1-70b", "--context", "1000000000", "--batch", "10000000"}), kExitUsage,
+                       {"overflow", "batch"});
 }
 
 TEST_CASE("bad input: --context -5 exits 2", "[bad-input][flags]") {
@@ -491,9 +482,9 @@ TEST_CASE("bad input: no subcommand exits 2 with one line on stderr", "[bad-inpu
 }
 
 TEST_CASE("bad input: a hand-built shape whose KV bytes overflow 64 bits exits 2 with an overflow message", "[bad-input][flags][overflow]") {
-    expect_clean_error(Run::kvplan({"size", "--layers", "10000", "--kv-heads", "100000", "--head-dim", "100000", "--context",
-                                    "1000000000", "--batch", "10000000"}),
-                       kExitUsage, {"overflow"});
+    expect_clean_error(
+        Run::kvplan({"size", "--layers", "10000", "--kv-heads", "100000", "--head-dim", "100000", "--context", "1000000000", "--batch", "10000000"}),
+        kExitUsage, {"overflow"});
 }
 
 // --- concurrency: devices, sizes and parallelism flags ---
@@ -524,8 +515,7 @@ TEST_CASE("bad input: concurrency sizes must carry a known unit and be positive"
 }
 
 TEST_CASE("bad input: concurrency --mem-util outside 0 to 1 exits 2", "[bad-input][concurrency]") {
-    expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--mem-util", "1.5"}), kExitUsage,
-                       {"--mem-util"});
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--mem-util", "1.5"}), kExitUsage, {"--mem-util"});
 }
 
 TEST_CASE("bad input: concurrency with a TP that cannot split the heads exits 2", "[bad-input][concurrency]") {
@@ -547,8 +537,7 @@ TEST_CASE("bad input: concurrency with an unknown engine or allocation exits 2",
                        {"--engine", "ollama"});
     expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--allocation", "heap"}), kExitUsage,
                        {"--allocation"});
-    expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--engine", "vllm", "--allocation",
-                                    "contiguous"}),
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--engine", "vllm", "--allocation", "contiguous"}),
                        kExitUsage, {"contiguous", "--engine generic"});
     expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--max-tokens", "4000"}), kExitUsage,
                        {"--max-tokens", "contiguous"});
@@ -608,19 +597,18 @@ TEST_CASE("bad input: recommend without its targets, or with a bad price, exits 
     expect_clean_error(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--tpot", "0.05"}), kExitUsage, {"--ttft"});
     expect_clean_error(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "-1", "--tpot", "0.05"}), kExitUsage,
                        {"--ttft"});
-    expect_clean_error(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "1", "--tpot", "0.05",
-                                    "--price-per-hour", "h100=cheap"}),
-                       kExitUsage, {"--price-per-hour", "h100-sxm", "cheap"});
-    expect_clean_error(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "1", "--tpot", "0.05",
-                                    "--gpus", "h100,warp-drive"}),
-                       kExitUsage, {"--gpu", "warp-drive"});
-    expect_clean_error(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--prompt", "9000", "--ttft", "1", "--tpot",
-                                    "0.05"}),
-                       kExitUsage, {"--prompt", "--context"});
+    expect_clean_error(
+        Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "1", "--tpot", "0.05", "--price-per-hour", "h100=cheap"}),
+        kExitUsage, {"--price-per-hour", "h100-sxm", "cheap"});
+    expect_clean_error(
+        Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "1", "--tpot", "0.05", "--gpus", "h100,warp-drive"}),
+        kExitUsage, {"--gpu", "warp-drive"});
+    expect_clean_error(
+        Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--prompt", "9000", "--ttft", "1", "--tpot", "0.05"}), kExitUsage,
+        {"--prompt", "--context"});
 }
 
-TEST_CASE("bad input: the SLO search with a bad --slo or a --goodput outside 0 to 1 or a workload without --slo exits 2",
-          "[bad-input][recommend]") {
+TEST_CASE("bad input: the SLO search with a bad --slo or a --goodput outside 0 to 1 or a workload without --slo exits 2", "[bad-input][recommend]") {
     const std::initializer_list<std::string> base{"recommend", "--model", "llama-3.1-8b", "--gpus", "h100-sxm", "--rate", "5"};
     auto with = [&](std::initializer_list<std::string> more) {
         std::vector<std::string> args(base);
@@ -656,12 +644,17 @@ TEST_CASE("bad input: NaN and infinities are refused by every real-valued flag, 
          "--mem-util: expected a number in [0.01, 1], found \"nan\""},
         {{"diff", "--model", "llama-3.1-8b", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--mem-util", "NaN"},
          "--mem-util: expected a number in [0.01, 1], found \"NaN\""},
-        {{"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--mem-util", "nan"}, "--mem-util: expected a number in [0.01, 1], found \"nan\""},
+        {{"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--mem-util", "nan"},
+         "--mem-util: expected a number in [0.01, 1], found \"nan\""},
         {{"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--bw-efficiency", "nan"}, "--bw-efficiency: expected a number in [0.01, 1]"},
-        {{"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--flops-efficiency", "inf"}, "--flops-efficiency: expected a number in [0.01, 1], found \"inf\""},
-        {{"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--step-overhead-ms", "nan"}, "--step-overhead-ms: expected a number in [0, 1000]"},
-        {{"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--price-per-hour", "-inf"}, "--price-per-hour: expected a number in [0, 1e+06], found \"-inf\""},
-        {{"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "nan", "--tpot", "0.05"}, "--ttft: expected a number in [1e-06, 3600], found \"nan\""},
+        {{"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--flops-efficiency", "inf"},
+         "--flops-efficiency: expected a number in [0.01, 1], found \"inf\""},
+        {{"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--step-overhead-ms", "nan"},
+         "--step-overhead-ms: expected a number in [0, 1000]"},
+        {{"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--price-per-hour", "-inf"},
+         "--price-per-hour: expected a number in [0, 1e+06], found \"-inf\""},
+        {{"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "nan", "--tpot", "0.05"},
+         "--ttft: expected a number in [1e-06, 3600], found \"nan\""},
         {{"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.05", "--price-per-hour", "h100-sxm=nan"},
          "--price-per-hour: expected a positive USD figure for h100-sxm, found \"nan\""},
     };
@@ -675,28 +668,42 @@ TEST_CASE("bad input: an empty item in a comma-separated list is refused, not sk
                        {"--context 4096,: an empty item"});
     expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context=,4096"}), kExitUsage,
                        {"--context ,4096: an empty item"});
-    expect_clean_error(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.05",
-                                    "--gpus", "h100-sxm,,l4"}),
-                       kExitUsage, {"--gpus h100-sxm,,l4: an empty item"});
+    expect_clean_error(
+        Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.05", "--gpus", "h100-sxm,,l4"}),
+        kExitUsage, {"--gpus h100-sxm,,l4: an empty item"});
     expect_clean_error(Run::kvplan({"measure", "--device", "cpu", "--model", "llama-3.1-8b", "--batch", "1,,8"}), kExitUsage,
                        {"--batch 1,,8: an empty item"});
 }
 
 TEST_CASE("bad input: an unknown device is reported against the flag that named it", "[bad-input][flags]") {
-    const std::vector<std::string> pd{"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--prefill-replicas", "1",
-                                      "--decode-replicas", "1", "--rate", "1", "--requests", "4", "--input-len", "fixed:100",
-                                      "--output-len", "fixed:10"};
+    const std::vector<std::string> pd{"simulate",
+                                      "--model",
+                                      "llama-3.1-8b",
+                                      "--gpu",
+                                      "h100-sxm",
+                                      "--prefill-replicas",
+                                      "1",
+                                      "--decode-replicas",
+                                      "1",
+                                      "--rate",
+                                      "1",
+                                      "--requests",
+                                      "4",
+                                      "--input-len",
+                                      "fixed:100",
+                                      "--output-len",
+                                      "fixed:10"};
     std::vector<std::string> decode = pd, prefill = pd;
     decode.insert(decode.end(), {"--decode-gpu", "h1000"});
     prefill.insert(prefill.end(), {"--prefill-gpu", "h1000"});
     expect_clean_error(Run::kvplan(decode), kExitUsage, {"--decode-gpu: unknown device \"h1000\""});
     expect_clean_error(Run::kvplan(prefill), kExitUsage, {"--prefill-gpu: unknown device \"h1000\""});
-    expect_clean_error(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.05",
-                                    "--gpus", "h100-sxm,h1000"}),
-                       kExitUsage, {"--gpus: unknown device \"h1000\""});
-    expect_clean_error(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.05",
-                                    "--price-per-hour", "h1000=2"}),
-                       kExitUsage, {"--price-per-hour: unknown device \"h1000\""});
+    expect_clean_error(
+        Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.05", "--gpus", "h100-sxm,h1000"}),
+        kExitUsage, {"--gpus: unknown device \"h1000\""});
+    expect_clean_error(
+        Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.05", "--price-per-hour", "h1000=2"}),
+        kExitUsage, {"--price-per-hour: unknown device \"h1000\""});
 }
 
 TEST_CASE("bad input: a newline or a terminal escape in a value is printed escaped, on one line", "[bad-input][flags]") {
@@ -746,15 +753,15 @@ TEST_CASE("bad input: an hf_quant_config.json without its quantization object ex
 TEST_CASE("bad input: concurrency --ep that does not divide the routed experts exits 2", "[bad-input][concurrency]") {
     // DeepSeek-V3 has 256 routed experts; SGLang --tp 6 --ep 6: 256 % 6 != 0 (the heads, 128, do not split by 6 either,
     // so attention TP 1 under --dp 6).
-    expect_clean_error(Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang", "--tp", "6", "--dp", "6",
-                                    "--ep", "6"}),
-                       kExitUsage, {"EP 6", "256 routed experts"});
+    expect_clean_error(
+        Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang", "--tp", "6", "--dp", "6", "--ep", "6"}),
+        kExitUsage, {"EP 6", "256 routed experts"});
 }
 
 TEST_CASE("bad input: concurrency --ep on vLLM must equal tp x dp", "[bad-input][concurrency]") {
-    expect_clean_error(Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--tp", "1", "--dp", "8",
-                                    "--ep", "4"}),
-                       kExitUsage, {"--ep 4", "--tp x --dp = 8"});
+    expect_clean_error(
+        Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--tp", "1", "--dp", "8", "--ep", "4"}),
+        kExitUsage, {"--ep 4", "--tp x --dp = 8"});
 }
 
 TEST_CASE("bad input: concurrency --dp that does not divide SGLang's --tp exits 2", "[bad-input][concurrency]") {
@@ -763,31 +770,31 @@ TEST_CASE("bad input: concurrency --dp that does not divide SGLang's --tp exits 
 }
 
 TEST_CASE("bad input: concurrency --ep on a dense model exits 2", "[bad-input][concurrency]") {
-    expect_clean_error(Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--engine", "vllm", "--tp", "2",
-                                    "--enable-expert-parallel"}),
-                       kExitUsage, {"mixture-of-experts", "routed experts"});
+    expect_clean_error(
+        Run::kvplan({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--engine", "vllm", "--tp", "2", "--enable-expert-parallel"}),
+        kExitUsage, {"mixture-of-experts", "routed experts"});
 }
 
 TEST_CASE("bad input: concurrency engine flags of the other engine exit 2", "[bad-input][concurrency]") {
-    expect_clean_error(Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang", "--tp", "8",
-                                    "--enable-expert-parallel"}),
-                       kExitUsage, {"--enable-expert-parallel", "vLLM"});
-    expect_clean_error(Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--dp", "8",
-                                    "--moe-a2a-backend", "deepep"}),
-                       kExitUsage, {"--moe-a2a-backend", "sglang"});
+    expect_clean_error(
+        Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang", "--tp", "8", "--enable-expert-parallel"}),
+        kExitUsage, {"--enable-expert-parallel", "vLLM"});
+    expect_clean_error(
+        Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--dp", "8", "--moe-a2a-backend", "deepep"}),
+        kExitUsage, {"--moe-a2a-backend", "sglang"});
     expect_clean_error(Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "trtllm", "--tp", "8", "--dp", "4"}),
                        kExitUsage, {"--dp 4", "TensorRT-LLM", "pass --dp 8"});
     expect_clean_error(Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "trtllm", "--tp", "8", "--dp", "8",
                                     "--enable-expert-parallel"}),
                        kExitUsage, {"--enable-expert-parallel", "moe_expert_parallel_size"});
-    expect_clean_error(Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm-v0", "--dp", "8"}),
-                       kExitUsage, {"--dp", "not modelled with data-parallel attention"});
+    expect_clean_error(Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm-v0", "--dp", "8"}), kExitUsage,
+                       {"--dp", "not modelled with data-parallel attention"});
 }
 
 TEST_CASE("bad input: concurrency --redundant-experts without expert parallelism exits 2", "[bad-input][concurrency]") {
-    expect_clean_error(Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--tp", "8",
-                                    "--redundant-experts", "32"}),
-                       kExitUsage, {"--redundant-experts", "expert parallelism"});
+    expect_clean_error(
+        Run::kvplan({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--tp", "8", "--redundant-experts", "32"}),
+        kExitUsage, {"--redundant-experts", "expert parallelism"});
 }
 
 TEST_CASE("bad input: concurrency --gpus not a multiple of vLLM's tp x dp x pp exits 2", "[bad-input][concurrency]") {
@@ -822,9 +829,9 @@ TEST_CASE("bad input: a run that does not fit in memory exits 70 with one line",
 
 // Outputs that would overwrite inputs, and silent defaults: each refused with one line.
 TEST_CASE("bad input: an empty flag value exits 2 instead of running as if the flag were absent", "[bad-input][defaults]") {
-    const std::vector<std::string> sim = {"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "1", "--requests", "3",
-                                          "--input-len", "fixed:10", "--output-len", "fixed:5"};
-    for (const std::string& flag : {"--slo", "--plot", "--requests-csv"}) {
+    const std::vector<std::string> sim = {"simulate",   "--model", "llama-3.1-8b", "--gpu",    "h100-sxm",     "--rate", "1",
+                                          "--requests", "3",       "--input-len",  "fixed:10", "--output-len", "fixed:5"};
+    for (const std::string flag : {"--slo", "--plot", "--requests-csv"}) {
         std::vector<std::string> args = sim;
         args.insert(args.end(), {flag, ""});
         expect_clean_error(Run::kvplan(args), kExitUsage, {flag + ": an empty value"});
@@ -834,9 +841,9 @@ TEST_CASE("bad input: an empty flag value exits 2 instead of running as if the f
 }
 
 TEST_CASE("bad input: a --seed CLI11 would clamp to 2^64 - 1 exits 2", "[bad-input][defaults]") {
-    const std::vector<std::string> sim = {"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "1", "--requests", "3",
-                                          "--input-len", "fixed:10", "--output-len", "fixed:5", "--seed"};
-    for (const std::string& seed : {"-1", "18446744073709551616", "99999999999999999999999", "7x"}) {
+    const std::vector<std::string> sim = {"simulate",   "--model", "llama-3.1-8b", "--gpu",    "h100-sxm",     "--rate",  "1",
+                                          "--requests", "3",       "--input-len",  "fixed:10", "--output-len", "fixed:5", "--seed"};
+    for (const std::string seed : {"-1", "18446744073709551616", "99999999999999999999999", "7x"}) {
         std::vector<std::string> args = sim;
         args.push_back(seed);
         expect_clean_error(Run::kvplan(args), kExitUsage, {"--seed", "whole number from 0 to 18446744073709551615", seed});
@@ -852,9 +859,9 @@ TEST_CASE("bad input: an output file that is one of the command's inputs exits 2
     ScratchDir dir;
     const std::string trace_text = "arrival_s,input_tokens,output_tokens\n0,10,5\n";
     const fs::path trace = dir.write("t.csv", trace_text);
-    expect_clean_error(Run::kvplan({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", trace.string(), "--requests-csv",
-                                    trace.string()}),
-                       kExitUsage, {"--requests-csv", "is the file --trace reads"});
+    expect_clean_error(
+        Run::kvplan({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", trace.string(), "--requests-csv", trace.string()}),
+        kExitUsage, {"--requests-csv", "is the file --trace reads"});
     // The same file by another spelling of its path.
     expect_clean_error(Run::kvplan({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", trace.string(), "--timeseries-csv",
                                     (dir.path() / "." / "t.csv").string()}),
@@ -863,13 +870,13 @@ TEST_CASE("bad input: an output file that is one of the command's inputs exits 2
     // A model folder's config.json as --report.
     const std::string config_text = read_file(fs::path(KVPLAN_SOURCE_DIR) / "models/presets/llama-3.1-8b.json");
     const fs::path config = dir.write("model/config.json", config_text);
-    expect_clean_error(Run::kvplan({"roofline", "--model", config.parent_path().string(), "--gpu", "h100", "--report", config.string()}),
-                       kExitUsage, {"--report", "is the file --model reads"});
+    expect_clean_error(Run::kvplan({"roofline", "--model", config.parent_path().string(), "--gpu", "h100", "--report", config.string()}), kExitUsage,
+                       {"--report", "is the file --model reads"});
     CHECK(read_file(config) == config_text);
     // check --update --output F where F is the baseline: the report would replace it.
     const fs::path baseline = dir.path() / "b.json";
-    REQUIRE(Run::kvplan({"baseline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "4096", "--output", baseline.string()})
-                .exit_code == kExitOk);
+    REQUIRE(Run::kvplan({"baseline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "4096", "--output", baseline.string()}).exit_code ==
+            kExitOk);
     const std::string baseline_text = read_file(baseline);
     expect_clean_error(Run::kvplan({"check", "--baseline", baseline.string(), "--update", "--output", baseline.string()}), kExitUsage,
                        {"--output", "is the file --baseline reads"});
@@ -879,12 +886,13 @@ TEST_CASE("bad input: an output file that is one of the command's inputs exits 2
 TEST_CASE("bad input: a key given twice in kvplan's own files exits 65, a config keeps Python's last-wins", "[bad-input][defaults]") {
     ScratchDir dir;
     const fs::path prices = dir.write("prices.json", R"({"usd_per_gpu_hour": {"h100-sxm": 2.0, "h100-sxm": 3.0}})");
-    expect_clean_error(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.05",
-                                    "--price-file", prices.string()}),
+    expect_clean_error(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.05", "--price-file",
+                                    prices.string()}),
                        kExitData, {"prices.json", "h100-sxm: a key given twice"});
     const fs::path gpus = dir.write("gpus.json", R"({"schema_version": 1, "schema_version": 1, "gpus": []})");
     expect_clean_error(Run::kvplan({"gpus", "--gpu-file", gpus.string()}), kExitData, {"gpus.json", "schema_version: a key given twice"});
-    const fs::path cal = dir.write("cal.json", R"({"schema_version": 1, "measured_bandwidth_bytes_per_s": 1e12, "measured_bandwidth_bytes_per_s": 2e12})");
+    const fs::path cal =
+        dir.write("cal.json", R"({"schema_version": 1, "measured_bandwidth_bytes_per_s": 1e12, "measured_bandwidth_bytes_per_s": 2e12})");
     expect_clean_error(Run::kvplan({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100", "--calibration", cal.string()}), kExitData,
                        {"cal.json", "measured_bandwidth_bytes_per_s: a key given twice"});
     // A config with a repeated key loads as transformers reads it (json.load keeps the last).
@@ -899,7 +907,8 @@ TEST_CASE("bad input: a key given twice in kvplan's own files exits 65, a config
 
 TEST_CASE("bad input: a trace line with two names for one count, or a day its month lacks, exits 65", "[bad-input][trace]") {
     ScratchDir dir;
-    const fs::path both = dir.write("both.jsonl", R"({"arrival_time": 0, "input_toks": 10, "input_tokens": 12, "output_tokens": 5})" "\n");
+    const fs::path both = dir.write("both.jsonl", R"({"arrival_time": 0, "input_toks": 10, "input_tokens": 12, "output_tokens": 5})"
+                                                  "\n");
     expect_clean_error(Run::kvplan({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", both.string()}), kExitData,
                        {"both.jsonl:1", "input_tokens: given beside input_toks"});
     const fs::path feb = dir.write("feb.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-02-31 00:00:00.0,10,5\n");
@@ -926,8 +935,8 @@ TEST_CASE("bad input: simulate on a device without FLOP/s exits 2 instead of pri
     expect_clean_error(Run::kvplan({"simulate", "--gpu-file", gpus.string(), "--model", "llama-3.1-8b", "--gpu", "our-accel", "--rate", "1",
                                     "--requests", "3", "--input-len", "fixed:2048", "--output-len", "fixed:5"}),
                        kExitUsage, {"our-accel", "no FLOP/s figure for bf16", "peak_tflops"});
-    expect_clean_error(Run::kvplan({"simulate", "--gpu-file", gpus.string(), "--model", "llama-3.1-8b", "--gpu", "our-accel",
-                                    "--prefill-replicas", "1", "--decode-replicas", "1", "--rate", "1", "--requests", "3", "--input-len",
-                                    "fixed:2048", "--output-len", "fixed:5"}),
-                       kExitUsage, {"no FLOP/s figure"});
+    expect_clean_error(
+        Run::kvplan({"simulate", "--gpu-file", gpus.string(), "--model", "llama-3.1-8b", "--gpu", "our-accel", "--prefill-replicas", "1",
+                     "--decode-replicas", "1", "--rate", "1", "--requests", "3", "--input-len", "fixed:2048", "--output-len", "fixed:5"}),
+        kExitUsage, {"no FLOP/s figure"});
 }

@@ -7,11 +7,6 @@
 // on one H100 SXM at 4,096 tokens with an fp8 KV cache, decoding batches of 16.
 // By hand: 32 layers x 8 KV heads x 128 head_dim x 2 (K and V) x 1 byte (fp8)
 // = 65,536 bytes per token, and x 4,096 tokens = 268,435,456 bytes per request.
-#include <catch2/catch.hpp>
-
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
@@ -19,7 +14,11 @@
 #include <sstream>
 #include <utility>
 
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 
 #include "binary_run.hpp"
 #include "xml_check.hpp"
@@ -40,8 +39,8 @@ struct Repo {
         config = root / "configs" / "our-model" / "config.json";
         fs::copy_file(fs::path(KVPLAN_SOURCE_DIR) / "models" / "presets" / "llama-3.1-8b.json", config, fs::copy_options::overwrite_existing);
         baseline = root / "capacity.json";
-        Run r = Run::kvplan({"baseline", "--model", config.string(), "--gpu", "h100-sxm", "--context", "4096", "--engine", "vllm",
-                             "--kv-dtype", "fp8", "--batch", "16", "--output", baseline.string()});
+        Run r = Run::kvplan({"baseline", "--model", config.string(), "--gpu", "h100-sxm", "--context", "4096", "--engine", "vllm", "--kv-dtype",
+                             "fp8", "--batch", "16", "--output", baseline.string()});
         INFO(r.command << "\n" << r.err);
         REQUIRE(r.exit_code == 0);
     }
@@ -107,8 +106,8 @@ TEST_CASE("baseline writes the scenario with figures derived by hand and a path 
     CHECK(s["expected"]["kv_bytes_per_token"] == 65536);
     CHECK(s["expected"]["kv_bytes_per_sequence"] == 268435456);
     // The capacity figures are what `kvplan concurrency` prints for the same flags.
-    Run c = Run::kvplan({"concurrency", "--model", repo.config.string(), "--gpu", "h100-sxm", "--context", "4096", "--engine", "vllm",
-                         "--kv-dtype", "fp8", "--json"});
+    Run c = Run::kvplan({"concurrency", "--model", repo.config.string(), "--gpu", "h100-sxm", "--context", "4096", "--engine", "vllm", "--kv-dtype",
+                         "fp8", "--json"});
     REQUIRE(c.exit_code == 0);
     const nlohmann::json plan = nlohmann::json::parse(c.out);
     // (Compared as integers: clang finds ordered_json == json ambiguous.)
@@ -172,7 +171,7 @@ TEST_CASE("a longer context fails on bytes per request and requests, not on byte
     CHECK(figure(r, "kv_bytes_per_sequence")["verdict"] == "regression");
     CHECK(figure(r, "max_requests")["verdict"] == "regression");
     CHECK(figure(r, "kv_cache_tokens")["verdict"] == "unchanged");  // the pool does not depend on the request length
-    CHECK(figure(r, "decode_step_s")["verdict"] == "regression");     // twice the KV read per step
+    CHECK(figure(r, "decode_step_s")["verdict"] == "regression");   // twice the KV read per step
 }
 
 TEST_CASE("a kv dtype change from fp8 to the model's bf16 doubles the bytes per token") {
@@ -196,7 +195,8 @@ TEST_CASE("a GPU change to a 40 GB A100 fails on the pool and the requests, not 
     CHECK(changes.find("kv_cache_tokens") != std::string::npos);
     CHECK(changes.find("kv_bytes_per_token") == std::string::npos);
     CHECK(r.out.find("::error file=") != std::string::npos);
-    CHECK(r.out.find(",line=7,title=kvplan check%3A capacity regression::our-model/h100-sxm/tp1/vllm/kv-fp8/4096: kv_cache_tokens ") != std::string::npos);
+    CHECK(r.out.find(",line=7,title=kvplan check%3A capacity regression::our-model/h100-sxm/tp1/vllm/kv-fp8/4096: kv_cache_tokens ") !=
+          std::string::npos);
     // One annotation for the scenario, naming every figure that regressed.
     CHECK(r.out.find("; max_requests ") != std::string::npos);
     CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 2);  // the annotation and the summary line
@@ -225,7 +225,10 @@ TEST_CASE("tolerance boundaries are exact") {
     CHECK(repo.check({"--tolerance", "20%", "--strict"}).exit_code == 0);
 
     // The file's own tolerance applies when no flag is given; the flag wins.
-    repo.edit([](auto& s) { s["expected"]["kv_bytes_per_token"] = 65536; s["expected"]["kv_bytes_per_sequence"] = 262144000; });
+    repo.edit([](auto& s) {
+        s["expected"]["kv_bytes_per_token"] = 65536;
+        s["expected"]["kv_bytes_per_sequence"] = 262144000;
+    });
     nlohmann::ordered_json doc = repo.read();
     doc["tolerance_percent"] = 2.4;
     repo.write(doc);
@@ -272,7 +275,7 @@ TEST_CASE("check --update rewrites only the figures, keeping key order, formatti
     CHECK(updated.find("\"config_sha256\"") > updated.find("\"scenarios\""));
     CHECK(updated.find("\"context_tokens\": 4096,\n      \"gpu\": \"h100-sxm\",\n      \"model\"") != std::string::npos);
     CHECK(updated.find("\"expected\": {\n        \"max_requests\": ") != std::string::npos);  // kept first
-    CHECK(updated.find("\"kv_bytes_per_token\": 65536") != std::string::npos);                  // filled after it
+    CHECK(updated.find("\"kv_bytes_per_token\": 65536") != std::string::npos);                // filled after it
     CHECK(repo.check().exit_code == 0);
 
     // A scenario that no longer has a batch: check refuses its decode figures, --update drops them.
@@ -476,8 +479,8 @@ TEST_CASE("baseline --tp auto records the smallest power of two whose GPUs hold 
     const std::int64_t tp = doc["scenarios"][0]["tp"];
     CHECK(tp > 1);  // 70B parameters in bf16 are 141 GB: more than one 80 GB A100
     auto fits = [](std::int64_t degree) {
-        Run c = Run::kvplan({"concurrency", "--model", "llama-3.1-70b", "--gpu", "a100-80gb", "--context", "32768", "--engine", "vllm",
-                             "--tp", std::to_string(degree), "--json"});
+        Run c = Run::kvplan({"concurrency", "--model", "llama-3.1-70b", "--gpu", "a100-80gb", "--context", "32768", "--engine", "vllm", "--tp",
+                             std::to_string(degree), "--json"});
         return nlohmann::json::parse(c.out)["contexts"][0]["max_requests"].get<std::int64_t>() >= 1;
     };
     CHECK(fits(tp));
@@ -496,7 +499,8 @@ TEST_CASE("baseline and diff reject bad flags with one line and exit 2") {
         {{"baseline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "4096", "--kv-dtype", "fp7"}, "--kv-dtype fp7"},
         {{"baseline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "4096", "--tolerance", "1"}, "--tolerance 1: missing '%'"},
         {{"baseline", "--model", "gpt2", "--gpu", "h100-sxm", "--context", "4096"}, "no scenario left to write"},
-        {{"baseline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "4096", "--output", "/nonexistent/dir/b.json"}, "cannot write /nonexistent/dir/b.json"},
+        {{"baseline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "4096", "--output", "/nonexistent/dir/b.json"},
+         "cannot write /nonexistent/dir/b.json"},
         {{"diff", "--model", "llama-3.1-8b", "--model", "qwen3-8b", "--model", "phi-4"}, "diff compares two of one thing"},
         {{"diff", "--model", "llama-3.1-8b", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--gpu", "h200"}, "diff compares two of one thing"},
         {{"diff", "--model", "llama-3.1-8b", "--model", "qwen3-8b", "--gpu", "h100-typo"}, "h100"},
@@ -515,8 +519,8 @@ TEST_CASE("baseline and diff reject bad flags with one line and exit 2") {
 
 TEST_CASE("an engine setting change, max_num_seqs 1024 to 4096, fails on the pool by what the sampler takes") {
     const fs::path baseline = scratch().path() / "engine_setting.json";
-    Run made = Run::kvplan({"baseline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "4096", "--engine", "vllm",
-                            "--max-num-seqs", "1024", "--output", baseline.string()});
+    Run made = Run::kvplan({"baseline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "4096", "--engine", "vllm", "--max-num-seqs",
+                            "1024", "--output", baseline.string()});
     REQUIRE(made.exit_code == 0);
     std::string text = read_file(baseline);
     const std::string from = "\"max_num_seqs\": 1024";
@@ -546,8 +550,8 @@ TEST_CASE("a scenario's calibration file drives its decode figures, relative to 
     const fs::path dir = scratch().path() / "calibrated";
     fs::create_directories(dir / "measured");
     auto write_calibration = [&](const char* bandwidth) {
-        std::ofstream(dir / "measured" / "h100.json") << "{\"schema_version\": 1, \"device\": \"H100\", \"measured_bandwidth_bytes_per_s\": "
-                                                      << bandwidth << ", \"step_overhead_s\": 0}\n";
+        std::ofstream(dir / "measured" / "h100.json")
+            << "{\"schema_version\": 1, \"device\": \"H100\", \"measured_bandwidth_bytes_per_s\": " << bandwidth << ", \"step_overhead_s\": 0}\n";
     };
     write_calibration("3e12");
     const fs::path baseline = dir / "capacity.json";
@@ -637,7 +641,7 @@ TEST_CASE("check --update writes through a symlinked baseline and keeps the file
     const fs::path real = repo.root / "real-capacity.json";
     fs::rename(repo.baseline, real);
     fs::create_symlink("real-capacity.json", repo.baseline);
-    fs::permissions(real, fs::perms::owner_read | fs::perms::owner_write);  // 0600
+    fs::permissions(real, fs::perms::owner_read | fs::perms::owner_write);            // 0600
     repo.edit([](nlohmann::ordered_json& s) { s["expected"]["max_requests"] = 1; });  // edits through the link
     Run r = repo.check({"--update"});
     INFO(r.err);
@@ -657,8 +661,7 @@ TEST_CASE("the output writer refuses a read-only file, a FIFO and a device, and 
     CHECK(ro.exit_code == 2);
     CHECK(ro.err.find("the file is read-only") != std::string::npos);
     CHECK(read_file(repo.baseline) == before);
-    CHECK((fs::status(repo.baseline).permissions() & fs::perms::mask) ==
-          (fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read));
+    CHECK((fs::status(repo.baseline).permissions() & fs::perms::mask) == (fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read));
 
     const fs::path fifo = repo.root / "out.fifo";
     REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
@@ -689,7 +692,8 @@ TEST_CASE("a writer killed with SIGKILL at any moment leaves the old baseline wh
                                 shell_quote(out.string()) + " >/dev/null 2>&1";
     for (int i = 0; i < 20; ++i) {
         const int delay_ms = i * 10;
-        const std::string run = "(" + command + " & pid=$!; sleep " + std::to_string(delay_ms / 1000.0) + "; kill -9 $pid 2>/dev/null; wait $pid) 2>/dev/null";
+        const std::string run =
+            "(" + command + " & pid=$!; sleep " + std::to_string(delay_ms / 1000.0) + "; kill -9 $pid 2>/dev/null; wait $pid) 2>/dev/null";
         std::system(run.c_str());
         const std::string now = read_file(out);
         if (now == old_text) continue;
@@ -771,7 +775,8 @@ TEST_CASE("baseline records kvplan's version and how each model resolved, with i
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     const nlohmann::json both = nlohmann::json::parse(r.out);
-    CHECK(both["models"]["llama-3.1-8b"] == nlohmann::json{{"source", "preset"}, {"repo_id", "meta-llama/Llama-3.1-8B-Instruct"},
+    CHECK(both["models"]["llama-3.1-8b"] == nlohmann::json{{"source", "preset"},
+                                                           {"repo_id", "meta-llama/Llama-3.1-8B-Instruct"},
                                                            {"config_sha256", "8883952a0146d6ef3c58345acba733eff932db7b7a21c42c60180ec49ba18483"}});
     const auto& cached = both["models"]["acme/tiny-8b"];
     CHECK(cached["source"] == "hf_cache");
@@ -799,8 +804,8 @@ TEST_CASE("check notes a changed config hash and still passes when the figures h
     CHECK(change["current"]["config_sha256"] != change["baseline"]["config_sha256"]);
     CHECK(report["provenance"]["kvplan_changed"] == false);
     Run g = repo.check({"--format", "github"});
-    CHECK(g.out.find("::notice file=" + repo.baseline.string() + ",title=kvplan check%3A provenance::configs/our-model/config.json: config changed") !=
-          std::string::npos);
+    CHECK(g.out.find("::notice file=" + repo.baseline.string() +
+                     ",title=kvplan check%3A provenance::configs/our-model/config.json: config changed") != std::string::npos);
     Run md = repo.check({"--format", "markdown"});
     CHECK(md.out.find("- note: configs/our-model/config.json: config changed") != std::string::npos);
     // --update records the new hash: no note after it.
@@ -813,8 +818,8 @@ TEST_CASE("check notes a model resolved from the HF cache where the baseline use
     const fs::path baseline = dir.path() / "capacity.json";
     {
         HubCache empty("resolution_empty_hub");
-        REQUIRE(Run::kvplan({"baseline", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100-sxm", "--context", "4096",
-                             "--output", baseline.string()})
+        REQUIRE(Run::kvplan({"baseline", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100-sxm", "--context", "4096", "--output",
+                             baseline.string()})
                     .exit_code == 0);
     }
     CHECK(nlohmann::json::parse(read_file(baseline))["models"]["meta-llama/Llama-3.1-8B-Instruct"]["source"] == "preset");
@@ -823,8 +828,10 @@ TEST_CASE("check notes a model resolved from the HF cache where the baseline use
     Run r = Run::kvplan({"check", "--baseline", baseline.string()});
     INFO(r.out << r.err);
     CHECK(r.exit_code == 0);  // same config, same figures: a note, not a failure
-    CHECK(r.out.find("note: meta-llama/Llama-3.1-8B-Instruct: resolved from the HF cache (rev 0e9e39f249a1) where the\n  baseline used the bundled preset") !=
-          std::string::npos);
+    CHECK(
+        r.out.find(
+            "note: meta-llama/Llama-3.1-8B-Instruct: resolved from the HF cache (rev 0e9e39f249a1) where the\n  baseline used the bundled preset") !=
+        std::string::npos);
     CHECK(r.out.find("config changed") == std::string::npos);  // the preset is that config byte for byte
     const nlohmann::json report = nlohmann::json::parse(Run::kvplan({"check", "--baseline", baseline.string(), "--format", "json"}).out);
     CHECK(report["provenance"]["models"][0]["resolution_changed"] == true);
@@ -890,8 +897,8 @@ TEST_CASE("a scenario with data-parallel attention and expert parallelism gates 
     fs::create_directories(dir);
     const fs::path file = dir / "capacity.json";
     // A baseline of the plain TP 1 scenario, then the layout keys added by hand.
-    const Run made = Run::kvplan({"baseline", "--model", "deepseek-v3", "--gpu", "h200", "--context", "4096", "--engine", "vllm",
-                                  "--output", file.string()});
+    const Run made =
+        Run::kvplan({"baseline", "--model", "deepseek-v3", "--gpu", "h200", "--context", "4096", "--engine", "vllm", "--output", file.string()});
     INFO(made.command << "\n" << made.err);
     REQUIRE(made.exit_code == 0);
     nlohmann::ordered_json top = nlohmann::ordered_json::parse(read_file(file));
@@ -946,8 +953,8 @@ std::pair<fs::path, nlohmann::json> scale_out_scenario(const std::string& name, 
     const fs::path dir = scratch().path() / name;
     fs::create_directories(dir);
     const fs::path file = dir / "capacity.json";
-    const Run made = Run::kvplan({"baseline", "--model", "deepseek-v3", "--gpu", "h200", "--context", "2560", "--engine", "vllm",
-                                  "--batch", std::to_string(batch), "--output", file.string()});
+    const Run made = Run::kvplan({"baseline", "--model", "deepseek-v3", "--gpu", "h200", "--context", "2560", "--engine", "vllm", "--batch",
+                                  std::to_string(batch), "--output", file.string()});
     INFO(made.command << "\n" << made.err);
     REQUIRE(made.exit_code == 0);
     nlohmann::ordered_json top = nlohmann::ordered_json::parse(read_file(file));
@@ -968,8 +975,8 @@ TEST_CASE("a DP + EP scenario with a batch gates the layout's decode step, the o
     // generic profile a baseline's decode figures use, its all-to-all at
     // DeepEP's floor, 58 x (77 + 114) us = 11.08 ms.
     const auto [file, s] = scale_out_scenario("scale-out-decode", 512, {{"dp", 8}, {"enable_expert_parallel", true}});
-    const Run roof = Run::kvplan({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--dp", "8",
-                                  "--enable-expert-parallel", "--batch", "512", "--context", "2560", "--json"});
+    const Run roof = Run::kvplan({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--dp", "8", "--enable-expert-parallel", "--batch", "512",
+                                  "--context", "2560", "--json"});
     REQUIRE(roof.exit_code == 0);
     const nlohmann::json row = nlohmann::json::parse(roof.out)["rows"][0];
     CHECK(row["all_to_all_s"].get<double>() == Approx(58 * 191e-6));
@@ -983,11 +990,10 @@ TEST_CASE("a DP + EP scenario with two_batch_overlap gates the overlapped step r
     // past vLLM's 32-token decode threshold, so the step runs as two
     // micro-batches (docs/scale-out.md, "Two-batch overlap"); the key is
     // refused where there is no all-to-all to hide or no batch.
-    const auto [file, s] =
-        scale_out_scenario("scale-out-overlap", 512, {{"dp", 8}, {"enable_expert_parallel", true}, {"two_batch_overlap", true}});
+    const auto [file, s] = scale_out_scenario("scale-out-overlap", 512, {{"dp", 8}, {"enable_expert_parallel", true}, {"two_batch_overlap", true}});
     CHECK(s["two_batch_overlap"] == true);
-    const Run roof = Run::kvplan({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--dp", "8",
-                                  "--enable-expert-parallel", "--batch", "512", "--context", "2560", "--two-batch-overlap", "--json"});
+    const Run roof = Run::kvplan({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--dp", "8", "--enable-expert-parallel",
+                                  "--batch", "512", "--context", "2560", "--two-batch-overlap", "--json"});
     REQUIRE(roof.exit_code == 0);
     const nlohmann::json row = nlohmann::json::parse(roof.out)["rows"][0];
     CHECK(row["two_batch_overlap"] == true);
@@ -1013,8 +1019,8 @@ TEST_CASE("a DP + EP scenario over two nodes gates the step roofline --nodes pri
         scale_out_scenario("scale-out-nodes", 4096, {{"dp", 16}, {"enable_expert_parallel", true}, {"nodes", 2}, {"nic", "ib-ndr"}});
     CHECK(s["nodes"] == 2);
     CHECK(s["nic"] == "ib-ndr");
-    const Run roof = Run::kvplan({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--dp", "16", "--enable-expert-parallel",
-                                  "--nodes", "2", "--batch", "4096", "--context", "2560", "--json"});
+    const Run roof = Run::kvplan({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--dp", "16", "--enable-expert-parallel", "--nodes", "2",
+                                  "--batch", "4096", "--context", "2560", "--json"});
     REQUIRE(roof.exit_code == 0);
     const nlohmann::json row = nlohmann::json::parse(roof.out)["rows"][0];
     CHECK(row["all_to_all_s"].get<double>() == Approx(25.809e-3).epsilon(1e-3));

@@ -1,11 +1,10 @@
 // `kvplan concurrency` and `kvplan gpus` in process, through run().
-#include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli/app.hpp"
@@ -13,7 +12,6 @@
 
 using namespace kvplan;
 using namespace kvplan::test;
-
 
 TEST_CASE("concurrency --json carries the documented keys, every number with its unit") {
     auto r = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--context", "4096,32768", "--json"});
@@ -34,14 +32,13 @@ TEST_CASE("concurrency --json carries the documented keys, every number with its
     // Quadrupling the context (or more) divides the requests accordingly: 8x the context, at most 1/8 the requests.
     CHECK(j["contexts"][1]["max_requests"].get<std::int64_t>() <= j["contexts"][0]["max_requests"].get<std::int64_t>() / 8);
     // Pool = usable - weights - overhead.
-    CHECK(j["kv_pool_bytes"].get<std::int64_t>() ==
-          static_cast<std::int64_t>(j["gpu_memory_bytes"].get<double>() * 0.9) - j["weights_bytes_per_gpu"].get<std::int64_t>() -
-              j["overhead_bytes"].get<std::int64_t>());
+    CHECK(j["kv_pool_bytes"].get<std::int64_t>() == static_cast<std::int64_t>(j["gpu_memory_bytes"].get<double>() * 0.9) -
+                                                        j["weights_bytes_per_gpu"].get<std::int64_t>() - j["overhead_bytes"].get<std::int64_t>());
 }
 
 TEST_CASE("concurrency --engine vllm prints the lines vLLM logs") {
-    auto r = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--engine", "vllm", "--max-model-len", "8192",
-                         "--context", "8192"});
+    auto r =
+        kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100", "--engine", "vllm", "--max-model-len", "8192", "--context", "8192"});
     REQUIRE(r.code == 0);
     CHECK_THAT(r.out, Catch::Contains("Available KV cache memory: ") && Catch::Contains(" GiB"));
     CHECK_THAT(r.out, Catch::Contains("GPU KV cache size: "));
@@ -81,8 +78,8 @@ TEST_CASE("concurrency renders markdown and csv from the same figures") {
 }
 
 TEST_CASE("every preset plans on an H100 with every engine") {
-    for (const char* model : {"llama-2-7b", "llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "qwen2.5-7b", "qwen3-8b", "gemma-2-9b",
-                              "gemma-3-1b", "phi-4", "falcon-7b", "deepseek-v3", "gpt-oss-120b", "gpt2", "gpt-j-6b", "mamba-2.8b"})
+    for (const char* model : {"llama-2-7b", "llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "qwen2.5-7b", "qwen3-8b", "gemma-2-9b", "gemma-3-1b",
+                              "phi-4", "falcon-7b", "deepseek-v3", "gpt-oss-120b", "gpt2", "gpt-j-6b", "mamba-2.8b"})
         for (const char* engine : {"generic", "vllm", "sglang", "trtllm"}) {
             INFO(model << " " << engine);
             auto r = kvplan_run({"concurrency", "--model", model, "--gpu", "h100", "--engine", engine, "--json"});
@@ -110,8 +107,8 @@ TEST_CASE("concurrency names the longest --max-model-len that fits one request a
     // token, so a 16-token block is 2 MiB and a 2 GiB pool holds 1,024 blocks:
     // one request of 1,024 x 16 = 16,384 tokens, or 4 of 256 x 16 = 4,096.
     for (const char* engine : {"vllm", "generic"}) {
-        auto r = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", engine, "--kv-pool", "2GiB",
-                             "--max-num-seqs", "4", "--context", "131072", "--json"});
+        auto r = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", engine, "--kv-pool", "2GiB", "--max-num-seqs",
+                             "4", "--context", "131072", "--json"});
         INFO(engine << "\n" << r.err);
         REQUIRE(r.code == 0);
         const auto j = nlohmann::json::parse(r.out);
@@ -121,8 +118,8 @@ TEST_CASE("concurrency names the longest --max-model-len that fits one request a
     // vLLM's ValueError then carries its estimate (vllm/v1/core/kv_cache_utils.py,
     // _check_enough_kv_cache_memory and estimate_max_model_len); --wide prints
     // the log line whole, as vLLM does, where the fitted text wraps it.
-    auto text = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm", "--kv-pool", "2GiB",
-                            "--max-num-seqs", "4", "--context", "131072", "--max-model-len", "131072", "--wide"});
+    auto text = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm", "--kv-pool", "2GiB", "--max-num-seqs",
+                            "4", "--context", "131072", "--max-model-len", "131072", "--wide"});
     REQUIRE(text.code == 0);
     CHECK(text.out.find("Based on the available memory, the estimated maximum model length is 16384. Try increasing "
                         "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.") != std::string::npos);
@@ -190,8 +187,9 @@ TEST_CASE("a device file (gpu-file flag or KVPLAN_GPU_FILE) adds devices and rep
     ::unsetenv("KVPLAN_GPU_FILE");
     CHECK(kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "our-accel", "--context", "4096"}).code == 2);
     // A typo is an error naming the file, the field and the keys expected.
-    const std::string bad = write_temp("kvplan_bad_gpus.json",
-                                       R"({"schema_version": 1, "gpus": [{"id": "x", "memory_bytes": 1, "memory_bandwidth_bytes_per_s": 1, "memory_bandwith": 3}]})");
+    const std::string bad =
+        write_temp("kvplan_bad_gpus.json",
+                   R"({"schema_version": 1, "gpus": [{"id": "x", "memory_bytes": 1, "memory_bandwidth_bytes_per_s": 1, "memory_bandwith": 3}]})");
     auto typo = kvplan_run({"--gpu-file", bad, "gpus"});
     CHECK(typo.code == 65);
     CHECK_THAT(typo.err, Catch::Contains("kvplan_bad_gpus.json: gpus[0].memory_bandwith: unknown key (expected one of: id, name,"));
@@ -229,8 +227,9 @@ TEST_CASE("gpus --schema prints the JSON Schema of a device file, which the bund
 TEST_CASE("concurrency --vllm-version picks vLLM's sampler path and is checked") {
     // vLLM 0.19 profiles its sampler with the in-place Triton top-k/top-p kernel: 256 rows x 128,256 x 14 B
     // + a 65,667,072 B buffer, where 0.16.0 sorted (38 B); the newer release leaves a larger pool.
-    const std::vector<std::string> base = {"concurrency", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--engine", "vllm",
-                                           "--max-model-len", "32768", "--max-num-batched-tokens", "2048", "--json"};
+    const std::vector<std::string> base = {"concurrency", "--model", "llama-3.1-8b",    "--gpu", "rtx-4090",
+                                           "--engine",    "vllm",    "--max-model-len", "32768", "--max-num-batched-tokens",
+                                           "2048",        "--json"};
     auto with = [&](const std::string& version) {
         std::vector<std::string> args = base;
         args.insert(args.end(), {"--vllm-version", version});
@@ -318,9 +317,9 @@ TEST_CASE("concurrency --engine trtllm --tp 8 --dp 8 --ep 8: TensorRT-LLM's atte
     CHECK_THAT(r.out, Catch::Contains("enable_attention_dp, each GPU its own rank"));
     CHECK_THAT(r.out, Catch::Contains("596,608 tokens per DP rank"));
     CHECK_THAT(r.out, Catch::Contains("hold 1,160 requests of deepseek-v3; at 32,768, 144."));
-    auto j = nlohmann::json::parse(kvplan_run({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "trtllm", "--tp", "8", "--dp",
-                                               "8", "--ep", "8", "--json"})
-                                       .out);
+    auto j = nlohmann::json::parse(
+        kvplan_run({"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "trtllm", "--tp", "8", "--dp", "8", "--ep", "8", "--json"})
+            .out);
     CHECK(j["dp"] == 8);
     CHECK(j["ep"] == 8);
     CHECK(j["expert_weights_bytes_per_gpu"] == 81'758'552'064);
@@ -340,7 +339,8 @@ TEST_CASE("concurrency --weights-dtype fp8 sizes the weights as simulate's pool 
     // 2 B to 1 B, the embedding, head and norms stay 16-bit, freeing exactly
     // 3,328 blocks of 16 tokens x 131,072 B = 53,248 tokens.
     auto tokens = [](const char* weights) {
-        auto r = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm", "--weights-dtype", weights, "--json"});
+        auto r =
+            kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm", "--weights-dtype", weights, "--json"});
         REQUIRE(r.code == 0);
         const auto j = nlohmann::json::parse(r.out);
         CHECK(j["weights_dtype"] == (std::string(weights) == "auto" ? "bf16" : weights));
@@ -358,7 +358,7 @@ TEST_CASE("concurrency --nodes places a DP/EP layout on nodes without changing m
     // SGLang TP 16 = DP 16 x attention TP 1 over two nodes of 8 H200s: the
     // same pool per DP rank as on one link of 16.
     const std::vector<std::string> base = {"concurrency", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang",
-                                           "--tp", "16", "--dp", "16", "--ep", "16", "--json"};
+                                           "--tp",        "16",      "--dp",        "16",    "--ep", "16",       "--json"};
     auto with = [&](std::initializer_list<std::string> more) {
         std::vector<std::string> a = base;
         a.insert(a.end(), more);

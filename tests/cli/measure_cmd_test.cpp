@@ -1,14 +1,14 @@
 // `kvplan measure --device cpu`: a smoke run on a tiny shape (seconds), its
 // JSON, the calibration file round-trip through `kvplan roofline`, and the
 // models it refuses.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "report/display_width.hpp"
@@ -19,8 +19,8 @@ using namespace kvplan::test;
 
 namespace {
 
-const std::vector<std::string> kTiny = {"measure", "--device", "cpu", "--model", "gpt2", "--layers", "1", "--batch", "1,2", "--context", "32",
-                                        "--prompt", "8", "--stream-size", "4MiB", "--repeats", "1", "--threads", "2"};
+const std::vector<std::string> kTiny = {"measure", "--device", "cpu", "--model",       "gpt2", "--layers",  "1", "--batch",   "1,2", "--context",
+                                        "32",      "--prompt", "8",   "--stream-size", "4MiB", "--repeats", "1", "--threads", "2"};
 
 std::string temp_path(const char* name) {
     return (std::filesystem::temp_directory_path() / (std::string(name) + "_" + std::to_string(::getpid()) + ".json")).string();
@@ -67,8 +67,8 @@ TEST_CASE("measure --device cpu: a tiny run reports measured beside predicted, i
 // consumer never guesses: walk the whole file.
 static void check_unit_keys(const nlohmann::json& j, const std::string& where) {
     static const std::vector<std::string> counts = {"schema_version", "threads", "layers_measured", "layers_total", "repeats", "batch"};
-    static const std::vector<std::string> words = {"device", "model", "precision", "stream", "read", "copy", "triad", "matrix_product", "decode", "prefill", "warnings", "notes",
-                                                   "engine", "engine_device"};
+    static const std::vector<std::string> words = {"device",         "model",  "precision", "stream",   "read",  "copy",   "triad",
+                                                   "matrix_product", "decode", "prefill",   "warnings", "notes", "engine", "engine_device"};
     for (const auto& [key, value] : j.items()) {
         INFO(where + "." + key);
         if (value.is_object()) check_unit_keys(value, where + "." + key);
@@ -184,8 +184,8 @@ TEST_CASE("measure --device cuda --from FILE reads a kvplan-gpu-bench result and
     CHECK(j["device"] == "cuda: Synthetic GPU");
     CHECK(j["measured_bandwidth_bytes_per_s"] == 4.0e12);
     CHECK(j["measured_flop_per_s"] == 6.0e14);
-    CHECK(j["repeats"].is_null());                   // a saved run does not say
-    CHECK(j["decode"][0]["min_s"].is_null());        // kvplan-gpu-bench reports medians only
+    CHECK(j["repeats"].is_null());             // a saved run does not say
+    CHECK(j["decode"][0]["min_s"].is_null());  // kvplan-gpu-bench reports medians only
     CHECK(j["decode"][0]["spread_percent"].is_null());
     REQUIRE(j["decode"].size() == 2);
     CHECK(j["decode"][0]["measured_s"] == 0.005);
@@ -208,7 +208,8 @@ TEST_CASE("measure --engine: the speed profile's prediction on the database devi
     // plus causal attention, 4 x 4,096 x (512 x 513 / 2) x 32 layers =
     // 6.88e10 FLOP, over 0.65 x 989e12 FLOP/s = 11.224 ms.
     const std::string bench = std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/gpu/bench-output-format.json";
-    const std::vector<std::string> args = {"measure", "--device", "cuda", "--model", "llama-3.1-8b", "--from", bench, "--engine", "vllm", "--gpu", "h100"};
+    const std::vector<std::string> args = {"measure", "--device", "cuda", "--model", "llama-3.1-8b", "--from",
+                                           bench,     "--engine", "vllm", "--gpu",   "h100"};
     std::vector<std::string> json = args;
     json.push_back("--json");
     auto r = kvplan_run(json);
@@ -233,7 +234,8 @@ TEST_CASE("measure --engine: the speed profile's prediction on the database devi
     auto unknown = kvplan_run({"measure", "--device", "cuda", "--model", "llama-3.1-8b", "--from", bench, "--engine", "vllm"});
     CHECK(unknown.code == 2);
     CHECK(unknown.out.empty());
-    CHECK_THAT(unknown.err, Catch::Contains("the measured device \"Synthetic GPU\" is not in the database; name the one to predict for with --gpu ID"));
+    CHECK_THAT(unknown.err,
+               Catch::Contains("the measured device \"Synthetic GPU\" is not in the database; name the one to predict for with --gpu ID"));
     auto cpu = kvplan_run({"measure", "--model", "gpt2", "--engine", "llamacpp"});
     CHECK(cpu.code == 2);
     CHECK_THAT(cpu.err, Catch::Contains("--engine: the speed profiles describe GPUs"));

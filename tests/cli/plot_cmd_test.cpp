@@ -7,15 +7,16 @@
 // cannot be written) is refused, the report holds the escaped text and the
 // charts, and rsvg-convert renders each chart to a PNG of the chart's size
 // that is not blank.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
 #include <unistd.h>
+
+#include <catch2/catch.hpp>
 
 #include "report/svg_chart.hpp"
 #include "svg_read.hpp"
@@ -87,8 +88,8 @@ std::vector<std::vector<std::string>> rows_of(const Csv& c, const std::string& m
     return out;
 }
 
-const std::vector<std::string> kSimulate = {"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", "azure-2023-conv",
-                                            "--limit", "400", "--slo", "ttft=2s,tpot=50ms,e2e=30s"};
+const std::vector<std::string> kSimulate = {
+    "simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", "azure-2023-conv", "--limit", "400", "--slo", "ttft=2s,tpot=50ms,e2e=30s"};
 
 std::vector<std::string> with_plot(std::vector<std::string> args, const std::string& dir) {
     args.push_back("--plot");
@@ -105,8 +106,9 @@ std::vector<std::string> with_report(std::vector<std::string> args, const std::s
 const std::vector<std::string> kRoofline = {"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm"};
 
 // Small enough to run in a second or two: 300 requests per run, two devices.
-const std::vector<std::string> kRecommend = {"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "10",
-                                             "--gpus", "h100-sxm,l40s", "--requests", "300", "--price-per-hour", "h100-sxm=2.5,l40s=1.0"};
+const std::vector<std::string> kRecommend = {
+    "recommend", "--model",          "llama-3.1-8b",         "--slo", "ttft=2s,tpot=50ms", "--rate", "10", "--gpus", "h100-sxm,l40s", "--requests",
+    "300",       "--price-per-hour", "h100-sxm=2.5,l40s=1.0"};
 
 // A rate as the recommend table prints it.
 std::string fmt_rate(double rps) {
@@ -299,8 +301,8 @@ TEST_CASE("rsvg-convert renders each chart to a PNG of its size that is not blan
         return (static_cast<std::uint32_t>(static_cast<unsigned char>(s[at])) << 24) | (static_cast<unsigned char>(s[at + 1]) << 16) |
                (static_cast<unsigned char>(s[at + 2]) << 8) | static_cast<unsigned char>(s[at + 3]);
     };
-    const std::vector<std::pair<std::string, std::string>> charts = {
-        {dir, "latency_cdf"}, {dir, "timeseries"}, {dir, "step_time"}, {dir, "pareto"}, {rec, "goodput"}, {rec, "pareto"}};
+    const std::vector<std::pair<std::string, std::string>> charts = {{dir, "latency_cdf"}, {dir, "timeseries"}, {dir, "step_time"},
+                                                                     {dir, "pareto"},      {rec, "goodput"},    {rec, "pareto"}};
     for (const auto& [folder, name] : charts) {
         INFO(folder << "/" << name);
         const fs::path svg = fs::path(folder) / (name + ".svg");
@@ -392,7 +394,8 @@ TEST_CASE("recommend --slo --plot draws throughput and goodput against offered r
     CHECK(xml_problem(svg) == "");
     CHECK_THAT(svg, Catch::Contains("Throughput and goodput against offered rate: llama-3.1-8b, vLLM"));
     const Csv csv = read_csv(fs::path(dir) / "goodput.csv");
-    CHECK(csv.header == std::vector<std::string>{"rank", "candidate", "multiple", "offered_rps", "throughput_rps", "goodput_rps", "goodput_share", "knee"});
+    CHECK(csv.header ==
+          std::vector<std::string>{"rank", "candidate", "multiple", "offered_rps", "throughput_rps", "goodput_rps", "goodput_share", "knee"});
     const std::vector<SvgPanel> panels = read_svg_panels(svg);
     REQUIRE(panels.size() == 3);  // the best three
     REQUIRE(csv.rows.size() == 3 * 15);
@@ -514,8 +517,8 @@ TEST_CASE("a plot folder that is a file, or a report that cannot be written, is 
     CHECK(!fs::exists(dir + "/missing"));
     CHECK(slurp(file) == "keep me\n");
     // The analytic search draws no charts.
-    const CliResult analytic = kvplan_run({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.05",
-                                           "--plot", dir});
+    const CliResult analytic =
+        kvplan_run({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.05", "--plot", dir});
     CHECK(analytic.code == 2);
     CHECK_THAT(analytic.err, Catch::Contains("--plot: the charts are the SLO search's"));
 }

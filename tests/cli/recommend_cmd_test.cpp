@@ -6,7 +6,6 @@
 #include <string>
 
 #include <catch2/catch.hpp>
-
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -42,8 +41,8 @@ std::string vllm_command(const std::string& out) {
 }  // namespace
 
 TEST_CASE("recommend prints a vllm command with the Hugging Face id, DP replicas and the memory fraction, within 100 columns") {
-    const Run r = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.05", "--gpus",
-                               "h100-sxm", "--num-gpus", "8"});
+    const Run r = Run::kvplan(
+        {"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.05", "--gpus", "h100-sxm", "--num-gpus", "8"});
     INFO(r.command << "\n" << r.out << r.err);
     REQUIRE(r.exit_code == 0);
     const std::string vllm = vllm_command(r.out);
@@ -63,8 +62,8 @@ TEST_CASE("recommend default output fits 100 columns for every help example, and
     REQUIRE(narrow.exit_code == 0);
     CHECK(widest_line(narrow.out) <= 100);
     CHECK_THAT(narrow.out, Catch::Contains("Rejected, closest first") && Catch::Contains(": misses TTFT 2000.0 ms ("));
-    const Run wide = Run::kvplan({"recommend", "--model", "llama-3.1-70b", "--context", "32768", "--ttft", "2", "--tpot", "0.04",
-                                  "--price-per-hour", "h100-sxm=2.5,h200=3.5,a100-80gb=1.6", "--wide"});
+    const Run wide = Run::kvplan({"recommend", "--model", "llama-3.1-70b", "--context", "32768", "--ttft", "2", "--tpot", "0.04", "--price-per-hour",
+                                  "h100-sxm=2.5,h200=3.5,a100-80gb=1.6", "--wide"});
     REQUIRE(wide.exit_code == 0);
     CHECK_THAT(wide.out, Catch::Contains("tok/s per GPU") && Catch::Contains("max batched tokens"));
     CHECK(widest_line(wide.out) > 100);
@@ -72,14 +71,14 @@ TEST_CASE("recommend default output fits 100 columns for every help example, and
 }
 
 TEST_CASE("recommend names the target each rejected configuration misses, in the table and the JSON, and exits 1 when none qualifies") {
-    const Run r = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.001", "--gpus",
-                               "h100-sxm,l4"});
+    const Run r =
+        Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.001", "--gpus", "h100-sxm,l4"});
     INFO(r.out);
     CHECK(r.exit_code == 1);
     CHECK_THAT(r.out, Catch::Contains("Nothing meets both targets") && Catch::Contains("misses TPOT 1.0 ms ("));
     CHECK(widest_line(r.out) <= 100);
-    const Run j = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.001", "--gpus",
-                               "h100-sxm,l4", "--json"});
+    const Run j = Run::kvplan(
+        {"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.001", "--gpus", "h100-sxm,l4", "--json"});
     CHECK(j.exit_code == 1);
     CHECK_THAT(j.out, Catch::Contains("\"missed\": [\n        \"tpot\"\n      ]"));
 }
@@ -119,9 +118,9 @@ TEST_CASE("recommend --slo: the fleet covers the target rate, and its cost per h
 
 TEST_CASE("recommend --slo --kv-dtype auto,fp8 --weights-dtype auto,fp8: every item is a candidate, each with its own engine flags") {
     // One H100 at TP 1: 2 KV dtypes x 2 weight formats x 3 knob settings = 12 candidates tried.
-    const Run r = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "30", "--gpus", "h100-sxm",
-                               "--max-gpus", "1", "--requests", "200", "--kv-dtype", "auto,fp8", "--weights-dtype", "auto,fp8",
-                               "--top", "12", "--json"});
+    const Run r = Run::kvplan(
+        {"recommend",  "--model", "llama-3.1-8b", "--slo",    "ttft=2s,tpot=50ms", "--rate",   "30",    "--gpus", "h100-sxm", "--max-gpus", "1",
+         "--requests", "200",     "--kv-dtype",   "auto,fp8", "--weights-dtype",   "auto,fp8", "--top", "12",     "--json"});
     INFO(r.command << "\n" << r.out << r.err);
     REQUIRE(r.exit_code == 0);
     const auto j = nlohmann::json::parse(r.out);
@@ -152,8 +151,8 @@ TEST_CASE("recommend --slo --kv-dtype auto,fp8 --weights-dtype auto,fp8: every i
 
 TEST_CASE("recommend --slo: nothing qualifies when a request alone misses TTFT, and the message names the value that passes") {
     // A 1024-token prompt takes more than 1 ms to prefill anywhere.
-    const Run r = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=1ms", "--rate", "1", "--gpus", "h100-sxm",
-                               "--max-gpus", "2", "--requests", "50"});
+    const Run r = Run::kvplan(
+        {"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=1ms", "--rate", "1", "--gpus", "h100-sxm", "--max-gpus", "2", "--requests", "50"});
     INFO(r.command << "\n" << r.out << r.err);
     CHECK(r.exit_code == 1);
     CHECK_THAT(r.out, Catch::Contains("Nothing qualifies. The ttft target binds"));
@@ -162,10 +161,9 @@ TEST_CASE("recommend --slo: nothing qualifies when a request alone misses TTFT, 
 
 TEST_CASE("recommend --price-file: the same ranking and costs as --price-per-hour (which overrides it) and bad files exit 65 naming the field") {
     const ScratchDir dir;
-    const std::string prices =
-        dir.write("prices.json", R"({"source": "a test", "usd_per_gpu_hour": {"h100-sxm": 2.5, "l4": 0.5}})").string();
-    const std::vector<std::string> base = {"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "0.5", "--tpot", "0.05",
-                                           "--gpus", "h100-sxm,l4", "--json"};
+    const std::string prices = dir.write("prices.json", R"({"source": "a test", "usd_per_gpu_hour": {"h100-sxm": 2.5, "l4": 0.5}})").string();
+    const std::vector<std::string> base = {"recommend", "--model", "llama-3.1-8b", "--context", "8192",        "--ttft",
+                                           "0.5",       "--tpot",  "0.05",         "--gpus",    "h100-sxm,l4", "--json"};
     auto with = [&](std::vector<std::string> extra) {
         std::vector<std::string> args = base;
         args.insert(args.end(), extra.begin(), extra.end());
@@ -209,9 +207,9 @@ TEST_CASE("recommend --slo --disaggregated: units of every P:D ratio beside the 
     // --max-gpus 1: every instance TP 1. The units: P and D from 1 to 4,
     // coprime, at most 16 GPUs: 1:1, 1:2, 1:3, 1:4, 2:1, 2:3, 3:1, 3:2, 3:4,
     // 4:1, 4:3 (11), beside TP 1 x three knob settings: 14 candidates.
-    const std::vector<std::string> args = {"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "30", "--gpus",
-                                           "h100-sxm", "--max-gpus", "1", "--requests", "200", "--price-per-hour", "h100-sxm=2",
-                                           "--disaggregated", "--top", "14"};
+    const std::vector<std::string> args = {
+        "recommend",  "--model", "llama-3.1-8b",     "--slo",      "ttft=2s,tpot=50ms", "--rate", "30", "--gpus", "h100-sxm", "--max-gpus", "1",
+        "--requests", "200",     "--price-per-hour", "h100-sxm=2", "--disaggregated",   "--top",  "14"};
     std::vector<std::string> json = args;
     json.push_back("--json");
     const Run r = Run::kvplan(json);
@@ -243,11 +241,12 @@ TEST_CASE("recommend --slo --disaggregated: units of every P:D ratio beside the 
     CHECK_THAT(t.out, Catch::Contains("Aggregated or disaggregated: the best aggregated plan"));
     CHECK(widest_line(t.out) <= 100);
     // Refused: another engine, and a link without units.
-    const Run sglang = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s", "--rate", "1", "--disaggregated", "--engine", "sglang"});
+    const Run sglang =
+        Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s", "--rate", "1", "--disaggregated", "--engine", "sglang"});
     CHECK(sglang.exit_code == 2);
     CHECK_THAT(sglang.err, Catch::Contains("--disaggregated: disaggregated prefill/decode is simulated with vLLM's engine only"));
-    const Run bogus = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s", "--rate", "1", "--gpus", "h100-sxm", "--disaggregated",
-                                   "--kv-link", "0GB/s"});
+    const Run bogus = Run::kvplan(
+        {"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s", "--rate", "1", "--gpus", "h100-sxm", "--disaggregated", "--kv-link", "0GB/s"});
     CHECK(bogus.exit_code == 2);
     CHECK(bogus.out.empty());
     CHECK_THAT(bogus.err, Catch::Contains("--kv-link 0GB/s: expected nvlink, ib-ndr, ib-xdr, roce or a bandwidth"));
@@ -292,9 +291,9 @@ TEST_CASE("recommend --slo --disaggregated on a mixture-of-experts model: units 
     // (both sides of one kind, as simulate --enable-expert-parallel makes
     // them): P x 2 + D x 2 <= 16, P and D up to 4 and coprime: 1:1, 1:2,
     // 1:3, 1:4, 2:1, 2:3, 3:1, 3:2, 3:4, 4:1, 4:3, 11. 64 in all.
-    const std::vector<std::string> args = {"recommend", "--model", "mixtral-8x7b", "--slo", "ttft=2s,tpot=50ms", "--rate", "20", "--gpus",
-                                           "h100-sxm", "--max-gpus", "2", "--requests", "200", "--price-per-hour", "h100-sxm=2",
-                                           "--disaggregated", "--top", "64"};
+    const std::vector<std::string> args = {
+        "recommend",  "--model", "mixtral-8x7b",     "--slo",      "ttft=2s,tpot=50ms", "--rate", "20", "--gpus", "h100-sxm", "--max-gpus", "2",
+        "--requests", "200",     "--price-per-hour", "h100-sxm=2", "--disaggregated",   "--top",  "64"};
     std::vector<std::string> json = args;
     json.push_back("--json");
     const Run r = Run::kvplan(json);
@@ -336,9 +335,9 @@ TEST_CASE("recommend (analytic) --spec-method: every candidate speculative, its 
     // tokens at acceptance 0.7 (E = 1 + 0.7 + 0.49 + 0.343 + 0.2401 = 2.7731).
     // The draft's 32 query and 8 KV heads split over TP 1, 2, 4 and 8 alike;
     // GPT-2's 12 heads do not split over 8, so that TP is not tried.
-    const std::vector<std::string> args = {"recommend", "--model", "llama-3.1-70b", "--gpus", "h100-sxm", "--context", "8192", "--ttft", "2",
-                                           "--tpot", "0.03", "--spec-method", "draft", "--draft-model", "llama-3.1-8b", "--spec-tokens", "4",
-                                           "--acceptance", "0.7"};
+    const std::vector<std::string> args = {
+        "recommend", "--model",       "llama-3.1-70b", "--gpus",        "h100-sxm",     "--context",     "8192", "--ttft",       "2",  "--tpot",
+        "0.03",      "--spec-method", "draft",         "--draft-model", "llama-3.1-8b", "--spec-tokens", "4",    "--acceptance", "0.7"};
     std::vector<std::string> json = args;
     json.push_back("--json");
     const Run r = Run::kvplan(json);
@@ -356,12 +355,13 @@ TEST_CASE("recommend (analytic) --spec-method: every candidate speculative, its 
     CHECK_THAT(t.out, Catch::Contains("note: speculative decoding (draft, K 4)"));
     CHECK_THAT(t.out, Catch::Contains("trtllm-serve sets speculative decoding in its --extra_llm_api_options YAML"));
     CHECK(widest_line(t.out) <= 100);
-    const Run gpt2 = Run::kvplan({"recommend", "--model", "llama-3.1-70b", "--gpus", "h100-sxm", "--context", "8192", "--ttft", "2", "--tpot",
-                                  "0.05", "--spec-method", "draft", "--draft-model", "gpt2", "--spec-tokens", "2", "--acceptance", "0.5",
-                                  "--analytic"});
+    const Run gpt2 = Run::kvplan({"recommend", "--model",      "llama-3.1-70b", "--gpus",        "h100-sxm", "--context",     "8192", "--ttft",
+                                  "2",         "--tpot",       "0.05",          "--spec-method", "draft",    "--draft-model", "gpt2", "--spec-tokens",
+                                  "2",         "--acceptance", "0.5",           "--analytic"});
     CHECK_THAT(gpt2.out, Catch::Contains("the draft model's heads do not split over TP 8: not tried"));
     // The flags are checked as roofline checks them.
-    const Run bad = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "1", "--tpot", "0.01", "--spec-method", "eagle"});
+    const Run bad =
+        Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--context", "8192", "--ttft", "1", "--tpot", "0.01", "--spec-method", "eagle"});
     CHECK(bad.exit_code == 2);
     CHECK(bad.out.empty());
     CHECK_THAT(bad.err, Catch::Contains("--spec-method eagle needs --spec-tokens K"));
@@ -371,9 +371,10 @@ TEST_CASE("recommend --slo --pp: pipelines of TP x PP within --max-gpus, vLLM on
     // --pp 1,2 --max-gpus 2 on an H100: TP 1, TP 2 and TP 1 x PP 2, each
     // with three knob settings (9 candidates); with SGLang, whose pipeline
     // is not simulated, --pp 2 is refused.
-    const std::vector<std::string> args = {"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "30", "--gpus",
-                                           "h100-sxm", "--max-gpus", "2", "--requests", "200", "--price-per-hour", "h100-sxm=2",
-                                           "--top", "9", "--pp", "1,2"};
+    const std::vector<std::string> args = {
+        "recommend",  "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate",     "30",    "--gpus", "h100-sxm",
+        "--max-gpus", "2",       "--requests",   "200",   "--price-per-hour",  "h100-sxm=2", "--top", "9",      "--pp",
+        "1,2"};
     std::vector<std::string> json = args;
     json.push_back("--json");
     const Run r = Run::kvplan(json);
@@ -413,8 +414,8 @@ TEST_CASE("recommend --slo --pp: pipelines of TP x PP within --max-gpus, vLLM on
         REQUIRE(x.out.find('{') != std::string::npos);
         return nlohmann::json::parse(x.out)["candidates_tried"].get<std::int64_t>();
     };
-    const std::vector<std::string> base = {"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "5",
-                                           "--max-gpus", "2", "--requests", "100", "--json", "--gpus"};
+    const std::vector<std::string> base = {"recommend",  "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "5", "--max-gpus", "2",
+                                           "--requests", "100",     "--json",       "--gpus"};
     auto with = [&](std::initializer_list<std::string> more) {
         std::vector<std::string> a = base;
         a.insert(a.end(), more);
@@ -433,9 +434,10 @@ TEST_CASE("recommend --slo on a mixture-of-experts model: DP + EP layouts of 2, 
     // DP), each with three knob settings: 21 candidates. A DP 8 replica
     // holds 8 GPUs; its vLLM command gives each of the 8 engine cores its
     // share of the replica's sequences, SGLang's the totals.
-    const std::vector<std::string> args = {"recommend", "--model", "deepseek-v3", "--gpus", "h200", "--slo", "ttft=5s,tpot=200ms", "--rate",
-                                           "20", "--input-len", "fixed:8000", "--output-len", "fixed:1000", "--requests", "300",
-                                           "--price-per-hour", "h200=3.5", "--top", "10"};
+    const std::vector<std::string> args = {
+        "recommend",   "--model",    "deepseek-v3",  "--gpus",     "h200",       "--slo", "ttft=5s,tpot=200ms", "--rate",   "20",
+        "--input-len", "fixed:8000", "--output-len", "fixed:1000", "--requests", "300",   "--price-per-hour",   "h200=3.5", "--top",
+        "10"};
     std::vector<std::string> json = args;
     json.push_back("--json");
     const Run r = Run::kvplan(json);
@@ -470,9 +472,10 @@ TEST_CASE("recommend --slo --engine sglang on a mixture-of-experts model: SGLang
     // carries SGLang's totals, which it divides over the ranks: the default
     // chunk, 8,192 / 8 = 1,024 a rank, goes back as 8,192; the latency
     // setting's 64 sequences a rank as --max-running-requests 64 x 8 = 512.
-    const Run r = Run::kvplan({"recommend", "--model", "deepseek-v3", "--gpus", "h200", "--engine", "sglang", "--slo", "ttft=5s,tpot=200ms",
-                               "--rate", "20", "--input-len", "fixed:8000", "--output-len", "fixed:1000", "--requests", "300", "--top", "10",
-                               "--json"});
+    const Run r =
+        Run::kvplan({"recommend", "--model", "deepseek-v3", "--gpus",     "h200",         "--engine",   "sglang",     "--slo", "ttft=5s,tpot=200ms",
+                     "--rate",    "20",      "--input-len", "fixed:8000", "--output-len", "fixed:1000", "--requests", "300",   "--top",
+                     "10",        "--json"});
     INFO(r.command << "\n" << r.out << r.err);
     REQUIRE(r.exit_code == 0);
     const auto j = nlohmann::json::parse(r.out);
@@ -500,9 +503,10 @@ TEST_CASE("recommend --slo --max-nodes 2: a DP 16 + EP 16 layout over two nodes 
     // TTFT 1 s: 200 requests arriving at once would take over a second to
     // prefill, so the search finds the rate the layout sustains (at 5 s the
     // whole run passed as a burst at any rate).
-    const std::vector<std::string> args = {"recommend", "--model", "deepseek-v3", "--gpus", "h200", "--slo", "ttft=1s,tpot=200ms", "--rate", "20",
-                                           "--input-len", "fixed:2000", "--output-len", "fixed:200", "--requests", "200", "--max-nodes", "2",
-                                           "--top", "30"};
+    const std::vector<std::string> args = {
+        "recommend",   "--model",    "deepseek-v3",  "--gpus",    "h200",       "--slo", "ttft=1s,tpot=200ms", "--rate", "20",
+        "--input-len", "fixed:2000", "--output-len", "fixed:200", "--requests", "200",   "--max-nodes",        "2",      "--top",
+        "30"};
     std::vector<std::string> json = args;
     json.push_back("--json");
     const Run r = Run::kvplan(json);
@@ -527,8 +531,8 @@ TEST_CASE("recommend --slo --max-nodes 2: a DP 16 + EP 16 layout over two nodes 
     // The placement flags need --max-nodes; an unknown NIC stops the search.
     for (const std::vector<std::string>& extra : {std::vector<std::string>{"--gpus-per-node", "4"}, std::vector<std::string>{"--nic", "roce-400"},
                                                   std::vector<std::string>{"--max-nodes", "2", "--nic", "carrier-pigeon"}}) {
-        std::vector<std::string> a = {"recommend", "--model", "deepseek-v3", "--gpus", "h200", "--slo", "ttft=5s", "--rate", "1",
-                                      "--input-len", "fixed:100", "--output-len", "fixed:10"};
+        std::vector<std::string> a = {"recommend", "--model", "deepseek-v3", "--gpus",    "h200",         "--slo",   "ttft=5s",
+                                      "--rate",    "1",       "--input-len", "fixed:100", "--output-len", "fixed:10"};
         a.insert(a.end(), extra.begin(), extra.end());
         const Run bad = Run::kvplan(a);
         CHECK(bad.exit_code == 2);
@@ -570,9 +574,8 @@ TEST_CASE("recommend (analytic) --max-nodes 4: DP + EP layouts over 2 and 4 node
 }
 
 TEST_CASE("recommend --slo --two-batch-overlap: the DP + EP layouts run as two micro-batches, their commands say so") {
-    const Run r = Run::kvplan({"recommend", "--model", "deepseek-v3", "--gpus", "h200", "--slo", "ttft=1s,tpot=200ms", "--rate", "20",
-                               "--input-len", "fixed:2000", "--output-len", "fixed:200", "--requests", "200", "--two-batch-overlap", "--top", "30",
-                               "--json"});
+    const Run r = Run::kvplan({"recommend", "--model", "deepseek-v3", "--gpus", "h200", "--slo", "ttft=1s,tpot=200ms", "--rate", "20", "--input-len",
+                               "fixed:2000", "--output-len", "fixed:200", "--requests", "200", "--two-batch-overlap", "--top", "30", "--json"});
     INFO(r.command << "\n" << r.out << r.err);
     REQUIRE(r.exit_code == 0);
     const auto j = nlohmann::json::parse(r.out);
@@ -596,9 +599,10 @@ TEST_CASE("recommend --slo --spec-method mtp: every candidate simulated with the
     // each layout (tests/cli/simulate_dp_cmd_test.cpp derives its pool); the
     // commands: vLLM's --speculative-config, SGLang's EAGLE drafter of K = 1
     // step and K + 1 = 2 draft tokens.
-    const Run r = Run::kvplan({"recommend", "--model", "deepseek-v3", "--gpus", "h200", "--slo", "ttft=5s,tpot=200ms", "--rate", "20",
-                               "--input-len", "fixed:2000", "--output-len", "fixed:200", "--requests", "200", "--spec-method", "mtp",
-                               "--spec-tokens", "1", "--acceptance", "0.8", "--json"});
+    const Run r = Run::kvplan(
+        {"recommend",   "--model",      "deepseek-v3",  "--gpus",    "h200",       "--slo", "ttft=5s,tpot=200ms", "--rate", "20",
+         "--input-len", "fixed:2000",   "--output-len", "fixed:200", "--requests", "200",   "--spec-method",      "mtp",    "--spec-tokens",
+         "1",           "--acceptance", "0.8",          "--json"});
     INFO(r.command << "\n" << r.out << r.err);
     REQUIRE(r.exit_code == 0);
     const auto j = nlohmann::json::parse(r.out);
@@ -606,14 +610,15 @@ TEST_CASE("recommend --slo --spec-method mtp: every candidate simulated with the
     REQUIRE(!j["candidates"].empty());
     for (const auto& c : j["candidates"]) {
         CHECK_THAT(c["vllm_command"].get<std::string>(), Catch::EndsWith(R"(--speculative-config '{"method":"mtp","num_speculative_tokens":1}')"));
-        CHECK_THAT(c["sglang_command"].get<std::string>(),
-                   Catch::Contains("--speculative-algorithm EAGLE --speculative-num-steps 1 --speculative-eagle-topk 1 --speculative-num-draft-tokens 2"));
+        CHECK_THAT(
+            c["sglang_command"].get<std::string>(),
+            Catch::Contains("--speculative-algorithm EAGLE --speculative-num-steps 1 --speculative-eagle-topk 1 --speculative-num-draft-tokens 2"));
     }
-    const std::vector<std::string> base = {"recommend", "--model", "deepseek-v3", "--gpus", "h200", "--slo", "ttft=5s", "--rate", "1",
-                                           "--input-len", "fixed:100", "--output-len", "fixed:10", "--spec-method", "mtp", "--spec-tokens", "1",
-                                           "--acceptance", "0.8"};
-    for (const std::vector<std::string>& extra : {std::vector<std::string>{"--engine", "sglang"}, std::vector<std::string>{"--disaggregated"},
-                                                  std::vector<std::string>{"--pp", "1,2"}}) {
+    const std::vector<std::string> base = {
+        "recommend", "--model",      "deepseek-v3", "--gpus",        "h200", "--slo",         "ttft=5s", "--rate",       "1",  "--input-len",
+        "fixed:100", "--output-len", "fixed:10",    "--spec-method", "mtp",  "--spec-tokens", "1",       "--acceptance", "0.8"};
+    for (const std::vector<std::string>& extra :
+         {std::vector<std::string>{"--engine", "sglang"}, std::vector<std::string>{"--disaggregated"}, std::vector<std::string>{"--pp", "1,2"}}) {
         std::vector<std::string> a = base;
         a.insert(a.end(), extra.begin(), extra.end());
         const Run bad = Run::kvplan(a);
@@ -661,10 +666,11 @@ TEST_CASE("recommend tries DP attention + EP for a mixture-of-experts model: Dee
     CHECK(j["candidates"][1]["tp"] == 8);
     CHECK(j["candidates"][1]["max_requests"] == 152);  // tests/core/memory/scale_out_test.cpp
     // Flags per engine: vLLM's per engine core (720 / 8 = 90), SGLang's the server's totals it divides by --dp.
-    CHECK_THAT(ep["vllm_flags"].get<std::string>(), Catch::StartsWith("--tensor-parallel-size 1 --data-parallel-size 8 --enable-expert-parallel --max-num-seqs 90 "));
+    CHECK_THAT(ep["vllm_flags"].get<std::string>(),
+               Catch::StartsWith("--tensor-parallel-size 1 --data-parallel-size 8 --enable-expert-parallel --max-num-seqs 90 "));
     CHECK_THAT(ep["sglang_flags"].get<std::string>(), Catch::StartsWith("--tp 8 --dp 8 --enable-dp-attention --ep 8 --max-running-requests 720 "));
-    CHECK_THAT(ep["trtllm_flags"].get<std::string>(), Catch::StartsWith("--tp_size 8 --ep_size 8 --max_batch_size 90 ") &&
-                                                          Catch::EndsWith("--extra_llm_api_options attention_dp.yaml"));
+    CHECK_THAT(ep["trtllm_flags"].get<std::string>(),
+               Catch::StartsWith("--tp_size 8 --ep_size 8 --max_batch_size 90 ") && Catch::EndsWith("--extra_llm_api_options attention_dp.yaml"));
     // At 50 ms the layout's batch falls to the TPOT bound and TP 8 ranks first.
     args = a;
     args.insert(args.end(), {"--tpot", "0.05"});
@@ -675,7 +681,8 @@ TEST_CASE("recommend tries DP attention + EP for a mixture-of-experts model: Dee
     CHECK(tight["candidates"][1]["batch"].get<int>() < 720);
     CHECK(tight["candidates"][1]["tpot_s"].get<double>() <= 0.05);
     // A dense model gets no such layout.
-    const auto dense = nlohmann::json::parse(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--gpus", "h100-sxm", "--context", "8192", "--ttft", "1",
-                                                          "--tpot", "0.05", "--json"}).out);
+    const auto dense = nlohmann::json::parse(
+        Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--gpus", "h100-sxm", "--context", "8192", "--ttft", "1", "--tpot", "0.05", "--json"})
+            .out);
     for (const auto& c : dense["candidates"]) CHECK(c["attention_dp"] == 1);
 }

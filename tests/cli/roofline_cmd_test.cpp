@@ -1,11 +1,11 @@
 // `kvplan roofline` and `kvplan recommend` in process, through run().
-#include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli/app.hpp"
@@ -13,7 +13,6 @@
 
 using namespace kvplan;
 using namespace kvplan::test;
-
 
 TEST_CASE("roofline --json carries the documented keys and one row per batch") {
     auto r = kvplan_run({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100", "--batch", "1,16,256", "--context", "4096", "--json"});
@@ -47,7 +46,7 @@ TEST_CASE("roofline --engine llamacpp caches KV in f16, llama.cpp's --cache-type
     std::vector<std::string> llama = base, told = base;
     llama.insert(llama.end(), {"--engine", "llamacpp"});
     told.insert(told.end(), {"--engine", "llamacpp", "--kv-dtype", "bf16"});
-    CHECK(kv_of(base) == "bf16");   // vLLM's rule: the checkpoint's bf16
+    CHECK(kv_of(base) == "bf16");  // vLLM's rule: the checkpoint's bf16
     CHECK(kv_of(llama) == "fp16");
     CHECK(kv_of(told) == "bf16");
 }
@@ -84,8 +83,8 @@ TEST_CASE("roofline --calibration keeps the engine's per-step cost unless the fi
         REQUIRE(fd >= 0);
         close(fd);
         std::ofstream(path) << R"({"schema_version": 2, "measured_bandwidth_bytes_per_s": 3.0e12, "step_overhead_s": )" << step << "}";
-        auto r = kvplan_run({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100", "--batch", "1", "--engine", engine,
-                             "--calibration", path, "--json"});
+        auto r =
+            kvplan_run({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100", "--batch", "1", "--engine", engine, "--calibration", path, "--json"});
         std::remove(path);
         REQUIRE(r.code == 0);
         return nlohmann::json::parse(r.out)["step_overhead_s"].get<double>();
@@ -149,7 +148,8 @@ TEST_CASE("engines lists every profile and --show one with its provenance and --
 
 TEST_CASE("roofline --engine prices the step on that engine's profile and says which") {
     // gpt-fast on an A100 SXM: 0.751 x 2.039 TB/s for bf16 weights, against the generic 0.55.
-    auto j = nlohmann::json::parse(kvplan_run({"roofline", "--model", "llama-2-7b", "--gpu", "a100-sxm-80gb", "--engine", "gpt-fast", "--batch", "1", "--json"}).out);
+    auto j = nlohmann::json::parse(
+        kvplan_run({"roofline", "--model", "llama-2-7b", "--gpu", "a100-sxm-80gb", "--engine", "gpt-fast", "--batch", "1", "--json"}).out);
     CHECK(j["engine"] == "gpt-fast");
     CHECK(j["achievable_bandwidth_bytes_per_s"].get<double>() == Approx(0.751 * 2.039e12));
     auto g = nlohmann::json::parse(kvplan_run({"roofline", "--model", "llama-2-7b", "--gpu", "a100-sxm-80gb", "--batch", "1", "--json"}).out);
@@ -173,11 +173,13 @@ TEST_CASE("engine files: --engine-file adds a team's own profile and replaces a 
     auto listed = kvplan_run({"--engine-file", path, "engines"});
     REQUIRE(listed.code == 0);
     CHECK_THAT(listed.out, Catch::Contains("ours"));
-    auto j = nlohmann::json::parse(
-        kvplan_run({"--engine-file", path, "roofline", "--model", "llama-2-7b", "--gpu", "a100-sxm-80gb", "--engine", "ours", "--batch", "1", "--json"}).out);
+    auto j = nlohmann::json::parse(kvplan_run({"--engine-file", path, "roofline", "--model", "llama-2-7b", "--gpu", "a100-sxm-80gb", "--engine",
+                                               "ours", "--batch", "1", "--json"})
+                                       .out);
     CHECK(j["step_overhead_s"] == 0.0008);
     auto g = nlohmann::json::parse(kvplan_run({"--engine-file", path, "roofline", "--model", "llama-2-7b", "--gpu", "a100-sxm-80gb", "--engine",
-                                               "gpt-fast", "--batch", "1", "--json"}).out);
+                                               "gpt-fast", "--batch", "1", "--json"})
+                                       .out);
     CHECK(g["achievable_bandwidth_bytes_per_s"].get<double>() == Approx(0.5 * 2.039e12));
     std::ofstream(path) << R"({"schema_version": 1, "id": "ours", "kv_fraction": 3})";
     auto bad = kvplan_run({"--engine-file", path, "engines"});

@@ -1,11 +1,10 @@
 // `kvplan roofline` with data-parallel attention and expert parallelism
 // (docs/scale-out.md, "Step cost"), in process through run().
-#include <catch2/catch.hpp>
-
-#include <nlohmann/json.hpp>
-
 #include <sstream>
 #include <string>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "cli/app.hpp"
 #include "test_support.hpp"
@@ -16,8 +15,8 @@ using namespace kvplan::test;
 namespace {
 
 std::vector<std::string> v3_dp8(std::vector<std::string> extra = {}) {
-    std::vector<std::string> a{"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--dp", "8",
-                               "--enable-expert-parallel", "--batch", "64,512"};
+    std::vector<std::string> a{"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--dp", "8", "--enable-expert-parallel",
+                               "--batch",  "64,512"};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
 }
@@ -31,12 +30,12 @@ TEST_CASE("roofline --dp 8 --enable-expert-parallel --json carries the layout an
     CHECK(j["layout"]["dp"] == 8);
     CHECK(j["layout"]["ep"] == 8);
     CHECK(j["layout"]["gpus"] == 8);
-    CHECK(j["layout"]["experts_per_gpu"] == 32);       // 256 / 8
+    CHECK(j["layout"]["experts_per_gpu"] == 32);  // 256 / 8
     CHECK(j["layout"]["expert_imbalance"] == 1.0);
-    CHECK(j["tp"] == 1);                                // attention TP
+    CHECK(j["tp"] == 1);  // attention TP
     REQUIRE(j["rows"].size() == 2);
-    CHECK(j["rows"][0]["rank_sequences"] == 8);         // 64 / 8
-    CHECK(j["rows"][1]["rank_sequences"] == 64);        // 512 / 8
+    CHECK(j["rows"][0]["rank_sequences"] == 8);   // 64 / 8
+    CHECK(j["rows"][1]["rank_sequences"] == 64);  // 512 / 8
     // 58 MoE layers x (77 + 114) us: both batches at DeepEP's published floor.
     CHECK(j["rows"][0]["all_to_all_s"].get<double>() == Approx(58 * 191e-6));
     CHECK(j["rows"][0]["all_to_all_bytes"].get<double>() == Approx(70'572'544));  // 58 x 56 x 21,728 B
@@ -94,8 +93,9 @@ TEST_CASE("roofline --nodes: the layout's nodes, NIC and the NIC's share of the 
     // DeepSeek-V3, vLLM DP 16 + EP 16 on H200 at 256 sequences a rank: two
     // nodes of 8 by default; 1,024 of the busiest rank's 2,048 pairs cross the
     // NIC (tests/core/speed/expert_parallel_step_test.cpp derives the step).
-    const std::vector<std::string> a{"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--dp", "16",
-                                     "--enable-expert-parallel", "--batch", "4096", "--json"};
+    const std::vector<std::string> a{"roofline", "--model", "deepseek-v3", "--gpu", "h200",
+                                     "--engine", "vllm",    "--dp",        "16",    "--enable-expert-parallel",
+                                     "--batch",  "4096",    "--json"};
     auto r = kvplan_run(a);
     REQUIRE(r.code == 0);
     auto j = nlohmann::json::parse(r.out);
@@ -105,28 +105,41 @@ TEST_CASE("roofline --nodes: the layout's nodes, NIC and the NIC's share of the 
     CHECK(j["rows"][0]["all_to_all_nic_bytes"].get<double>() == Approx(58.0 * 1024 * 21'728));
     CHECK(j["rows"][0]["all_to_all_s"].get<double>() == Approx(25.809e-3).epsilon(1e-4));
     // --nodes 2 says the same; --nic ib-xdr halves the NIC time: 58 x max(118, 75.7) + max(195, 146.8) us.
-    auto same = kvplan_run([&] { auto b = a; b.insert(b.end(), {"--nodes", "2"}); return b; }());
+    auto same = kvplan_run([&] {
+        auto b = a;
+        b.insert(b.end(), {"--nodes", "2"});
+        return b;
+    }());
     REQUIRE(same.code == 0);
     CHECK(same.out == r.out);
-    auto xdr = kvplan_run([&] { auto b = a; b.insert(b.end(), {"--nic", "ib-xdr"}); return b; }());
+    auto xdr = kvplan_run([&] {
+        auto b = a;
+        b.insert(b.end(), {"--nic", "ib-xdr"});
+        return b;
+    }());
     REQUIRE(xdr.code == 0);
     CHECK(nlohmann::json::parse(xdr.out)["rows"][0]["all_to_all_s"].get<double>() == Approx(58 * 313e-6));
     // One NVL-style domain of 16: nothing crosses a NIC.
-    auto one = kvplan_run([&] { auto b = a; b.insert(b.end(), {"--gpus-per-node", "16"}); return b; }());
+    auto one = kvplan_run([&] {
+        auto b = a;
+        b.insert(b.end(), {"--gpus-per-node", "16"});
+        return b;
+    }());
     REQUIRE(one.code == 0);
     auto jo = nlohmann::json::parse(one.out);
     CHECK(jo["layout"]["nodes"] == 1);
     CHECK(jo["layout"]["nic"].is_null());
     CHECK(jo["rows"][0]["all_to_all_nic_bytes"] == 0);
     // The text names the nodes.
-    auto text = kvplan_run({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--dp", "16", "--enable-expert-parallel", "--batch", "4096"});
+    auto text = kvplan_run(
+        {"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--dp", "16", "--enable-expert-parallel", "--batch", "4096"});
     REQUIRE(text.code == 0);
     CHECK_THAT(text.out, Catch::Contains("2 nodes") && Catch::Contains("ib-ndr between them (50 GB/s a GPU per direction)"));
 }
 
 TEST_CASE("roofline --nodes, --gpus-per-node and --nic refuse a layout they do not describe") {
-    const std::vector<std::string> a{"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--dp", "16",
-                                     "--enable-expert-parallel", "--batch", "4096"};
+    const std::vector<std::string> a{
+        "roofline", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--dp", "16", "--enable-expert-parallel", "--batch", "4096"};
     const std::vector<std::pair<std::vector<std::string>, std::string>> bad{
         {{"--nodes", "3"}, "--nodes 3: the layout's 16 GPUs do not split evenly over them"},
         {{"--nodes", "2", "--gpus-per-node", "4"}, "--nodes 2 x --gpus-per-node 4 is 8 GPUs; the layout has 16"},
@@ -158,21 +171,38 @@ TEST_CASE("published DeepSeek deployments beside kvplan at their layouts: the fi
     };
     const std::vector<Row> rows{
         // DeepSeek Day 6: 14.8k output tokens/s per H800 node, decode EP 144 over 18 nodes.
-        {{"--gpu", "h800", "--engine", "sglang", "--tp", "144", "--dp", "144", "--ep", "144", "--moe-a2a-backend", "deepep",
-          "--redundant-experts", "32", "--nodes", "18"}, 144 * 128, 4096, 17346.0 / 8, 14800.0 / 8},
+        {{"--gpu", "h800", "--engine", "sglang", "--tp", "144", "--dp", "144", "--ep", "144", "--moe-a2a-backend", "deepep", "--redundant-experts",
+          "32", "--nodes", "18"},
+         144 * 128,
+         4096,
+         17346.0 / 8,
+         14800.0 / 8},
         // lmsys.org 2025-05-05: 22.3k per H100 node, decode EP 72 over 9 nodes.
-        {{"--gpu", "h100-sxm", "--engine", "sglang", "--tp", "72", "--dp", "72", "--ep", "72", "--moe-a2a-backend", "deepep",
-          "--redundant-experts", "32", "--nodes", "9"}, 72 * 128, 2048, 19751.0 / 8, 22300.0 / 8},
-        {{"--gpu", "h100-sxm", "--engine", "sglang", "--tp", "72", "--dp", "72", "--ep", "72", "--moe-a2a-backend", "deepep",
-          "--redundant-experts", "32", "--nodes", "9"}, 72 * 256, 2048, 25912.0 / 8, 22300.0 / 8},
+        {{"--gpu", "h100-sxm", "--engine", "sglang", "--tp", "72", "--dp", "72", "--ep", "72", "--moe-a2a-backend", "deepep", "--redundant-experts",
+          "32", "--nodes", "9"},
+         72 * 128,
+         2048,
+         19751.0 / 8,
+         22300.0 / 8},
+        {{"--gpu", "h100-sxm", "--engine", "sglang", "--tp", "72", "--dp", "72", "--ep", "72", "--moe-a2a-backend", "deepep", "--redundant-experts",
+          "32", "--nodes", "9"},
+         72 * 256,
+         2048,
+         25912.0 / 8,
+         22300.0 / 8},
         // lmsys.org 2025-09-25: 9,087 per GB200, 48 decode GPUs in one NVL72.
-        {{"--gpu", "gb200", "--engine", "sglang", "--tp", "48", "--dp", "48", "--ep", "48", "--moe-a2a-backend", "deepep",
-          "--redundant-experts", "32"}, 48 * 512, 2048, 9591.0, 9087.0},
+        {{"--gpu", "gb200", "--engine", "sglang", "--tp", "48", "--dp", "48", "--ep", "48", "--moe-a2a-backend", "deepep", "--redundant-experts",
+          "32"},
+         48 * 512,
+         2048,
+         9591.0,
+         9087.0},
         // blog.vllm.ai wide-EP: 2.2k per H200.
         {{"--gpu", "h200", "--engine", "vllm", "--dp", "16", "--enable-expert-parallel"}, 16 * 128, 2048, 2772.0, 2200.0},
     };
     for (const Row& row : rows) {
-        std::vector<std::string> a{"roofline", "--model", "deepseek-v3", "--batch", std::to_string(row.batch), "--context", std::to_string(row.context), "--json"};
+        std::vector<std::string> a{
+            "roofline", "--model", "deepseek-v3", "--batch", std::to_string(row.batch), "--context", std::to_string(row.context), "--json"};
         a.insert(a.end(), row.args.begin(), row.args.end());
         auto r = kvplan_run(a);
         REQUIRE(r.code == 0);
@@ -207,7 +237,8 @@ TEST_CASE("roofline --two-batch-overlap: vLLM's micro-batches from 32 decode tok
     for (std::string line; std::getline(lines, line);) CHECK(line.size() <= 100);
     for (const std::vector<std::string>& bad :
          {std::vector<std::string>{"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--tp", "8", "--two-batch-overlap"},
-          std::vector<std::string>{"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--dp", "8", "--enable-expert-parallel", "--two-batch-overlap"},
+          std::vector<std::string>{"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--dp", "8", "--enable-expert-parallel",
+                                   "--two-batch-overlap"},
           std::vector<std::string>{"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--dp", "8", "--two-batch-overlap"}}) {
         auto x = kvplan_run(bad);
         CHECK(x.code == 2);

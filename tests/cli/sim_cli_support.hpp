@@ -3,14 +3,15 @@
 // line naming what is wrong.
 #pragma once
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
 
 #include "test_support.hpp"
 

@@ -1,12 +1,13 @@
 // `kvplan simulate` end to end (in process): the published traces parse with
 // the row counts their README gives, the output is deterministic and within
 // 100 columns, and bad traces fail with one line naming the file, line and field.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+
 #include <unistd.h>
+
+#include <catch2/catch.hpp>
 
 #include "io/trace_reader.hpp"
 #include "sim_cli_support.hpp"
@@ -37,8 +38,8 @@ TEST_CASE("the bundled traces parse with the request counts their sources give")
 }
 
 TEST_CASE("simulate replays a trace: every request completes, twice the same, within 100 columns") {
-    const std::vector<std::string> args{"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace",
-                                        kTraces + "azure_2023_code.csv", "--limit", "500", "--json"};
+    const std::vector<std::string> args{"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", kTraces + "azure_2023_code.csv",
+                                        "--limit",  "500",     "--json"};
     auto a = kvplan_run(args), b = kvplan_run(args);
     REQUIRE(a.code == 0);
     CHECK(a.out == b.out);
@@ -52,8 +53,8 @@ TEST_CASE("simulate replays a trace: every request completes, twice the same, wi
     CHECK(j["ttft_s"]["p50"].get<double>() > 0.0015);
     CHECK(j["goodput_requests_per_s"].is_null());
     CHECK(j["notes"].empty());
-    auto t = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", kTraces + "azure_2023_code.csv",
-                         "--limit", "500", "--slo", "ttft=2s,tpot=50ms"});
+    auto t = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", kTraces + "azure_2023_code.csv", "--limit", "500",
+                         "--slo", "ttft=2s,tpot=50ms"});
     REQUIRE(t.code == 0);
     std::istringstream lines(t.out);
     for (std::string line; std::getline(lines, line);) CHECK(line.size() <= 100);
@@ -64,8 +65,8 @@ TEST_CASE("simulate says when --max-model-len passes the model's max_position_em
     // Llama-2-7B's config allows 4,096 positions: vLLM's _get_and_verify_max_len
     // refuses 8,192 unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, SGLang unless
     // SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1. The run goes on, with a note.
-    const std::vector<std::string> args{"simulate", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--rate", "2", "--requests", "20",
-                                        "--input-len", "fixed:5000", "--output-len", "fixed:10", "--max-model-len", "8192"};
+    const std::vector<std::string> args{"simulate", "--model",     "llama-2-7b", "--gpu",        "h100-sxm", "--rate",          "2",   "--requests",
+                                        "20",       "--input-len", "fixed:5000", "--output-len", "fixed:10", "--max-model-len", "8192"};
     auto t = kvplan_run(args);
     REQUIRE(t.code == 0);
     CHECK_THAT(t.out, Catch::Contains("note: max_model_len 8,192 exceeds the model's max_position_embeddings (4,096); vLLM refuses it"));
@@ -81,8 +82,8 @@ TEST_CASE("the pool holds the weights --weights-dtype stores: fp8 linear layers 
     // and 65 norms of 4,096 stay 16-bit; the 6,979,321,856 linear weights go from 2 B to 1 B, freeing
     // 6,979,321,856 B = exactly 3,328 blocks of 16 tokens x 131,072 B (32 layers x 8 KV heads x 128 x 2 x 2 B).
     auto blocks = [](const char* weights) {
-        auto r = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "1", "--requests", "3", "--input-len",
-                             "fixed:10", "--output-len", "fixed:5", "--weights-dtype", weights, "--json"});
+        auto r = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "1", "--requests", "3", "--input-len", "fixed:10",
+                             "--output-len", "fixed:5", "--weights-dtype", weights, "--json"});
         REQUIRE(r.code == 0);
         return nlohmann::json::parse(r.out)["kv_blocks_total"].get<std::int64_t>();
     };
@@ -91,14 +92,14 @@ TEST_CASE("the pool holds the weights --weights-dtype stores: fp8 linear layers 
 }
 
 TEST_CASE("a pool made small preempts, and Mooncake's shared prefixes hit the cache") {
-    auto r = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", kTraces + "mooncake_conversation.jsonl",
-                         "--limit", "300", "--max-model-len", "131072", "--json"});
+    auto r = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", kTraces + "mooncake_conversation.jsonl", "--limit",
+                         "300", "--max-model-len", "131072", "--json"});
     REQUIRE(r.code == 0);
     const auto j = nlohmann::json::parse(r.out);
     // Its requests share their first 512-token block (hash id 0) and some whole conversations.
     CHECK(j["prefix_cache_hit_rate"].get<double>() > 0.02);
-    auto small = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", kTraces + "azure_2023_conv.csv",
-                             "--limit", "400", "--time-scale", "20", "--num-gpu-blocks", "600", "--json"});
+    auto small = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", kTraces + "azure_2023_conv.csv", "--limit", "400",
+                             "--time-scale", "20", "--num-gpu-blocks", "600", "--json"});
     REQUIRE(small.code == 0);
     const auto s = nlohmann::json::parse(small.out);
     CHECK(s["preemptions"].get<std::int64_t>() > 0);
@@ -108,12 +109,12 @@ TEST_CASE("a pool made small preempts, and Mooncake's shared prefixes hit the ca
 TEST_CASE("simulate --debug-invariants checks docs/invariants.md after every step and changes no figure") {
     // A preempting run of each shape: replicas with CPU offload, SGLang, a DP attention + EP layout, a P/D unit.
     const std::vector<std::vector<std::string>> runs{
-        {"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", kTraces + "azure_2023_conv.csv", "--limit", "300",
-         "--time-scale", "20", "--num-gpu-blocks", "600", "--cpu-offload", "8GiB", "--replicas", "2", "--json"},
-        {"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "sglang", "--trace", kTraces + "azure_2023_conv.csv",
-         "--limit", "300", "--time-scale", "20", "--num-gpu-blocks", "20000", "--json"},
-        {"simulate", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--dp", "2", "--enable-expert-parallel", "--rate", "20", "--requests",
-         "200", "--input-len", "fixed:500", "--output-len", "fixed:50", "--json"},
+        {"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", kTraces + "azure_2023_conv.csv", "--limit", "300", "--time-scale",
+         "20", "--num-gpu-blocks", "600", "--cpu-offload", "8GiB", "--replicas", "2", "--json"},
+        {"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "sglang", "--trace", kTraces + "azure_2023_conv.csv", "--limit",
+         "300", "--time-scale", "20", "--num-gpu-blocks", "20000", "--json"},
+        {"simulate", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--dp", "2", "--enable-expert-parallel", "--rate", "20", "--requests", "200",
+         "--input-len", "fixed:500", "--output-len", "fixed:50", "--json"},
         {"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--prefill-replicas", "1", "--decode-replicas", "1", "--rate", "10",
          "--requests", "200", "--input-len", "fixed:2000", "--output-len", "fixed:50", "--json"}};
     for (std::vector<std::string> args : runs) {
@@ -131,17 +132,17 @@ TEST_CASE("prefix tokens: a shared system prompt hits the prefix cache in whole 
     // One client, 10 prompts of 2,000 tokens opening with the same 1,000:
     // the 2nd..10th each reuse 62 blocks of 16 (992 tokens; block 62 also
     // holds their own tokens), so the hit rate is 9 x 992 / 20,000 = 0.4464.
-    auto r = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--concurrency", "1", "--requests", "10",
-                         "--input-len", "fixed:2000", "--output-len", "fixed:8", "--prefix-tokens", "1000", "--json"});
+    auto r = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--concurrency", "1", "--requests", "10", "--input-len",
+                         "fixed:2000", "--output-len", "fixed:8", "--prefix-tokens", "1000", "--json"});
     REQUIRE(r.code == 0);
     CHECK(nlohmann::json::parse(r.out)["prefix_cache_hit_rate"].get<double>() == Approx(0.4464));
     // SGLang's radix cache matches to the token: 9 x 1,000 / 20,000 = 0.45.
-    auto g = kvplan_run({"simulate", "--engine", "sglang", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--concurrency", "1", "--requests",
-                         "10", "--input-len", "fixed:2000", "--output-len", "fixed:8", "--prefix-tokens", "1000", "--json"});
+    auto g = kvplan_run({"simulate", "--engine", "sglang", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--concurrency", "1", "--requests", "10",
+                         "--input-len", "fixed:2000", "--output-len", "fixed:8", "--prefix-tokens", "1000", "--json"});
     REQUIRE(g.code == 0);
     CHECK(nlohmann::json::parse(g.out)["prefix_cache_hit_rate"].get<double>() == Approx(0.45));
-    auto m = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", kTraces + "mooncake_conversation.jsonl",
-                         "--limit", "10", "--prefix-tokens", "1000"});
+    auto m = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", kTraces + "mooncake_conversation.jsonl", "--limit",
+                         "10", "--prefix-tokens", "1000"});
     CHECK(m.code == 2);
     CHECK(m.out.empty());
     CHECK(m.err.find("--prefix-tokens: the trace already says what its prompts share") != std::string::npos);
@@ -155,21 +156,35 @@ TEST_CASE("a device known by its memory is priced from a calibration file, and r
     // tokens on average (150 x 131,072 B / 2e12 = 0.0098 ms): TPOT 9.015 ms.
     const std::string cal = write_temp("cal.json", R"({"schema_version": 1, "device": "lab box", "measured_bandwidth_bytes_per_s": 2.0e12,
                                                       "measured_flops_per_s": 5.0e14})");
-    auto r = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu-mem", "80GiB", "--calibration", cal, "--concurrency", "1",
-                         "--requests", "2", "--input-len", "fixed:100", "--output-len", "fixed:100", "--json"});
+    auto r = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu-mem", "80GiB", "--calibration", cal, "--concurrency", "1", "--requests", "2",
+                         "--input-len", "fixed:100", "--output-len", "fixed:100", "--json"});
     REQUIRE(r.code == 0);
     CHECK(nlohmann::json::parse(r.out)["tpot_s"]["mean"].get<double>() == Approx(0.009015).epsilon(0.002));
-    auto bare = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu-mem", "80GiB", "--concurrency", "1", "--requests", "2",
-                            "--input-len", "fixed:100", "--output-len", "fixed:100"});
+    auto bare = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu-mem", "80GiB", "--concurrency", "1", "--requests", "2", "--input-len",
+                            "fixed:100", "--output-len", "fixed:100"});
     CHECK(bare.code == 2);
     CHECK(bare.out.empty());
     CHECK(bare.err.find("--gpu-mem SIZE with --calibration FILE") != std::string::npos);
 }
 
 TEST_CASE("synthetic traffic: the same seed gives the same run, Poisson rescaled to N / rate") {
-    const std::vector<std::string> args{"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "4", "--requests", "200",
-                                        "--input-len", "uniform:100-900", "--output-len", "fixed:64", "--seed", "3",
-                                        "--requests-csv", write_temp("requests.csv", "")};
+    const std::vector<std::string> args{"simulate",
+                                        "--model",
+                                        "llama-3.1-8b",
+                                        "--gpu",
+                                        "h100-sxm",
+                                        "--rate",
+                                        "4",
+                                        "--requests",
+                                        "200",
+                                        "--input-len",
+                                        "uniform:100-900",
+                                        "--output-len",
+                                        "fixed:64",
+                                        "--seed",
+                                        "3",
+                                        "--requests-csv",
+                                        write_temp("requests.csv", "")};
     auto a = kvplan_run(args), b = kvplan_run(args);
     REQUIRE(a.code == 0);
     CHECK(a.out == b.out);
@@ -177,7 +192,10 @@ TEST_CASE("synthetic traffic: the same seed gives the same run, Poisson rescaled
     std::string line, last;
     std::int64_t rows = 0;
     std::getline(csv, line);
-    while (std::getline(csv, line)) { last = line; ++rows; }
+    while (std::getline(csv, line)) {
+        last = line;
+        ++rows;
+    }
     CHECK(rows == 200);
     // The last request arrives at 200 / 4 = 50 s (vllm bench serve's rescaling).
     CHECK(std::stod(last.substr(last.find(',') + 1)) == Approx(50.0).margin(1e-6));
@@ -200,7 +218,8 @@ TEST_CASE("bad traces exit 65 with one line naming the file, the line and the fi
     expect("arrival_s,input_tokens,output_tokens\n", ": no requests (an empty trace)");
     expect("{\"arrival_time\": 1.5, \"input_toks\": 10}\n", ":1: output_toks: missing");
     expect("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-13-16 18:15:46.68,10,5\n", ":2: TIMESTAMP: expected a date-time");
-    expect("arrival_s,input_tokens,output_tokens\n0,100,10\n20000000,100,10\n", ":3: arrival: 2e+07 s after the first request: expected at most 10^7 s");
+    expect("arrival_s,input_tokens,output_tokens\n0,100,10\n20000000,100,10\n",
+           ":3: arrival: 2e+07 s after the first request: expected at most 10^7 s");
     expect("arrival_s,input_tokens,output_tokens\n0,200000,10\n", ": request 1: 200000 + 10 tokens exceed max_model_len 131072");
 }
 
@@ -224,8 +243,9 @@ TEST_CASE("simulate --engine sglang runs SGLang's scheduler over the token pool 
     auto pool = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "sglang", "--json"});
     REQUIRE(pool.code == 0);
     const std::int64_t tokens = nlohmann::json::parse(pool.out)["kv_cache_tokens"].get<std::int64_t>();
-    const std::vector<std::string> args{"simulate", "--engine", "sglang", "--model", "llama-3.1-8b", "--gpu", "h100-sxm",
-                                        "--trace", kTraces + "azure_2023_code.csv", "--limit", "300", "--json"};
+    const std::vector<std::string> args{
+        "simulate", "--engine", "sglang", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", kTraces + "azure_2023_code.csv",
+        "--limit",  "300",      "--json"};
     auto a = kvplan_run(args), b = kvplan_run(args);
     REQUIRE(a.code == 0);
     CHECK(a.out == b.out);
@@ -234,13 +254,13 @@ TEST_CASE("simulate --engine sglang runs SGLang's scheduler over the token pool 
     CHECK(j["completed"] == 300);
     CHECK(j["kv_blocks_total"] == tokens);  // token slots: pages of one token
     CHECK(j["block_size_tokens"] == 1);
-    auto vllm = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", kTraces + "azure_2023_code.csv",
-                            "--limit", "300", "--json"});
+    auto vllm = kvplan_run(
+        {"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", kTraces + "azure_2023_code.csv", "--limit", "300", "--json"});
     REQUIRE(vllm.code == 0);
     CHECK(nlohmann::json::parse(vllm.out)["engine"] == "vllm");
     // The table says whose scheduler ran, within 100 columns.
-    auto t = kvplan_run({"simulate", "--engine", "sglang", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace",
-                         kTraces + "azure_2023_code.csv", "--limit", "300", "--num-gpu-blocks", "50000"});
+    auto t = kvplan_run({"simulate", "--engine", "sglang", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", kTraces + "azure_2023_code.csv",
+                         "--limit", "300", "--num-gpu-blocks", "50000"});
     REQUIRE(t.code == 0);
     std::string flat = t.out;  // the header wraps at spaces, where the path's length puts it
     std::replace(flat.begin(), flat.end(), '\n', ' ');
@@ -249,9 +269,8 @@ TEST_CASE("simulate --engine sglang runs SGLang's scheduler over the token pool 
     std::istringstream lines(t.out);
     for (std::string line; std::getline(lines, line);) CHECK(line.size() <= 100);
     // --schedule-policy is SGLang's: lpm runs with it and is refused without it.
-    auto lpm = kvplan_run({"simulate", "--engine", "sglang", "--schedule-policy", "lpm", "--model", "llama-3.1-8b", "--gpu",
-                           "h100-sxm", "--trace", kTraces + "mooncake_conversation.jsonl", "--limit", "100", "--max-model-len",
-                           "131072", "--json"});
+    auto lpm = kvplan_run({"simulate", "--engine", "sglang", "--schedule-policy", "lpm", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace",
+                           kTraces + "mooncake_conversation.jsonl", "--limit", "100", "--max-model-len", "131072", "--json"});
     REQUIRE(lpm.code == 0);
     CHECK(nlohmann::json::parse(lpm.out)["schedule_policy"] == "lpm");
     CHECK(nlohmann::json::parse(lpm.out)["completed"] == 100);
@@ -274,8 +293,9 @@ TEST_CASE("simulate --cpu-offload reports the CPU tier, and without it JSON says
     // is 2^38 / 2^21 = 131,072 host blocks; PCIe Gen5 x16 moves 64 GB/s a
     // direction (models/gpus.json). 300 Mooncake requests on 2,000 GPU blocks
     // evict turns the CPU tier still holds.
-    const std::vector<std::string> base{"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace",
-                                        kTraces + "mooncake_conversation.jsonl", "--limit", "300", "--num-gpu-blocks", "2000"};
+    const std::vector<std::string> base{
+        "simulate", "--model", "llama-3.1-8b",     "--gpu", "h100-sxm", "--trace", kTraces + "mooncake_conversation.jsonl",
+        "--limit",  "300",     "--num-gpu-blocks", "2000"};
     std::vector<std::string> on = base;
     on.insert(on.end(), {"--cpu-offload", "256GiB"});
     auto text = kvplan_run(on);
@@ -324,15 +344,19 @@ TEST_CASE("simulate and concurrency refuse a bad --cpu-offload with one line and
     expect(with({"--cpu-offload", "64GiB", "--no-prefix-caching"}), "--cpu-offload: the CPU tier is keyed by prefix-cache block hashes");
     expect({"simulate", "--model", "gemma-2-9b", "--gpu", "h100-sxm", "--trace", "azure-2023-conv", "--limit", "5", "--cpu-offload", "64GiB"},
            "--cpu-offload: only models with one full-attention (or MLA) KV-cache group");
-    expect({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--cpu-offload", "64GiB"}, "--cpu-offload: vLLM's OffloadingConnector is modelled; pass --engine vllm");
-    expect({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm", "--cpu-offload", "-5GB"}, "--cpu-offload: expected a size");
+    expect({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--cpu-offload", "64GiB"},
+           "--cpu-offload: vLLM's OffloadingConnector is modelled; pass --engine vllm");
+    expect({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm", "--cpu-offload", "-5GB"},
+           "--cpu-offload: expected a size");
 }
 
 TEST_CASE("concurrency --cpu-offload prints the tokens the CPU tier holds and the host memory that is") {
     // 64 GiB of 2 MiB blocks: 32,768 blocks x 16 = 524,288 tokens, 68.72 GB.
-    auto r = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm", "--cpu-offload", "64GiB", "--context", "8192"});
+    auto r = kvplan_run(
+        {"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm", "--cpu-offload", "64GiB", "--context", "8192"});
     REQUIRE(r.code == 0);
-    CHECK(r.out.find("CPU KV tier (--cpu-offload 64GiB): 32,768 blocks, 524,288 tokens\nhost memory it takes: 64.00 GiB (68.72 GB)\n") != std::string::npos);
+    CHECK(r.out.find("CPU KV tier (--cpu-offload 64GiB): 32,768 blocks, 524,288 tokens\nhost memory it takes: 64.00 GiB (68.72 GB)\n") !=
+          std::string::npos);
     // Llama-3.1-70B at TP 2: 327,680 / 2 x 16 = 2,621,440 B a block per rank;
     // 100 GB / 2 = 5 x 10^10 B per rank holds 19,073 blocks (305,168 tokens),
     // 19,073 x 2,621,440 = 49,999,134,720 B a rank (46.56 GiB), 99,998,269,440 B in all (93.13 GiB).
@@ -341,7 +365,8 @@ TEST_CASE("concurrency --cpu-offload prints the tokens the CPU tier holds and th
     REQUIRE(t.code == 0);
     const auto j = nlohmann::json::parse(t.out);
     CHECK(j["cpu_kv_cache_tokens"] == 305168);
-    auto text = kvplan_run({"concurrency", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "2", "--engine", "vllm", "--cpu-offload", "100GB", "--context", "8192"});
+    auto text = kvplan_run({"concurrency", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "2", "--engine", "vllm", "--cpu-offload", "100GB",
+                            "--context", "8192"});
     CHECK(text.out.find("host memory it takes: 93.13 GiB (100.00 GB), 46.56 GiB on each of 2 ranks") != std::string::npos);
     auto none = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm", "--json"});
     CHECK(nlohmann::json::parse(none.out)["cpu_kv_cache_tokens"].is_null());
@@ -356,8 +381,8 @@ TEST_CASE("simulate --spec-method eagle: the drafter's KV shares the pool, each 
     // projection (67,108,864 B): 503,341,056 B. The pool keeps
     // floor((26,212 x 16 x 131,072 - 503,341,056) / (16 x 135,168)) = 25,184 blocks. Expected tokens per step
     // 1 + 0.8 + 0.8 x 0.7 + 0.8 x 0.7 x 0.6 = 2.696.
-    const std::vector<std::string> base = {"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "2", "--requests", "200",
-                                           "--input-len", "fixed:1024", "--output-len", "fixed:256", "--json"};
+    const std::vector<std::string> base = {"simulate",   "--model", "llama-3.1-8b", "--gpu",      "h100-sxm",     "--rate",    "2",
+                                           "--requests", "200",     "--input-len",  "fixed:1024", "--output-len", "fixed:256", "--json"};
     std::vector<std::string> spec = base;
     for (const char* a : {"--spec-method", "eagle", "--spec-tokens", "3", "--acceptance", "0.8,0.7,0.6"}) spec.push_back(a);
     auto plain = kvplan_run(base), fast = kvplan_run(spec);
@@ -376,10 +401,10 @@ TEST_CASE("simulate --spec-method eagle: the drafter's KV shares the pool, each 
     // Refused where it is not simulated, before any work.
     for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
              {"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "1", "--requests", "5", "--spec-tokens", "3"},
-             {"simulate", "--engine", "sglang", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "1", "--requests", "5", "--spec-method", "eagle",
-              "--spec-tokens", "2", "--acceptance", "0.7"},
-             {"simulate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "2", "--pp", "2", "--rate", "1", "--requests", "5", "--spec-method",
-              "eagle", "--spec-tokens", "2", "--acceptance", "0.7"}}) {
+             {"simulate", "--engine", "sglang", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "1", "--requests", "5", "--spec-method",
+              "eagle", "--spec-tokens", "2", "--acceptance", "0.7"},
+             {"simulate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "2", "--pp", "2", "--rate", "1", "--requests", "5",
+              "--spec-method", "eagle", "--spec-tokens", "2", "--acceptance", "0.7"}}) {
         auto r = kvplan_run(bad);
         CHECK(r.code == 2);
         CHECK(r.out.empty());
@@ -393,8 +418,8 @@ TEST_CASE("simulate --spec-method draft: the draft model's weights and KV come o
     // The Llama-3.1-8B draft: 16,060,522,496 B of weights / 4 = 4,015,130,624
     // per GPU first, then 32,768 B a token per rank beside the target's:
     // floor(31,204,734,976 / (16 x 114,688)) = 17,005 blocks.
-    const std::vector<std::string> base = {"simulate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--rate", "1", "--requests", "20",
-                                           "--input-len", "fixed:1024", "--output-len", "fixed:64", "--json"};
+    const std::vector<std::string> base = {"simulate",   "--model", "llama-3.1-70b", "--gpu",      "h100-sxm",     "--tp",     "4",     "--rate", "1",
+                                           "--requests", "20",      "--input-len",   "fixed:1024", "--output-len", "fixed:64", "--json"};
     std::vector<std::string> spec = base;
     for (const char* a : {"--spec-method", "draft", "--draft-model", "llama-3.1-8b", "--spec-tokens", "4", "--acceptance", "0.7"}) spec.push_back(a);
     auto plain = kvplan_run(base), draft = kvplan_run(spec);
@@ -407,7 +432,8 @@ TEST_CASE("simulate --spec-method draft: the draft model's weights and KV come o
     CHECK(j["speculative"]["draft_kv_bytes_per_token"] == 32768);
     // A draft model that is not there is named by its own flag.
     std::vector<std::string> missing = base;
-    for (const char* a : {"--spec-method", "draft", "--draft-model", "/nonexistent/config.json", "--spec-tokens", "2", "--acceptance", "0.7"}) missing.push_back(a);
+    for (const char* a : {"--spec-method", "draft", "--draft-model", "/nonexistent/config.json", "--spec-tokens", "2", "--acceptance", "0.7"})
+        missing.push_back(a);
     auto m = kvplan_run(missing);
     CHECK(m.code == 2);
     CHECK(m.out.empty());

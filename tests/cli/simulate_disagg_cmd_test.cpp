@@ -3,12 +3,13 @@
 // its device and TP, the transfer is priced for the decode side's layout,
 // the output keeps other runs' keys, and flags that cannot combine are
 // refused in one line.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+
 #include <unistd.h>
+
+#include <catch2/catch.hpp>
 
 #include "sim_cli_support.hpp"
 #include "test_support.hpp"
@@ -33,8 +34,8 @@ TEST_CASE("simulate P/D: each pool is concurrency's for its device and TP, the t
     // 65,536 B. Over ib-ndr (50 GB/s): 25 us + 3,000 x 65,536 / 50e9 s =
     // 3.957 ms.
     const std::string trace = write_temp("one.csv", "arrival_s,input_tokens,output_tokens\n0,3000,5\n");
-    auto r = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", trace, "--prefill-replicas", "1",
-                         "--decode-replicas", "1", "--prefill-gpu", "h200", "--decode-tp", "2", "--json"});
+    auto r = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", trace, "--prefill-replicas", "1", "--decode-replicas",
+                         "1", "--prefill-gpu", "h200", "--decode-tp", "2", "--json"});
     INFO(r.err);
     REQUIRE(r.code == 0);
     const auto j = nlohmann::json::parse(r.out);
@@ -45,8 +46,8 @@ TEST_CASE("simulate P/D: each pool is concurrency's for its device and TP, the t
     CHECK(j["prefill_pool"]["tp"] == 1);
     CHECK(j["decode_pool"]["tp"] == 2);
     CHECK(j["prefill_pool"]["max_num_batched_tokens"] == 8192);  // vLLM's default on a large device (engine.cpp default_max_batched_tokens)
-    CHECK(j["prefill_pool"]["replicas"][0]["steps"] == 1);        // so the prompt is one step
-    CHECK(j["decode_pool"]["replicas"][0]["steps"] == 5);   // the last prompt token again, then 4 decodes
+    CHECK(j["prefill_pool"]["replicas"][0]["steps"] == 1);       // so the prompt is one step
+    CHECK(j["decode_pool"]["replicas"][0]["steps"] == 5);        // the last prompt token again, then 4 decodes
     CHECK(j["completed"] == 1);
     CHECK(j["replicas"].size() == 2);
 }
@@ -56,8 +57,8 @@ TEST_CASE("simulate P/D with a link given in GB/s, layer by layer, exposes the l
     // 4.9152 ms on the wire, of which the last of Llama-3.1-8B's 32 layers'
     // share, 0.1536 ms, follows the prefill; plus the 25 us latency.
     const std::string trace = write_temp("one.csv", "arrival_s,input_tokens,output_tokens\n0,3000,5\n");
-    auto r = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", trace, "--prefill-replicas", "1",
-                         "--decode-replicas", "1", "--kv-link", "80GB/s", "--layerwise-transfer", "--json"});
+    auto r = kvplan_run({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", trace, "--prefill-replicas", "1", "--decode-replicas",
+                         "1", "--kv-link", "80GB/s", "--layerwise-transfer", "--json"});
     INFO(r.err);
     REQUIRE(r.code == 0);
     const auto j = nlohmann::json::parse(r.out);
@@ -87,8 +88,8 @@ TEST_CASE("simulate P/D on a bundled trace: the table within 100 columns names b
 }
 
 TEST_CASE("simulate P/D refuses flags that cannot combine, in one line") {
-    const std::vector<std::string> base{"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "1", "--requests", "5",
-                                        "--input-len", "fixed:100", "--output-len", "fixed:10"};
+    const std::vector<std::string> base{"simulate",   "--model", "llama-3.1-8b", "--gpu",     "h100-sxm",     "--rate",  "1",
+                                        "--requests", "5",       "--input-len",  "fixed:100", "--output-len", "fixed:10"};
     const auto with = [&](std::vector<std::string> more) {
         std::vector<std::string> a = base;
         a.insert(a.end(), more.begin(), more.end());

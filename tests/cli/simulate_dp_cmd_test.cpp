@@ -2,14 +2,15 @@
 // process): every DP rank holds the pool `concurrency --dp` computes, a lone
 // request's times are the roofline's lockstep steps, and the flags the DP
 // group does not simulate are refused in one line.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <sstream>
+
 #include <unistd.h>
+
+#include <catch2/catch.hpp>
 
 #include "core/memory/parallel.hpp"
 #include "core/speed/speculative.hpp"
@@ -128,17 +129,18 @@ TEST_CASE("simulate --dp 8 --enable-expert-parallel --spec-method mtp: the head'
     CHECK(j["speculative"]["mean_tokens_per_step"].get<double>() == Approx(1.8).margin(0.02));
     // A separate draft model is not priced under a layout; SGLang's speculation is not simulated.
     const std::vector<std::string> load = {"--rate", "1", "--requests", "5", "--input-len", "fixed:100", "--output-len", "fixed:5"};
-    expect_usage_error(with(with(kDp8, load), {"--spec-method", "draft", "--draft-model", "llama-3.1-8b", "--spec-tokens", "2", "--acceptance", "0.7"}),
-                       "use mtp or eagle");
-    expect_usage_error(with({"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang", "--tp", "8", "--dp", "8", "--spec-method", "mtp",
-                             "--spec-tokens", "1", "--acceptance", "0.8"},
+    expect_usage_error(
+        with(with(kDp8, load), {"--spec-method", "draft", "--draft-model", "llama-3.1-8b", "--spec-tokens", "2", "--acceptance", "0.7"}),
+        "use mtp or eagle");
+    expect_usage_error(with({"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang", "--tp", "8", "--dp", "8", "--spec-method",
+                             "mtp", "--spec-tokens", "1", "--acceptance", "0.8"},
                             load),
                        "vLLM's engine only");
 }
 
 TEST_CASE("simulate --dp 16 over two nodes names the NIC, and the layout flags are refused where they cannot apply") {
-    auto r = kvplan_run({"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--dp", "16", "--enable-expert-parallel", "--nodes", "2",
-                         "--rate", "10", "--requests", "50", "--input-len", "fixed:500", "--output-len", "fixed:20", "--json"});
+    auto r = kvplan_run({"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--dp", "16", "--enable-expert-parallel", "--nodes", "2", "--rate",
+                         "10", "--requests", "50", "--input-len", "fixed:500", "--output-len", "fixed:20", "--json"});
     INFO(r.err);
     REQUIRE(r.code == 0);
     const auto j = nlohmann::json::parse(r.out);
@@ -244,8 +246,9 @@ TEST_CASE("simulate P/D with --prefill-dp 8 --decode-dp 8: both pools DP groups,
         CHECK(requests == 1);
     }
 
-    const std::vector<std::string> pd = {"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--enable-expert-parallel", "--rate", "1",
-                                         "--requests", "5", "--input-len", "fixed:100", "--output-len", "fixed:5"};
+    const std::vector<std::string> pd = {"simulate",     "--model", "deepseek-v3", "--gpu", "h200",        "--enable-expert-parallel",
+                                         "--rate",       "1",       "--requests",  "5",     "--input-len", "fixed:100",
+                                         "--output-len", "fixed:5"};
     expect_usage_error(with(pd, {"--decode-dp", "8"}), "need --prefill-replicas and --decode-replicas");
     expect_usage_error(with(pd, {"--prefill-replicas", "1", "--decode-replicas", "1", "--dp", "8", "--nodes", "1"}), "--gpus-per-node");
     expect_usage_error({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--prefill-replicas", "1", "--decode-replicas", "1",
@@ -253,7 +256,9 @@ TEST_CASE("simulate P/D with --prefill-dp 8 --decode-dp 8: both pools DP groups,
                        "simulate them as --replicas 2");
 }
 
-TEST_CASE("simulate --engine sglang --tp 8 --dp 8 --ep 8: SGLang's DP attention, each rank concurrency's pool, a lone request priced by the lockstep step") {
+TEST_CASE(
+    "simulate --engine sglang --tp 8 --dp 8 --ep 8: SGLang's DP attention, each rank concurrency's pool, a lone request priced by the lockstep "
+    "step") {
     // concurrency --engine sglang --tp 8 --dp 8 (tests/cli/concurrency_cmd_test.cpp):
     // 323,065 tokens per DP rank on an H200. SGLang's server_args.py divides the
     // chunked prefill size, 8,192 on this device, over the 8 ranks: 1,024.
@@ -289,9 +294,10 @@ TEST_CASE("simulate --engine sglang --tp 8 --dp 8 --ep 8: SGLang's DP attention,
 }
 
 TEST_CASE("simulate --engine sglang --dp 8 on a busy workload: round robin deals the requests evenly, the table names the schedulers") {
-    auto r = kvplan_run({"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang", "--tp", "8", "--dp", "8", "--ep", "8",
-                         "--rate", "40", "--requests", "400", "--input-len", "fixed:1500", "--output-len", "fixed:200", "--seed", "3",
-                         "--max-num-seqs", "256"});
+    auto r = kvplan_run({"simulate", "--model",     "deepseek-v3", "--gpu",        "h200",      "--engine", "sglang", "--tp",
+                         "8",        "--dp",        "8",           "--ep",         "8",         "--rate",   "40",     "--requests",
+                         "400",      "--input-len", "fixed:1500",  "--output-len", "fixed:200", "--seed",   "3",      "--max-num-seqs",
+                         "256"});
     INFO(r.err);
     REQUIRE(r.code == 0);
     std::istringstream lines(r.out);
@@ -302,8 +308,18 @@ TEST_CASE("simulate --engine sglang --dp 8 on a busy workload: round robin deals
     CHECK(flat.find("max_running_requests 32") != std::string::npos);  // 256 over 8 ranks
     CHECK(flat.find("400 of 400") != std::string::npos);
     // --two-batch-overlap: the layout line and JSON say so, and every request is still served.
-    auto t = kvplan_run({"simulate", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang", "--tp", "8", "--dp", "8", "--ep", "8",
-                         "--rate", "40", "--requests", "100", "--input-len", "fixed:1500", "--output-len", "fixed:200", "--two-batch-overlap", "--json"});
+    auto t = kvplan_run({"simulate",    "--model",
+                         "deepseek-v3", "--gpu",
+                         "h200",        "--engine",
+                         "sglang",      "--tp",
+                         "8",           "--dp",
+                         "8",           "--ep",
+                         "8",           "--rate",
+                         "40",          "--requests",
+                         "100",         "--input-len",
+                         "fixed:1500",  "--output-len",
+                         "fixed:200",   "--two-batch-overlap",
+                         "--json"});
     INFO(t.err);
     REQUIRE(t.code == 0);
     const auto tj = nlohmann::json::parse(t.out);
@@ -336,10 +352,38 @@ TEST_CASE("published prefill pools beside kvplan's saturated simulated pools: th
         {"h800", 4096, 2306, false, 60983, 73700},
     };
     for (const Row& row : rows) {
-        std::vector<std::string> a{"simulate", "--engine", "sglang", "--model", "deepseek-v3", "--gpu", row.gpu, "--tp", "32", "--dp", "32",
-                                   "--ep", "32", "--moe-a2a-backend", "deepep", "--redundant-experts", "32", "--nodes", "4", "--concurrency",
-                                   "4096", "--requests", "16384", "--input-len", "fixed:" + std::to_string(row.prompt), "--output-len", "fixed:1",
-                                   "--max-num-batched-tokens", "524288", "--max-num-seqs", "8192", "--json"};
+        std::vector<std::string> a{"simulate",
+                                   "--engine",
+                                   "sglang",
+                                   "--model",
+                                   "deepseek-v3",
+                                   "--gpu",
+                                   row.gpu,
+                                   "--tp",
+                                   "32",
+                                   "--dp",
+                                   "32",
+                                   "--ep",
+                                   "32",
+                                   "--moe-a2a-backend",
+                                   "deepep",
+                                   "--redundant-experts",
+                                   "32",
+                                   "--nodes",
+                                   "4",
+                                   "--concurrency",
+                                   "4096",
+                                   "--requests",
+                                   "16384",
+                                   "--input-len",
+                                   "fixed:" + std::to_string(row.prompt),
+                                   "--output-len",
+                                   "fixed:1",
+                                   "--max-num-batched-tokens",
+                                   "524288",
+                                   "--max-num-seqs",
+                                   "8192",
+                                   "--json"};
         if (row.prefix > 0) a.insert(a.end(), {"--prefix-tokens", std::to_string(row.prefix)});
         if (row.overlap) a.push_back("--two-batch-overlap");
         auto r = kvplan_run(a);

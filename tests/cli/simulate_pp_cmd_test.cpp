@@ -1,16 +1,17 @@
 // `kvplan simulate --pp` and SGLang's `--replicas` end to end (in process):
 // the pool is the binding stage's, a lone request's times are its stages'
 // roofline prices, and the flags that cannot combine are refused in one line.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+
 #include <unistd.h>
 
-#include "io/engine_db.hpp"
+#include <catch2/catch.hpp>
+
 #include "core/memory/parallel.hpp"
 #include "core/speed/step_cost.hpp"
+#include "io/engine_db.hpp"
 #include "sim_cli_support.hpp"
 #include "test_support.hpp"
 
@@ -77,12 +78,10 @@ TEST_CASE("simulate --pp on a trace with replicas: every request completes, the 
 TEST_CASE("simulate refuses --pp beyond the layers, with SGLang, or on a device without an interconnect figure") {
     const std::string trace = kTraces + "azure_2023_code.csv";
     expect_usage_error({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--pp", "33", "--trace", trace}, "--pp 33");
-    expect_usage_error({"simulate", "--engine", "sglang", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--pp", "2", "--trace", trace},
-                       "--pp");
+    expect_usage_error({"simulate", "--engine", "sglang", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--pp", "2", "--trace", trace}, "--pp");
     const std::string cal = write_temp("cal.json", R"({"schema_version": 1, "device": "lab box", "measured_bandwidth_bytes_per_s": 2.0e12,
                                                       "measured_flops_per_s": 5.0e14})");
-    expect_usage_error({"simulate", "--model", "llama-3.1-8b", "--gpu-mem", "80GiB", "--calibration", cal, "--pp", "2", "--trace", trace},
-                       "--pp");
+    expect_usage_error({"simulate", "--model", "llama-3.1-8b", "--gpu-mem", "80GiB", "--calibration", cal, "--pp", "2", "--trace", trace}, "--pp");
 }
 
 TEST_CASE("simulate --engine sglang --replicas 2 routes over two SGLang engines") {

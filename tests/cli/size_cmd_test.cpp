@@ -1,6 +1,4 @@
 // `kvplan size` and `kvplan models` in process, through the same run() that main() calls.
-#include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -9,16 +7,16 @@
 
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli/app.hpp"
 #include "cli/version.hpp"
-#include "test_support.hpp"
 #include "io/presets.hpp"
+#include "test_support.hpp"
 
 using namespace kvplan;
 using namespace kvplan::test;
-
 
 TEST_CASE("size --json has exactly the documented top-level keys, with units in their names") {
     auto r = kvplan_run({"size", "--model", "llama-3.1-8b", "--context", "8192", "--batch", "32", "--json"});
@@ -28,10 +26,24 @@ TEST_CASE("size --json has exactly the documented top-level keys, with units in 
     std::vector<std::string> keys;
     for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
     std::sort(keys.begin(), keys.end());
-    std::vector<std::string> expected = {"batch", "context_tokens", "formula_params", "formula_weights_bytes",
-                                         "kv_bytes_per_gpu", "kv_bytes_per_sequence", "kv_bytes_per_token", "kv_bytes_total",
-                                         "kv_dtype", "layer_groups", "model", "notes", "params", "stored_weights", "tp",
-                                         "warnings", "weights_bytes", "weights_from"};
+    std::vector<std::string> expected = {"batch",
+                                         "context_tokens",
+                                         "formula_params",
+                                         "formula_weights_bytes",
+                                         "kv_bytes_per_gpu",
+                                         "kv_bytes_per_sequence",
+                                         "kv_bytes_per_token",
+                                         "kv_bytes_total",
+                                         "kv_dtype",
+                                         "layer_groups",
+                                         "model",
+                                         "notes",
+                                         "params",
+                                         "stored_weights",
+                                         "tp",
+                                         "warnings",
+                                         "weights_bytes",
+                                         "weights_from"};
     CHECK(keys == expected);
     CHECK(j["model"] == "llama-3.1-8b");
     CHECK(j["kv_dtype"] == "bf16");
@@ -72,8 +84,7 @@ TEST_CASE("the human table shows exact bytes, binary units and the formula with 
 }
 
 TEST_CASE("the breakdown says cross-attention layers hold nothing per context token") {
-    auto r = kvplan_run({"size", "--model", std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/configs/mllama-90b-vision.json",
-                         "--context", "4096"});
+    auto r = kvplan_run({"size", "--model", std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/configs/mllama-90b-vision.json", "--context", "4096"});
     REQUIRE(r.code == 0);
     CHECK_THAT(r.out, Catch::Contains("cross: 20 layers attend to the image encoder's tokens: 0 B per context token"));
 }
@@ -297,7 +308,7 @@ TEST_CASE("an old GPTQ folder's quantize_config.json sizes the weights as GPTQ")
     const std::string dir = folder_with("gptq", "llama-2-7b.json", "quantize_config.json",
                                         R"({"bits": 4, "group_size": 128, "damp_percent": 0.01, "desc_act": false, "sym": true})");
     CHECK(weights_bytes(dir) == 3'893'862'400);
-    auto r = kvplan_run({"size", "--model", dir, "--wide"});  // --wide: the note on one line, unwrapped
+    auto r = kvplan_run({"size", "--model", dir, "--wide"});                             // --wide: the note on one line, unwrapped
     CHECK(r.out.find("attention   2,147,483,648  1,117,782,016") != std::string::npos);  // 128 linears x 8,732,672
     CHECK(r.out.find("vLLM reads it when served with --quantization gptq") != std::string::npos);
 }

@@ -2,9 +2,9 @@
 // kFitColumns), end to end through the real binary: each --help example and
 // the runs the docs quote. `--wide` still prints what the fitted tables
 // leave out. `recommend` is not yet narrowed and is left out here.
-#include <catch2/catch.hpp>
-
 #include <sstream>
+
+#include <catch2/catch.hpp>
 
 #include "binary_run.hpp"
 #include "report/display_width.hpp"
@@ -32,9 +32,13 @@ void check_fits(const Run& r) {
     CHECK(too_wide(r.out) == "");
 }
 
-std::string source(const std::string& relative) { return std::string(KVPLAN_SOURCE_DIR) + "/" + relative; }
+std::string source(const std::string& relative) {
+    return std::string(KVPLAN_SOURCE_DIR) + "/" + relative;
+}
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
 
 }  // namespace
 
@@ -93,7 +97,8 @@ TEST_CASE("the runs the docs quote, and every bundled preset, print lines of at 
         {"check", "--baseline", source("docs/examples/capacity-edited.json"), "--changes-only"},
         {"check", "--baseline", source("tests/baseline/presets.json")},
         {"concurrency", "--model", "llama-3.1-70b", "--gpu", "a100-80gb", "--tp", "4", "--gpus", "8", "--engine", "vllm", "--context", "8192,32768"},
-        {"concurrency", "--model", "llama-3.1-8b", "--gpu-mem", "40GB", "--allocation", "contiguous", "--max-tokens", "4000", "--context", "200,1000,4000"},
+        {"concurrency", "--model", "llama-3.1-8b", "--gpu-mem", "40GB", "--allocation", "contiguous", "--max-tokens", "4000", "--context",
+         "200,1000,4000"},
         {"concurrency", "--model", "qwen2.5-7b", "--gpu", "l40s", "--engine", "sglang", "--context", "8192"},
         {"baseline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "4096"},
     };
@@ -118,7 +123,8 @@ TEST_CASE("wide output still prints what the fitted tables leave out") {
     const Run markdown = Run::kvplan({"gpus", "--format", "markdown"});
     CHECK(contains(markdown.out, "host link per direction"));
     // GH200: NVLink 4 (450 GB/s per direction) to other GPUs and NVLink-C2C (900 GB/s bidirectional) to Grace.
-    CHECK(contains(markdown.out, "| gh200 | NVIDIA GH200 96GB HBM3 (Hopper GPU) | 95.58 GiB | - | 4000 GB/s | 989 | 1979 | - | 450 GB/s | 450 GB/s |"));
+    CHECK(
+        contains(markdown.out, "| gh200 | NVIDIA GH200 96GB HBM3 (Hopper GPU) | 95.58 GiB | - | 4000 GB/s | 989 | 1979 | - | 450 GB/s | 450 GB/s |"));
     CHECK(contains(markdown.out, "| 800 GB/s | 53.96 | - | - | - | unified |"));  // M2 Ultra: no separate host link
     // models: the Hugging Face id and the model type.
     const Run models = Run::kvplan({"models"}), models_wide = Run::kvplan({"models", "--wide"});

@@ -1,7 +1,8 @@
 // Size flags: "80GB" is 10^9-based, "80GiB" 2^30-based, a plain number GiB.
+#include "core/byte_size.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "core/byte_size.hpp"
 #include "core/error.hpp"
 
 using namespace kvplan;

@@ -4,16 +4,16 @@
 // file, the field, the range and the value. Each reader is fed the same
 // hostile values: 1e308, -1, 2^63 (as an integer and as a float), a
 // NaN-like string, null (where the field is required), a string, an array.
-#include <catch2/catch.hpp>
+#include "core/config_reader.hpp"
 
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "core/config_reader.hpp"
 #include "core/error.hpp"
 #include "core/gate/baseline.hpp"
 #include "core/hardware.hpp"
@@ -82,7 +82,8 @@ TEST_CASE("the config reader refuses hostile num_hidden_layers values") {
     for (const Hostile& h : kHostile) {
         INFO(h.text);
         const json config = json::parse(std::string(R"({"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
-            "intermediate_size": 14336, "vocab_size": 32000, "num_hidden_layers": )") + h.text + "}");
+            "intermediate_size": 14336, "vocab_size": 32000, "num_hidden_layers": )") +
+                                        h.text + "}");
         const std::string m = message_of([&] { (void)parse_model_config(config, "c.json"); });
         CHECK_THAT(m, Catch::StartsWith("c.json: num_hidden_layers: "));
     }
@@ -92,7 +93,8 @@ TEST_CASE("the baseline reader refuses hostile tp and schema_version values") {
     for (const Hostile& h : kHostile) {
         INFO(h.text);
         const json tp = json::parse(std::string(R"({"schema_version": 1, "scenarios": [{"name": "a", "model": "m", "gpu": "h100-sxm",
-            "context_tokens": 4096, "expected": {}, "tp": )") + h.text + "}]}");
+            "context_tokens": 4096, "expected": {}, "tp": )") +
+                                    h.text + "}]}");
         CHECK_THAT(message_of([&] { (void)parse_baseline(tp, "b.json", false); }), Catch::StartsWith("b.json: scenarios[0].tp: "));
         const json version = json::parse(std::string(R"({"scenarios": [], "schema_version": )") + h.text + "}");
         CHECK_THAT(message_of([&] { (void)parse_baseline(version, "b.json", false); }), Catch::StartsWith("b.json: schema_version: "));
@@ -111,7 +113,8 @@ TEST_CASE("the hardware database reader refuses hostile memory_bytes values") {
     for (const Hostile& h : kHostile) {
         INFO(h.text);
         const json db = json::parse(std::string(R"({"schema_version": 1, "gpus": [{"id": "x", "memory_bandwidth_bytes_per_s": 1000,
-            "memory_bytes": )") + h.text + "}]}");
+            "memory_bytes": )") + h.text +
+                                    "}]}");
         CHECK_THAT(message_of([&] { (void)parse_gpu_database(db, "gpus.json"); }), Catch::StartsWith("gpus.json: gpus[0].memory_bytes: "));
     }
 }

@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "core/dtype.hpp"
+
+#include <catch2/catch.hpp>
 
 using namespace kvplan;
 

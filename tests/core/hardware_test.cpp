@@ -1,22 +1,23 @@
 // The hardware database (models/gpus.json): every device the issue lists,
 // figures as the datasheets (shared/reference/gpus.md) and drivers report
 // them, and the lookup rules.
+#include "core/hardware.hpp"
+
 #include <catch2/catch.hpp>
 
 #include "core/error.hpp"
-#include "core/hardware.hpp"
 #include "io/gpu_db.hpp"
 
 using namespace kvplan;
 
 TEST_CASE("the database holds every required device") {
-    const char* ids[] = {"h100-sxm", "h100-pcie", "h100-nvl", "h200", "h20", "b200", "gb200", "a100-sxm-40gb", "a100-sxm-80gb",
-                         "a100-pcie-80gb", "a10g", "a10", "l4", "l40s", "l40", "t4", "v100-sxm-32gb", "rtx-4090", "rtx-3090",
-                         "rtx-3090-ti", "rtx-6000-ada", "rtx-a6000", "a40", "mi300x", "mi325x", "mi250x", "gaudi2", "gaudi3", "m1",
-                         "m1-pro", "m1-max", "m2-max", "m2-ultra", "m3-max", "m4-max", "tpu-v5e", "tpu-v5p", "tpu-v6e",
+    const char* ids[] = {"h100-sxm", "h100-pcie", "h100-nvl", "h200", "h20", "b200", "gb200", "a100-sxm-40gb", "a100-sxm-80gb", "a100-pcie-80gb",
+                         "a10g", "a10", "l4", "l40s", "l40", "t4", "v100-sxm-32gb", "rtx-4090", "rtx-3090", "rtx-3090-ti", "rtx-6000-ada",
+                         "rtx-a6000", "a40", "mi300x", "mi325x", "mi250x", "gaudi2", "gaudi3", "m1", "m1-pro", "m1-max", "m2-max", "m2-ultra",
+                         "m3-max", "m4-max", "tpu-v5e", "tpu-v5p", "tpu-v6e",
                          // the 15 later records; their sources are in models/GPUS_SOURCES.md
-                         "h800", "gh200", "gh200-144gb", "b300", "gb300", "l20", "rtx-5090", "rtx-5080", "rtx-4080",
-                         "rtx-pro-6000", "rtx-pro-6000-server", "mi355x", "mi350x", "m3-ultra", "m4-pro"};
+                         "h800", "gh200", "gh200-144gb", "b300", "gb300", "l20", "rtx-5090", "rtx-5080", "rtx-4080", "rtx-pro-6000",
+                         "rtx-pro-6000-server", "mi355x", "mi350x", "m3-ultra", "m4-pro"};
     for (const char* id : ids) {
         INFO(id);
         const Gpu& g = find_gpu(bundled_gpus(), id);
@@ -31,11 +32,11 @@ TEST_CASE("the database holds every required device") {
 
 TEST_CASE("an H100 80GB has 81,559 MiB as the driver reports it, 3.35 TB/s and 989 dense bf16 TFLOP/s") {
     const Gpu& g = find_gpu(bundled_gpus(), "h100-sxm");
-    CHECK(g.memory_bytes == 81'559LL * 1'048'576);  // nvidia-smi, not 80 GB
+    CHECK(g.memory_bytes == 81'559LL * 1'048'576);        // nvidia-smi, not 80 GB
     CHECK(g.bandwidth_bytes_per_s == 3'350'000'000'000);  // gpus.md: HBM3 3.35 TB/s
-    CHECK(g.peak.bf16 == 989);                              // dense; 1,979 is the sparse headline
+    CHECK(g.peak.bf16 == 989);                            // dense; 1,979 is the sparse headline
     CHECK(g.peak.fp8 == 1979);
-    CHECK(g.interconnect_bytes_per_s == 450'000'000'000);   // NVLink 4: 900 GB/s bidirectional, 450 per direction
+    CHECK(g.interconnect_bytes_per_s == 450'000'000'000);  // NVLink 4: 900 GB/s bidirectional, 450 per direction
     // vLLM's total_gpu_memory on an H100: 79.18 GiB (llm-d), what engines multiply their fraction by.
     CHECK(g.engine_total_bytes() == 85'018'877'624);
 }

@@ -1,7 +1,7 @@
 // core/pareto: the front of points by hand.
-#include <catch2/catch.hpp>
-
 #include "core/pareto.hpp"
+
+#include <catch2/catch.hpp>
 
 using namespace kvplan;
 

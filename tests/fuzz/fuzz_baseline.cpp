@@ -13,13 +13,13 @@
 #include "core/gate/baseline.hpp"
 #include "core/gate/regression.hpp"
 #include "core/gate/scenario.hpp"
-#include "io/engine_db.hpp"
 #include "core/model/config_parser.hpp"
 #include "io/baseline_file.hpp"
-#include "report/check_report.hpp"
+#include "io/engine_db.hpp"
 #include "io/gpu_db.hpp"
 #include "io/model_loader.hpp"
 #include "io/presets.hpp"
+#include "report/check_report.hpp"
 
 using namespace kvplan;
 
@@ -33,7 +33,7 @@ ScenarioCheck check_one(const Scenario& s, const ModelSpec& model, std::int64_t 
         const Gpu& gpu = find_gpu(bundled_gpus(), s.inputs.gpu);
         Efficiency efficiency;
         efficiency.profile.all_to_all = bundled_all_to_all_latencies();  // as `kvplan check` runs it
-        efficiency.profile.nics = bundled_nics();  // a layout over several nodes
+        efficiency.profile.nics = bundled_nics();                        // a layout over several nodes
         const ScenarioResult result = evaluate_scenario(model, gpu, s.inputs, efficiency);
         current = result.figures;
         c.figures = compare_scenario(s.inputs, s.expected, result.figures, tolerance_ppb);

@@ -34,7 +34,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     try {
         const WeightSizing w = size_weights(spec);
         for (std::int64_t pp : {1, 2})
-            for (const PipelineStage& stage : pipeline_stages(static_cast<std::int64_t>(spec.layers.size()), pp)) (void)stage_weight_bytes(w, spec, stage, pp, 2);
+            for (const PipelineStage& stage : pipeline_stages(static_cast<std::int64_t>(spec.layers.size()), pp))
+                (void)stage_weight_bytes(w, spec, stage, pp, 2);
     } catch (const Error&) {
     }
     return 0;

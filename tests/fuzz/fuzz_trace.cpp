@@ -58,7 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const StepPricer price = [](const std::vector<SeqWork>& s) { return 0.01 + 1e-6 * static_cast<double>(s.size()); };
     SimRun run;
     if (size % 2 == 0) {
-        SchedulerConfig c;  // vLLM's scheduler
+        SchedulerConfig c;                                              // vLLM's scheduler
         c.num_gpu_blocks = 64 + static_cast<std::int64_t>(size % 512);  // small pools preempt and reject
         c.block_size = 16;
         c.max_num_seqs = 1 + static_cast<std::int64_t>(size % 64);
@@ -66,7 +66,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         c.prefix_caching = size % 3 != 0;
         // Half the vLLM runs on two KV-cache groups (full + a sliding window):
         // windows free blocks and the hybrid prefix-hit rule applies.
-        if (size % 4 == 2) c.groups = {KvGroup{KvGroupKind::Full, 0, 16}, KvGroup{KvGroupKind::Sliding, 2 + static_cast<std::int64_t>(size % 300), 16}};
+        if (size % 4 == 2)
+            c.groups = {KvGroup{KvGroupKind::Full, 0, 16}, KvGroup{KvGroupKind::Sliding, 2 + static_cast<std::int64_t>(size % 300), 16}};
         // Priced so that a decode step's price depends on its context, as
         // the roofline's does; the decode-run jump must match stepping.
         // Integer sums first, one formula: the jump's aggregate is then exact.
@@ -92,8 +93,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         // every request completed or rejected, the books balanced after
         // every batch (check_invariants).
         const StagePricers stages(static_cast<std::size_t>(2 + size % 3), by_context);
-        const SimRun piped = simulate_cluster(w, c, ClusterConfig{1 + static_cast<std::int64_t>(size % 3), Router::LeastLoaded}, by_context,
-                                              decode, true, stages);
+        const SimRun piped =
+            simulate_cluster(w, c, ClusterConfig{1 + static_cast<std::int64_t>(size % 3), Router::LeastLoaded}, by_context, decode, true, stages);
         for (const RequestRecord& r : piped.requests)
             if (!r.rejected && r.finish_s < 0) __builtin_trap();
         // Data-parallel ranks in lockstep (2 to 4 a group, 1 or 2 groups):
@@ -113,7 +114,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 return 1e-4 * static_cast<double>(batch) + 1e-9 * static_cast<double>(context_sum);
             };
             sc.spec.seed = size;
-            const SimRun spec_dp = simulate_dp_cluster(w, sc, 2 + static_cast<std::int64_t>(size % 2), ClusterConfig{1, Router::LeastLoaded}, slowest, true);
+            const SimRun spec_dp =
+                simulate_dp_cluster(w, sc, 2 + static_cast<std::int64_t>(size % 2), ClusterConfig{1, Router::LeastLoaded}, slowest, true);
             for (const RequestRecord& r : spec_dp.requests)
                 if (!r.rejected && r.finish_s < 0) __builtin_trap();
         }
@@ -128,7 +130,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 if (!r.rejected && r.finish_s < 0) __builtin_trap();
             // The same tier on every rank of a DP group: a rank waiting for
             // its load idles through the others' waves, or the group waits.
-            const SimRun dp_off = simulate_dp_cluster(w, o, 2 + static_cast<std::int64_t>(size % 3), ClusterConfig{1, Router::LeastLoaded}, slowest, true);
+            const SimRun dp_off =
+                simulate_dp_cluster(w, o, 2 + static_cast<std::int64_t>(size % 3), ClusterConfig{1, Router::LeastLoaded}, slowest, true);
             for (const RequestRecord& r : dp_off.requests)
                 if (!r.rejected && r.finish_s < 0) __builtin_trap();
         }

@@ -2,16 +2,16 @@
 // same ModelSpec a config.json gives, with the stored weight bytes from the
 // tensor infos and llama.cpp's f16 KV cache. The files are written by
 // tests/gguf_writer.hpp: a real header, the tensor data a hole.
-#include <catch2/catch.hpp>
+#include "io/gguf_reader.hpp"
 
 #include <sstream>
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "binary_run.hpp"
 #include "core/error.hpp"
 #include "gguf_writer.hpp"
-#include "io/gguf_reader.hpp"
 
 using namespace kvplan;
 using namespace kvplan::test;
@@ -50,7 +50,9 @@ GgufHeader header_of(const GgufWriter& w) {
     return read_gguf_header(in, bytes.size() + w.data_bytes(), "test.gguf");
 }
 
-ModelSpec model_of(const GgufWriter& w) { return gguf_model(header_of(w), "test.gguf"); }
+ModelSpec model_of(const GgufWriter& w) {
+    return gguf_model(header_of(w), "test.gguf");
+}
 
 const fs::path& llama_file() {
     static const fs::path file = llama31_8b_q4_k_m().write(scratch().path() / "Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf");
@@ -66,7 +68,9 @@ nlohmann::json size_json(const std::vector<std::string>& extra = {}) {
     return nlohmann::json::parse(r.out);
 }
 
-std::size_t count_lines(const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); }
+std::size_t count_lines(const std::string& text) {
+    return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
 
 // The bad-input rule (docs/errors.md): the exit code, nothing on stdout, one
 // "kvplan: error:" line naming the file and every fragment.
@@ -265,8 +269,9 @@ TEST_CASE("a broken GGUF file is one error line naming the file, exit 65") {
         // Cut inside the tensor infos (a cut inside the tokenizer's array is
         // refused sooner: its count no longer fits in the bytes left).
         const std::size_t cut = good.size() - 100;
-        expect_error(raw("truncated.gguf", good.substr(0, cut)), 65,
-                     {"truncated GGUF header: expected tensor \"output_norm.weight\"'s dimension 0", "but the file ends at byte " + std::to_string(cut)});
+        expect_error(
+            raw("truncated.gguf", good.substr(0, cut)), 65,
+            {"truncated GGUF header: expected tensor \"output_norm.weight\"'s dimension 0", "but the file ends at byte " + std::to_string(cut)});
     }
     SECTION("version 1") {
         expect_error(raw("v1.gguf", header(1, 0, 0)), 65, {"GGUF version 1", "convert the model again"});

@@ -1,13 +1,14 @@
 // io/host_load: /proc/loadavg's first field, and the warning `kvplan measure`
 // prints when the host is busier than its cores.
-#include <catch2/catch.hpp>
+#include "io/host_load.hpp"
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+
 #include <unistd.h>
 
-#include "io/host_load.hpp"
+#include <catch2/catch.hpp>
 
 using namespace kvplan;
 

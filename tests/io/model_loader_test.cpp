@@ -1,14 +1,15 @@
 // --model resolution: file, folder, preset; and JSON errors with line and column.
-#include <catch2/catch.hpp>
-
-#include <filesystem>
-#include <unistd.h>
+#include "io/model_loader.hpp"
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
 #include "core/error.hpp"
-#include "io/model_loader.hpp"
 #include "io/presets.hpp"
 #include "io/sha256.hpp"
 #include "test_support.hpp"
@@ -18,9 +19,8 @@ namespace fs = std::filesystem;
 
 TEST_CASE("every bundled preset is embedded, listed in the index and parses") {
     CHECK(presets().size() == 15);
-    for (const char* name : {"llama-2-7b", "llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "qwen2.5-7b", "qwen3-8b",
-                             "gemma-2-9b", "gemma-3-1b", "phi-4", "falcon-7b", "deepseek-v3", "gpt-oss-120b", "gpt2",
-                             "gpt-j-6b", "mamba-2.8b"}) {
+    for (const char* name : {"llama-2-7b", "llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "qwen2.5-7b", "qwen3-8b", "gemma-2-9b", "gemma-3-1b",
+                             "phi-4", "falcon-7b", "deepseek-v3", "gpt-oss-120b", "gpt2", "gpt-j-6b", "mamba-2.8b"}) {
         INFO(name);
         REQUIRE(find_preset(name));
         CHECK_NOTHROW(load_model(name));
@@ -37,8 +37,7 @@ TEST_CASE("a bundled preset is byte for byte the reference config") {
 TEST_CASE("a model folder resolves to its config.json") {
     fs::path dir = fs::temp_directory_path() / ("kvplan_loader_test_folder_" + std::to_string(::getpid()));
     fs::create_directories(dir);
-    fs::copy_file(std::string(KVPLAN_SOURCE_DIR) + "/models/presets/qwen3-8b.json", dir / "config.json",
-                  fs::copy_options::overwrite_existing);
+    fs::copy_file(std::string(KVPLAN_SOURCE_DIR) + "/models/presets/qwen3-8b.json", dir / "config.json", fs::copy_options::overwrite_existing);
     auto m = load_model(dir.string());
     CHECK(m.model_type == "qwen3");
     CHECK(m.name == (dir / "config.json").string());

@@ -1,12 +1,13 @@
 // Checkpoint folders whose weights kvplan reads from the safetensors headers.
 // Each test writes the headers itself and leaves the tensor data sparse (the
 // file has its full size but no blocks on disk): kvplan must never read it.
-#include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+
 #include <unistd.h>
+
+#include <catch2/catch.hpp>
 
 #include "test_support.hpp"
 

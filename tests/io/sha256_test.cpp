@@ -1,11 +1,11 @@
 // SHA-256 against the published test vectors: FIPS 180-2 appendix B
 // ("abc", the 448-bit two-block message) and the empty message, plus
 // lengths around the padding boundary checked against coreutils' sha256sum.
-#include <catch2/catch.hpp>
+#include "io/sha256.hpp"
 
 #include <string>
 
-#include "io/sha256.hpp"
+#include <catch2/catch.hpp>
 
 using kvplan::sha256_hex;
 

@@ -4,12 +4,12 @@
 // reference by at most about n x 2^-24 x sum|a_i b_i| (each rounding is at most
 // half an ulp, 2^-24 relative); bf16 inputs are converted exactly, so the same
 // bound holds for the products of bf16-rounded values.
-#include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
+
+#include <catch2/catch.hpp>
 
 #include "cpu/decode_kernels.hpp"
 #include "cpu/decode_step.hpp"
@@ -37,7 +37,9 @@ std::vector<std::uint16_t> to_bf16(const std::vector<float>& v) {
 }
 
 // n x 2^-24 x sum |a_i b_i|, with sum |a_i b_i| <= n for values in [-1, 1].
-double dot_bound(std::int64_t n) { return static_cast<double>(n) * static_cast<double>(n) * std::ldexp(1.0, -24); }
+double dot_bound(std::int64_t n) {
+    return static_cast<double>(n) * static_cast<double>(n) * std::ldexp(1.0, -24);
+}
 
 }  // namespace
 

@@ -2,9 +2,10 @@
 // points drawn equal the data given, step series hold their value, the same
 // chart gives the same bytes, text is escaped, and a scatter draws one dot
 // per point in its own colour.
+#include "report/svg_chart.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "report/svg_chart.hpp"
 #include "svg_read.hpp"
 #include "xml_check.hpp"
 

@@ -1,7 +1,8 @@
+#include "report/table.hpp"
+
 #include <catch2/catch.hpp>
 
 #include "report/display_width.hpp"
-#include "report/table.hpp"
 
 using namespace kvplan;
 

@@ -5,11 +5,11 @@
 #include <cstdlib>
 #include <set>
 
-#include "core/model/config_parts.hpp"
 #include "core/config_reader.hpp"
 #include "core/dtype.hpp"
-#include "core/memory/engine.hpp"
 #include "core/error.hpp"
+#include "core/memory/engine.hpp"
+#include "core/model/config_parts.hpp"
 
 namespace kvplan {
 
@@ -21,22 +21,47 @@ double round_significant(double value, int digits) {
     return std::strtod(text, nullptr);
 }
 
-bool scenario_wants(const ScenarioInputs& in, Figure f) { return !figure_spec(f).needs_batch || in.batch.has_value(); }
+bool scenario_wants(const ScenarioInputs& in, Figure f) {
+    return !figure_spec(f).needs_batch || in.batch.has_value();
+}
 
 namespace {
 
 // Keys a scenario may have; anything else is a typo worth an error.
-const std::set<std::string> kScenarioKeys = {"name", "description", "model", "gpu", "engine", "tp", "pp", "dp", "ep",
-                                             "enable_expert_parallel", "redundant_experts", "moe_dense_tp_size",
-                                             "moe_a2a_backend", "nodes", "gpus_per_node", "nic", "two_batch_overlap", "context_tokens", "kv_dtype",
-                                             "mem_util", "batch", "weights_dtype", "max_model_len", "max_num_seqs",
-                                             "max_num_batched_tokens", "block_size", "calibration", "expected"};
+const std::set<std::string> kScenarioKeys = {"name",
+                                             "description",
+                                             "model",
+                                             "gpu",
+                                             "engine",
+                                             "tp",
+                                             "pp",
+                                             "dp",
+                                             "ep",
+                                             "enable_expert_parallel",
+                                             "redundant_experts",
+                                             "moe_dense_tp_size",
+                                             "moe_a2a_backend",
+                                             "nodes",
+                                             "gpus_per_node",
+                                             "nic",
+                                             "two_batch_overlap",
+                                             "context_tokens",
+                                             "kv_dtype",
+                                             "mem_util",
+                                             "batch",
+                                             "weights_dtype",
+                                             "max_model_len",
+                                             "max_num_seqs",
+                                             "max_num_batched_tokens",
+                                             "block_size",
+                                             "calibration",
+                                             "expected"};
 constexpr const char* kScenarioKeyList =
     "name, model, gpu, engine, tp, pp, dp, ep, enable_expert_parallel, redundant_experts, moe_dense_tp_size, moe_a2a_backend, "
     "nodes, gpus_per_node, nic, two_batch_overlap, context_tokens, kv_dtype, mem_util, batch, weights_dtype, max_model_len, max_num_seqs, "
     "max_num_batched_tokens, block_size, calibration, expected, description";
-const std::set<std::string> kTopKeys = {"schema_version", "description", "kvplan_version", "kvplan_commit",
-                                        "tolerance_percent", "models", "scenarios"};
+const std::set<std::string> kTopKeys = {"schema_version",    "description", "kvplan_version", "kvplan_commit",
+                                        "tolerance_percent", "models",      "scenarios"};
 // The order baseline_json writes them in, and set_provenance restores.
 // The kvplan that computed the figures heads the file; how each model resolved follows the scenarios.
 constexpr const char* kTopOrder[] = {"schema_version", "description", "kvplan_version", "kvplan_commit", "tolerance_percent", "scenarios", "models"};
@@ -52,7 +77,8 @@ FigureValue read_figure(const nlohmann::json& value, const FigureSpec& spec, con
         return FigureValue::null();
     }
     if (spec.integer) {
-        if (!value.is_number_integer()) fail(source, field, "expected an integer, found " + (value.is_number() ? value.dump() : json_type_name(value)));
+        if (!value.is_number_integer())
+            fail(source, field, "expected an integer, found " + (value.is_number() ? value.dump() : json_type_name(value)));
         if (value.is_number_unsigned() && value.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
             fail(source, field, "expected an integer below 2^63, found " + value.dump());
         const std::int64_t v = value.get<std::int64_t>();
@@ -161,8 +187,7 @@ Scenario read_scenario(const nlohmann::json& object, const std::string& source, 
     const bool has_expected = object.contains("expected");
     if (has_expected && !object.at("expected").is_object())
         r.fail("expected", "expected an object of figures, found " + json_type_name(object.at("expected")));
-    if (!has_expected && require_expected)
-        r.fail("expected", "required field is missing (run `kvplan check --update` to fill it)");
+    if (!has_expected && require_expected) r.fail("expected", "required field is missing (run `kvplan check --update` to fill it)");
     if (has_expected) {
         const nlohmann::json& expected = object.at("expected");
         for (const auto& [key, value] : expected.items()) {
@@ -170,7 +195,10 @@ Scenario read_scenario(const nlohmann::json& object, const std::string& source, 
             for (const FigureSpec& f : kFigures)
                 if (key == f.key) spec = &f;
             const std::string field = at + ".expected." + key;
-            if (!spec) fail(source, field, "unknown figure (expected kv_bytes_per_token, kv_bytes_per_sequence, kv_cache_tokens, max_requests, decode_step_s or decode_tokens_per_s)");
+            if (!spec)
+                fail(source, field,
+                     "unknown figure (expected kv_bytes_per_token, kv_bytes_per_sequence, kv_cache_tokens, max_requests, decode_step_s or "
+                     "decode_tokens_per_s)");
             if (!scenario_wants(in, spec->figure)) {
                 if (require_expected) fail(source, field, "a decode figure needs the scenario's \"batch\"");
                 continue;  // --update drops it
@@ -182,7 +210,8 @@ Scenario read_scenario(const nlohmann::json& object, const std::string& source, 
         for (const FigureSpec& f : kFigures)
             if (scenario_wants(in, f.figure) && s.expected[static_cast<std::size_t>(f.figure)].state == FigureValue::State::Absent)
                 fail(source, at + ".expected." + f.key,
-                     std::string("required figure is missing (") + (f.integer ? "an integer" : "a number") + "; run `kvplan check --update` to fill it)");
+                     std::string("required figure is missing (") + (f.integer ? "an integer" : "a number") +
+                         "; run `kvplan check --update` to fill it)");
     return s;
 }
 
@@ -201,8 +230,7 @@ ModelProvenance read_model_provenance(const nlohmann::json& object, const std::s
     p.revision = r.get_string("revision").value_or("");
     p.ref = r.get_string("ref").value_or("");
     p.config_sha256 = r.get_string("config_sha256").value_or("");
-    if (!p.config_sha256.empty() &&
-        (p.config_sha256.size() != 64 || p.config_sha256.find_first_not_of("0123456789abcdef") != std::string::npos))
+    if (!p.config_sha256.empty() && (p.config_sha256.size() != 64 || p.config_sha256.find_first_not_of("0123456789abcdef") != std::string::npos))
         r.fail("config_sha256", "expected 64 lowercase hex digits, found \"" + p.config_sha256 + "\"");
     return p;
 }
@@ -219,7 +247,9 @@ nlohmann::ordered_json provenance_json(const ModelProvenance& p) {
 
 }  // namespace
 
-ModelProvenance provenance_of(const ModelSource& s) { return {s.kind, s.repo_id, s.revision, s.ref, s.config_sha256}; }
+ModelProvenance provenance_of(const ModelSource& s) {
+    return {s.kind, s.repo_id, s.revision, s.ref, s.config_sha256};
+}
 
 nlohmann::ordered_json figure_value_json(const FigureValue& v) {
     switch (v.state) {
@@ -232,11 +262,13 @@ nlohmann::ordered_json figure_value_json(const FigureValue& v) {
 Baseline parse_baseline(const nlohmann::json& doc, const std::string& source, bool require_expected) {
     if (!doc.is_object()) fail(source, "(top level)", "expected a JSON object, found " + json_type_name(doc));
     ConfigReader r(doc, source);
-    if (!doc.contains("schema_version")) r.fail("schema_version", "required field is missing (this kvplan writes " + std::to_string(kBaselineSchemaVersion) + ")");
+    if (!doc.contains("schema_version"))
+        r.fail("schema_version", "required field is missing (this kvplan writes " + std::to_string(kBaselineSchemaVersion) + ")");
     Baseline b;
     b.schema_version = r.require_int({"schema_version"}, 0, INT64_MAX);
     if (b.schema_version < 1 || b.schema_version > kBaselineSchemaVersion)
-        r.fail("schema_version", "unknown version " + std::to_string(b.schema_version) + " (this kvplan reads versions 1 to " + std::to_string(kBaselineSchemaVersion) + "; a newer kvplan wrote this file?)");
+        r.fail("schema_version", "unknown version " + std::to_string(b.schema_version) + " (this kvplan reads versions 1 to " +
+                                     std::to_string(kBaselineSchemaVersion) + "; a newer kvplan wrote this file?)");
     for (const auto& [key, value] : doc.items())
         if (!kTopKeys.count(key))
             r.fail(key, "unknown key (expected schema_version, tolerance_percent, scenarios, description, kvplan_version, kvplan_commit, models)");
@@ -248,8 +280,7 @@ Baseline parse_baseline(const nlohmann::json& doc, const std::string& source, bo
         if (!doc.contains("models")) r.fail("models", "required field is missing (how each scenario's model resolved)");
         const nlohmann::json& models = doc.at("models");
         if (!models.is_object()) r.fail("models", "expected an object keyed by the scenarios' model, found " + json_type_name(models));
-        for (const auto& [key, value] : models.items())
-            p.models[key] = read_model_provenance(value, source, "models." + nlohmann::json(key).dump());
+        for (const auto& [key, value] : models.items()) p.models[key] = read_model_provenance(value, source, "models." + nlohmann::json(key).dump());
         b.provenance = std::move(p);
     } else {
         for (const char* key : {"kvplan_version", "kvplan_commit", "models"})

@@ -25,9 +25,9 @@ inline constexpr std::int64_t kBaselineSchemaVersion = 2;
 // What to compute: the flags of `kvplan concurrency` (and `roofline` when a
 // batch is given) that teams change.
 struct ScenarioInputs {
-    std::string model;                  // preset, Hugging Face id, or a config path relative to the baseline file
-    std::string gpu;                    // id from the hardware database (`kvplan gpus`)
-    std::string engine = "generic";     // generic|vllm|vllm-v0|sglang|trtllm
+    std::string model;               // preset, Hugging Face id, or a config path relative to the baseline file
+    std::string gpu;                 // id from the hardware database (`kvplan gpus`)
+    std::string engine = "generic";  // generic|vllm|vllm-v0|sglang|trtllm
     std::int64_t tp = 1;
     std::int64_t pp = 1;
     // Data-parallel attention and expert parallelism, as `concurrency --dp
@@ -127,8 +127,7 @@ void set_expected(nlohmann::ordered_json& scenario_object, const Figures& figure
 
 // A whole baseline document from scenarios: schema_version, the kvplan
 // version and commit, the tolerance, the scenarios, then the models' provenance.
-nlohmann::ordered_json baseline_json(const std::vector<Scenario>& scenarios, std::optional<std::int64_t> tolerance_ppb,
-                                     const Provenance& provenance);
+nlohmann::ordered_json baseline_json(const std::vector<Scenario>& scenarios, std::optional<std::int64_t> tolerance_ppb, const Provenance& provenance);
 
 // Sets a read document's schema_version to this kvplan's and its provenance
 // to `provenance` (what `check --update` recomputed), putting the top-level

@@ -11,12 +11,12 @@
 namespace kvplan {
 
 struct CheckReport {
-    std::string baseline_path;   // as given on the command line
+    std::string baseline_path;  // as given on the command line
     std::int64_t tolerance_ppb = 0;
     bool strict = false;
-    bool updated = false;        // --update wrote the recomputed figures
-    bool changes_only = false;   // text: list only figures that are not unchanged
-    Width width = Width::Fit;    // text: Wide repeats the scenario on every row (--wide)
+    bool updated = false;       // --update wrote the recomputed figures
+    bool changes_only = false;  // text: list only figures that are not unchanged
+    Width width = Width::Fit;   // text: Wide repeats the scenario on every row (--wide)
     std::vector<ScenarioCheck> checks;
     ProvenanceCheck provenance;  // notes only: what resolved or changed differently from the baseline
     CheckSummary summary;

@@ -11,13 +11,13 @@
 namespace kvplan {
 
 struct DiffRow {
-    std::string key;       // e.g. "max_requests"; its unit is in the name
-    std::string label;     // e.g. "max requests at 4,096 tokens"
-    std::string unit;      // shown after the label, "weights per GPU (bytes)"; empty when the label says it
+    std::string key;                             // e.g. "max_requests"; its unit is in the name
+    std::string label;                           // e.g. "max requests at 4,096 tokens"
+    std::string unit;                            // shown after the label, "weights per GPU (bytes)"; empty when the label says it
     std::optional<std::int64_t> context_tokens;  // for per-context rows
     FigureValue a, b;
     Better better = Better::Higher;
-    bool bytes = false;    // exact bytes with GiB beside them (wide), GiB alone (fitted)
+    bool bytes = false;  // exact bytes with GiB beside them (wide), GiB alone (fitted)
 };
 
 struct DiffResult {

@@ -24,10 +24,10 @@ enum class Better { Lower, Higher };
 
 struct FigureSpec {
     Figure figure;
-    const char* key;    // the baseline's and the JSON report's key; its unit is in the name
+    const char* key;  // the baseline's and the JSON report's key; its unit is in the name
     Better better;
-    bool integer;       // bytes, tokens and requests are integers; times and rates are reals
-    bool needs_batch;   // only for scenarios with a "batch"
+    bool integer;      // bytes, tokens and requests are integers; times and rates are reals
+    bool needs_batch;  // only for scenarios with a "batch"
 };
 
 // In the order reports list them and `kvplan baseline` writes them.
@@ -40,7 +40,9 @@ inline constexpr std::array<FigureSpec, kFigureCount> kFigures{{
     {Figure::DecodeTokensPerS, "decode_tokens_per_s", Better::Higher, false, true},
 }};
 
-inline const FigureSpec& figure_spec(Figure f) { return kFigures[static_cast<std::size_t>(f)]; }
+inline const FigureSpec& figure_spec(Figure f) {
+    return kFigures[static_cast<std::size_t>(f)];
+}
 
 // One figure's value. Null: the figure does not apply to this scenario (a
 // model with no per-token layers has no KV cache tokens), which a baseline

@@ -1,16 +1,14 @@
 #include "core/gate/regression.hpp"
 
-#include "core/checked.hpp"
-
 #include <cmath>
 #include <cstdlib>
+
+#include "core/checked.hpp"
 
 namespace kvplan {
 
 std::int64_t parse_tolerance(const std::string& flag, const std::string& text) {
-    auto bad = [&](const std::string& why) -> std::int64_t {
-        usage_error(flag + " " + text + ": " + why + " (expected a percentage like 0.5%)");
-    };
+    auto bad = [&](const std::string& why) -> std::int64_t { usage_error(flag + " " + text + ": " + why + " (expected a percentage like 0.5%)"); };
     std::string digits = text;
     const bool percent = !digits.empty() && digits.back() == '%';
     if (percent) digits.pop_back();
@@ -100,8 +98,7 @@ FigureCheck compare_figure(Figure figure, const FigureValue& base, const FigureV
     return c;
 }
 
-std::vector<FigureCheck> compare_scenario(const ScenarioInputs& inputs, const Figures& expected, const Figures& current,
-                                          std::int64_t tolerance_ppb) {
+std::vector<FigureCheck> compare_scenario(const ScenarioInputs& inputs, const Figures& expected, const Figures& current, std::int64_t tolerance_ppb) {
     std::vector<FigureCheck> out;
     for (const FigureSpec& f : kFigures) {
         if (!scenario_wants(inputs, f.figure)) continue;
@@ -147,8 +144,8 @@ ProvenanceCheck compare_provenance(const std::optional<Provenance>& baseline, co
     out.baseline_kvplan = baseline->kvplan;
     // A commit compares only when both sides know theirs (a build outside a git checkout has none).
     const KvplanBuild& was = baseline->kvplan;
-    out.kvplan_changed = was.version != current.kvplan.version ||
-                         (!was.commit.empty() && !current.kvplan.commit.empty() && was.commit != current.kvplan.commit);
+    out.kvplan_changed =
+        was.version != current.kvplan.version || (!was.commit.empty() && !current.kvplan.commit.empty() && was.commit != current.kvplan.commit);
     for (const auto& [model, now] : current.models) {
         ModelChange c;
         c.model = model;

@@ -50,14 +50,13 @@ FigureCheck compare_figure(Figure figure, const FigureValue& baseline, const Fig
 
 // Every figure a scenario calls for (the decode figures only with a batch),
 // compared in kFigures order: what `check` reports for one scenario.
-std::vector<FigureCheck> compare_scenario(const ScenarioInputs& inputs, const Figures& expected, const Figures& current,
-                                          std::int64_t tolerance_ppb);
+std::vector<FigureCheck> compare_scenario(const ScenarioInputs& inputs, const Figures& expected, const Figures& current, std::int64_t tolerance_ppb);
 
 struct ScenarioCheck {
     std::string name;
-    int line = 0;                       // in the baseline file, for annotations
-    std::vector<FigureCheck> figures;   // the figures the baseline has, in kFigures order
-    std::optional<std::string> error;   // the scenario could not be computed
+    int line = 0;                      // in the baseline file, for annotations
+    std::vector<FigureCheck> figures;  // the figures the baseline has, in kFigures order
+    std::optional<std::string> error;  // the scenario could not be computed
     ErrorKind error_kind = ErrorKind::Data;
 };
 
@@ -80,8 +79,8 @@ struct ModelChange {
 };
 
 struct ProvenanceCheck {
-    bool recorded = false;            // false: the baseline records no provenance (schema version 1)
-    KvplanBuild baseline_kvplan;      // when recorded
+    bool recorded = false;        // false: the baseline records no provenance (schema version 1)
+    KvplanBuild baseline_kvplan;  // when recorded
     KvplanBuild current_kvplan;
     bool kvplan_changed = false;      // versions differ, or commits where both are known
     std::vector<ModelChange> models;  // only the models that differ, by model text

@@ -1,13 +1,13 @@
 #include "core/gate/scenario.hpp"
 
-#include "core/memory/capacity.hpp"
 #include "core/dtype.hpp"
-#include "core/memory/engine.hpp"
 #include "core/error.hpp"
+#include "core/memory/capacity.hpp"
+#include "core/memory/engine.hpp"
 #include "core/memory/kv_size.hpp"
 #include "core/memory/parallel.hpp"
-#include "core/speed/step_cost.hpp"
 #include "core/model/weight_format.hpp"
+#include "core/speed/step_cost.hpp"
 
 namespace kvplan {
 
@@ -91,7 +91,8 @@ ScenarioResult evaluate_scenario(const ModelSpec& model, const Gpu& gpu, const S
             const ScaleOut so = plan_scale_out(model, *si);
             if (so.dp > 1 || so.ep > 1) {
                 cost_in.tp = so.attention_tp;
-                layout = ExpertLayoutInputs{so, 1.0, efficiency.profile.all_to_all, scenario_gpus_per_node(in, so.gpus, gpu), scenario_nic(in, efficiency.profile)};
+                layout = ExpertLayoutInputs{so, 1.0, efficiency.profile.all_to_all, scenario_gpus_per_node(in, so.gpus, gpu),
+                                            scenario_nic(in, efficiency.profile)};
                 if (in.two_batch_overlap) set_two_batch_overlap(*layout, parse_engine(in.engine) == Engine::Sglang);
             }
         }

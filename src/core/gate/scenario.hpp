@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/gate/baseline.hpp"
-#include "core/memory/capacity.hpp"
 #include "core/hardware.hpp"
+#include "core/memory/capacity.hpp"
 #include "core/model/model_spec.hpp"
 #include "core/speed/step_cost.hpp"
 

@@ -9,9 +9,13 @@ namespace kvplan {
 
 namespace {
 
-BudgetLine line(std::string label, std::int64_t bytes, char op) { return BudgetLine{std::move(label), bytes, op, std::nullopt, false}; }
+BudgetLine line(std::string label, std::int64_t bytes, char op) {
+    return BudgetLine{std::move(label), bytes, op, std::nullopt, false};
+}
 
-std::int64_t apply_fraction(std::int64_t bytes, double f) { return static_cast<std::int64_t>(std::floor(static_cast<double>(bytes) * f)); }
+std::int64_t apply_fraction(std::int64_t bytes, double f) {
+    return static_cast<std::int64_t>(std::floor(static_cast<double>(bytes) * f));
+}
 
 }  // namespace
 

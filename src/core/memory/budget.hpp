@@ -19,17 +19,17 @@ namespace kvplan {
 struct BudgetLine {
     std::string label;
     std::int64_t bytes = 0;
-    char op = ' ';  // ' ' a starting figure, 'x' a fraction applied, '-' subtracted, '=' a result
+    char op = ' ';                   // ' ' a starting figure, 'x' a fraction applied, '-' subtracted, '=' a result
     std::optional<double> fraction;  // 'x' lines: the fraction applied
     bool of_free_memory = false;     // 'x' lines: applied to what is free after loading (TensorRT-LLM)
 };
 
 struct BudgetInputs {
     Engine engine = Engine::Generic;
-    std::int64_t total_bytes = 0;      // the memory the engine's fraction applies to
+    std::int64_t total_bytes = 0;  // the memory the engine's fraction applies to
     double mem_fraction = 0.9;
-    std::int64_t weights_bytes = 0;    // on this GPU
-    std::vector<OverheadTerm> overhead;  // estimated terms, or one given term
+    std::int64_t weights_bytes = 0;             // on this GPU
+    std::vector<OverheadTerm> overhead;         // estimated terms, or one given term
     std::optional<std::int64_t> kv_pool_bytes;  // --kv-pool: replaces the arithmetic
 };
 
@@ -37,11 +37,11 @@ struct MemoryBudget {
     Engine engine = Engine::Generic;
     std::int64_t total_bytes = 0;
     double mem_fraction = 0.9;
-    std::int64_t usable_bytes = 0;     // what the fraction allows (vLLM's "requested memory")
+    std::int64_t usable_bytes = 0;  // what the fraction allows (vLLM's "requested memory")
     std::int64_t weights_bytes = 0;
-    std::int64_t overhead_bytes = 0;   // terms the engine takes out of the pool
+    std::int64_t overhead_bytes = 0;  // terms the engine takes out of the pool
     std::vector<OverheadTerm> overhead;
-    std::int64_t kv_pool_bytes = 0;    // may be negative: nothing fits
+    std::int64_t kv_pool_bytes = 0;  // may be negative: nothing fits
     bool kv_pool_given = false;
     std::vector<BudgetLine> lines;
 };

@@ -18,7 +18,9 @@ namespace {
 // V1 does (its hybrid allocator, modelled in vllm_kv_cache.cpp) and so does
 // the generic engine; kvplan models SGLang, TensorRT-LLM and vLLM V0 with
 // full-length pools for every attention layer.
-bool engine_saves_windows(Engine e) { return e == Engine::Generic; }
+bool engine_saves_windows(Engine e) {
+    return e == Engine::Generic;
+}
 
 // Everything one pipeline stage needs: its layers, its budget, and how its
 // engine packs requests.
@@ -54,8 +56,7 @@ std::vector<LayerRun> layer_runs(const std::vector<LayerSpec>& layers, std::int6
         const LayerRun r{l.window_tokens, layer_bytes_per_token_per_gpu(l, tp, d.kv), layer_state_bytes_per_gpu(l, tp, d.conv, d.ssm), 1};
         if (!runs.empty() && runs.back().window_tokens == r.window_tokens && runs.back().per_token == r.per_token && runs.back().state == r.state)
             runs.back().count += 1;
-        else
-            runs.push_back(r);
+        else runs.push_back(r);
     }
     return runs;
 }
@@ -68,7 +69,8 @@ std::int64_t request_bytes(const std::vector<LayerRun>& runs, std::int64_t conte
         std::int64_t held = context;
         if (windows && l.window_tokens > 0) held = std::min(context, l.window_tokens);
         std::int64_t layer = l.state;
-        if (l.per_token > 0) layer = checked_add(layer, checked_mul(checked_mul(ceil_div(held, block), block, "tokens"), l.per_token, "KV bytes per request"));
+        if (l.per_token > 0)
+            layer = checked_add(layer, checked_mul(checked_mul(ceil_div(held, block), block, "tokens"), l.per_token, "KV bytes per request"));
         bytes = checked_add(bytes, checked_mul(layer, l.count, "KV bytes per request"), "KV bytes per request");
     }
     return bytes;
@@ -136,8 +138,8 @@ void set_parallelism(CapacityPlan& p, const ModelSpec& spec, const CapacityInput
         usage_error("--kv-pool (" + group_digits(*in.kv_pool_bytes) + " B) exceeds the device's memory (" + group_digits(in.gpu.memory_bytes) +
                     " B); a KV pool is part of one GPU's memory");
     if (in.allocation == Allocation::Contiguous && in.engine != Engine::Generic)
-        usage_error(std::string("--allocation contiguous models a naive engine that reserves --max-tokens per request; ") +
-                    engine_label(in.engine) + " pages its KV cache (use --engine generic)");
+        usage_error(std::string("--allocation contiguous models a naive engine that reserves --max-tokens per request; ") + engine_label(in.engine) +
+                    " pages its KV cache (use --engine generic)");
 }
 
 // Dtypes, weights, lengths and scheduler limits, each from its flag or the
@@ -171,8 +173,8 @@ Settings resolve_settings(CapacityPlan& p, const ModelSpec& spec, const Capacity
     p.prefix_tokens = in.prefix_tokens;
     if (in.prefix_tokens < 0) usage_error("--prefix-tokens must not be negative");
     if (in.prefix_tokens > shortest)
-        usage_error("--prefix-tokens " + std::to_string(in.prefix_tokens) + " exceeds the shortest --context (" +
-                    std::to_string(shortest) + "): a shared prefix is part of every request");
+        usage_error("--prefix-tokens " + std::to_string(in.prefix_tokens) + " exceeds the shortest --context (" + std::to_string(shortest) +
+                    "): a shared prefix is part of every request");
 
     const bool has_state = std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) { return l.kind == LayerKind::State; });
     if (in.engine == Engine::VllmV0 && has_state)
@@ -186,7 +188,9 @@ Settings resolve_settings(CapacityPlan& p, const ModelSpec& spec, const Capacity
 
 // The TP that splits attention and its KV heads: --tp, or with DP attention
 // the scale-out's attention TP (SGLang: tp / dp).
-std::int64_t attention_tp(const CapacityPlan& p, const CapacityInputs& in) { return p.scale_out ? p.scale_out->attention_tp : in.tp; }
+std::int64_t attention_tp(const CapacityPlan& p, const CapacityInputs& in) {
+    return p.scale_out ? p.scale_out->attention_tp : in.tp;
+}
 
 // The runtime overhead: given by --overhead, or estimated term by term.
 std::vector<OverheadTerm> overhead_terms(const ModelSpec& spec, const CapacityInputs& in, const CapacityPlan& p) {
@@ -201,8 +205,8 @@ std::vector<OverheadTerm> overhead_terms(const ModelSpec& spec, const CapacityIn
 }
 
 // One pipeline stage: its budget, then the pages its engine cuts the pool into.
-Stage size_stage(const ModelSpec& spec, const CapacityInputs& in, const CapacityPlan& p, const Settings& s,
-                 const PipelineStage& where, const std::vector<OverheadTerm>& overhead) {
+Stage size_stage(const ModelSpec& spec, const CapacityInputs& in, const CapacityPlan& p, const Settings& s, const PipelineStage& where,
+                 const std::vector<OverheadTerm>& overhead) {
     const auto first = spec.layers.begin() + where.first_layer;
     Stage st{where, std::vector<LayerSpec>(first, first + where.layers), {}, {}, 0, std::nullopt, 0, std::nullopt, std::nullopt};
     BudgetInputs b;
@@ -252,8 +256,8 @@ struct StageFit {
     std::int64_t reserved = 0, used = 0;  // contiguous allocation only
 };
 
-StageFit fit_requests(const Stage& st, const CapacityInputs& in, const CapacityPlan& p, const Settings& s,
-                      std::int64_t context, std::int64_t min_blocks) {
+StageFit fit_requests(const Stage& st, const CapacityInputs& in, const CapacityPlan& p, const Settings& s, std::int64_t context,
+                      std::int64_t min_blocks) {
     StageFit f;
     const std::int64_t pool = std::max<std::int64_t>(0, st.budget.kv_pool_bytes);
     if (st.layout) {
@@ -318,8 +322,8 @@ std::pair<std::size_t, std::int64_t> fill_rows(CapacityPlan& p, const ModelSpec&
         // Each attention DP rank is an engine core with its own pool.
         row.max_requests_replica = checked_mul(row.max_requests, p.scale_out ? p.scale_out->dp : 1, "requests");
         row.max_requests_total = checked_mul(row.max_requests_replica, p.replicas, "requests");
-        row.kv_memory_share = static_cast<double>(row.max_requests) * static_cast<double>(row.kv_bytes_per_request) /
-                              static_cast<double>(in.gpu.memory_bytes);
+        row.kv_memory_share =
+            static_cast<double>(row.max_requests) * static_cast<double>(row.kv_bytes_per_request) / static_cast<double>(in.gpu.memory_bytes);
         if (in.allocation == Allocation::Contiguous)
             row.unused_bytes = checked_mul(row.max_requests, row.reserved_bytes_per_request - row.used_bytes_per_request, "unused bytes");
         p.rows.push_back(row);
@@ -378,7 +382,8 @@ void add_notes(CapacityPlan& p, const ModelSpec& spec, const CapacityInputs& in,
                           std::to_string(p.scale_out->dp) + " DP ranks: " + group_digits(p.max_batched_tokens / p.scale_out->dp) +
                           " prompt tokens a rank a step; wide-EP launches pass a larger total (--max-num-batched-tokens)");
     if (p.scale_out && p.scale_out->ep > 1)
-        p.notes.push_back("not counted: the all-to-all buffers of expert parallelism (DeepEP / pplx NVSHMEM buffers); pass --overhead to include them");
+        p.notes.push_back(
+            "not counted: the all-to-all buffers of expert parallelism (DeepEP / pplx NVSHMEM buffers); pass --overhead to include them");
     if (in.kv_dtype == Dtype::Fp8 && std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) { return l.kind == LayerKind::Mla; }))
         p.notes.push_back("MLA with an fp8 cache: kvplan counts 1 B per latent element; vLLM's fp8_ds_mla layout stores 656 B per token per layer");
 }
@@ -419,8 +424,8 @@ std::int64_t longest_fitting_len(const std::vector<Stage>& stages, const Capacit
     return best;
 }
 
-void set_longest_lengths(CapacityPlan& p, const ModelSpec& spec, const CapacityInputs& in, const Settings& s,
-                         const std::vector<Stage>& stages, std::int64_t min_blocks) {
+void set_longest_lengths(CapacityPlan& p, const ModelSpec& spec, const CapacityInputs& in, const Settings& s, const std::vector<Stage>& stages,
+                         std::int64_t min_blocks) {
     if (in.allocation != Allocation::Paged) return;
     p.length_limit = std::max(p.max_model_len, spec.max_position_tokens);
     p.longest_len_one_request = longest_fitting_len(stages, p, s, 1, min_blocks, p.length_limit);
@@ -498,6 +503,8 @@ CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool sea
 
 }  // namespace
 
-CapacityPlan plan_capacity(const ModelSpec& spec, const CapacityInputs& in) { return plan_once(spec, in, true); }
+CapacityPlan plan_capacity(const ModelSpec& spec, const CapacityInputs& in) {
+    return plan_once(spec, in, true);
+}
 
 }  // namespace kvplan

@@ -9,14 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "core/memory/budget.hpp"
 #include "core/dtype.hpp"
-#include "core/memory/engine.hpp"
 #include "core/hardware.hpp"
-#include "core/model/model_spec.hpp"
-#include "core/model/weight_format.hpp"
+#include "core/memory/budget.hpp"
+#include "core/memory/engine.hpp"
 #include "core/memory/parallel.hpp"
 #include "core/memory/vllm_kv_cache.hpp"
+#include "core/model/model_spec.hpp"
+#include "core/model/weight_format.hpp"
 
 namespace kvplan {
 
@@ -31,8 +31,8 @@ struct CapacityInputs {
     std::int64_t gpus = 0;  // 0: tp x pp (one replica)
     std::int64_t tp = 1;
     std::int64_t pp = 1;
-    std::vector<std::int64_t> contexts;  // tokens per request; empty: 4K, 32K, 128K up to max_model_len
-    std::optional<double> mem_util;      // default: the engine's
+    std::vector<std::int64_t> contexts;          // tokens per request; empty: 4K, 32K, 128K up to max_model_len
+    std::optional<double> mem_util;              // default: the engine's
     std::optional<std::int64_t> weights_bytes;   // per GPU, replaces the computed weights
     std::optional<std::int64_t> overhead_bytes;  // replaces the estimated overhead
     std::optional<std::int64_t> kv_pool_bytes;   // replaces the whole budget
@@ -41,13 +41,13 @@ struct CapacityInputs {
     // A --weights-dtype format as the engine stores it (simulate, recommend
     // --slo: the pool their step prices assume); replaces weights_dtype.
     std::optional<WeightFormat> weights_format;
-    std::optional<Dtype> state_dtype;            // Mamba conv/ssm state (auto)
+    std::optional<Dtype> state_dtype;  // Mamba conv/ssm state (auto)
     std::optional<Dtype> ssm_state_dtype;
-    std::optional<std::int64_t> block_size;      // default: the engine's
+    std::optional<std::int64_t> block_size;  // default: the engine's
     Allocation allocation = Allocation::Paged;
-    std::optional<std::int64_t> max_tokens;      // contiguous: tokens reserved per request (default max_model_len)
-    std::int64_t prefix_tokens = 0;              // a shared prefix stored once
-    std::optional<std::int64_t> max_model_len;   // default: max_position_embeddings
+    std::optional<std::int64_t> max_tokens;     // contiguous: tokens reserved per request (default max_model_len)
+    std::int64_t prefix_tokens = 0;             // a shared prefix stored once
+    std::optional<std::int64_t> max_model_len;  // default: max_position_embeddings
     std::optional<std::int64_t> max_batched_tokens;
     std::optional<std::int64_t> max_num_seqs;
     // vLLM V1's top-k/top-p path, from --vllm-version (vllm_sampler_for_version):
@@ -66,16 +66,16 @@ struct CapacityInputs {
 
 struct ContextRow {
     std::int64_t context_tokens = 0;
-    std::int64_t max_requests = 0;          // per replica (one engine instance)
-    std::int64_t max_requests_total = 0;    // x attention DP ranks x data-parallel replicas
-    std::int64_t max_requests_replica = 0;  // x attention DP ranks (one replica); = max_requests without --dp
-    std::int64_t kv_bytes_per_request = 0;  // on one GPU, as the engine allocates it (blocks, windows, states)
-    double kv_memory_share = 0;             // max_requests x kv_bytes_per_request / GPU memory
+    std::int64_t max_requests = 0;                         // per replica (one engine instance)
+    std::int64_t max_requests_total = 0;                   // x attention DP ranks x data-parallel replicas
+    std::int64_t max_requests_replica = 0;                 // x attention DP ranks (one replica); = max_requests without --dp
+    std::int64_t kv_bytes_per_request = 0;                 // on one GPU, as the engine allocates it (blocks, windows, states)
+    double kv_memory_share = 0;                            // max_requests x kv_bytes_per_request / GPU memory
     std::optional<std::int64_t> max_requests_with_prefix;  // with --prefix-tokens
     // Contiguous allocation: what each request reserves and what it uses at this context.
     std::int64_t reserved_bytes_per_request = 0;
     std::int64_t used_bytes_per_request = 0;
-    std::int64_t unused_bytes = 0;          // reserved but empty, over the requests that fit, one GPU
+    std::int64_t unused_bytes = 0;  // reserved but empty, over the requests that fit, one GPU
 };
 
 // The figures an engine's start-up log prints for a plan, computed here and
@@ -97,21 +97,21 @@ struct CapacityPlan {
     std::optional<ScaleOut> scale_out;
     std::optional<StageWeights> stage_weights;  // the binding stage's weights per GPU, by part (with scale_out)
     Dtype kv_dtype = Dtype::Bf16;
-    Dtype weights_dtype = Dtype::Bf16;     // of unquantized tensors
+    Dtype weights_dtype = Dtype::Bf16;  // of unquantized tensors
     QuantMethod weights_quantization = QuantMethod::None;
     Allocation allocation = Allocation::Paged;
     std::int64_t block_size = 16;
     std::int64_t max_model_len = 0;
     std::int64_t max_batched_tokens = 0;
     std::int64_t max_num_seqs = 0;
-    std::int64_t max_tokens = 0;            // contiguous reservation per request
+    std::int64_t max_tokens = 0;  // contiguous reservation per request
     std::int64_t prefix_tokens = 0;
-    std::int64_t model_weights_bytes = 0;   // whole model
-    std::int64_t binding_stage = 0;         // the pipeline stage that holds the fewest requests
-    MemoryBudget budget;                    // of the binding stage
+    std::int64_t model_weights_bytes = 0;         // whole model
+    std::int64_t binding_stage = 0;               // the pipeline stage that holds the fewest requests
+    MemoryBudget budget;                          // of the binding stage
     std::int64_t kv_bytes_per_token_per_gpu = 0;  // every caching layer at full length, binding stage
     std::optional<std::int64_t> num_blocks;
-    std::optional<std::int64_t> kv_cache_tokens;  // as the engine reports it (nullopt: no per-token layers)
+    std::optional<std::int64_t> kv_cache_tokens;        // as the engine reports it (nullopt: no per-token layers)
     std::optional<std::int64_t> kv_cache_tokens_total;  // x DP ranks (with scale_out)
     std::optional<VllmLayout> vllm;
     std::vector<ContextRow> rows;
@@ -125,9 +125,9 @@ struct CapacityPlan {
     std::int64_t length_limit = 0;  // where the search stopped: max(max_model_len, the model's max positions)
     std::vector<std::string> notes;
     std::vector<std::string> warnings;
-    bool fits = false;                      // at least one request of the longest context fits
+    bool fits = false;                        // at least one request of the longest context fits
     std::optional<std::int64_t> smallest_tp;  // when it does not: the smallest TP that would
-    bool tp_searched = false;               // whether other TP degrees were tried (not with --weights/--kv-pool)
+    bool tp_searched = false;                 // whether other TP degrees were tried (not with --weights/--kv-pool)
 };
 
 // Throws Error(Usage) for inconsistent flags (TP that cannot split the model,

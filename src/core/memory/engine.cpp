@@ -78,7 +78,9 @@ const char* mem_fraction_flag(Engine e) {
     }
 }
 
-bool fraction_of_free_memory(Engine e) { return e == Engine::Trtllm; }
+bool fraction_of_free_memory(Engine e) {
+    return e == Engine::Trtllm;
+}
 
 std::int64_t default_block_size(Engine e) {
     switch (e) {

@@ -18,8 +18,7 @@ void check_tp(const ModelSpec& spec, std::int64_t tp) {
     for (const LayerSpec& l : spec.layers) {
         if (l.kind == LayerKind::Mla || !holds_per_token(l.kind)) continue;
         if (l.kv_heads >= tp ? l.kv_heads % tp != 0 : tp % l.kv_heads != 0)
-            usage_error("--tp " + std::to_string(tp) + " cannot shard " + std::to_string(l.kv_heads) +
-                        " KV heads (one must divide the other)");
+            usage_error("--tp " + std::to_string(tp) + " cannot shard " + std::to_string(l.kv_heads) + " KV heads (one must divide the other)");
     }
 }
 
@@ -37,12 +36,10 @@ std::int64_t elements_per_token(const LayerSpec& l) {
         case LayerKind::Chunked:
             // K and V: the "2 x kv_heads x head_dim" of the textbook formula.
             return checked_mul(l.kv_heads, l.k_head_dim + l.v_head_dim, "KV elements per token");
-        case LayerKind::Mla:
-            return l.latent_dim;  // one latent for K and V together, shared by all heads
+        case LayerKind::Mla: return l.latent_dim;  // one latent for K and V together, shared by all heads
         case LayerKind::State:
         case LayerKind::Cross:
-        case LayerKind::None:
-            return 0;
+        case LayerKind::None: return 0;
     }
     return 0;
 }
@@ -78,8 +75,7 @@ KvSizing size_kv(const ModelSpec& spec, const KvOptions& o) {
     // max_position_embeddings: an overflow there comes from the file, and the
     // error says so. The batch is a flag: its overflow is a usage error.
     KvSizing out = !o.context && spec.max_position_tokens > 0
-                       ? overflow_blames(spec.name + " (context from max_position_embeddings " +
-                                             std::to_string(spec.max_position_tokens) + ")",
+                       ? overflow_blames(spec.name + " (context from max_position_embeddings " + std::to_string(spec.max_position_tokens) + ")",
                                          [&] { return size_sequence(spec, o); })
                        : size_sequence(spec, o);
     out.bytes_total = checked_mul(out.bytes_per_sequence, o.batch, "KV bytes for the batch");

@@ -27,27 +27,27 @@ struct KvOptions {
 
 // Layers that cache the same thing (equal LayerSpecs), grouped in order of first appearance.
 struct LayerGroup {
-    LayerSpec spec;                         // what each layer of the group caches (whole model, not per GPU)
+    LayerSpec spec;  // what each layer of the group caches (whole model, not per GPU)
     std::int64_t layers = 0;
-    std::int64_t bytes_per_token = 0;       // all layers of the group, per context token (0 for state/cross/none)
+    std::int64_t bytes_per_token = 0;           // all layers of the group, per context token (0 for state/cross/none)
     std::int64_t state_bytes_per_sequence = 0;  // all layers of the group, fixed per sequence
-    std::int64_t tokens_held = 0;           // tokens each layer holds at the context: min(context, window)
-    std::int64_t bytes_per_sequence = 0;    // all layers of the group at the context
+    std::int64_t tokens_held = 0;               // tokens each layer holds at the context: min(context, window)
+    std::int64_t bytes_per_sequence = 0;        // all layers of the group at the context
     std::int64_t bytes_per_sequence_per_gpu = 0;
 };
 
 struct KvSizing {
     Dtype kv_dtype = Dtype::Bf16;
-    Dtype conv_state_dtype = Dtype::Bf16;  // what state layers store their conv window in
-    Dtype ssm_state_dtype = Dtype::Bf16;   // ... and their recurrent state in
-    std::int64_t bytes_per_token = 0;      // per token while the context is shorter than every window
+    Dtype conv_state_dtype = Dtype::Bf16;        // what state layers store their conv window in
+    Dtype ssm_state_dtype = Dtype::Bf16;         // ... and their recurrent state in
+    std::int64_t bytes_per_token = 0;            // per token while the context is shorter than every window
     std::optional<std::int64_t> context_tokens;  // nullopt only for models without per-token layers and no max position
     std::int64_t bytes_per_sequence = 0;
     std::int64_t batch = 1;
-    std::int64_t bytes_total = 0;          // bytes_per_sequence x batch, whole model
+    std::int64_t bytes_total = 0;  // bytes_per_sequence x batch, whole model
     std::int64_t tp = 1;
     std::int64_t bytes_per_sequence_per_gpu = 0;
-    std::int64_t bytes_per_gpu = 0;        // bytes_per_sequence_per_gpu x batch: what one rank holds
+    std::int64_t bytes_per_gpu = 0;  // bytes_per_sequence_per_gpu x batch: what one rank holds
     std::vector<LayerGroup> groups;
 };
 

@@ -10,7 +10,9 @@ namespace kvplan {
 
 namespace {
 
-std::int64_t gib(double g) { return static_cast<std::int64_t>(g * 1073741824.0 + 0.5); }
+std::int64_t gib(double g) {
+    return static_cast<std::int64_t>(g * 1073741824.0 + 0.5);
+}
 
 bool ends_with(const std::string& s, const std::string& tail) {
     return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
@@ -74,7 +76,9 @@ std::int64_t triton_buffer_rows(std::int64_t rows) {
 
 // vLLM pads the LM head's vocabulary to a multiple of 64
 // (vllm/model_executor/layers/vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE).
-std::int64_t padded_vocab(std::int64_t vocab) { return ceil_div(vocab, 64) * 64; }
+std::int64_t padded_vocab(std::int64_t vocab) {
+    return ceil_div(vocab, 64) * 64;
+}
 
 OverheadTerm non_torch_term(const OverheadInputs& in) {
     // Memory outside PyTorch's allocator that appears while the engine
@@ -111,7 +115,8 @@ OverheadTerm activation_term(const ModelSpec& spec, const OverheadInputs& in) {
     t.bytes = checked_mul(in.max_batched_tokens, per_token, "activation bytes");
     t.low_bytes = t.bytes * 85 / 100;
     t.high_bytes = t.bytes * 115 / 100;
-    t.basis = group_digits(in.max_batched_tokens) + " batched tokens x (3 x " + group_digits(width) + " + 3 x " + group_digits(spec.hidden) + ") x 2 B";
+    t.basis =
+        group_digits(in.max_batched_tokens) + " batched tokens x (3 x " + group_digits(width) + " + 3 x " + group_digits(spec.hidden) + ") x 2 B";
     t.source = "fit to vllm#10517 (V0, 20,000 and 29,000 tokens), within 15%";
     t.in_pool = in.engine != Engine::Sglang;
     return t;
@@ -192,7 +197,9 @@ std::int64_t VllmProfilePeak::peak_bytes() const {
     return std::max(forward_bytes, checked_add(hidden_states_bytes, sampler_bytes, "profile peak bytes"));
 }
 
-std::int64_t cublas_workspace_bytes(bool hopper) { return hopper ? std::int64_t{4096} * 1024 * 8 : std::int64_t{4096} * 1024 * 2 + 16 * 1024 * 8; }
+std::int64_t cublas_workspace_bytes(bool hopper) {
+    return hopper ? std::int64_t{4096} * 1024 * 8 : std::int64_t{4096} * 1024 * 2 + 16 * 1024 * 8;
+}
 
 bool hopper_gpu(const Gpu& gpu) {
     const std::string& id = gpu.id;
@@ -212,7 +219,8 @@ VllmProfilePeak vllm_profile_peak(const ModelSpec& spec, const OverheadInputs& i
     p.sampler_rows = std::min(in.max_num_seqs, in.max_batched_tokens);
     // profile_run keeps hidden_states (every token) while the sampler runs,
     // plus the sampled rows and _dummy_sampler_run's torch.rand_like copy.
-    p.hidden_states_bytes = checked_mul(checked_add(in.max_batched_tokens, checked_mul(2, p.sampler_rows)), checked_mul(spec.hidden, 2), "hidden states bytes");
+    p.hidden_states_bytes =
+        checked_mul(checked_add(in.max_batched_tokens, checked_mul(2, p.sampler_rows)), checked_mul(spec.hidden, 2), "hidden states bytes");
     const bool triton = in.sampler == VllmSampler::Triton && p.sampler_rows >= 8;
     p.bytes_per_entry = triton ? 14 : sort_bytes_per_entry(p.sampler_rows);
     // The bf16 logits keep the LM head's padded width; the fp32 copy and what
@@ -298,9 +306,8 @@ std::optional<OverheadTerm> mla_decode_copy_term(const ModelSpec& spec, Engine e
     t.bytes = t.low_bytes = t.high_bytes = checked_mul(held, per_layer, "MLA copy bytes");
     t.basis = group_digits(held) + " layers x " + group_digits(rows) + " x " + group_digits(kv_b.cols) + " x " +
               std::to_string(dtype_bits(copy) / 8) + " B (" + (engine == Engine::Vllm ? "W_UK_T, W_UV" : "w_kc, w_vc") + ")";
-    t.source = engine == Engine::Vllm
-                   ? "vLLM MLACommonImpl.process_weights_after_loading: 16-bit copies of a quantized kv_b_proj, kept beside it"
-                   : "SGLang DeepseekV2ForCausalLM.post_load_weights: contiguous copies of kv_b_proj, kept beside it";
+    t.source = engine == Engine::Vllm ? "vLLM MLACommonImpl.process_weights_after_loading: 16-bit copies of a quantized kv_b_proj, kept beside it"
+                                      : "SGLang DeepseekV2ForCausalLM.post_load_weights: contiguous copies of kv_b_proj, kept beside it";
     return t;
 }
 

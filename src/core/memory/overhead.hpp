@@ -19,8 +19,8 @@ struct OverheadTerm {
     std::int64_t bytes = 0;      // kvplan's estimate
     std::int64_t low_bytes = 0;  // the range it stands for
     std::int64_t high_bytes = 0;
-    std::string basis;           // the formula with this model's numbers
-    std::string source;          // where the formula and range come from
+    std::string basis;   // the formula with this model's numbers
+    std::string source;  // where the formula and range come from
     // Whether the engine takes it out of the KV pool. SGLang keeps the
     // activation peak in the (1 - mem_fraction_static) headroom; vLLM
     // captures CUDA graphs after sizing the pool.

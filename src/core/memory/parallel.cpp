@@ -1,17 +1,16 @@
 #include "core/memory/parallel.hpp"
 
-#include "core/checked.hpp"
-#include "core/error.hpp"
-
 #include <algorithm>
 #include <string>
+
+#include "core/checked.hpp"
+#include "core/error.hpp"
 
 namespace kvplan {
 
 std::vector<PipelineStage> pipeline_stages(std::int64_t layers, std::int64_t pp) {
     if (pp < 1) usage_error("--pp must be at least 1, found " + std::to_string(pp));
-    if (pp > layers)
-        usage_error("--pp " + std::to_string(pp) + " exceeds the model's " + std::to_string(layers) + " layers");
+    if (pp > layers) usage_error("--pp " + std::to_string(pp) + " exceeds the model's " + std::to_string(layers) + " layers");
     std::vector<std::int64_t> sizes(static_cast<std::size_t>(pp), layers / pp);
     const std::int64_t remainder = layers % pp;
     for (std::int64_t i = 2; i < remainder + 2; ++i) sizes[static_cast<std::size_t>(pp - i)] += 1;
@@ -50,8 +49,8 @@ bool trtllm_whole_embedding(const ModelSpec& spec) {
     return spec.architecture == "DeepseekV3ForCausalLM" || spec.architecture == "Glm4MoeForCausalLM";
 }
 
-std::int64_t stage_weight_bytes(const WeightSizing& weights, const ModelSpec& spec, const PipelineStage& stage,
-                                std::int64_t pp, std::int64_t tp, bool whole_embedding) {
+std::int64_t stage_weight_bytes(const WeightSizing& weights, const ModelSpec& spec, const PipelineStage& stage, std::int64_t pp, std::int64_t tp,
+                                bool whole_embedding) {
     const std::int64_t layers = static_cast<std::int64_t>(spec.layers.size());
     const bool first = stage.index == 0;
     const bool last = stage.index == pp - 1;
@@ -85,7 +84,9 @@ namespace kvplan {
 
 namespace {
 
-std::string num(std::int64_t v) { return std::to_string(v); }
+std::string num(std::int64_t v) {
+    return std::to_string(v);
+}
 
 // vLLM: D ranks of T GPUs; EP = T x D or no expert parallelism at all.
 void vllm_rules(ScaleOut& so, const ScaleOutInputs& in) {
@@ -168,7 +169,8 @@ void trtllm_rules(ScaleOut& so, const ScaleOutInputs& in, bool whole_embedding) 
     const bool adp = in.dp > 1;
     const std::int64_t ep = in.ep > 0 ? in.ep : 1;
     if (in.tp % ep != 0)
-        usage_error("--ep " + num(ep) + " does not divide --tp " + num(in.tp) + ": TensorRT-LLM splits each expert over tp / ep GPUs "
+        usage_error("--ep " + num(ep) + " does not divide --tp " + num(in.tp) +
+                    ": TensorRT-LLM splits each expert over tp / ep GPUs "
                     "(moe_tensor_parallel_size)");
     so.ep = ep;
     so.expert_tp = in.tp / ep;
@@ -200,7 +202,8 @@ ScaleOut plan_scale_out(const ModelSpec& spec, const ScaleOutInputs& in) {
     }
     so.routed_experts = spec.experts;
     if ((so.ep > 1 || in.redundant_experts > 0) && spec.experts < 1)
-        usage_error("--ep / --redundant-experts need a mixture-of-experts model; " + spec.name + " has no routed experts (n_routed_experts / num_experts)");
+        usage_error("--ep / --redundant-experts need a mixture-of-experts model; " + spec.name +
+                    " has no routed experts (n_routed_experts / num_experts)");
     if (in.redundant_experts > 0 && so.ep < 2)
         usage_error("--redundant-experts needs expert parallelism (EPLB places extra experts over the EP group)");
     so.physical_experts = checked_add(spec.experts, in.redundant_experts, "physical experts");
@@ -212,8 +215,8 @@ ScaleOut plan_scale_out(const ModelSpec& spec, const ScaleOutInputs& in) {
     return so;
 }
 
-StageWeights stage_weights_scaled(const WeightSizing& weights, const ModelSpec& spec, const PipelineStage& stage,
-                                  std::int64_t pp, const ScaleOut& so) {
+StageWeights stage_weights_scaled(const WeightSizing& weights, const ModelSpec& spec, const PipelineStage& stage, std::int64_t pp,
+                                  const ScaleOut& so) {
     const std::int64_t layers = static_cast<std::int64_t>(spec.layers.size());
     const bool first = stage.index == 0;
     const bool last = stage.index == pp - 1;
@@ -223,10 +226,8 @@ StageWeights stage_weights_scaled(const WeightSizing& weights, const ModelSpec& 
     auto add = [&](ParamPart part, std::int64_t stage_bytes, std::int64_t divisor, std::int64_t bytes, std::int64_t capped = 0) {
         WeightShare w{part, bytes, stage_bytes, divisor, capped};
         out.shares.push_back(w);
-        if (part == ParamPart::Experts)
-            out.expert_bytes = checked_add(out.expert_bytes, bytes);
-        else
-            out.dense_bytes = checked_add(out.dense_bytes, bytes);
+        if (part == ParamPart::Experts) out.expert_bytes = checked_add(out.expert_bytes, bytes);
+        else out.dense_bytes = checked_add(out.dense_bytes, bytes);
         out.total_bytes = checked_add(out.total_bytes, bytes);
     };
     for (const WeightPart& p : weights.parts) {

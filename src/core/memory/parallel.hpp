@@ -51,8 +51,8 @@ WeightPart stage_part(const WeightPart& part, const PipelineStage& stage, std::i
 // divided over `tp` ranks but for the tensors split over fewer (split_over_tp)
 // and, with `whole_embedding`, the embedding (trtllm_whole_embedding); norms,
 // replicated in practice, are negligible and divided too.
-std::int64_t stage_weight_bytes(const WeightSizing& weights, const ModelSpec& spec, const PipelineStage& stage,
-                                std::int64_t pp, std::int64_t tp, bool whole_embedding = false);
+std::int64_t stage_weight_bytes(const WeightSizing& weights, const ModelSpec& spec, const PipelineStage& stage, std::int64_t pp, std::int64_t tp,
+                                bool whole_embedding = false);
 
 // TensorRT-LLM models whose token embedding is an Embedding built without a
 // mapping, so whole on every GPU at any TP: DeepseekV3Model
@@ -91,9 +91,9 @@ enum class ScaleOutRules { Vllm, Sglang, Trtllm };
 
 struct ScaleOutInputs {
     ScaleOutRules rules = ScaleOutRules::Vllm;
-    std::int64_t tp = 1;        // the engine's TP flag (vLLM: per DP rank; SGLang, TensorRT-LLM: GPUs in all)
-    std::int64_t dp = 1;        // attention data-parallel ranks
-    std::int64_t ep = 0;        // --ep; 0: not given
+    std::int64_t tp = 1;                  // the engine's TP flag (vLLM: per DP rank; SGLang, TensorRT-LLM: GPUs in all)
+    std::int64_t dp = 1;                  // attention data-parallel ranks
+    std::int64_t ep = 0;                  // --ep; 0: not given
     bool enable_expert_parallel = false;  // vLLM's flag: EP = TP x DP
     std::int64_t redundant_experts = 0;   // EPLB's extra physical experts (vLLM --num-redundant-experts,
                                           // SGLang --ep-num-redundant-experts)
@@ -123,12 +123,12 @@ ScaleOutRules scale_out_rules(const std::string& engine);
 // a whole copy on every GPU).
 struct ScaleOut {
     ScaleOutRules rules = ScaleOutRules::Vllm;
-    std::int64_t gpus = 1;              // GPUs per pipeline stage: vLLM T x D, SGLang and TensorRT-LLM T
+    std::int64_t gpus = 1;  // GPUs per pipeline stage: vLLM T x D, SGLang and TensorRT-LLM T
     std::int64_t dp = 1;
-    std::int64_t attention_tp = 1;      // attention (and its KV heads) split
-    std::int64_t ep = 1;                // expert-parallel group; 1: no expert parallelism
-    std::int64_t expert_tp = 1;         // tensor split of each routed expert
-    std::int64_t dense_mlp_tp = 1;      // dense MLP layers (DeepSeek's first_k_dense_replace layers)
+    std::int64_t attention_tp = 1;  // attention (and its KV heads) split
+    std::int64_t ep = 1;            // expert-parallel group; 1: no expert parallelism
+    std::int64_t expert_tp = 1;     // tensor split of each routed expert
+    std::int64_t dense_mlp_tp = 1;  // dense MLP layers (DeepSeek's first_k_dense_replace layers)
     std::int64_t shared_experts_tp = 1;
     std::int64_t embedding_tp = 1;
     std::int64_t head_tp = 1;
@@ -144,10 +144,10 @@ ScaleOut plan_scale_out(const ModelSpec& spec, const ScaleOutInputs& in);
 // One part's bytes on one GPU, with the split that produced them.
 struct WeightShare {
     ParamPart part = ParamPart::Attention;
-    std::int64_t bytes = 0;       // on one GPU of the stage
-    std::int64_t stage_bytes = 0; // the stage's whole copy of this part
-    std::int64_t divisor = 1;     // TP split; for routed experts EP x expert TP
-    std::int64_t capped_bytes = 0; // of stage_bytes, split over fewer ranks than divisor (split_over_tp)
+    std::int64_t bytes = 0;         // on one GPU of the stage
+    std::int64_t stage_bytes = 0;   // the stage's whole copy of this part
+    std::int64_t divisor = 1;       // TP split; for routed experts EP x expert TP
+    std::int64_t capped_bytes = 0;  // of stage_bytes, split over fewer ranks than divisor (split_over_tp)
 };
 
 struct StageWeights {
@@ -162,7 +162,7 @@ struct StageWeights {
 // the LM head on the last; routed experts as physical_experts / ep whole
 // experts (each / expert_tp), every other part divided by its own TP; the
 // router and norms whole on every GPU (ReplicatedLinear in both engines).
-StageWeights stage_weights_scaled(const WeightSizing& weights, const ModelSpec& spec, const PipelineStage& stage,
-                                  std::int64_t pp, const ScaleOut& so);
+StageWeights stage_weights_scaled(const WeightSizing& weights, const ModelSpec& spec, const PipelineStage& stage, std::int64_t pp,
+                                  const ScaleOut& so);
 
 }  // namespace kvplan

@@ -12,7 +12,7 @@ namespace kvplan {
 
 struct SizeResult {
     const ModelSpec* model = nullptr;
-    std::string model_label;     // e.g. "llama-3.1-8b (meta-llama/Llama-3.1-8B-Instruct)"
+    std::string model_label;  // e.g. "llama-3.1-8b (meta-llama/Llama-3.1-8B-Instruct)"
     KvSizing kv;
     WeightSizing weights;
     std::vector<std::string> warnings;  // about the request, not the model (e.g. a context beyond the model's)

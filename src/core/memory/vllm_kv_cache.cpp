@@ -18,11 +18,15 @@ struct LayerKv {
     std::int64_t state_bytes = 0;      // Mamba / linear attention
 };
 
-bool attention_kind(LayerKind k) { return holds_per_token(k); }
+bool attention_kind(LayerKind k) {
+    return holds_per_token(k);
+}
 
 }  // namespace
 
-std::int64_t VllmLayout::block_bytes() const { return uniform_type ? page_bytes : checked_mul(page_bytes, group_size, "block bytes"); }
+std::int64_t VllmLayout::block_bytes() const {
+    return uniform_type ? page_bytes : checked_mul(page_bytes, group_size, "block bytes");
+}
 
 VllmLayout vllm_layout(const std::vector<LayerSpec>& layers, const VllmLayoutInputs& in) {
     VllmLayout out;
@@ -56,8 +60,8 @@ VllmLayout vllm_layout(const std::vector<LayerSpec>& layers, const VllmLayoutInp
     if (mamba_page > 0 && attn_token > 0) {
         const std::int64_t needed = 16 * ceil_div(mamba_page, checked_mul(16, attn_token, "page bytes"));
         if (needed > block) {
-            out.notes.push_back("vLLM raises the attention block size from " + std::to_string(block) + " to " +
-                                std::to_string(needed) + " tokens so that one page holds a Mamba state");
+            out.notes.push_back("vLLM raises the attention block size from " + std::to_string(block) + " to " + std::to_string(needed) +
+                                " tokens so that one page holds a Mamba state");
             block = needed;
         }
     }
@@ -83,7 +87,8 @@ VllmLayout vllm_layout(const std::vector<LayerSpec>& layers, const VllmLayoutInp
     }
 
     auto kind_class = [](LayerKind k) { return k == LayerKind::Full ? 0 : static_cast<int>(k); };
-    const bool one_class = std::all_of(types.begin(), types.end(), [&](const Type& t) { return kind_class(t.spec.kind) == kind_class(types[0].spec.kind); });
+    const bool one_class =
+        std::all_of(types.begin(), types.end(), [&](const Type& t) { return kind_class(t.spec.kind) == kind_class(types[0].spec.kind); });
 
     if (types.size() == 1) {
         // One spec: one group of every layer.
@@ -93,8 +98,7 @@ VllmLayout vllm_layout(const std::vector<LayerSpec>& layers, const VllmLayoutInp
         out.groups.push_back(VllmGroup{types[0].spec, types[0].layers, 0, block, types[0].page});
         return out;
     }
-    if (one_class && types[0].spec.kind != LayerKind::State && types[0].spec.kind != LayerKind::Sliding &&
-        types[0].spec.kind != LayerKind::Chunked) {
+    if (one_class && types[0].spec.kind != LayerKind::State && types[0].spec.kind != LayerKind::Sliding && types[0].spec.kind != LayerKind::Chunked) {
         // Same attention type, different shapes (per-layer KV heads):
         // UniformTypeKVCacheSpecs, one group, a block costs the sum of pages.
         out.uniform_type = true;
@@ -125,8 +129,8 @@ VllmLayout vllm_layout(const std::vector<LayerSpec>& layers, const VllmLayoutInp
         std::int64_t group_block = block;
         if (t.spec.kind != LayerKind::State && t.page != page) {
             if (page % t.page != 0)
-                data_error("vLLM cannot unify this model's KV page sizes (" + std::to_string(t.page) + " B does not divide " +
-                           std::to_string(page) + " B); it refuses such hybrids");
+                data_error("vLLM cannot unify this model's KV page sizes (" + std::to_string(t.page) + " B does not divide " + std::to_string(page) +
+                           " B); it refuses such hybrids");
             group_block = block * (page / t.page);
         }
         const std::int64_t groups = ceil_div(t.layers, out.group_size);
@@ -135,8 +139,7 @@ VllmLayout vllm_layout(const std::vector<LayerSpec>& layers, const VllmLayoutInp
             out.groups.push_back(VllmGroup{t.spec, real, out.group_size - real, group_block, page});
             out.padding_layers += out.group_size - real;
         }
-        if (t.spec.kind != LayerKind::State)
-            out.block_tokens = out.block_tokens == 0 ? group_block : std::min(out.block_tokens, group_block);
+        if (t.spec.kind != LayerKind::State) out.block_tokens = out.block_tokens == 0 ? group_block : std::min(out.block_tokens, group_block);
     }
     if (out.block_tokens == 0) out.block_tokens = block;
     if (out.padding_layers > 0) {

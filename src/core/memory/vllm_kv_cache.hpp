@@ -22,16 +22,16 @@ struct VllmLayoutInputs {
     Dtype kv_dtype = Dtype::Bf16;
     Dtype conv_state_dtype = Dtype::Bf16;
     Dtype ssm_state_dtype = Dtype::Bf16;
-    std::int64_t block_size = 16;          // --block-size; raised for hybrid Mamba models
-    std::int64_t max_model_len = 0;        // sizes a pure-Mamba model's block
+    std::int64_t block_size = 16;            // --block-size; raised for hybrid Mamba models
+    std::int64_t max_model_len = 0;          // sizes a pure-Mamba model's block
     std::int64_t max_batched_tokens = 8192;  // sliding-window worst case
 };
 
 // One KV-cache group: layers of one spec, padded to the group size.
 struct VllmGroup {
-    LayerSpec spec;              // what each layer caches (whole model)
-    std::int64_t layers = 0;     // real layers in this group
-    std::int64_t padding = 0;    // empty slots ("Add N padding layers")
+    LayerSpec spec;                 // what each layer caches (whole model)
+    std::int64_t layers = 0;        // real layers in this group
+    std::int64_t padding = 0;       // empty slots ("Add N padding layers")
     std::int64_t block_tokens = 0;  // tokens per block for this group
     std::int64_t page_bytes = 0;    // one layer's page on one GPU
 };
@@ -43,7 +43,7 @@ struct VllmLayout {
     std::int64_t block_tokens = 0;  // the smallest block size among groups (what the log multiplies by)
     std::vector<VllmGroup> groups;
     std::int64_t padding_layers = 0;
-    std::vector<std::string> notes; // layers vLLM leaves out, padding warnings
+    std::vector<std::string> notes;  // layers vLLM leaves out, padding warnings
 
     // Bytes one block id costs across every tensor: page_bytes x group_size
     // (or the sum of pages for uniform_type).

@@ -8,9 +8,9 @@
 #include <numeric>
 
 #include "core/checked.hpp"
+#include "core/error.hpp"
 #include "core/model/config_parts.hpp"
 #include "core/model/max_len.hpp"
-#include "core/error.hpp"
 
 namespace kvplan {
 
@@ -27,17 +27,34 @@ constexpr const char* kNestedKeys[] = {"text_config", "llm_config", "language_co
 const std::map<std::string, std::map<std::string, std::int64_t>>& class_defaults() {
     static const std::map<std::string, std::map<std::string, std::int64_t>> table = {
         // transformers LlamaConfig.__init__ defaults
-        {"llama", {{"hidden_size", 4096}, {"intermediate_size", 11008}, {"num_hidden_layers", 32},
-                   {"num_attention_heads", 32}, {"vocab_size", 32000}, {"max_position_embeddings", 2048}}},
+        {"llama",
+         {{"hidden_size", 4096},
+          {"intermediate_size", 11008},
+          {"num_hidden_layers", 32},
+          {"num_attention_heads", 32},
+          {"vocab_size", 32000},
+          {"max_position_embeddings", 2048}}},
         // transformers MistralConfig
-        {"mistral", {{"hidden_size", 4096}, {"intermediate_size", 14336}, {"num_hidden_layers", 32},
-                     {"num_attention_heads", 32}, {"num_key_value_heads", 8}, {"vocab_size", 32000},
-                     {"max_position_embeddings", 131072}}},
+        {"mistral",
+         {{"hidden_size", 4096},
+          {"intermediate_size", 14336},
+          {"num_hidden_layers", 32},
+          {"num_attention_heads", 32},
+          {"num_key_value_heads", 8},
+          {"vocab_size", 32000},
+          {"max_position_embeddings", 131072}}},
         // transformers Gemma3TextConfig
-        {"gemma3_text", {{"hidden_size", 2304}, {"intermediate_size", 9216}, {"num_hidden_layers", 26},
-                         {"num_attention_heads", 8}, {"num_key_value_heads", 4}, {"head_dim", 256},
-                         {"vocab_size", 262208}, {"max_position_embeddings", 131072}, {"sliding_window", 4096},
-                         {"sliding_window_pattern", 6}}},
+        {"gemma3_text",
+         {{"hidden_size", 2304},
+          {"intermediate_size", 9216},
+          {"num_hidden_layers", 26},
+          {"num_attention_heads", 8},
+          {"num_key_value_heads", 4},
+          {"head_dim", 256},
+          {"vocab_size", 262208},
+          {"max_position_embeddings", 131072},
+          {"sliding_window", 4096},
+          {"sliding_window_pattern", 6}}},
     };
     return table;
 }
@@ -89,7 +106,8 @@ ModelDims read_dims(const ConfigReader& cfg, const std::string& model_type) {
         for (std::int64_t i = 0; i < d.layers; ++i) {
             if (d.layer_heads[i] % d.layer_kv_heads[i] != 0)
                 cfg.fail_relation("num_kv_heads[" + std::to_string(i) + "]", "(" + std::to_string(d.layer_kv_heads[i]) +
-                                  ") must divide num_query_heads[" + std::to_string(i) + "] (" + std::to_string(d.layer_heads[i]) + ")");
+                                                                                 ") must divide num_query_heads[" + std::to_string(i) + "] (" +
+                                                                                 std::to_string(d.layer_heads[i]) + ")");
             d.heads = std::gcd(d.heads, d.layer_heads[i]);
         }
         d.kv_heads = d.layer_kv_heads.front();
@@ -104,8 +122,7 @@ ModelDims read_dims(const ConfigReader& cfg, const std::string& model_type) {
             d.kv_heads = cfg.get_bool("multi_query").value_or(true) ? 1 : d.heads;
         } else if (auto kv = cfg.get_int({"num_key_value_heads", "num_kv_heads", "n_head_kv", "n_kv_heads"}, 1, kMaxHeads)) {
             d.kv_heads = *kv;
-        } else if (auto group = cfg.get_int({"multi_query_group_num"}, 1, kMaxHeads);
-                   group && cfg.get_bool("multi_query_attention").value_or(true)) {
+        } else if (auto group = cfg.get_int({"multi_query_group_num"}, 1, kMaxHeads); group && cfg.get_bool("multi_query_attention").value_or(true)) {
             d.kv_heads = *group;  // ChatGLM / GLM-4
         } else if (cfg.get_bool("multi_query").value_or(false)) {
             d.kv_heads = 1;  // GPT-BigCode (StarCoder), Falcon
@@ -113,8 +130,8 @@ ModelDims read_dims(const ConfigReader& cfg, const std::string& model_type) {
             d.kv_heads = d.heads;
         }
         if (d.heads % d.kv_heads != 0)
-            cfg.fail_relation("num_key_value_heads", "(" + std::to_string(d.kv_heads) + ") must divide num_attention_heads (" +
-                                                std::to_string(d.heads) + ")");
+            cfg.fail_relation("num_key_value_heads",
+                              "(" + std::to_string(d.kv_heads) + ") must divide num_attention_heads (" + std::to_string(d.heads) + ")");
 
         // head_dim: explicit head_dim / kv_channels win over hidden / heads
         // (Gemma: 256 != 3072/16; Mistral-Nemo: 128 != 5120/32; Qwen3).
@@ -126,20 +143,17 @@ ModelDims read_dims(const ConfigReader& cfg, const std::string& model_type) {
         } else {
             if (d.hidden % d.heads != 0)
                 cfg.fail_relation("hidden_size", "(" + std::to_string(d.hidden) + ") is not divisible by num_attention_heads (" +
-                                            std::to_string(d.heads) + ") and no head_dim is given");
+                                                     std::to_string(d.heads) + ") and no head_dim is given");
             d.head_dim = d.hidden / d.heads;
         }
     }
 
     // Dense MLP width: intermediate_size / n_inner / ffn_hidden_size; GPT-2,
     // GPT-J and Falcon default to 4 x hidden (n_inner null).
-    if (auto inter = cfg.get_int({"intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim"}, 1, kMaxHidden * 64))
-        d.intermediate = *inter;
-    else
-        d.intermediate = 4 * d.hidden;
+    if (auto inter = cfg.get_int({"intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim"}, 1, kMaxHidden * 64)) d.intermediate = *inter;
+    else d.intermediate = 4 * d.hidden;
 
-    if (auto e = cfg.get_int({"num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"}, 0, kMaxExperts))
-        d.experts = *e;
+    if (auto e = cfg.get_int({"num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"}, 0, kMaxExperts)) d.experts = *e;
     if (d.experts > 0) {
         d.experts_per_token = cfg.require_int({"num_experts_per_tok", "experts_per_token", "moe_top_k", "num_experts_per_token"}, 1, d.experts);
     }
@@ -173,7 +187,8 @@ ModelSpec parse_config_fields(const nlohmann::json& config, const std::string& s
     if (spec.model_type.empty()) spec.model_type = "unknown";
 
     if (!known_family(spec.model_type))
-        spec.notes.push_back("model_type \"" + spec.model_type + "\" has no family rules in kvplan: KV sizing follows the config's "
+        spec.notes.push_back("model_type \"" + spec.model_type +
+                             "\" has no family rules in kvplan: KV sizing follows the config's "
                              "fields, the parameter count assumes a Llama-style block (RMSNorm, gated MLP, no biases)");
     ModelDims dims = read_dims(cfg, spec.model_type);
     spec.hidden = dims.hidden;

@@ -39,18 +39,18 @@ struct LayerPlan {
 // the block for this model_type (norm kind, MLP kind, biases). Config flags
 // such as attention_bias or mlp_bias override these when present.
 struct FamilyTraits {
-    bool gated_mlp = true;           // gate + up + down (SwiGLU/GeGLU); else up + down
-    bool layer_norm = false;         // LayerNorm (weight + bias); else RMSNorm (weight)
-    int norms_per_layer = 2;         // input + post-attention; Gemma-2/3 have 4; parallel blocks 1
-    bool qkv_bias = false;           // biases on q, k, v (Qwen2, GPT-2)
-    bool o_bias = false;             // bias on the output projection
-    bool mlp_bias = false;           // biases on the MLP projections
-    bool qk_norm = false;            // per-head q_norm/k_norm (Qwen3, Gemma-3)
-    bool learned_positions = false;  // a position-embedding table (GPT-2, GPT-BigCode)
-    bool lm_head_bias = false;       // GPT-J's lm_head has a bias
-    bool tie_default = false;        // the config class's tie_word_embeddings default
-    bool attention_sinks = false;    // gpt-oss: one learned sink logit per head
-    bool gated_attention = false;    // Qwen3-Next: q_proj also emits a per-head output gate (2x rows)
+    bool gated_mlp = true;                  // gate + up + down (SwiGLU/GeGLU); else up + down
+    bool layer_norm = false;                // LayerNorm (weight + bias); else RMSNorm (weight)
+    int norms_per_layer = 2;                // input + post-attention; Gemma-2/3 have 4; parallel blocks 1
+    bool qkv_bias = false;                  // biases on q, k, v (Qwen2, GPT-2)
+    bool o_bias = false;                    // bias on the output projection
+    bool mlp_bias = false;                  // biases on the MLP projections
+    bool qk_norm = false;                   // per-head q_norm/k_norm (Qwen3, Gemma-3)
+    bool learned_positions = false;         // a position-embedding table (GPT-2, GPT-BigCode)
+    bool lm_head_bias = false;              // GPT-J's lm_head has a bias
+    bool tie_default = false;               // the config class's tie_word_embeddings default
+    bool attention_sinks = false;           // gpt-oss: one learned sink logit per head
+    bool gated_attention = false;           // Qwen3-Next: q_proj also emits a per-head output gate (2x rows)
     std::int64_t extra_embedding_rows = 0;  // mllama: 8 image-token rows beyond vocab_size
 };
 
@@ -81,8 +81,7 @@ bool known_family(const std::string& model_type);
 std::vector<LayerPlan> plan_layers(const ConfigReader& cfg, const ModelDims& dims);
 
 // Step 3: every learned tensor of the language model.
-std::vector<ParamTensor> count_params(const ConfigReader& cfg, const ModelDims& dims,
-                                      const std::vector<LayerPlan>& plan, bool tied,
+std::vector<ParamTensor> count_params(const ConfigReader& cfg, const ModelDims& dims, const std::vector<LayerPlan>& plan, bool tied,
                                       std::vector<std::string>& notes);
 
 // quantization_config (read from the top-level config).

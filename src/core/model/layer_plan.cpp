@@ -132,8 +132,8 @@ void apply_block_configs(const ConfigReader& cfg, const ModelDims& dims, std::ve
         } else {
             std::int64_t group = attention->require_int({"n_heads_in_group"}, 1, kMaxHeads);
             if (dims.heads % group != 0)
-                attention->fail_relation("n_heads_in_group", "(" + std::to_string(group) + ") must divide num_attention_heads (" +
-                                                              std::to_string(dims.heads) + ")");
+                attention->fail_relation("n_heads_in_group",
+                                         "(" + std::to_string(group) + ") must divide num_attention_heads (" + std::to_string(dims.heads) + ")");
             p.spec.kv_heads = dims.heads / group;
             if (auto window = attention->get_int({"window_length"}, 1, kMaxTokens)) {
                 p.spec.kind = LayerKind::Sliding;
@@ -192,12 +192,12 @@ LayerPlan mamba_layer(const ConfigReader& cfg, const ModelDims& dims) {
 }
 
 // layer_types: one name per layer (Qwen3-Next, gpt-oss, newer Gemma-3).
-void kinds_from_layer_types(const ConfigReader& cfg, const ModelDims& dims, const std::vector<std::string>& types,
-                            const LayerPlan& attn, std::vector<LayerPlan>& plan) {
+void kinds_from_layer_types(const ConfigReader& cfg, const ModelDims& dims, const std::vector<std::string>& types, const LayerPlan& attn,
+                            std::vector<LayerPlan>& plan) {
     const std::int64_t n = dims.layers;
     if (static_cast<std::int64_t>(types.size()) != n)
-        cfg.fail("layer_types", "has " + std::to_string(types.size()) + " entries but the model has " +
-                                    std::to_string(n) + " layers (num_hidden_layers)");
+        cfg.fail("layer_types",
+                 "has " + std::to_string(types.size()) + " entries but the model has " + std::to_string(n) + " layers (num_hidden_layers)");
     for (std::int64_t i = 0; i < n; ++i) {
         const std::string& t = types[static_cast<std::size_t>(i)];
         if (t == "full_attention" || t == "attention") {
@@ -213,9 +213,9 @@ void kinds_from_layer_types(const ConfigReader& cfg, const ModelDims& dims, cons
         } else if (t == "mamba" || t == "mamba2") {
             plan[i] = mamba_layer(cfg, dims);
         } else {
-            cfg.fail("layer_types[" + std::to_string(i) + "]",
-                     "unknown layer type \"" + t + "\" (expected full_attention, sliding_attention, "
-                     "chunked_attention, linear_attention or mamba)");
+            cfg.fail("layer_types[" + std::to_string(i) + "]", "unknown layer type \"" + t +
+                                                                   "\" (expected full_attention, sliding_attention, "
+                                                                   "chunked_attention, linear_attention or mamba)");
         }
     }
 }
@@ -225,13 +225,16 @@ void kinds_from_layer_types(const ConfigReader& cfg, const ModelDims& dims, cons
 void kinds_from_hybrid_pattern(const ConfigReader& cfg, std::int64_t n, const std::string& pattern, const LayerPlan& attn,
                                std::vector<LayerPlan>& plan) {
     if (static_cast<std::int64_t>(pattern.size()) != n)
-        cfg.fail("hybrid_override_pattern", "has " + std::to_string(pattern.size()) + " characters but the model has " +
-                                                std::to_string(n) + " layers");
+        cfg.fail("hybrid_override_pattern",
+                 "has " + std::to_string(pattern.size()) + " characters but the model has " + std::to_string(n) + " layers");
     for (std::int64_t i = 0; i < n; ++i) {
         char c = pattern[static_cast<std::size_t>(i)];
-        if (c == '*') { plan[i] = attn; plan[i].ffn = Ffn::None; }
-        else if (c == 'M') { plan[i] = mamba2_layer(cfg); }
-        else if (c == '-' || c == 'E') {
+        if (c == '*') {
+            plan[i] = attn;
+            plan[i].ffn = Ffn::None;
+        } else if (c == 'M') {
+            plan[i] = mamba2_layer(cfg);
+        } else if (c == '-' || c == 'E') {
             plan[i] = LayerPlan{};
             plan[i].spec.kind = LayerKind::None;
             plan[i].mixer = Mixer::None;
@@ -249,21 +252,22 @@ void kinds_from_attn_period(const ConfigReader& cfg, const ModelDims& dims, std:
     std::int64_t offset = cfg.get_int({"attn_layer_offset"}, 0, kMaxLayers).value_or(0);
     if (offset >= period) cfg.fail("attn_layer_offset", "must be smaller than attn_layer_period (" + std::to_string(period) + ")");
     for (std::int64_t i = 0; i < dims.layers; ++i) {
-        if (i % period != offset) { plan[i] = mamba1_layer(cfg, dims); plan[i].ffn = Ffn::Dense; }
+        if (i % period != offset) {
+            plan[i] = mamba1_layer(cfg, dims);
+            plan[i].ffn = Ffn::Dense;
+        }
     }
 }
 
 // Bamba/Granite-4/Zamba-style layers_block_type: "attention" or "mamba" per layer.
-void kinds_from_block_types(const ConfigReader& cfg, const ModelDims& dims, const std::vector<std::string>& blocks,
-                            std::vector<LayerPlan>& plan) {
+void kinds_from_block_types(const ConfigReader& cfg, const ModelDims& dims, const std::vector<std::string>& blocks, std::vector<LayerPlan>& plan) {
     const std::int64_t n = dims.layers;
     if (static_cast<std::int64_t>(blocks.size()) != n)
         cfg.fail("layers_block_type", "has " + std::to_string(blocks.size()) + " entries but the model has " + std::to_string(n) + " layers");
     for (std::int64_t i = 0; i < n; ++i) {
         const std::string& b = blocks[static_cast<std::size_t>(i)];
         if (b == "attention") continue;
-        if (b != "mamba")
-            cfg.fail("layers_block_type[" + std::to_string(i) + "]", "unknown block type \"" + b + "\" (expected attention or mamba)");
+        if (b != "mamba") cfg.fail("layers_block_type[" + std::to_string(i) + "]", "unknown block type \"" + b + "\" (expected attention or mamba)");
         plan[i] = mamba_layer(cfg, dims);
     }
 }
@@ -282,7 +286,10 @@ void kinds_from_attention_chunks(const ConfigReader& cfg, std::int64_t n, std::i
         for (std::int64_t i = 0; i < n; ++i) rope.push_back((i + 1) % interval != 0 ? 1 : 0);
     }
     for (std::int64_t i = 0; i < n; ++i)
-        if (rope[i]) { plan[i].spec.kind = LayerKind::Chunked; plan[i].spec.window_tokens = chunk; }
+        if (rope[i]) {
+            plan[i].spec.kind = LayerKind::Chunked;
+            plan[i].spec.window_tokens = chunk;
+        }
 }
 
 // Which kind each layer is: the first rule of the header's list that the
@@ -351,7 +358,9 @@ const char* assign_layer_kinds(const ConfigReader& cfg, const ModelDims& dims, c
     return "model_type";
 }
 
-bool attends(const LayerPlan& p) { return p.mixer == Mixer::Attention || p.mixer == Mixer::Mla || p.mixer == Mixer::Cross; }
+bool attends(const LayerPlan& p) {
+    return p.mixer == Mixer::Attention || p.mixer == Mixer::Mla || p.mixer == Mixer::Cross;
+}
 
 // A Mamba-family config has no attention fields (heads, KV heads, head
 // size), so a rule that asks it for attention layers cannot be sized: refuse
@@ -369,7 +378,9 @@ void mark_cross_attention(const ConfigReader& cfg, std::int64_t n, std::vector<L
     auto cross = cfg.get_int_list("cross_attention_layers", 0, kMaxLayers);
     if (!cross) return;
     for (std::int64_t idx : *cross) {
-        if (idx >= n) cfg.fail("cross_attention_layers", "expected layer indices below " + std::to_string(n) + " (num_hidden_layers), found " + std::to_string(idx));
+        if (idx >= n)
+            cfg.fail("cross_attention_layers",
+                     "expected layer indices below " + std::to_string(n) + " (num_hidden_layers), found " + std::to_string(idx));
         plan[idx].spec.kind = LayerKind::Cross;
         plan[idx].mixer = Mixer::Cross;
     }

@@ -53,8 +53,8 @@ std::string number(double v) {
 
 DerivedMaxLen derive_max_model_len(const ConfigReader& cfg, const std::string& model_type, std::optional<std::int64_t> tokenizer_max) {
     DerivedMaxLen out;
-    for (const char* key : {"max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
-                            "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len"}) {
+    for (const char* key : {"max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length", "max_target_positions",
+                            "max_sequence_length", "max_seq_length", "seq_len"}) {
         auto v = cfg.get_int({key}, 1, kMaxTokens);
         if (v && (out.tokens == 0 || *v < out.tokens)) out = {*v, key, ""};
     }
@@ -63,8 +63,8 @@ DerivedMaxLen derive_max_model_len(const ConfigReader& cfg, const std::string& m
         if (out.tokens == 0)
             if (auto v = cfg.get_int({key}, 1, kMaxTokens)) out = {*v, key, ""};
     if (tokenizer_max && out.tokens > 0 && *tokenizer_max < out.tokens) {
-        out.note = "max_model_len " + group_digits(*tokenizer_max) + ": tokenizer_config.json's model_max_length, below the config's " +
-                   out.key + " (" + group_digits(out.tokens) + "), as vLLM takes the smaller";
+        out.note = "max_model_len " + group_digits(*tokenizer_max) + ": tokenizer_config.json's model_max_length, below the config's " + out.key +
+                   " (" + group_digits(out.tokens) + "), as vLLM takes the smaller";
         out.tokens = *tokenizer_max;
         out.key = "tokenizer model_max_length";
     }
@@ -92,8 +92,8 @@ DerivedMaxLen derive_max_model_len(const ConfigReader& cfg, const std::string& m
     }
     if (longrope)
         if (auto original = cfg.get_int({"original_max_position_embeddings"}, 1, kMaxTokens); original && *original < out.tokens) {
-            out.note = "max_model_len " + group_digits(*original) + ": with LongRoPE vLLM defaults to original_max_position_embeddings (" +
-                       out.key + " is " + group_digits(out.tokens) + "; pass --max-model-len for more)";
+            out.note = "max_model_len " + group_digits(*original) + ": with LongRoPE vLLM defaults to original_max_position_embeddings (" + out.key +
+                       " is " + group_digits(out.tokens) + "; pass --max-model-len for more)";
             out.tokens = *original;
             out.key = "original_max_position_embeddings";
         }

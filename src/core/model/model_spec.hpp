@@ -29,14 +29,14 @@ const char* layer_kind_name(LayerKind kind);
 
 struct LayerSpec {
     LayerKind kind = LayerKind::Full;
-    std::int64_t kv_heads = 0;        // num_key_value_heads; e.g. 8 for Llama-3.1-8B (GQA)
-    std::int64_t k_head_dim = 0;      // head_dim of K; e.g. 128
-    std::int64_t v_head_dim = 0;      // head_dim of V; equal to K's in every current model but MLA
-    std::int64_t window_tokens = 0;   // Sliding: sliding_window; Chunked: attention_chunk_size
-    std::int64_t latent_dim = 0;      // Mla: kv_lora_rank + qk_rope_head_dim; e.g. 512 + 64
+    std::int64_t kv_heads = 0;             // num_key_value_heads; e.g. 8 for Llama-3.1-8B (GQA)
+    std::int64_t k_head_dim = 0;           // head_dim of K; e.g. 128
+    std::int64_t v_head_dim = 0;           // head_dim of V; equal to K's in every current model but MLA
+    std::int64_t window_tokens = 0;        // Sliding: sliding_window; Chunked: attention_chunk_size
+    std::int64_t latent_dim = 0;           // Mla: kv_lora_rank + qk_rope_head_dim; e.g. 512 + 64
     std::int64_t conv_state_elements = 0;  // State: convolution window per sequence; e.g. 3 x 5120 (Mamba-2.8B)
     std::int64_t ssm_state_elements = 0;   // State: recurrent (SSM / delta-rule) state per sequence; e.g. 5120 x 16
-    std::int64_t state_tp_unit = 1;   // State: the state splits across TP in this many shards at most (heads)
+    std::int64_t state_tp_unit = 1;        // State: the state splits across TP in this many shards at most (heads)
     // Mamba-2: n_groups, and the conv-state elements one group's B and C
     // rows add ((d_conv - 1) x 2 x d_state). vLLM replicates groups when TP
     // does not divide them (layer_state_bytes_per_gpu). 0: no groups.
@@ -92,16 +92,16 @@ const char* quant_method_name(QuantMethod method);
 //                 with input_index, one int32 per input column (GPTQ g_idx)
 struct Quantization {
     QuantMethod method = QuantMethod::None;
-    int bits = 16;                       // bits per stored weight value
-    std::int64_t group_size = -1;        // inputs per scale; 0: one per row; -1: one per tensor
-    std::int64_t block_rows = 0;         // > 0: one scale per block_rows x block_cols block
+    int bits = 16;                 // bits per stored weight value
+    std::int64_t group_size = -1;  // inputs per scale; 0: one per row; -1: one per tensor
+    std::int64_t block_rows = 0;   // > 0: one scale per block_rows x block_cols block
     std::int64_t block_cols = 0;
-    int scale_bytes = 4;                 // bytes per scale
-    int zero_bits = 0;                   // bits per zero point; 0 when symmetric
-    std::int64_t tensor_bytes = 0;       // fixed bytes per tensor
-    bool input_index = false;            // GPTQ act-order g_idx: int32 per input column
-    bool second_level_scales = false;    // bitsandbytes double quant: an fp32 scale per 256 scales
-    std::vector<ParamPart> keep_parts;   // parts left unquantized (modules_to_not_convert, ignore)
+    int scale_bytes = 4;                // bytes per scale
+    int zero_bits = 0;                  // bits per zero point; 0 when symmetric
+    std::int64_t tensor_bytes = 0;      // fixed bytes per tensor
+    bool input_index = false;           // GPTQ act-order g_idx: int32 per input column
+    bool second_level_scales = false;   // bitsandbytes double quant: an fp32 scale per 256 scales
+    std::vector<ParamPart> keep_parts;  // parts left unquantized (modules_to_not_convert, ignore)
     // The KV cache dtype the checkpoint was calibrated for, which vLLM uses for
     // --kv-cache-dtype auto: ModelOpt's kv_cache_quant_algo "FP8". nullopt: none.
     std::optional<Dtype> kv_cache_dtype;
@@ -112,18 +112,18 @@ struct Quantization {
 // data. When present and chosen (`use_stored_weights`), these bytes replace
 // the formula's: they are what the engine loads.
 struct StoredDtype {
-    std::string dtype;         // as the file names it: "BF16", "F8_E4M3", "Q4_K", "I32"...
-    std::int64_t params = 0;   // elements stored in this dtype (packed int4 counts as its I32 words' elements)
+    std::string dtype;        // as the file names it: "BF16", "F8_E4M3", "Q4_K", "I32"...
+    std::int64_t params = 0;  // elements stored in this dtype (packed int4 counts as its I32 words' elements)
     std::int64_t bytes = 0;
 };
 
 struct StoredWeights {
-    std::string source;               // e.g. "4 safetensors files" or "model.gguf"
+    std::string source;  // e.g. "4 safetensors files" or "model.gguf"
     std::int64_t files = 0;
     std::int64_t tensors = 0;
-    std::int64_t params = 0;          // elements over every tensor, scales and indices included
-    std::int64_t bytes = 0;           // stored tensor bytes, every tensor (headers excluded)
-    std::vector<StoredDtype> by_dtype;   // largest first
+    std::int64_t params = 0;            // elements over every tensor, scales and indices included
+    std::int64_t bytes = 0;             // stored tensor bytes, every tensor (headers excluded)
+    std::vector<StoredDtype> by_dtype;  // largest first
     // Bytes of the tensors that are not per-layer, classified by name, so
     // pipeline stages and the decode step split the stored bytes as the
     // formula's parts: the token embedding, the output head, routed experts.
@@ -154,10 +154,10 @@ std::optional<ModelSourceKind> parse_model_source(const std::string& name);
 
 struct ModelSource {
     ModelSourceKind kind = ModelSourceKind::Manual;
-    std::string repo_id;   // "meta-llama/Llama-3.1-8B-Instruct": the cache entry's (as its folder spells it) or the preset's hf_id
-    std::string revision;  // the snapshot folder's name, a commit hash; e.g. "0e9e39f249a16976918f6564b8830bc894c89659"
-    std::string ref;       // "main" when refs/main named that snapshot; "" otherwise
-    std::string path;      // the config (or GGUF) file read; "" for a preset
+    std::string repo_id;        // "meta-llama/Llama-3.1-8B-Instruct": the cache entry's (as its folder spells it) or the preset's hf_id
+    std::string revision;       // the snapshot folder's name, a commit hash; e.g. "0e9e39f249a16976918f6564b8830bc894c89659"
+    std::string ref;            // "main" when refs/main named that snapshot; "" otherwise
+    std::string path;           // the config (or GGUF) file read; "" for a preset
     std::string config_sha256;  // of the config bytes as read (hex); "" when not hashed (GGUF, manual)
 };
 
@@ -166,19 +166,19 @@ struct ModelSpec {
     std::string model_type;    // config's model_type; e.g. "llama"
     std::string architecture;  // architectures[0]; e.g. "LlamaForCausalLM"
 
-    std::int64_t hidden = 0;           // hidden_size / n_embd / d_model; e.g. 4096
-    std::int64_t heads = 0;            // num_attention_heads / n_head; e.g. 32 (0 for pure SSMs)
-    std::int64_t head_dim = 0;         // query head_dim; e.g. 128
-    std::int64_t vocab = 0;            // vocab_size; e.g. 128256
-    std::int64_t intermediate = 0;     // intermediate_size (dense MLP); e.g. 14336
-    std::int64_t max_position_tokens = 0;  // max_position_embeddings; the default --context
+    std::int64_t hidden = 0;                // hidden_size / n_embd / d_model; e.g. 4096
+    std::int64_t heads = 0;                 // num_attention_heads / n_head; e.g. 32 (0 for pure SSMs)
+    std::int64_t head_dim = 0;              // query head_dim; e.g. 128
+    std::int64_t vocab = 0;                 // vocab_size; e.g. 128256
+    std::int64_t intermediate = 0;          // intermediate_size (dense MLP); e.g. 14336
+    std::int64_t max_position_tokens = 0;   // max_position_embeddings; the default --context
     std::optional<Dtype> checkpoint_dtype;  // torch_dtype / dtype; nullopt when absent
-    bool tied_embeddings = false;      // tie_word_embeddings (after the family default)
-    std::int64_t experts = 0;          // routed experts per MoE layer (0: dense)
+    bool tied_embeddings = false;           // tie_word_embeddings (after the family default)
+    std::int64_t experts = 0;               // routed experts per MoE layer (0: dense)
     std::int64_t experts_per_token = 0;
 
-    std::vector<LayerSpec> layers;     // one per decoder layer, in order
-    std::vector<ParamTensor> params;   // every learned tensor of the language model
+    std::vector<LayerSpec> layers;                // one per decoder layer, in order
+    std::vector<ParamTensor> params;              // every learned tensor of the language model
     std::optional<std::int64_t> params_override;  // --params for a hand-built model without tensors
     Quantization quantization;
     std::optional<StoredWeights> stored_weights;  // from the checkpoint's files, when read
@@ -188,10 +188,10 @@ struct ModelSpec {
     // default). nullopt: vLLM's rule (auto_kv_dtype).
     std::optional<Dtype> engine_kv_dtype;
 
-    ModelSource source;                // how --model resolved; filled by io/model_loader
+    ModelSource source;  // how --model resolved; filled by io/model_loader
 
-    std::vector<std::string> notes;    // decisions a reader should know about (language model only, MTP skipped...)
-    std::vector<std::string> warnings; // things in the input that look wrong but do not stop the plan (missing shards)
+    std::vector<std::string> notes;     // decisions a reader should know about (language model only, MTP skipped...)
+    std::vector<std::string> warnings;  // things in the input that look wrong but do not stop the plan (missing shards)
 };
 
 // What `--kv-dtype auto` means for this model: the checkpoint's declared KV

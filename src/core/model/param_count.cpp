@@ -15,11 +15,14 @@
 namespace kvplan {
 
 bool known_family(const std::string& type) {
-    static const char* const known[] = {
-        "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next", "phi3", "phimoe",
-        "gemma", "gemma2", "gemma3", "gemma3_text", "deepseek_v2", "deepseek_v3", "kimi_k2", "gpt_oss", "llama4_text",
-        "mllama_text_model", "mllama", "jamba", "nemotron_h", "mamba", "mamba2", "falcon_mamba", "gpt2", "gpt_bigcode",
-        "gptj", "phi", "falcon", "starcoder2", "cohere", "cohere2", "chatglm", "openelm", "nemotron-nas", "deci"};
+    static const char* const known[] = {"llama",        "mistral",      "mixtral",     "qwen2",       "qwen2_moe",
+                                        "qwen3",        "qwen3_moe",    "qwen3_next",  "phi3",        "phimoe",
+                                        "gemma",        "gemma2",       "gemma3",      "gemma3_text", "deepseek_v2",
+                                        "deepseek_v3",  "kimi_k2",      "gpt_oss",     "llama4_text", "mllama_text_model",
+                                        "mllama",       "jamba",        "nemotron_h",  "mamba",       "mamba2",
+                                        "falcon_mamba", "gpt2",         "gpt_bigcode", "gptj",        "phi",
+                                        "falcon",       "starcoder2",   "cohere",      "cohere2",     "chatglm",
+                                        "openelm",      "nemotron-nas", "deci"};
     for (const char* k : known)
         if (type == k) return true;
     return false;
@@ -33,29 +36,43 @@ FamilyTraits family_traits(const std::string& type, const ConfigReader& cfg) {
             if (type == n) return true;
         return false;
     };
-    if (is({"llama", "mistral", "mixtral", "qwen3", "qwen3_moe", "phi3", "deepseek_v2", "deepseek_v3", "kimi_k2",
-            "gpt_oss", "llama4_text", "mllama_text_model", "jamba", "nemotron_h", "qwen3_next", "mamba2", "nemotron-nas",
-            "deci"})) {
+    if (is({"llama", "mistral", "mixtral", "qwen3", "qwen3_moe", "phi3", "deepseek_v2", "deepseek_v3", "kimi_k2", "gpt_oss", "llama4_text",
+            "mllama_text_model", "jamba", "nemotron_h", "qwen3_next", "mamba2", "nemotron-nas", "deci"})) {
         t.tie_default = false;
     }
-    if (is({"qwen2", "qwen2_moe"})) { t.qkv_bias = true; t.tie_default = false; }
+    if (is({"qwen2", "qwen2_moe"})) {
+        t.qkv_bias = true;
+        t.tie_default = false;
+    }
     if (is({"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "qwen3_next"})) t.qk_norm = true;
     if (is({"gemma2", "gemma3", "gemma3_text"})) t.norms_per_layer = 4;
     if (is({"gpt2", "gpt_bigcode"})) {
-        t.gated_mlp = false; t.layer_norm = true; t.qkv_bias = t.o_bias = t.mlp_bias = true; t.learned_positions = true;
+        t.gated_mlp = false;
+        t.layer_norm = true;
+        t.qkv_bias = t.o_bias = t.mlp_bias = true;
+        t.learned_positions = true;
     }
     if (type == "gptj") {
-        t.gated_mlp = false; t.layer_norm = true; t.mlp_bias = true; t.norms_per_layer = 1; t.lm_head_bias = true;
+        t.gated_mlp = false;
+        t.layer_norm = true;
+        t.mlp_bias = true;
+        t.norms_per_layer = 1;
+        t.lm_head_bias = true;
         t.tie_default = false;
     }
     if (type == "phi") {
-        t.gated_mlp = false; t.layer_norm = true; t.qkv_bias = t.o_bias = t.mlp_bias = true; t.norms_per_layer = 1;
-        t.lm_head_bias = true; t.tie_default = false;
+        t.gated_mlp = false;
+        t.layer_norm = true;
+        t.qkv_bias = t.o_bias = t.mlp_bias = true;
+        t.norms_per_layer = 1;
+        t.lm_head_bias = true;
+        t.tie_default = false;
     }
     if (type == "falcon") {
         // Falcon: one LayerNorm per block in the parallel-attention layout, two
         // (ln_attn, ln_mlp) in the new decoder architecture, two when sequential.
-        t.gated_mlp = false; t.layer_norm = true;
+        t.gated_mlp = false;
+        t.layer_norm = true;
         bool new_arch = cfg.get_bool("new_decoder_architecture").value_or(false);
         bool parallel = cfg.get_bool("parallel_attn").value_or(true);
         t.norms_per_layer = (new_arch || !parallel) ? 2 : 1;
@@ -63,21 +80,28 @@ FamilyTraits family_traits(const std::string& type, const ConfigReader& cfg) {
         t.qkv_bias = t.o_bias = t.mlp_bias = bias;
     }
     if (type == "starcoder2") {
-        t.gated_mlp = false; t.layer_norm = true;
+        t.gated_mlp = false;
+        t.layer_norm = true;
         bool bias = cfg.get_bool("use_bias").value_or(true);
         t.qkv_bias = t.o_bias = t.mlp_bias = bias;
     }
-    if (is({"cohere", "cohere2"})) { t.norms_per_layer = 1; t.qk_norm = false; }
-    if (type == "chatglm") { t.qkv_bias = cfg.get_bool("add_qkv_bias").value_or(false); t.tie_default = false; }
+    if (is({"cohere", "cohere2"})) {
+        t.norms_per_layer = 1;
+        t.qk_norm = false;
+    }
+    if (type == "chatglm") {
+        t.qkv_bias = cfg.get_bool("add_qkv_bias").value_or(false);
+        t.tie_default = false;
+    }
     if (type == "nemotron_h") t.gated_mlp = false;  // relu^2 up + down
-    if (type == "phimoe") {  // transformers PhiMoE: LayerNorm with bias, biased lm_head, untied
+    if (type == "phimoe") {                         // transformers PhiMoE: LayerNorm with bias, biased lm_head, untied
         t.layer_norm = true;
         t.lm_head_bias = true;
         t.tie_default = false;
     }
     if (type == "gpt_oss") t.attention_sinks = true;
     if (type == "openelm") t.qk_norm = cfg.get_bool("normalize_qk_projections").value_or(false);
-    if (type == "qwen3_next") t.gated_attention = true;         // transformers Qwen3NextAttention
+    if (type == "qwen3_next") t.gated_attention = true;           // transformers Qwen3NextAttention
     if (type == "mllama_text_model") t.extra_embedding_rows = 8;  // MllamaTextModel: Embedding(vocab_size + 8, ...)
     // Explicit flags in the config win over the family's defaults.
     if (auto b = cfg.get_bool("attention_bias")) t.qkv_bias = t.o_bias = *b;
@@ -92,8 +116,8 @@ namespace {
 class TensorList {
 public:
     // `layer`: the decoder layer adding it (ParamTensor::layers); -1 for none.
-    void add(ParamPart part, const std::string& name, std::int64_t rows, std::int64_t cols, std::int64_t copies,
-             bool linear, std::optional<Dtype> fixed = std::nullopt, std::int64_t max_tp_split = 0, std::int64_t layer = -1) {
+    void add(ParamPart part, const std::string& name, std::int64_t rows, std::int64_t cols, std::int64_t copies, bool linear,
+             std::optional<Dtype> fixed = std::nullopt, std::int64_t max_tp_split = 0, std::int64_t layer = -1) {
         if (rows == 0 || cols == 0 || copies == 0) return;
         auto key = std::make_tuple(static_cast<int>(part), name, rows, cols, linear, fixed ? static_cast<int>(*fixed) : -1, max_tp_split);
         auto it = index_.find(key);
@@ -110,9 +134,7 @@ public:
     void matrix(ParamPart part, const std::string& name, std::int64_t out, std::int64_t in, std::int64_t copies = 1) {
         add(part, name, out, in, copies, true);
     }
-    void vector(ParamPart part, const std::string& name, std::int64_t n, std::int64_t copies = 1) {
-        add(part, name, n, 1, copies, false);
-    }
+    void vector(ParamPart part, const std::string& name, std::int64_t n, std::int64_t copies = 1) { add(part, name, n, 1, copies, false); }
     // A matrix TP splits over at most `max_split` ranks (ParamTensor::max_tp_split).
     void capped_matrix(ParamPart part, const std::string& name, std::int64_t out, std::int64_t in, std::int64_t max_split) {
         add(part, name, out, in, 1, true, std::nullopt, max_split);
@@ -238,8 +260,8 @@ void add_gated_delta_net(TensorList& t, const ConfigReader& cfg, const ModelDims
     t.matrix(ParamPart::Mixer, "out_proj", d.hidden, g.value_dim());
 }
 
-void add_mlp(TensorList& t, const FamilyTraits& tr, ParamPart part, const std::string& prefix, std::int64_t hidden,
-             std::int64_t inter, std::int64_t copies = 1) {
+void add_mlp(TensorList& t, const FamilyTraits& tr, ParamPart part, const std::string& prefix, std::int64_t hidden, std::int64_t inter,
+             std::int64_t copies = 1) {
     if (tr.gated_mlp) t.add(part, prefix + "gate_proj", inter, hidden, copies, true);
     t.add(part, prefix + "up_proj", inter, hidden, copies, true);
     t.add(part, prefix + "down_proj", hidden, inter, copies, true);
@@ -262,10 +284,8 @@ void add_moe(TensorList& t, const ConfigReader& cfg, const ModelDims& d) {
     // DeepSeek-V3's aux-loss-free routing bias (topk_method noaux_tc), stored
     // fp32. transformers' DeepseekV3 (and Kimi-K2) always has it, and their
     // configs may omit topk_method.
-    std::string topk = cfg.get_string("topk_method").value_or(
-        d.model_type == "deepseek_v3" || d.model_type == "kimi_k2" ? "noaux_tc" : "");
-    if (topk == "noaux_tc")
-        t.add(ParamPart::Router, "e_score_correction_bias", d.experts, 1, 1, false, Dtype::Fp32);
+    std::string topk = cfg.get_string("topk_method").value_or(d.model_type == "deepseek_v3" || d.model_type == "kimi_k2" ? "noaux_tc" : "");
+    if (topk == "noaux_tc") t.add(ParamPart::Router, "e_score_correction_bias", d.experts, 1, 1, false, Dtype::Fp32);
     add_mlp(t, expert, ParamPart::Experts, "experts.", d.hidden, inter, d.experts);
 
     // Shared experts, always active.
@@ -281,8 +301,8 @@ void add_moe(TensorList& t, const ConfigReader& cfg, const ModelDims& d) {
 
 }  // namespace
 
-std::vector<ParamTensor> count_params(const ConfigReader& cfg, const ModelDims& d, const std::vector<LayerPlan>& plan,
-                                      bool tied, std::vector<std::string>& notes) {
+std::vector<ParamTensor> count_params(const ConfigReader& cfg, const ModelDims& d, const std::vector<LayerPlan>& plan, bool tied,
+                                      std::vector<std::string>& notes) {
     const FamilyTraits& tr = d.traits;
     TensorList all;
 
@@ -305,8 +325,8 @@ std::vector<ParamTensor> count_params(const ConfigReader& cfg, const ModelDims& 
         }
         if (layer.ffn == Ffn::Dense) {
             // Llama-4 names its dense-layer width intermediate_size_mlp.
-            std::int64_t inter = layer.intermediate > 0 ? layer.intermediate
-                                 : cfg.get_int({"intermediate_size_mlp"}, 1, kMaxHidden * 64).value_or(d.intermediate);
+            std::int64_t inter =
+                layer.intermediate > 0 ? layer.intermediate : cfg.get_int({"intermediate_size_mlp"}, 1, kMaxHidden * 64).value_or(d.intermediate);
             add_mlp(t, tr, ParamPart::Mlp, "mlp.", d.hidden, inter);
         } else if (layer.ffn == Ffn::Linear) {
             t.matrix(ParamPart::Mlp, "linear_mlp", d.hidden, d.hidden);

@@ -38,8 +38,8 @@ void parse_compressed_tensors(const ConfigReader& q, Quantization& out) {
     if (!groups) q.fail("config_groups", "required field is missing (expected the quantization groups)");
     const nlohmann::json* all = q.find({"config_groups"});
     if (all->size() != 1)
-        q.fail("config_groups", "has " + std::to_string(all->size()) +
-                                    " groups; kvplan sizes compressed-tensors checkpoints with a single quantization group");
+        q.fail("config_groups",
+               "has " + std::to_string(all->size()) + " groups; kvplan sizes compressed-tensors checkpoints with a single quantization group");
     const std::string group_name = all->begin().key();
     auto group = groups->child(group_name.c_str());
     if (!group) groups->fail(group_name, "expected an object (the group's targets and weights scheme), found null");

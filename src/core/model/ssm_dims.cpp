@@ -8,12 +8,10 @@ Mamba1Dims read_mamba1(const ConfigReader& cfg, const ModelDims& dims) {
     const bool jamba = dims.model_type == "jamba";
     Mamba1Dims m;
     std::int64_t expand = cfg.get_int({jamba ? "mamba_expand" : "expand"}, 1, 64).value_or(2);
-    m.inner = jamba ? checked_mul(expand, dims.hidden)
-                    : cfg.get_int({"intermediate_size"}, 1, kMaxHidden * 64).value_or(checked_mul(expand, dims.hidden));
-    m.state = jamba ? cfg.get_int({"mamba_d_state"}, 1, 1'000'000).value_or(16)
-                    : cfg.get_int({"state_size", "d_state"}, 1, 1'000'000).value_or(16);
-    m.conv = jamba ? cfg.get_int({"mamba_d_conv"}, 1, 1024).value_or(4)
-                   : cfg.get_int({"conv_kernel", "d_conv"}, 1, 1024).value_or(4);
+    m.inner =
+        jamba ? checked_mul(expand, dims.hidden) : cfg.get_int({"intermediate_size"}, 1, kMaxHidden * 64).value_or(checked_mul(expand, dims.hidden));
+    m.state = jamba ? cfg.get_int({"mamba_d_state"}, 1, 1'000'000).value_or(16) : cfg.get_int({"state_size", "d_state"}, 1, 1'000'000).value_or(16);
+    m.conv = jamba ? cfg.get_int({"mamba_d_conv"}, 1, 1024).value_or(4) : cfg.get_int({"conv_kernel", "d_conv"}, 1, 1024).value_or(4);
     // dt_rank "auto" = ceil(hidden / 16) (Mamba paper's default; transformers MambaConfig).
     m.dt_rank = ceil_div(dims.hidden, 16);
     const char* rank_key = jamba ? "mamba_dt_rank" : "time_step_rank";

@@ -103,7 +103,10 @@ WeightFormat parse_weight_format(const std::string& flag, const std::string& tex
         return f;
     }
     auto d = parse_dtype(text);
-    if (!d) usage_error(flag + " " + text + ": expected auto, fp32, fp16, bf16, fp8, fp8:w8a8, fp8:w8a16, int8, int4[:gN], nvfp4, mxfp4, q8_0, q4_0, q4_k_m, q4f16_1 or exl2:B");
+    if (!d)
+        usage_error(
+            flag + " " + text +
+            ": expected auto, fp32, fp16, bf16, fp8, fp8:w8a8, fp8:w8a16, int8, int4[:gN], nvfp4, mxfp4, q8_0, q4_0, q4_k_m, q4f16_1 or exl2:B");
     f.bits_per_weight = dtype_bits(*d);
     f.math = *d == Dtype::Fp8 ? Dtype::Fp8 : *d == Dtype::Fp32 ? Dtype::Fp32 : *d == Dtype::Fp16 ? Dtype::Fp16 : Dtype::Bf16;
     if (*d == Dtype::Fp8) f.family = "fp8";

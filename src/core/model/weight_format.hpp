@@ -14,17 +14,17 @@
 namespace kvplan {
 
 struct WeightFormat {
-    std::string name = "auto";     // as the user wrote it
-    bool as_checkpoint = true;     // "auto": the checkpoint's own dtype and quantization
-    double bits_per_weight = 16;   // including scales
+    std::string name = "auto";           // as the user wrote it
+    bool as_checkpoint = true;           // "auto": the checkpoint's own dtype and quantization
+    double bits_per_weight = 16;         // including scales
     bool quantize_all_matrices = false;  // GGUF, MLC: embeddings and LM head too; else linear layers only
-    bool quantize_head = false;    // the LM head too (gpt-fast's int8 and int4 replace every nn.Linear)
-    std::optional<double> head_bits;  // the LM head at its own width (EXL2 converts it at 6 bits)
-    Dtype math = Dtype::Bf16;      // the tensor-core path the matmuls run on
+    bool quantize_head = false;          // the LM head too (gpt-fast's int8 and int4 replace every nn.Linear)
+    std::optional<double> head_bits;     // the LM head at its own width (EXL2 converts it at 6 bits)
+    Dtype math = Dtype::Bf16;            // the tensor-core path the matmuls run on
     // Which quantized kernels read it, for the engine profile's kernel
     // factor: "" (a plain dtype), gguf, int4, int8, fp8, nvfp4, mxfp4, exl2 or mlc.
     std::string family;
-    std::int64_t group_size = 0;   // int4: weights per scale group
+    std::int64_t group_size = 0;  // int4: weights per scale group
 };
 
 // auto, fp32, fp16, bf16, fp8 (8 bits, per-channel scales; fp8:w8a8 the

@@ -72,9 +72,9 @@ void use_stored(const StoredWeights& s, bool unquantized, WeightSizing& out) {
         else {
             // rest x (this part's share of the formula's rest), in doubles: the product overflows int64 for 1T models.
             const std::int64_t formula = p.bytes;
-            p.bytes = rest_formula > 0 ? static_cast<std::int64_t>(static_cast<double>(rest) * static_cast<double>(p.bytes) /
-                                                                   static_cast<double>(rest_formula))
-                                       : 0;
+            p.bytes = rest_formula > 0
+                          ? static_cast<std::int64_t>(static_cast<double>(rest) * static_cast<double>(p.bytes) / static_cast<double>(rest_formula))
+                          : 0;
             // The capped tensors keep their share of the part.
             for (CappedShare& c : p.capped)
                 if (formula > 0)
@@ -102,10 +102,12 @@ CappedShare& capped_share(WeightPart& part, std::int64_t max_split) {
     return part.capped.back();
 }
 
-bool splits_fewer(const CappedShare& c, std::int64_t tp) { return c.max_split >= 1 && c.max_split < tp; }
+bool splits_fewer(const CappedShare& c, std::int64_t tp) {
+    return c.max_split >= 1 && c.max_split < tp;
+}
 
-std::int64_t layer_range_amount(std::int64_t total, const std::vector<std::int64_t>& by_layer, std::int64_t first,
-                                std::int64_t count, std::int64_t layers) {
+std::int64_t layer_range_amount(std::int64_t total, const std::vector<std::int64_t>& by_layer, std::int64_t first, std::int64_t count,
+                                std::int64_t layers) {
     if (first <= 0 && count >= layers) return total;
     std::int64_t placed = 0, in_range = 0;
     for (std::size_t i = 0; i < by_layer.size(); ++i) {
@@ -114,16 +116,20 @@ std::int64_t layer_range_amount(std::int64_t total, const std::vector<std::int64
         if (layer >= first && layer < first + count) in_range = checked_add(in_range, by_layer[i], "weight bytes");
     }
     const std::int64_t rest = std::max<std::int64_t>(0, total - placed);
-    return checked_add(in_range, ceil_div(checked_mul(rest, count, "stage weight bytes"), std::max<std::int64_t>(1, layers)),
-                       "stage weight bytes");
+    return checked_add(in_range, ceil_div(checked_mul(rest, count, "stage weight bytes"), std::max<std::int64_t>(1, layers)), "stage weight bytes");
 }
 
 WeightPart layer_range_share(const WeightPart& part, std::int64_t first, std::int64_t count, std::int64_t layers) {
-    WeightPart out{part.part, layer_range_amount(part.params, part.by_layer.params, first, count, layers),
-                   layer_range_amount(part.bytes, part.by_layer.bytes, first, count, layers), {}, {}};
+    WeightPart out{part.part,
+                   layer_range_amount(part.params, part.by_layer.params, first, count, layers),
+                   layer_range_amount(part.bytes, part.by_layer.bytes, first, count, layers),
+                   {},
+                   {}};
     for (const CappedShare& c : part.capped)
-        out.capped.push_back(CappedShare{c.max_split, layer_range_amount(c.params, c.by_layer.params, first, count, layers),
-                                         layer_range_amount(c.bytes, c.by_layer.bytes, first, count, layers), {}});
+        out.capped.push_back(CappedShare{c.max_split,
+                                         layer_range_amount(c.params, c.by_layer.params, first, count, layers),
+                                         layer_range_amount(c.bytes, c.by_layer.bytes, first, count, layers),
+                                         {}});
     return out;
 }
 

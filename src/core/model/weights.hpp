@@ -48,8 +48,8 @@ CappedShare& capped_share(WeightPart& part, std::int64_t max_split);
 // their entries of `by_layer`, plus the unplaced rest (total - sum) in
 // proportion to `count`, rounded up. The whole `total` when the range covers
 // every layer.
-std::int64_t layer_range_amount(std::int64_t total, const std::vector<std::int64_t>& by_layer, std::int64_t first,
-                                std::int64_t count, std::int64_t layers);
+std::int64_t layer_range_amount(std::int64_t total, const std::vector<std::int64_t>& by_layer, std::int64_t first, std::int64_t count,
+                                std::int64_t layers);
 
 // `part` as held by layers [first, first + count): params, bytes and each
 // capped share by layer_range_amount; by_layer left empty. A pipeline
@@ -63,7 +63,7 @@ struct WeightSizing {
     std::int64_t bytes = 0;          // as served: quantized tensors plus their scales, the rest in `dtype`
     Dtype dtype = Dtype::Bf16;       // dtype of unquantized tensors
     QuantMethod quantization = QuantMethod::None;
-    std::vector<WeightPart> parts;   // by part, in ParamPart order, parts with no parameters omitted
+    std::vector<WeightPart> parts;  // by part, in ParamPart order, parts with no parameters omitted
     // What the config's formula gives; equal to params and bytes unless the
     // checkpoint's stored bytes were used (from_files).
     std::int64_t formula_params = 0;

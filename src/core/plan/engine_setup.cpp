@@ -76,7 +76,7 @@ SchedulerConfig engine_config(const ServeKnobs& k, const ModelSpec& model, const
     for (const KvGroup& g : c.groups)
         if (g.kind == KvGroupKind::Mamba) c.prefix_caching = false;
     c.num_gpu_blocks = k.num_gpu_blocks > 0 ? k.num_gpu_blocks : p.num_blocks.value_or(0);
-    source = k.num_gpu_blocks > 0                          ? "--num-gpu-blocks"
+    source = k.num_gpu_blocks > 0                 ? "--num-gpu-blocks"
              : p.scale_out && p.scale_out->dp > 1 ? "vLLM's budget per DP rank"
                                                   : "vLLM's budget on this device";
     max_model_len = p.max_model_len;
@@ -90,8 +90,12 @@ SchedulerConfig engine_config(const ServeKnobs& k, const ModelSpec& model, const
 // figures for the report (blocks are token slots there).
 SglangConfig sglang_config(const ServeKnobs& k, const ModelSpec& model, const Gpu& gpu, SimulateResult& r) {
     if (k.block_size > 1)
-        usage_error("--block-size " + std::to_string(k.block_size) + ": with --engine sglang it is SGLang's --page-size, and only page size 1 (SGLang's default) is simulated");
-    if (k.long_prefill_threshold > 0) usage_error("--long-prefill-token-threshold is vLLM's; with --engine sglang prompts are chunked by --max-num-batched-tokens (SGLang's --chunked-prefill-size)");
+        usage_error("--block-size " + std::to_string(k.block_size) +
+                    ": with --engine sglang it is SGLang's --page-size, and only page size 1 (SGLang's default) is simulated");
+    if (k.long_prefill_threshold > 0)
+        usage_error(
+            "--long-prefill-token-threshold is vLLM's; with --engine sglang prompts are chunked by --max-num-batched-tokens (SGLang's "
+            "--chunked-prefill-size)");
     CapacityInputs in;
     in.gpu = gpu;
     in.engine = Engine::Sglang;
@@ -151,7 +155,8 @@ SglangConfig sglang_config(const ServeKnobs& k, const ModelSpec& model, const Gp
 void refuse_long_requests(const Workload& w, std::int64_t max_model_len, const std::string& source, bool sglang) {
     // What to change: a synthetic workload's length distributions, or how much of a trace is replayed.
     const bool synthetic = source == kSyntheticSource;
-    const std::string fix = synthetic ? "draw shorter --input-len / --output-len, or raise --max-model-len" : "raise --max-model-len or --limit the trace";
+    const std::string fix =
+        synthetic ? "draw shorter --input-len / --output-len, or raise --max-model-len" : "raise --max-model-len or --limit the trace";
     for (std::size_t i = 0; i < w.requests.size(); ++i)
         if (w.requests[i].input_tokens + w.requests[i].output_tokens > max_model_len)
             data_error(source + ": request " + std::to_string(i + 1) + ": " + std::to_string(w.requests[i].input_tokens) + " + " +
@@ -179,7 +184,8 @@ std::optional<ScaleOut> layout_of(const ServeKnobs& k, const ModelSpec& model, c
     if (model.experts <= 0 && !k.sglang())
         usage_error("--dp: a dense model's DP ranks run independently in vLLM (no expert all-to-all to wait for); simulate them as --replicas " +
                     std::to_string(so->dp));
-    if (model.experts <= 0) usage_error("--dp: SGLang's DP attention is simulated for mixture-of-experts models only; simulate a dense model's copies as --replicas");
+    if (model.experts <= 0)
+        usage_error("--dp: SGLang's DP attention is simulated for mixture-of-experts models only; simulate a dense model's copies as --replicas");
     if (!gpu.from_database) usage_error("--dp / --ep: a device given by --gpu-mem has no interconnect figure for the all-to-alls; pass --gpu ID");
     if (k.pp > 1) usage_error("--dp / --ep with --pp: a pipeline of DP groups is not simulated; pass --pp 1");
     return so;
@@ -245,7 +251,6 @@ PoolPricing pool_pricing(const PdSide& side) {
     }
     return p;
 }
-
 
 void require_flops(const CostModel& cost, const Gpu& gpu) {
     if (cost.flops_per_s <= 0)
@@ -334,11 +339,13 @@ void add_speculation(const ServeKnobs& k, const ModelSpec& model, const ModelSpe
     // Under DP attention + EP the head's routed experts are spread as the target's are.
     rep.draft_weights_bytes_per_gpu = proposer_weight_bytes_per_gpu(spec.method, model, &draft_model, k.tp, layout);
     if (k.num_gpu_blocks == 0 && target_bytes > 0) {
-        const double pool = static_cast<double>(r.config.num_gpu_blocks) * static_cast<double>(r.config.block_size) * static_cast<double>(target_bytes) -
-                            static_cast<double>(rep.draft_weights_bytes_per_gpu);
+        const double pool =
+            static_cast<double>(r.config.num_gpu_blocks) * static_cast<double>(r.config.block_size) * static_cast<double>(target_bytes) -
+            static_cast<double>(rep.draft_weights_bytes_per_gpu);
         const double block = static_cast<double>(r.config.block_size) * static_cast<double>(target_bytes + rep.draft_kv_bytes_per_token);
         if (!(pool >= block))
-            usage_error("--spec-method " + std::string(spec_method_name(spec.method)) + ": the drafter's weights leave no KV cache memory; pass a larger --tp" +
+            usage_error("--spec-method " + std::string(spec_method_name(spec.method)) +
+                        ": the drafter's weights leave no KV cache memory; pass a larger --tp" +
                         (spec.method == SpecMethod::Draft ? " or a smaller --draft-model" : ""));
         r.config.num_gpu_blocks = static_cast<std::int64_t>(std::floor(pool / block));
     }

@@ -16,7 +16,9 @@ namespace kvplan {
 
 namespace {
 
-const char* router_name(Router router) { return router == Router::LeastLoaded ? "least-loaded" : "round-robin"; }
+const char* router_name(Router router) {
+    return router == Router::LeastLoaded ? "least-loaded" : "round-robin";
+}
 
 // A side's report: its replicas, and with DP groups their engine cores,
 // taken from the front of `ranks` (the run's cores, prefill side first).
@@ -62,8 +64,7 @@ void simulate_replicas(const ServeKnobs& k, const RunSetup& s, const Workload& w
     r.pp = k.pp;
 }
 
-void simulate_layout(const ServeKnobs& k, const RunSetup& s, const ScaleOut& so, const Workload& w, const SglangConfig& sglang,
-                     SimulateResult& r) {
+void simulate_layout(const ServeKnobs& k, const RunSetup& s, const ScaleOut& so, const Workload& w, const SglangConfig& sglang, SimulateResult& r) {
     const ExpertLayoutInputs li = expert_layout_inputs(k, so, s.gpu);
     const CostModelInputs target{s.model, s.gpu, k.weights, k.kv_dtype, so.attention_tp, s.efficiency, std::nullopt};
     const CostModel cost = make_cost_model(target, li);

@@ -32,7 +32,7 @@ struct RunSetup {
     Gpu gpu;
     Efficiency efficiency;
     ClusterConfig cluster;
-    SpecResolver spec;  // empty: no speculation
+    SpecResolver spec;              // empty: no speculation
     bool check_invariants = false;  // docs/invariants.md after every step (simulate --debug-invariants)
 };
 
@@ -43,8 +43,7 @@ void simulate_replicas(const ServeKnobs& k, const RunSetup& s, const Workload& w
 // Replicas of DP attention + EP layout `so`: every DP rank an engine core
 // with the pool r.config (or `sglang`) holds, the ranks' steps priced
 // together by the roofline's lockstep step. Fills r.run and r.layout.
-void simulate_layout(const ServeKnobs& k, const RunSetup& s, const ScaleOut& so, const Workload& w, const SglangConfig& sglang,
-                     SimulateResult& r);
+void simulate_layout(const ServeKnobs& k, const RunSetup& s, const ScaleOut& so, const Workload& w, const SglangConfig& sglang, SimulateResult& r);
 
 // A disaggregated unit: `prefill_replicas` instances of side `prefill` and
 // `decode_replicas` of side `decode` (each its own device, TP, layout, vLLM

@@ -26,7 +26,7 @@ constexpr std::int64_t kLatencyTokens = 2048;
 
 // A candidate's row as the tables name it, before it is configured.
 SloSetup named(const Gpu& gpu, std::int64_t tp, std::int64_t pp, const char* knobs, const std::string& kv_dtype, const std::string& weights,
-            std::int64_t dp = 1) {
+               std::int64_t dp = 1) {
     SloSetup s;
     s.row.gpu = gpu.id;
     s.row.tp = tp;
@@ -64,9 +64,10 @@ bool add_proposer(SloSetup& s, const SloSpace& space, const ServeKnobs& k, const
     s.spec = std::make_unique<SpecInputs>(*space.spec(target, layout ? &*layout : nullptr, *s.draft_model));
     if (layout) {
         // One rank's drafts priced as if every rank drafted as many (simulate --dp --spec-method).
-        s.draft_decode = std::make_unique<DecodePricer>([&d = s.spec->draft, dp = k.layout.dp](std::int64_t batch, std::int64_t context_sum) -> std::optional<double> {
-            return decode_step(d, checked_mul(batch, dp, "drafting sequences"), batch > 0 ? context_sum / batch : 0).total_s;
-        });
+        s.draft_decode = std::make_unique<DecodePricer>(
+            [&d = s.spec->draft, dp = k.layout.dp](std::int64_t batch, std::int64_t context_sum) -> std::optional<double> {
+                return decode_step(d, checked_mul(batch, dp, "drafting sequences"), batch > 0 ? context_sum / batch : 0).total_s;
+            });
     } else {
         s.draft_decode = std::make_unique<DecodePricer>(decode_pricer(s.spec->draft));
     }
@@ -144,8 +145,7 @@ void configure(SloSetup& s, const SloSpace& space, ServeKnobs so, const ModelSpe
         }
         // One node: every GPU on the scale-up link; several: the NIC between them (simulate --nodes).
         const bool nodes = so.nodes.nodes > 1;
-        layout = ExpertLayoutInputs{plan_scale_out(model, si), 1.0, so.all_to_all, nodes ? so.nodes.gpus_per_node : 0,
-                                    nodes ? so.nodes.nic : Nic{}};
+        layout = ExpertLayoutInputs{plan_scale_out(model, si), 1.0, so.all_to_all, nodes ? so.nodes.gpus_per_node : 0, nodes ? so.nodes.nic : Nic{}};
         if (so.two_batch_overlap) set_two_batch_overlap(*layout, sglang);  // --two-batch-overlap: the engine's micro-batches
         s.cost = std::make_unique<CostModel>(make_cost_model(in, *layout));
         s.row.serve.nodes = nodes ? so.nodes.nodes : 1;

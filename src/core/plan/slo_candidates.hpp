@@ -44,15 +44,15 @@ struct NodeSpan {
 
 // The space the search tries.
 struct SloSpace {
-    ServeKnobs base;                                 // the engine, its seed; every candidate's layout and dtypes set over it
-    std::int64_t max_gpus = 8;                       // a replica's GPUs at most (one node)
-    std::optional<std::vector<std::int64_t>> pp;     // --pp's stage counts; nullopt: auto
+    ServeKnobs base;                              // the engine, its seed; every candidate's layout and dtypes set over it
+    std::int64_t max_gpus = 8;                    // a replica's GPUs at most (one node)
+    std::optional<std::vector<std::int64_t>> pp;  // --pp's stage counts; nullopt: auto
     NodeSpan span;
-    std::vector<KvDtypeChoice> kv_dtypes;            // at least one
-    std::vector<WeightsChoice> formats;              // at least one
-    bool two_batch_overlap = false;                  // on the DP attention + EP layouts
-    bool disaggregated = false;                      // P/D units too
-    std::string kv_link = "auto";                    // the units' link: auto, or a --kv-link name
+    std::vector<KvDtypeChoice> kv_dtypes;  // at least one
+    std::vector<WeightsChoice> formats;    // at least one
+    bool two_batch_overlap = false;        // on the DP attention + EP layouts
+    bool disaggregated = false;            // P/D units too
+    std::string kv_link = "auto";          // the units' link: auto, or a --kv-link name
     // --spec-method: the proposer (empty: none), and what the commands carry.
     SpecResolver spec;
     std::string spec_method;
@@ -62,8 +62,8 @@ struct SloSpace {
 // One GPU x TP x knob setting (or one disaggregated unit), ready to search.
 struct SloSetup {
     SloCandidate row;
-    std::unique_ptr<CostModel> cost;          // the pricers point into it (an aggregated candidate)
-    std::unique_ptr<PdSide> prefill_side, decode_side;  // a unit's sides (its pricers point into their cost models)
+    std::unique_ptr<CostModel> cost;                      // the pricers point into it (an aggregated candidate)
+    std::unique_ptr<PdSide> prefill_side, decode_side;    // a unit's sides (its pricers point into their cost models)
     std::unique_ptr<std::vector<CostModel>> stage_costs;  // a pipeline's stages (the stage pricers point into them)
     // --spec-method: the proposer and its pricer (the engine's draft_s points into them).
     std::unique_ptr<ModelSpec> draft_model;

@@ -21,17 +21,17 @@ enum class Rejection { Qualified, Slo, Memory, Link, Device, Simulation, Cost };
 struct SloCandidate {
     std::string gpu;
     std::int64_t tp = 1;
-    std::int64_t pp = 1;    // pipeline stages of `tp` GPUs each (vLLM's batch queue; aggregated only)
-    std::int64_t dp = 1;    // data-parallel attention ranks with EP = dp (vLLM --data-parallel-size --enable-expert-parallel)
-    std::string knobs;      // "default", "latency" or "throughput" (docs/recommend.md)
+    std::int64_t pp = 1;                 // pipeline stages of `tp` GPUs each (vLLM's batch queue; aggregated only)
+    std::int64_t dp = 1;                 // data-parallel attention ranks with EP = dp (vLLM --data-parallel-size --enable-expert-parallel)
+    std::string knobs;                   // "default", "latency" or "throughput" (docs/recommend.md)
     std::string kv_dtype_flag = "auto";  // the --kv-dtype item it was searched with
     std::string weights_flag = "auto";   // the --weights-dtype item
-    Candidate serve;        // the settings the engine commands carry (batch: max_num_seqs, dp: replicas)
+    Candidate serve;                     // the settings the engine commands carry (batch: max_num_seqs, dp: replicas)
     SearchOutcome outcome;
     FleetCost fleet;
     std::optional<ScaledFleet> scaled;  // a trace: the fleet scaled minute by minute to its rate
     Rejection rejection = Rejection::Qualified;
-    std::string reason;     // rejected: the words, prefixed by the kind (reject): "memory: ...", "slo: ...", "cost: ..."
+    std::string reason;  // rejected: the words, prefixed by the kind (reject): "memory: ...", "slo: ...", "cost: ..."
     // A disaggregated unit (recommend --disaggregated): `prefill_replicas`
     // prefill instances of `prefill_tp` x `prefill_dp` GPUs and
     // `decode_replicas` decode instances of `tp` x `dp` (dp above 1: DP
@@ -56,20 +56,20 @@ inline void reject(SloCandidate& c, Rejection why, const std::string& detail) {
 }
 
 struct SloRecommendResult {
-    RecommendResult base;   // model, served checkpoint and weights: what serve_options() reads
+    RecommendResult base;  // model, served checkpoint and weights: what serve_options() reads
     std::string engine = "vllm";
-    std::string workload;   // what was replayed
+    std::string workload;  // what was replayed
     Slo slo;
     double goodput = 0.99;
     double target_rps = 0;
-    std::string target_source;   // "--rate" or "the trace's peak minute"
+    std::string target_source;  // "--rate" or "the trace's peak minute"
     double mean_input_tokens = 0, mean_output_tokens = 0;
     std::int64_t requests_per_run = 0;
     std::vector<SloCandidate> candidates;  // best first
     std::vector<SloCandidate> rejected;    // in candidate order
     std::int64_t tried = 0, simulations = 0, simulated_requests = 0;
     double search_s = 0;
-    std::string nearest;    // nothing qualifies: the SLO that binds and the value that would pass
+    std::string nearest;        // nothing qualifies: the SLO that binds and the value that would pass
     bool kv_axis = false;       // --kv-dtype listed more than one value: the tables show each candidate's
     bool weights_axis = false;  // --weights-dtype likewise
     std::size_t top = 5;

@@ -1,8 +1,9 @@
 #include "core/sim/block_pool.hpp"
-#include "core/sim/invariant.hpp"
 
 #include <limits>
 #include <stdexcept>
+
+#include "core/sim/invariant.hpp"
 
 namespace kvplan {
 
@@ -58,9 +59,8 @@ void BlockPool::HashIndex::erase(std::int64_t block, std::uint64_t key) {
 }
 
 BlockPool::BlockPool(std::int64_t blocks)
-    : ref_(static_cast<std::size_t>(blocks), 0), prev_(static_cast<std::size_t>(blocks), -1),
-      next_(static_cast<std::size_t>(blocks), -1), hash_(static_cast<std::size_t>(blocks)), indexed_(static_cast<std::size_t>(blocks), false),
-      by_hash_(blocks) {
+    : ref_(static_cast<std::size_t>(blocks), 0), prev_(static_cast<std::size_t>(blocks), -1), next_(static_cast<std::size_t>(blocks), -1),
+      hash_(static_cast<std::size_t>(blocks)), indexed_(static_cast<std::size_t>(blocks), false), by_hash_(blocks) {
     for (std::int64_t b = 0; b < blocks; ++b) push_tail(b);
 }
 

@@ -59,7 +59,7 @@ private:
         explicit HashIndex(std::int64_t blocks);
         std::optional<std::int64_t> find(std::uint64_t key) const;
         bool insert(std::uint64_t key, std::int64_t block);  // false: the key is already there (nothing changes)
-        void erase(std::int64_t block, std::uint64_t key);    // the entry must be there
+        void erase(std::int64_t block, std::uint64_t key);   // the entry must be there
         std::int64_t size() const { return size_; }
 
     private:
@@ -80,9 +80,9 @@ private:
     void push_tail(std::int64_t b);
 
     std::vector<std::int64_t> ref_;
-    std::vector<std::int64_t> prev_, next_;  // the free queue, -1 terminated
+    std::vector<std::int64_t> prev_, next_;           // the free queue, -1 terminated
     std::vector<std::optional<std::uint64_t>> hash_;  // the content each block holds
-    std::vector<bool> indexed_;                        // and whether it is in by_hash_
+    std::vector<bool> indexed_;                       // and whether it is in by_hash_
     HashIndex by_hash_;
     std::int64_t head_ = -1, tail_ = -1, free_count_ = 0;
 };

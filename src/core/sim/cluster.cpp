@@ -46,8 +46,8 @@ void add_engine_totals(SimRun& run, SimRun&& e, std::vector<std::vector<TimePoin
 std::vector<TimePoint> sum_series(const std::vector<std::vector<TimePoint>>& series, const std::vector<std::int64_t>& blocks,
                                   std::int64_t total_blocks) {
     std::vector<TimePoint> out;
-    std::vector<std::size_t> at(series.size(), 0);       // the point each replica is in
-    std::vector<std::int64_t> into(series.size(), 0);    // seconds of it already summed
+    std::vector<std::size_t> at(series.size(), 0);     // the point each replica is in
+    std::vector<std::int64_t> into(series.size(), 0);  // seconds of it already summed
     double t = 1;
     for (const auto& s : series)
         if (!s.empty()) t = s.front().t_s;
@@ -70,10 +70,8 @@ std::vector<TimePoint> sum_series(const std::vector<std::vector<TimePoint>>& ser
         }
         p.kv_cache_usage /= static_cast<double>(total_blocks);
         p.seconds = span;  // every second of the span logs this same sum
-        if (!out.empty() && out.back().same_line(p))
-            out.back().seconds += span;
-        else
-            out.push_back(p);
+        if (!out.empty() && out.back().same_line(p)) out.back().seconds += span;
+        else out.push_back(p);
         t += static_cast<double>(span);
     }
     return out;
@@ -216,24 +214,21 @@ void check_cluster(const Workload& w, const ClusterConfig& k) {
 
 }  // namespace
 
-SimRun simulate_cluster(const Workload& w, const SchedulerConfig& c, const ClusterConfig& k, const StepPricer& price,
-                        const DecodePricer& decode, bool check_invariants, const StagePricers& stages) {
+SimRun simulate_cluster(const Workload& w, const SchedulerConfig& c, const ClusterConfig& k, const StepPricer& price, const DecodePricer& decode,
+                        bool check_invariants, const StagePricers& stages) {
     check_scheduler_config(c);
     check_cluster(w, k);
     if (stages.size() == 1) usage_error("simulate: a pipeline needs two or more stages");
-    Cluster<VllmEngine, RequestStates> cluster(w, k, request_states(w), [&](RequestStates& states) {
-        return VllmEngine(w, c, price, decode, check_invariants, states, stages);
-    });
+    Cluster<VllmEngine, RequestStates> cluster(
+        w, k, request_states(w), [&](RequestStates& states) { return VllmEngine(w, c, price, decode, check_invariants, states, stages); });
     return cluster.run();
 }
 
-SimRun simulate_sglang_cluster(const Workload& w, const SglangConfig& c, const ClusterConfig& k, const StepPricer& price,
-                               bool check_invariants) {
+SimRun simulate_sglang_cluster(const Workload& w, const SglangConfig& c, const ClusterConfig& k, const StepPricer& price, bool check_invariants) {
     check_sglang_config(c);
     check_cluster(w, k);
-    Cluster<SglangEngine, SglangStates> cluster(w, k, sglang_states(w), [&](SglangStates& states) {
-        return SglangEngine(w, c, price, check_invariants, states);
-    });
+    Cluster<SglangEngine, SglangStates> cluster(w, k, sglang_states(w),
+                                                [&](SglangStates& states) { return SglangEngine(w, c, price, check_invariants, states); });
     return served(cluster.run());
 }
 
@@ -241,9 +236,8 @@ SimRun simulate_dp_cluster(const Workload& w, const SchedulerConfig& c, std::int
                            bool check_invariants) {
     check_scheduler_config(c);
     check_cluster(w, k);
-    Cluster<DpGroup, RequestStates> cluster(w, k, request_states(w), [&](RequestStates& states) {
-        return vllm_dp_group(w, c, dp, price, check_invariants, states);
-    });
+    Cluster<DpGroup, RequestStates> cluster(w, k, request_states(w),
+                                            [&](RequestStates& states) { return vllm_dp_group(w, c, dp, price, check_invariants, states); });
     return cluster.run();
 }
 
@@ -251,9 +245,8 @@ SimRun simulate_sglang_dp_cluster(const Workload& w, const SglangConfig& c, std:
                                   bool check_invariants) {
     check_sglang_config(c);
     check_cluster(w, k);
-    Cluster<SglangDpGroup, SglangStates> cluster(w, k, sglang_states(w), [&](SglangStates& states) {
-        return sglang_dp_group(w, c, dp, price, check_invariants, states);
-    });
+    Cluster<SglangDpGroup, SglangStates> cluster(w, k, sglang_states(w),
+                                                 [&](SglangStates& states) { return sglang_dp_group(w, c, dp, price, check_invariants, states); });
     return served(cluster.run());
 }
 

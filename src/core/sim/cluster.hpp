@@ -33,8 +33,8 @@ struct ClusterConfig {
 // `replicas` one line each. With one replica it is simulate()'s run.
 // With `stages` (two or more), every replica is a pipeline of that many
 // stages (VllmEngine), `price` and `decode` then unused.
-SimRun simulate_cluster(const Workload& w, const SchedulerConfig& c, const ClusterConfig& k, const StepPricer& price,
-                        const DecodePricer& decode, bool check_invariants = false, const StagePricers& stages = {});
+SimRun simulate_cluster(const Workload& w, const SchedulerConfig& c, const ClusterConfig& k, const StepPricer& price, const DecodePricer& decode,
+                        bool check_invariants = false, const StagePricers& stages = {});
 
 // Second s of every engine's series summed (KV usage: the blocks in use over
 // all `blocks`, weighted by each engine's pool, over total_blocks).

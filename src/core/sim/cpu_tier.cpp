@@ -17,8 +17,8 @@ std::int64_t cpu_tier_blocks(std::int64_t total_bytes, std::int64_t ranks, std::
     // num_blocks = kv_bytes_per_rank // page bytes of one offloaded block).
     const std::int64_t blocks = total_bytes / ranks / block_bytes;
     if (blocks <= 0)
-        usage_error("--cpu-offload: " + std::to_string(total_bytes) + " bytes over " + std::to_string(ranks) +
-                    " rank(s) hold no KV block of " + std::to_string(block_bytes) + " bytes per rank");
+        usage_error("--cpu-offload: " + std::to_string(total_bytes) + " bytes over " + std::to_string(ranks) + " rank(s) hold no KV block of " +
+                    std::to_string(block_bytes) + " bytes per rank");
     return blocks;
 }
 

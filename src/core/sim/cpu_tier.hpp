@@ -16,10 +16,10 @@
 namespace kvplan {
 
 struct CpuTierConfig {
-    std::int64_t blocks = 0;          // host blocks per rank (cpu_tier_blocks)
-    std::int64_t block_bytes = 0;     // one block's KV on one rank (block_size x KV bytes per token per GPU)
-    double link_bytes_per_s = 0;      // the host link, per direction (Gpu::host_link_bytes_per_s)
-    double latency_s = 0;             // fixed cost per load (none by default)
+    std::int64_t blocks = 0;       // host blocks per rank (cpu_tier_blocks)
+    std::int64_t block_bytes = 0;  // one block's KV on one rank (block_size x KV bytes per token per GPU)
+    double link_bytes_per_s = 0;   // the host link, per direction (Gpu::host_link_bytes_per_s)
+    double latency_s = 0;          // fixed cost per load (none by default)
     bool operator==(const CpuTierConfig&) const = default;
 };
 

@@ -1,5 +1,4 @@
 #include "core/sim/disagg.hpp"
-#include "core/sim/vllm_engine_impl.hpp"
 
 #include <algorithm>
 #include <iterator>
@@ -7,9 +6,10 @@
 #include <string>
 
 #include "core/checked.hpp"
-#include "core/sim/block_pool.hpp"
 #include "core/error.hpp"
 #include "core/memory/kv_size.hpp"
+#include "core/sim/block_pool.hpp"
+#include "core/sim/vllm_engine_impl.hpp"
 
 namespace kvplan {
 
@@ -129,9 +129,9 @@ double VllmEngine::Impl::next_loaded_s() const {
 KvLink named_kv_link(KvLinkKind kind, std::int64_t nvlink_bytes_per_s) {
     switch (kind) {
         case KvLinkKind::Nvlink: return KvLink{static_cast<double>(nvlink_bytes_per_s), kNvlinkLatencyS};
-        case KvLinkKind::IbNdr: return KvLink{400e9 / 8, kRdmaLatencyS};   // 400 Gb/s
-        case KvLinkKind::IbXdr: return KvLink{800e9 / 8, kRdmaLatencyS};   // 800 Gb/s
-        case KvLinkKind::Roce: return KvLink{42.6e9, kRdmaLatencyS};       // nixlbench, ai-dynamo/nixl PR #1647
+        case KvLinkKind::IbNdr: return KvLink{400e9 / 8, kRdmaLatencyS};  // 400 Gb/s
+        case KvLinkKind::IbXdr: return KvLink{800e9 / 8, kRdmaLatencyS};  // 800 Gb/s
+        case KvLinkKind::Roce: return KvLink{42.6e9, kRdmaLatencyS};      // nixlbench, ai-dynamo/nixl PR #1647
     }
     return KvLink{};
 }
@@ -161,14 +161,15 @@ void check_disagg(const Workload& w, const DisaggConfig& k) {
         usage_error("--decode-replicas " + std::to_string(k.decode_replicas) + ": expected 1 to 1024");
     if (!(k.link.bytes_per_s > 0) || !(k.link.latency_s >= 0)) usage_error("--kv-link: expected a positive bandwidth");
     if (k.kv_bytes_per_token_per_rank <= 0) usage_error("simulate: the model caches nothing per token to transfer");
-    if (w.concurrency > 0)
-        usage_error("--prefill-replicas: a closed loop (--concurrency) is not simulated with disaggregated pools; pass --rate");
+    if (w.concurrency > 0) usage_error("--prefill-replicas: a closed loop (--concurrency) is not simulated with disaggregated pools; pass --rate");
     check_arrivals(w);
 }
 
 }  // namespace
 
-double kv_transfer_s(std::int64_t tokens, const DisaggConfig& k) { return k.link.latency_s + wire_s(tokens, k); }
+double kv_transfer_s(std::int64_t tokens, const DisaggConfig& k) {
+    return k.link.latency_s + wire_s(tokens, k);
+}
 
 // ---- The two pools ----
 

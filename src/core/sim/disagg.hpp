@@ -62,9 +62,9 @@ inline constexpr double kRdmaLatencyS = 25e-6;
 KvLink named_kv_link(KvLinkKind kind, std::int64_t nvlink_bytes_per_s);
 
 struct DisaggConfig {
-    std::int64_t prefill_replicas = 1;  // 1 .. 1024
-    std::int64_t decode_replicas = 1;   // 1 .. 1024
-    Router router = Router::RoundRobin; // both sides
+    std::int64_t prefill_replicas = 1;   // 1 .. 1024
+    std::int64_t decode_replicas = 1;    // 1 .. 1024
+    Router router = Router::RoundRobin;  // both sides
     KvLink link;
     std::int64_t kv_bytes_per_token_per_rank = 0;  // the decode side's layout (kv_transfer_bytes_per_token)
     // Layer by layer: the transfer runs beside the prefill's last chunk, and

@@ -42,12 +42,15 @@ DpGroup vllm_dp_group(const Workload& w, const SchedulerConfig& c, std::int64_t 
     });
 }
 
-SglangDpGroup sglang_dp_group(const Workload& w, const SglangConfig& c, std::int64_t dp, const DpStepPricer& price, bool check, SglangStates& states) {
+SglangDpGroup sglang_dp_group(const Workload& w, const SglangConfig& c, std::int64_t dp, const DpStepPricer& price, bool check,
+                              SglangStates& states) {
     return SglangDpGroup(dp, DpRouting::RoundRobin, price, states.records, [&] { return SglangEngine(w, c, group_priced(), check, states); });
 }
 
 template <class Engine>
-void DpGroupOf<Engine>::add(std::size_t r) { inbox_.push_back(r); }
+void DpGroupOf<Engine>::add(std::size_t r) {
+    inbox_.push_back(r);
+}
 
 template <class Engine>
 std::int64_t DpGroupOf<Engine>::done() const {

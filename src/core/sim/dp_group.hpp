@@ -92,10 +92,10 @@ private:
     const DpStepPricer& price_;
     const std::vector<RequestRecord>& records_;
     std::vector<Engine> ranks_;
-    std::deque<std::size_t> inbox_;                     // added, not yet routed to a rank
-    std::vector<std::array<std::int64_t, 2>> counts_;   // vLLM: per rank waiting, running, as last published (+ routed since)
-    double published_s_ = -1;                           // when counts_ were last refreshed (-1: never)
-    std::size_t next_rank_ = 0;                         // round robin's counter
+    std::deque<std::size_t> inbox_;                    // added, not yet routed to a rank
+    std::vector<std::array<std::int64_t, 2>> counts_;  // vLLM: per rank waiting, running, as last published (+ routed since)
+    double published_s_ = -1;                          // when counts_ were last refreshed (-1: never)
+    std::size_t next_rank_ = 0;                        // round robin's counter
     std::vector<std::int64_t> routed_;
     std::vector<char> planned_;
     std::vector<const std::vector<SeqWork>*> works_;

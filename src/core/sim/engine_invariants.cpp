@@ -1,24 +1,29 @@
 // VllmEngine's invariants (docs/invariants.md), checked after every step
 // when checking is on (the tests, the fuzz_trace target). Each failure is a
 // std::logic_error whose message starts with the invariant's id.
-#include "core/sim/vllm_engine_impl.hpp"
-
 #include <string>
 
 #include "core/sim/block_pool.hpp"
 #include "core/sim/invariant.hpp"
+#include "core/sim/vllm_engine_impl.hpp"
 
 namespace kvplan {
 
 namespace {
 
-[[noreturn]] void violated(const char* id, const std::string& what) { throw std::logic_error(std::string(id) + " " + what); }
+[[noreturn]] void violated(const char* id, const std::string& what) {
+    throw std::logic_error(std::string(id) + " " + what);
+}
 
-std::string req(std::size_t r) { return "request " + std::to_string(r); }
+std::string req(std::size_t r) {
+    return "request " + std::to_string(r);
+}
 
 }  // namespace
 
-void check_invariants(const VllmEngine& e) { e.impl_->check_invariants(); }
+void check_invariants(const VllmEngine& e) {
+    e.impl_->check_invariants();
+}
 
 // INV-1: every request added is in exactly one place. The marks are a
 // scratch vector kept between calls, cleared as it is walked.
@@ -88,7 +93,8 @@ KVPLAN_INVARIANT_WALK void VllmEngine::Impl::check_limits() const {
     if (!(next_sample_ > t_)) violated("INV-4", "clock monotonicity: a second up to now is not logged");
     const std::vector<TimePoint>& ts = run_.timeseries;
     if (ts.size() >= 2 && !(ts[ts.size() - 2].t_s < ts.back().t_s)) violated("INV-4", "clock monotonicity: the log's seconds go back");
-    if (kv_cache_.pool().used() > kv_cache_.pool().total() || run_.peak_blocks_used < kv_cache_.pool().used() || run_.peak_blocks_used > kv_cache_.pool().total())
+    if (kv_cache_.pool().used() > kv_cache_.pool().total() || run_.peak_blocks_used < kv_cache_.pool().used() ||
+        run_.peak_blocks_used > kv_cache_.pool().total())
         violated("INV-5", "KV usage within the pool: " + std::to_string(kv_cache_.pool().used()) + " blocks used, peak " +
                               std::to_string(run_.peak_blocks_used) + ", pool " + std::to_string(kv_cache_.pool().total()));
     if (!ts.empty() && !(ts.back().kv_cache_usage >= 0 && ts.back().kv_cache_usage <= 1))

@@ -12,13 +12,12 @@
 //     no token budget and is not running meanwhile;
 //   - once loaded, the blocks enter the GPU prefix cache and the request
 //     goes back to the head of the waiting queue, where they are a GPU hit.
-#include "core/sim/vllm_engine_impl.hpp"
-
 #include <algorithm>
 #include <limits>
 
 #include "core/checked.hpp"
 #include "core/sim/block_pool.hpp"
+#include "core/sim/vllm_engine_impl.hpp"
 
 namespace kvplan {
 

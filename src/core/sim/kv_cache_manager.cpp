@@ -47,7 +47,8 @@ bool KvCacheManager::keyed(std::size_t r, std::int64_t j, std::int64_t bs) const
 std::uint64_t KvCacheManager::block_key(std::size_t r, std::int64_t j, std::int64_t bs) const {
     const SimRequest& q = w_.requests[r];
     const std::int64_t first_token = j * bs;
-    return mix(q.content_keys[static_cast<std::size_t>(first_token / q.key_block_tokens)], static_cast<std::uint64_t>(first_token % q.key_block_tokens));
+    return mix(q.content_keys[static_cast<std::size_t>(first_token / q.key_block_tokens)],
+               static_cast<std::uint64_t>(first_token % q.key_block_tokens));
 }
 
 // How many leading blocks of group g other requests may share: the chain of
@@ -139,8 +140,7 @@ std::int64_t KvCacheManager::skipped_tokens(std::size_t g, std::int64_t computed
 // their place, the latest freed first, as vLLM walks them backwards.
 void KvCacheManager::remove_skipped(std::size_t r, std::size_t g, std::int64_t computed) {
     GroupBlocks& k = kv(r, g);
-    const std::int64_t n = std::min<std::int64_t>(skipped_tokens(g, computed) / groups_[g].block_tokens,
-                                                  static_cast<std::int64_t>(k.blocks.size()));
+    const std::int64_t n = std::min<std::int64_t>(skipped_tokens(g, computed) / groups_[g].block_tokens, static_cast<std::int64_t>(k.blocks.size()));
     for (std::int64_t i = n - 1; i >= k.skipped; --i) {
         std::int64_t& b = k.blocks[static_cast<std::size_t>(i)];
         if (b >= 0) pool_.release(b);
@@ -158,18 +158,16 @@ void KvCacheManager::remove_skipped(std::size_t r, std::size_t g, std::int64_t c
 // its pool check with the same bounds (kv_cache_interface.py
 // max_memory_usage_bytes); one full group gives ceil(tokens / block_size).
 std::int64_t KvCacheManager::worst_blocks(std::int64_t tokens) const {
-    const std::int64_t cap = c_.long_prefill_token_threshold > 0 ? std::min(c_.long_prefill_token_threshold, c_.max_num_batched_tokens)
-                                                                  : c_.max_num_batched_tokens;
+    const std::int64_t cap =
+        c_.long_prefill_token_threshold > 0 ? std::min(c_.long_prefill_token_threshold, c_.max_num_batched_tokens) : c_.max_num_batched_tokens;
     std::int64_t worst = 0;
     for (std::size_t g = 0; g < groups_.size(); ++g) {
         const KvGroup& k = groups_[g];
         std::int64_t b = blocks_for(g, tokens);
-        if (k.kind == KvGroupKind::Sliding)
-            b = std::min(b, blocks_for(g, std::min(checked_add(k.window_tokens - 1, cap), tokens)) + 1);
+        if (k.kind == KvGroupKind::Sliding) b = std::min(b, blocks_for(g, std::min(checked_add(k.window_tokens - 1, cap), tokens)) + 1);
         else if (k.kind == KvGroupKind::Chunked)
             b = std::min(b, blocks_for(g, std::min(checked_add(k.window_tokens - 1, cap), tokens)) + (k.window_tokens % k.block_tokens != 0));
-        else if (k.kind == KvGroupKind::Mamba)
-            b = std::min<std::int64_t>(b, 1);
+        else if (k.kind == KvGroupKind::Mamba) b = std::min<std::int64_t>(b, 1);
         worst = checked_add(worst, b);
     }
     return worst;

@@ -32,7 +32,9 @@ inline std::uint64_t splitmix(std::uint64_t x) {
 // Both inputs scrambled: a boost-style shift-and-add combine collided on the
 // small ids traces use (false prefix hits, 3 in 10^6 tokens on the Azure
 // trace, which shares nothing).
-inline std::uint64_t mix(std::uint64_t a, std::uint64_t b) { return splitmix(a ^ splitmix(b)); }
+inline std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
+    return splitmix(a ^ splitmix(b));
+}
 
 class KvCacheManager {
 public:
@@ -77,9 +79,7 @@ public:
         if (k.size() < groups_.size()) k.resize(groups_.size());
         return k[g];
     }
-    std::int64_t blocks_for(std::size_t g, std::int64_t tokens) const {
-        return (tokens + groups_[g].block_tokens - 1) / groups_[g].block_tokens;
-    }
+    std::int64_t blocks_for(std::size_t g, std::int64_t tokens) const { return (tokens + groups_[g].block_tokens - 1) / groups_[g].block_tokens; }
     std::int64_t worst_blocks(std::int64_t tokens) const;
     std::int64_t shared_blocks(std::size_t r, std::size_t g);
     std::uint64_t block_hash(std::size_t r, std::size_t g, std::int64_t j);
@@ -106,10 +106,10 @@ private:
     std::vector<LiveRequest>& live_;
     std::int64_t& peak_;
     BlockPool pool_;
-    std::vector<KvGroup> groups_;         // c_.groups, or the one full-attention group
-    std::vector<std::size_t> chain_of_;   // per group: the first group of its block size (whose hashes it shares)
-    std::vector<HitType> hit_types_;      // full attention first; Mamba groups take no part
-    std::int64_t hit_align_ = 1;          // the hit length is a multiple of this (lcm of the block sizes)
+    std::vector<KvGroup> groups_;        // c_.groups, or the one full-attention group
+    std::vector<std::size_t> chain_of_;  // per group: the first group of its block size (whose hashes it shares)
+    std::vector<HitType> hit_types_;     // full attention first; Mamba groups take no part
+    std::int64_t hit_align_ = 1;         // the hit length is a multiple of this (lcm of the block sizes)
 };
 
 }  // namespace kvplan

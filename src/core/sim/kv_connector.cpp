@@ -25,8 +25,7 @@ std::uint64_t CpuOffloadConnector::key(std::size_t r, std::int64_t j) {
 // the GPU hit on, up to the first miss; a block whose store is still in
 // flight is not a hit yet (its is_ready). The hit keeps the GPU's rule of at
 // most all but the last token.
-std::int64_t CpuOffloadConnector::get_num_new_matched_tokens(std::size_t r, std::int64_t num_computed_tokens, std::int64_t num_tokens,
-                                                             double now) {
+std::int64_t CpuOffloadConnector::get_num_new_matched_tokens(std::size_t r, std::int64_t num_computed_tokens, std::int64_t num_tokens, double now) {
     const std::int64_t bs = block_size_, first = num_computed_tokens / bs, max_len = num_tokens - 1;
     std::int64_t n = 0;
     while ((first + n + 1) * bs <= max_len && tier_.ready(key(r, first + n), now)) ++n;
@@ -35,8 +34,7 @@ std::int64_t CpuOffloadConnector::get_num_new_matched_tokens(std::size_t r, std:
 
 // The load of the allocated blocks is queued on the host -> GPU direction
 // of the link.
-double CpuOffloadConnector::update_state_after_alloc(std::size_t r, std::int64_t first_block, std::int64_t num_external_tokens,
-                                                     double now) {
+double CpuOffloadConnector::update_state_after_alloc(std::size_t r, std::int64_t first_block, std::int64_t num_external_tokens, double now) {
     const std::int64_t blocks = num_external_tokens / block_size_;
     std::vector<std::uint64_t> keys;
     for (std::int64_t i = 0; i < blocks; ++i) keys.push_back(key(r, first_block + i));

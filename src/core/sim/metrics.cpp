@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <bit>
-#include <iterator>
 #include <cmath>
+#include <iterator>
 #include <numeric>
 
 namespace kvplan {
@@ -85,9 +85,7 @@ Distribution distribution(const GapCounts& gaps) {
     for (std::size_t i = 0; i < value.size(); ++i) sum += value[i] * static_cast<double>(ends[i] - (i > 0 ? ends[i - 1] : 0));
     d.mean = sum / static_cast<double>(total);
     // The element at rank i of the expanded sorted list.
-    const auto at = [&](std::int64_t i) {
-        return value[static_cast<std::size_t>(std::upper_bound(ends.begin(), ends.end(), i) - ends.begin())];
-    };
+    const auto at = [&](std::int64_t i) { return value[static_cast<std::size_t>(std::upper_bound(ends.begin(), ends.end(), i) - ends.begin())]; };
     // As percentile() above, with v[i] read through at(i).
     const auto pct = [&](double p) {
         const double rank = p / 100.0 * static_cast<double>(total - 1);
@@ -150,7 +148,9 @@ SimSummary summarise(const SimRun& run, const Slo& slo, bool with_itl) {
     s.recomputed_tokens = run.recomputed_tokens;
     s.steps = run.steps;
     s.prefix_cache_hit_rate = run.prompt_tokens > 0 ? static_cast<double>(run.prefix_hit_tokens) / static_cast<double>(run.prompt_tokens) : 0;
-    const auto share = [&](std::int64_t tokens) { return run.prompt_tokens > 0 ? static_cast<double>(tokens) / static_cast<double>(run.prompt_tokens) : 0.0; };
+    const auto share = [&](std::int64_t tokens) {
+        return run.prompt_tokens > 0 ? static_cast<double>(tokens) / static_cast<double>(run.prompt_tokens) : 0.0;
+    };
     s.prefix_cache_hit_rate_gpu = share(run.prefix_hit_tokens - run.cpu_hit_tokens);
     if (run.cpu_blocks > 0) s.prefix_cache_hit_rate_cpu = share(run.cpu_hit_tokens);
     s.offload_bytes = run.offload_bytes;

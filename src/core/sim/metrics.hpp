@@ -48,7 +48,7 @@ struct SimSummary {
     std::optional<double> prefix_cache_hit_rate_cpu;
     std::int64_t offload_bytes = 0, onload_bytes = 0;  // GPU -> host, host -> GPU, per rank
     std::int64_t kv_blocks_total = 0;
-    double kv_peak_usage = 0;          // peak blocks in use / total; with replicas (or DP ranks) the highest one's
+    double kv_peak_usage = 0;  // peak blocks in use / total; with replicas (or DP ranks) the highest one's
     std::int64_t replicas = 1;
     std::optional<double> goodput_requests_per_s;  // requests meeting every SLO / duration
     std::optional<double> slo_attainment;          // share of requests meeting every SLO

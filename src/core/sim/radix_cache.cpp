@@ -1,8 +1,9 @@
 #include "core/sim/radix_cache.hpp"
-#include "core/sim/invariant.hpp"
 
 #include <algorithm>
 #include <stdexcept>
+
+#include "core/sim/invariant.hpp"
 
 namespace kvplan {
 
@@ -31,7 +32,9 @@ struct SegmentCursor {
 
 }  // namespace
 
-std::uint64_t mix_keys(std::uint64_t a, std::uint64_t b) { return fmix(fmix(a) ^ (b + 0x9e3779b97f4a7c15ULL)); }
+std::uint64_t mix_keys(std::uint64_t a, std::uint64_t b) {
+    return fmix(fmix(a) ^ (b + 0x9e3779b97f4a7c15ULL));
+}
 
 RadixCache::RadixCache() {
     Node root;
@@ -39,9 +42,13 @@ RadixCache::RadixCache() {
     nodes_.push_back(root);
 }
 
-std::uint64_t RadixCache::token_id(std::uint64_t seg_key, std::int64_t offset) { return mix_keys(seg_key, static_cast<std::uint64_t>(offset)); }
+std::uint64_t RadixCache::token_id(std::uint64_t seg_key, std::int64_t offset) {
+    return mix_keys(seg_key, static_cast<std::uint64_t>(offset));
+}
 
-std::uint64_t RadixCache::edge(NodeId parent, std::uint64_t id) const { return mix_keys(static_cast<std::uint64_t>(parent) + 0x51ed27ULL, id); }
+std::uint64_t RadixCache::edge(NodeId parent, std::uint64_t id) const {
+    return mix_keys(static_cast<std::uint64_t>(parent) + 0x51ed27ULL, id);
+}
 
 RadixCache::NodeId RadixCache::child(NodeId parent, std::uint64_t id) const {
     auto it = edges_.find(edge(parent, id));
@@ -122,7 +129,9 @@ void RadixCache::leaf_in(NodeId node) {
     if (evictable_leaf(at(node))) leaves_.insert({at(node).last_access, node});
 }
 
-void RadixCache::leaf_out(NodeId node) { leaves_.erase({at(node).last_access, node}); }
+void RadixCache::leaf_out(NodeId node) {
+    leaves_.erase({at(node).last_access, node});
+}
 
 RadixCache::Match RadixCache::match(const std::vector<Segment>& segments, std::int64_t limit) {
     ++clock_;
@@ -247,8 +256,7 @@ KVPLAN_INVARIANT_WALK bool RadixCache::consistent() const {
         seen[static_cast<std::size_t>(id)] = 1;
     }
     return total == total_ && evictable == evictable_ && leaves == static_cast<std::int64_t>(leaves_.size()) &&
-           static_cast<std::int64_t>(edges_.size()) == live &&
-           live == static_cast<std::int64_t>(nodes_.size() - 1 - free_ids_.size());
+           static_cast<std::int64_t>(edges_.size()) == live && live == static_cast<std::int64_t>(nodes_.size() - 1 - free_ids_.size());
 }
 
 }  // namespace kvplan

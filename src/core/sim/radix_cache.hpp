@@ -52,7 +52,7 @@ public:
     // become new nodes) and returns the node that ends at `upto`.
     NodeId insert(const std::vector<Segment>& segments, std::int64_t upto);
 
-    void lock(NodeId node);    // on the path from `node` to the root
+    void lock(NodeId node);  // on the path from `node` to the root
     void unlock(NodeId node);
     // Frees unlocked leaves, oldest access first, until at least `tokens`
     // are freed or none is left; returns the tokens freed.
@@ -72,7 +72,7 @@ private:
         std::uint64_t seg_key = 0;  // the segment it lies in
         std::int64_t offset = 0;    // of its first token in that segment
         std::int64_t tokens = 0;
-        std::int64_t depth = 0;     // tokens from the root to its end
+        std::int64_t depth = 0;  // tokens from the root to its end
         std::int64_t lock_ref = 0;
         std::int64_t children = 0;
         std::int64_t last_access = 0;

@@ -1,6 +1,3 @@
-#include "core/sim/vllm_engine_impl.hpp"
-#include "core/sim/drive.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -12,6 +9,8 @@
 #include "core/error.hpp"
 #include "core/memory/vllm_kv_cache.hpp"
 #include "core/sim/block_pool.hpp"
+#include "core/sim/drive.hpp"
+#include "core/sim/vllm_engine_impl.hpp"
 
 namespace kvplan {
 
@@ -34,9 +33,18 @@ std::vector<KvGroup> kv_groups_for(const VllmLayout& layout, std::int64_t max_mo
         KvGroup k;
         k.block_tokens = g.block_tokens;
         switch (g.spec.kind) {
-            case LayerKind::Sliding: k.kind = KvGroupKind::Sliding; k.window_tokens = g.spec.window_tokens; break;
-            case LayerKind::Chunked: k.kind = KvGroupKind::Chunked; k.window_tokens = g.spec.window_tokens; break;
-            case LayerKind::State: k.kind = KvGroupKind::Mamba; k.block_tokens = std::max<std::int64_t>(1, max_model_len); break;
+            case LayerKind::Sliding:
+                k.kind = KvGroupKind::Sliding;
+                k.window_tokens = g.spec.window_tokens;
+                break;
+            case LayerKind::Chunked:
+                k.kind = KvGroupKind::Chunked;
+                k.window_tokens = g.spec.window_tokens;
+                break;
+            case LayerKind::State:
+                k.kind = KvGroupKind::Mamba;
+                k.block_tokens = std::max<std::int64_t>(1, max_model_len);
+                break;
             default: break;  // full attention and MLA
         }
         groups.push_back(k);
@@ -74,8 +82,8 @@ void check_scheduler_config(const SchedulerConfig& c) {
 
 VllmEngine::Impl::Impl(const Workload& w, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode, bool check,
                        RequestStates& states, const StagePricers& stages)
-    : w_(w), c_(c), price_(price), decode_(decode), stages_(stages), check_(check),
-      records_(states.records), live_(states.live), kv_cache_(w, c_, states.live, run_.peak_blocks_used) {
+    : w_(w), c_(c), price_(price), decode_(decode), stages_(stages), check_(check), records_(states.records), live_(states.live),
+      kv_cache_(w, c_, states.live, run_.peak_blocks_used) {
     run_.total_blocks = c.num_gpu_blocks;
     if (stages.size() == 1) throw std::logic_error("a pipeline of one stage: pass no stage pricers");
     if (c.cpu_tier.blocks > 0) {
@@ -231,11 +239,9 @@ double append_samples(std::vector<TimePoint>& series, TimePoint p, double until)
         while (p.t_s + static_cast<double>(k + 1) <= until) ++k;
         p.seconds = k + 1;
     }
-    if (!series.empty() && series.back().same_line(p) &&
-        series.back().t_s + static_cast<double>(series.back().seconds) == p.t_s)
+    if (!series.empty() && series.back().same_line(p) && series.back().t_s + static_cast<double>(series.back().seconds) == p.t_s)
         series.back().seconds += p.seconds;
-    else
-        series.push_back(p);
+    else series.push_back(p);
     return p.t_s + static_cast<double>(p.seconds);
 }
 
@@ -259,7 +265,8 @@ void VllmEngine::Impl::sample(double until) {
         p.running = static_cast<std::int64_t>(running_.size());
         // vLLM counts WAITING_FOR_REMOTE_KVS as waiting (CPU loads and remote prefills alike).
         p.waiting = static_cast<std::int64_t>(waiting_.size() + loading_.size() + remote_loading_.size());
-        p.kv_cache_usage = kv_cache_.pool().total() > 0 ? static_cast<double>(kv_cache_.pool().used()) / static_cast<double>(kv_cache_.pool().total()) : 0;
+        p.kv_cache_usage =
+            kv_cache_.pool().total() > 0 ? static_cast<double>(kv_cache_.pool().used()) / static_cast<double>(kv_cache_.pool().total()) : 0;
         p.prompt_tokens_per_s = interval_prompt_;
         p.generation_tokens_per_s = interval_generation_;
         interval_prompt_ = interval_generation_ = 0;
@@ -414,8 +421,7 @@ void VllmEngine::Impl::finish_requests() {
         live_[r].kv = {};
         ++done_;
     }
-    if (!finished_.empty())
-        std::erase_if(running_, [&](std::size_t r) { return records_[r].finish_s >= 0; });
+    if (!finished_.empty()) std::erase_if(running_, [&](std::size_t r) { return records_[r].finish_s >= 0; });
 }
 
 // Pipeline: the batch just scheduled (plan_) enters stage 0. Its tokens
@@ -585,8 +591,7 @@ bool VllmEngine::Impl::decode_run(double horizon) {
         // the run's first step (their own times).
         if (k == 0)
             for (std::size_t r : running_) run_.itl_s.push_back(t_ - live_[r].last_token_s);
-        else
-            run_.itl_s.add(t_ - start, batch);
+        else run_.itl_s.add(t_ - start, batch);
         interval_generation_ += static_cast<double>(batch);
         last_step_done_ = 0;
         sample(t_);
@@ -670,7 +675,9 @@ std::optional<double> VllmEngine::Impl::next_step_s() const {
 
 // Nothing runs and the queue's head waits for blocks that loads hold:
 // nothing can be scheduled before wait_load_s_.
-bool VllmEngine::Impl::blocked_on_load() const { return running_.empty() && wait_load_s_ > t_; }
+bool VllmEngine::Impl::blocked_on_load() const {
+    return running_.empty() && wait_load_s_ > t_;
+}
 
 // Nothing runs or waits, and no CPU load has ended: the engine is idle
 // until next_event_s().
@@ -707,24 +714,60 @@ VllmEngine::VllmEngine(const Workload& w, const SchedulerConfig& c, const StepPr
     : impl_(std::make_unique<Impl>(w, c, price, decode, check, states, stages)) {}
 VllmEngine::~VllmEngine() = default;
 VllmEngine::VllmEngine(VllmEngine&&) noexcept = default;
-void VllmEngine::add(std::size_t r) { impl_->add(r); }
-std::optional<double> VllmEngine::next_step_s() const { return impl_->next_step_s(); }
-void VllmEngine::advance(double horizon, bool stop_on_done) { impl_->advance(horizon, stop_on_done); }
-std::int64_t VllmEngine::outstanding_at(double t) const { return impl_->outstanding_at(t); }
-std::int64_t VllmEngine::done() const { return impl_->done(); }
-double VllmEngine::now() const { return impl_->now(); }
-const SimRun& VllmEngine::totals() const { return impl_->totals(); }
-SimRun VllmEngine::take_totals() { return impl_->take_totals(); }
-bool VllmEngine::idle() const { return impl_->idle(); }
-std::int64_t VllmEngine::waiting_count() const { return impl_->waiting_count(); }
-std::int64_t VllmEngine::running_count() const { return impl_->running_count(); }
-void VllmEngine::sync_to(double t) { impl_->sync_to(t); }
-bool VllmEngine::plan_step() { return impl_->plan_step(); }
-const std::vector<SeqWork>& VllmEngine::planned_work() const { return impl_->planned_work(); }
-double VllmEngine::planned_draft_s() const { return impl_->planned_draft_s(); }
-void VllmEngine::commit_step(double dt) { impl_->commit_step(dt); }
-void VllmEngine::idle_step(double dt) { impl_->idle_step(dt); }
-void VllmEngine::set_remote_prefill(RemoteLoad load) { impl_->set_remote_prefill(std::move(load)); }
+void VllmEngine::add(std::size_t r) {
+    impl_->add(r);
+}
+std::optional<double> VllmEngine::next_step_s() const {
+    return impl_->next_step_s();
+}
+void VllmEngine::advance(double horizon, bool stop_on_done) {
+    impl_->advance(horizon, stop_on_done);
+}
+std::int64_t VllmEngine::outstanding_at(double t) const {
+    return impl_->outstanding_at(t);
+}
+std::int64_t VllmEngine::done() const {
+    return impl_->done();
+}
+double VllmEngine::now() const {
+    return impl_->now();
+}
+const SimRun& VllmEngine::totals() const {
+    return impl_->totals();
+}
+SimRun VllmEngine::take_totals() {
+    return impl_->take_totals();
+}
+bool VllmEngine::idle() const {
+    return impl_->idle();
+}
+std::int64_t VllmEngine::waiting_count() const {
+    return impl_->waiting_count();
+}
+std::int64_t VllmEngine::running_count() const {
+    return impl_->running_count();
+}
+void VllmEngine::sync_to(double t) {
+    impl_->sync_to(t);
+}
+bool VllmEngine::plan_step() {
+    return impl_->plan_step();
+}
+const std::vector<SeqWork>& VllmEngine::planned_work() const {
+    return impl_->planned_work();
+}
+double VllmEngine::planned_draft_s() const {
+    return impl_->planned_draft_s();
+}
+void VllmEngine::commit_step(double dt) {
+    impl_->commit_step(dt);
+}
+void VllmEngine::idle_step(double dt) {
+    impl_->idle_step(dt);
+}
+void VllmEngine::set_remote_prefill(RemoteLoad load) {
+    impl_->set_remote_prefill(std::move(load));
+}
 
 SimRun simulate(const Workload& w, const SchedulerConfig& c, const StepPricer& price, bool check_invariants) {
     return simulate(w, c, price, DecodePricer{}, check_invariants);

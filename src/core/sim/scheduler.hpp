@@ -65,12 +65,12 @@ std::vector<KvGroup> kv_groups_for(const VllmLayout& layout, std::int64_t max_mo
 // (rejection sampling: position i is accepted, given 1..i-1 were, with
 // probability rates[i-1]); the rejected drafts' slots are computed again.
 struct SpecDecode {
-    std::int64_t k = 0;          // drafts per step, 0..16; 0: off
-    std::vector<double> rates;   // a_1..a_k, each in [0, 1]
+    std::int64_t k = 0;         // drafts per step, 0..16; 0: off
+    std::vector<double> rates;  // a_1..a_k, each in [0, 1]
     // The proposer's time for one step: its k passes over `batch` sequences
     // whose contexts sum to `context_sum` (empty: free).
     std::function<double(std::int64_t batch, std::int64_t context_sum)> draft_s;
-    std::uint64_t seed = 0;      // acceptance draws: the same inputs give the same run
+    std::uint64_t seed = 0;  // acceptance draws: the same inputs give the same run
 };
 
 struct SchedulerConfig {
@@ -95,14 +95,14 @@ struct SchedulerConfig {
 // What happened to one request; times in seconds from the trace's start.
 struct RequestRecord {
     double arrival_s = 0;
-    double scheduled_s = -1;    // first scheduled
+    double scheduled_s = -1;  // first scheduled
     double first_token_s = -1;
     double finish_s = -1;
     std::int64_t input_tokens = 0;
     std::int64_t output_tokens = 0;
     std::int64_t cached_tokens = 0;  // prompt tokens served from the prefix cache, first admission
     std::int64_t preemptions = 0;
-    bool rejected = false;      // needs more blocks than the whole pool
+    bool rejected = false;  // needs more blocks than the whole pool
 };
 
 // vLLM's periodic log line, once per simulated second. Equal lines in a row
@@ -110,18 +110,18 @@ struct RequestRecord {
 // stretch between arrivals is one point however long it is: the series grows
 // with the engine's activity, not with the trace's span. Printers expand it.
 struct TimePoint {
-    double t_s = 0;                   // the first whole second this point stands for
-    std::int64_t seconds = 1;         // it and the seconds after it that logged the same line
+    double t_s = 0;            // the first whole second this point stands for
+    std::int64_t seconds = 1;  // it and the seconds after it that logged the same line
     std::int64_t running = 0;
     std::int64_t waiting = 0;
-    double kv_cache_usage = 0;        // blocks in use / total
-    double prompt_tokens_per_s = 0;   // prefill (and recompute) tokens computed in that second
+    double kv_cache_usage = 0;       // blocks in use / total
+    double prompt_tokens_per_s = 0;  // prefill (and recompute) tokens computed in that second
     double generation_tokens_per_s = 0;
 
     // The same log line, whatever second it is for.
     bool same_line(const TimePoint& o) const {
-        return running == o.running && waiting == o.waiting && kv_cache_usage == o.kv_cache_usage &&
-               prompt_tokens_per_s == o.prompt_tokens_per_s && generation_tokens_per_s == o.generation_tokens_per_s;
+        return running == o.running && waiting == o.waiting && kv_cache_usage == o.kv_cache_usage && prompt_tokens_per_s == o.prompt_tokens_per_s &&
+               generation_tokens_per_s == o.generation_tokens_per_s;
     }
 };
 
@@ -161,7 +161,7 @@ private:
 
 // One engine's share of a run with several replicas.
 struct ReplicaStats {
-    std::int64_t requests = 0;        // routed to it
+    std::int64_t requests = 0;  // routed to it
     std::int64_t steps = 0;
     std::int64_t preemptions = 0;
     std::int64_t peak_blocks_used = 0;
@@ -173,25 +173,25 @@ struct SimRun {
     GapCounts itl_s;                      // every gap between two tokens of one request
     std::vector<TimePoint> timeseries;
     std::int64_t steps = 0;
-    std::int64_t decode_run_steps = 0;    // of which advanced as part of a decode run (jump_decode_runs)
+    std::int64_t decode_run_steps = 0;  // of which advanced as part of a decode run (jump_decode_runs)
     std::int64_t preemptions = 0;
-    std::int64_t recomputed_tokens = 0;   // tokens computed again after preemption
-    std::int64_t prompt_tokens = 0;       // prompt tokens of admitted requests (first admission)
+    std::int64_t recomputed_tokens = 0;  // tokens computed again after preemption
+    std::int64_t prompt_tokens = 0;      // prompt tokens of admitted requests (first admission)
     std::int64_t prefix_hit_tokens = 0;
     std::int64_t peak_blocks_used = 0;
     std::int64_t total_blocks = 0;
     // KV offload (SchedulerConfig::cpu_tier); zero without it.
-    std::int64_t cpu_blocks = 0;          // host blocks per engine
-    std::int64_t cpu_hit_tokens = 0;      // of prefix_hit_tokens, loaded from the CPU tier (first admission)
-    std::int64_t offload_bytes = 0;       // copied GPU -> host (per rank)
-    std::int64_t onload_bytes = 0;        // copied host -> GPU (per rank)
+    std::int64_t cpu_blocks = 0;      // host blocks per engine
+    std::int64_t cpu_hit_tokens = 0;  // of prefix_hit_tokens, loaded from the CPU tier (first admission)
+    std::int64_t offload_bytes = 0;   // copied GPU -> host (per rank)
+    std::int64_t onload_bytes = 0;    // copied host -> GPU (per rank)
     // Speculative decoding (SchedulerConfig::spec): sequence-steps that
     // verified drafts, the drafts they verified and accepted, and the tokens
     // they kept (accepted + the sampled one, cut at the request's end).
     std::int64_t spec_verifies = 0, spec_drafts = 0, spec_accepted = 0, spec_kept_tokens = 0;
     double end_s = 0;
-    std::vector<ReplicaStats> replicas;   // one per engine (simulate_cluster); empty from simulate()
-    std::vector<ReplicaStats> dp_ranks;   // one per data-parallel rank of every replica (dp_group.hpp); else empty
+    std::vector<ReplicaStats> replicas;  // one per engine (simulate_cluster); empty from simulate()
+    std::vector<ReplicaStats> dp_ranks;  // one per data-parallel rank of every replica (dp_group.hpp); else empty
 };
 
 using StepPricer = std::function<double(const std::vector<SeqWork>&)>;
@@ -210,8 +210,8 @@ using StagePricers = std::vector<StepPricer>;
 // a DecodePricer every step is priced by `price` (no decode-run jumps).
 // With `stages` (two or more) the engine is a pipeline (VllmEngine below).
 SimRun simulate(const Workload& w, const SchedulerConfig& c, const StepPricer& price, bool check_invariants = false);
-SimRun simulate(const Workload& w, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode,
-                bool check_invariants = false, const StagePricers& stages = {});
+SimRun simulate(const Workload& w, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode, bool check_invariants = false,
+                const StagePricers& stages = {});
 
 // A request's blocks in one KV-cache group.
 struct GroupBlocks {
@@ -229,11 +229,11 @@ struct GroupBlocks {
 
 // A request's state inside the engine that serves it.
 struct LiveRequest {
-    std::int64_t computed = 0;          // tokens whose KV is in the cache
-    std::int64_t generated = 0;         // output tokens sampled so far
+    std::int64_t computed = 0;   // tokens whose KV is in the cache
+    std::int64_t generated = 0;  // output tokens sampled so far
     double last_token_s = 0;
-    std::int64_t cpu_loaded = 0;        // tokens its last load from the CPU tier brought (KV offload)
-    std::vector<GroupBlocks> kv;        // one per KV-cache group (filled when first needed)
+    std::int64_t cpu_loaded = 0;  // tokens its last load from the CPU tier brought (KV offload)
+    std::vector<GroupBlocks> kv;  // one per KV-cache group (filled when first needed)
 };
 
 // The state of every request of a workload, shared by the engines that
@@ -269,8 +269,8 @@ void check_invariants(const VllmEngine& e);
 // tokens are sampled when it leaves the last stage. Decode-run jumps are off.
 class VllmEngine {
 public:
-    VllmEngine(const Workload& w, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode, bool check,
-               RequestStates& states, const StagePricers& stages = no_stages());
+    VllmEngine(const Workload& w, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode, bool check, RequestStates& states,
+               const StagePricers& stages = no_stages());
     ~VllmEngine();
     VllmEngine(VllmEngine&&) noexcept;
     VllmEngine(const VllmEngine&) = delete;

@@ -1,5 +1,4 @@
 #include "core/sim/sglang_scheduler.hpp"
-#include "core/sim/drive.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -9,6 +8,7 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
+#include "core/sim/drive.hpp"
 #include "core/sim/radix_cache.hpp"
 
 namespace kvplan {
@@ -116,13 +116,13 @@ private:
     std::vector<RequestRecord>& records_;
     std::vector<Req>& q_;
     SimRun run_;
-    std::deque<std::size_t> inbox_;   // added, not yet arrived
+    std::deque<std::size_t> inbox_;  // added, not yet arrived
     std::deque<std::size_t> waiting_;
     std::vector<std::size_t> running_;
-    std::int64_t chunked_ = -1;       // the request being prefilled in chunks
-    std::int64_t private_ = 0;        // slots held by requests outside the radix cache
+    std::int64_t chunked_ = -1;  // the request being prefilled in chunks
+    std::int64_t private_ = 0;   // slots held by requests outside the radix cache
     bool batch_is_full_ = false;
-    bool running_shrank_ = false;     // a running request left since the last decode pass
+    bool running_shrank_ = false;  // a running request left since the last decode pass
     double init_ratio_ = 0, min_ratio_ = 0, ratio_decay_ = 0, new_token_ratio_ = 0;
     // The PrefillAdder of the pass being formed.
     std::vector<Extend> batch_;
@@ -132,9 +132,9 @@ private:
     std::vector<SeqWork> work_;
     std::size_t done_ = 0;
     std::int64_t added_ = 0;
-    std::size_t last_pass_done_ = 0;  // requests its last pass finished or rejected
+    std::size_t last_pass_done_ = 0;                                  // requests its last pass finished or rejected
     enum class Pass { None, Prefill, Decode } planned_ = Pass::None;  // lockstep: the pass formed
-    std::size_t plan_done_before_ = 0;  // lockstep: done_ when the pass was formed
+    std::size_t plan_done_before_ = 0;                                // lockstep: done_ when the pass was formed
     double t_ = 0, next_sample_ = 1, interval_prompt_ = 0, interval_generation_ = 0;
 };
 
@@ -454,8 +454,7 @@ bool SglangEngine::Impl::prepare_decode() {
     if (free_tokens() < need) {
         retract_decode();
         running_shrank_ = true;
-        if (free_tokens() < static_cast<std::int64_t>(running_.size()))
-            throw std::logic_error("sglang: no slot left for the last running request");
+        if (free_tokens() < static_cast<std::int64_t>(running_.size())) throw std::logic_error("sglang: no slot left for the last running request");
     } else {
         new_token_ratio_ = std::max(new_token_ratio_ - ratio_decay_, min_ratio_);
     }
@@ -647,7 +646,6 @@ std::int64_t SglangEngine::Impl::outstanding_at(double t) const {
     return arrived - static_cast<std::int64_t>(finished);
 }
 
-
 std::int64_t sglang_default_max_running_requests(std::int64_t max_total_tokens, std::int64_t context_len) {
     const std::int64_t context = std::max<std::int64_t>(1, context_len);
     const auto estimated = static_cast<std::int64_t>(static_cast<double>(max_total_tokens) / static_cast<double>(context) * 512);
@@ -694,20 +692,50 @@ SglangEngine::SglangEngine(const Workload& w, const SglangConfig& c, const StepP
 
 SglangEngine::~SglangEngine() = default;
 SglangEngine::SglangEngine(SglangEngine&&) noexcept = default;
-void SglangEngine::add(std::size_t r) { impl_->add(r); }
-std::optional<double> SglangEngine::next_step_s() const { return impl_->next_step_s(); }
-void SglangEngine::advance(double horizon, bool stop_on_done) { impl_->advance(horizon, stop_on_done); }
-std::int64_t SglangEngine::outstanding_at(double t) const { return impl_->outstanding_at(t); }
-std::int64_t SglangEngine::done() const { return impl_->done(); }
-double SglangEngine::now() const { return impl_->now(); }
-SimRun SglangEngine::take_totals() { return impl_->take_totals(); }
-bool SglangEngine::idle() const { return impl_->idle(); }
-std::int64_t SglangEngine::waiting_count() const { return impl_->waiting_count(); }
-std::int64_t SglangEngine::running_count() const { return impl_->running_count(); }
-void SglangEngine::sync_to(double t) { impl_->sync_to(t); }
-bool SglangEngine::plan_step() { return impl_->plan_step(); }
-const std::vector<SeqWork>& SglangEngine::planned_work() const { return impl_->planned_work(); }
-void SglangEngine::commit_step(double dt) { impl_->commit_step(dt); }
-void SglangEngine::idle_step(double dt) { impl_->idle_step(dt); }
+void SglangEngine::add(std::size_t r) {
+    impl_->add(r);
+}
+std::optional<double> SglangEngine::next_step_s() const {
+    return impl_->next_step_s();
+}
+void SglangEngine::advance(double horizon, bool stop_on_done) {
+    impl_->advance(horizon, stop_on_done);
+}
+std::int64_t SglangEngine::outstanding_at(double t) const {
+    return impl_->outstanding_at(t);
+}
+std::int64_t SglangEngine::done() const {
+    return impl_->done();
+}
+double SglangEngine::now() const {
+    return impl_->now();
+}
+SimRun SglangEngine::take_totals() {
+    return impl_->take_totals();
+}
+bool SglangEngine::idle() const {
+    return impl_->idle();
+}
+std::int64_t SglangEngine::waiting_count() const {
+    return impl_->waiting_count();
+}
+std::int64_t SglangEngine::running_count() const {
+    return impl_->running_count();
+}
+void SglangEngine::sync_to(double t) {
+    impl_->sync_to(t);
+}
+bool SglangEngine::plan_step() {
+    return impl_->plan_step();
+}
+const std::vector<SeqWork>& SglangEngine::planned_work() const {
+    return impl_->planned_work();
+}
+void SglangEngine::commit_step(double dt) {
+    impl_->commit_step(dt);
+}
+void SglangEngine::idle_step(double dt) {
+    impl_->idle_step(dt);
+}
 
 }  // namespace kvplan

@@ -47,13 +47,13 @@ namespace kvplan {
 enum class SglangPolicy { Fcfs, Lpm };
 
 struct SglangConfig {
-    std::int64_t max_total_tokens = 0;       // the token pool (max_total_num_tokens)
-    std::int64_t context_len = 0;            // the model's context length (0: the pool's)
-    std::int64_t max_running_requests = 0;   // 0: SGLang's default for the pool
+    std::int64_t max_total_tokens = 0;         // the token pool (max_total_num_tokens)
+    std::int64_t context_len = 0;              // the model's context length (0: the pool's)
+    std::int64_t max_running_requests = 0;     // 0: SGLang's default for the pool
     std::int64_t chunked_prefill_size = 8192;  // 0: no chunked prefill
     std::int64_t max_prefill_tokens = 16384;
-    double schedule_conservativeness = 1.0;  // scales the initial new_token_ratio
-    bool radix_cache = true;                 // false: --disable-radix-cache
+    double schedule_conservativeness = 1.0;    // scales the initial new_token_ratio
+    bool radix_cache = true;                   // false: --disable-radix-cache
     SglangPolicy policy = SglangPolicy::Fcfs;  // lpm without the radix cache is fcfs
 };
 
@@ -64,13 +64,13 @@ std::int64_t sglang_default_max_running_requests(std::int64_t max_total_tokens, 
 
 // A request's state inside the SGLang engine that serves it.
 struct SglangLive {
-    std::int64_t max_new = 0;     // max_new_tokens after SGLang's clamp to the pool
-    std::int64_t generated = 0;   // output tokens sampled
-    std::int64_t computed = 0;    // tokens whose KV is held (cached prefix included)
+    std::int64_t max_new = 0;                     // max_new_tokens after SGLang's clamp to the pool
+    std::int64_t generated = 0;                   // output tokens sampled
+    std::int64_t computed = 0;                    // tokens whose KV is held (cached prefix included)
     RadixCache::NodeId node = RadixCache::kRoot;  // end of its locked path in the radix cache
-    std::int64_t path = 0;        // tokens on that path (held by the cache, not by the request)
+    std::int64_t path = 0;                        // tokens on that path (held by the cache, not by the request)
     double last_token_s = 0;
-    bool retracted = false;       // waiting again after a retraction
+    bool retracted = false;         // waiting again after a retraction
     std::vector<Segment> segments;  // its tokens' content, for the radix cache
 };
 

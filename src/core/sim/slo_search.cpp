@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <exception>
 #include <functional>
 #include <limits>
-#include <cmath>
 #include <numeric>
 #include <thread>
 
@@ -69,8 +69,7 @@ Attainment attainment(const SimRun& run, const Slo& slo) {
 namespace {
 
 SimRun run_engine(const Workload& w, const SearchEngine& e) {
-    if (e.pd)
-        return simulate_disagg(w, e.pd->prefill, e.pd->decode, e.pd->pools, e.pd->prefill_pricing, e.pd->decode_pricing).run;
+    if (e.pd) return simulate_disagg(w, e.pd->prefill, e.pd->decode, e.pd->pools, e.pd->prefill_pricing, e.pd->decode_pricing).run;
     if (e.sglang && e.dp > 1) return simulate_sglang_dp_cluster(w, e.sglang_config, e.dp, ClusterConfig{}, e.dp_price);
     if (e.sglang) return simulate_sglang(w, e.sglang_config, e.price);
     if (e.dp > 1) return simulate_dp_cluster(w, e.vllm, e.dp, ClusterConfig{}, e.dp_price);
@@ -131,8 +130,7 @@ std::optional<std::string> stopped_early(const Workload& w, Engine& engine, Requ
     return std::nullopt;
 }
 
-std::optional<std::string> vllm_stopped_early(const Workload& w, const SearchEngine& e, const SearchTargets& t, SimRun& out,
-                                              std::int64_t& arrived) {
+std::optional<std::string> vllm_stopped_early(const Workload& w, const SearchEngine& e, const SearchTargets& t, SimRun& out, std::int64_t& arrived) {
     check_scheduler_config(e.vllm);
     check_arrivals(w);
     RequestStates states = request_states(w);
@@ -223,8 +221,8 @@ RequestFloor request_floor(double in, double outs, std::int64_t pool_tokens, std
 }
 
 RequestFloor vllm_floor(double in, double outs, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode) {
-    return request_floor(in, outs, checked_mul(c.num_gpu_blocks, c.block_size, "KV pool tokens"), c.max_num_seqs, c.max_num_batched_tokens,
-                         price, decode);
+    return request_floor(in, outs, checked_mul(c.num_gpu_blocks, c.block_size, "KV pool tokens"), c.max_num_seqs, c.max_num_batched_tokens, price,
+                         decode);
 }
 
 // A pipeline of P stages keeps P batches in flight, the running requests
@@ -271,7 +269,9 @@ RequestFloor pool_floor(double in, double outs, const SchedulerConfig& c, const 
 }
 
 // A step that costs nothing bounds nothing: a million requests a second stands for no bound.
-double finite_bound(double rps) { return std::isfinite(rps) && rps > 0 ? std::min(rps, 1e6) : 1e6; }
+double finite_bound(double rps) {
+    return std::isfinite(rps) && rps > 0 ? std::min(rps, 1e6) : 1e6;
+}
 
 }  // namespace
 
@@ -294,9 +294,10 @@ double rate_upper_bound(const RateWorkload& w, const SearchEngine& e) {
     RequestFloor f;
     if (e.sglang) {
         const std::int64_t pool = e.sglang_config.max_total_tokens;
-        const std::int64_t seqs = e.sglang_config.max_running_requests > 0
-                                      ? e.sglang_config.max_running_requests
-                                      : sglang_default_max_running_requests(pool, e.sglang_config.context_len > 0 ? e.sglang_config.context_len : pool);
+        const std::int64_t seqs =
+            e.sglang_config.max_running_requests > 0
+                ? e.sglang_config.max_running_requests
+                : sglang_default_max_running_requests(pool, e.sglang_config.context_len > 0 ? e.sglang_config.context_len : pool);
         f = e.dp > 1 ? dp_floor(in, outs, pool, seqs, e.sglang_config.chunked_prefill_size, e.dp, e.dp_price)
                      : request_floor(in, outs, pool, seqs, e.sglang_config.chunked_prefill_size, e.price, e.decode);
     } else if (e.dp > 1) {

@@ -58,10 +58,10 @@ struct DisaggUnit {
 // One engine on one replica (or one disaggregated unit), priced step by step.
 struct SearchEngine {
     bool sglang = false;
-    SchedulerConfig vllm;   // when !sglang and no pd
+    SchedulerConfig vllm;        // when !sglang and no pd
     SglangConfig sglang_config;  // when sglang
     StepPricer price;
-    DecodePricer decode;    // vLLM's decode runs; may be empty
+    DecodePricer decode;  // vLLM's decode runs; may be empty
     // vLLM with pipeline parallelism: one pricer per stage (two or more;
     // VllmEngine's batch queue), `price` and `decode` then the whole model's,
     // used for nothing but the bound. Empty: no pipeline.
@@ -76,8 +76,8 @@ struct SearchEngine {
 };
 
 struct SearchTargets {
-    Slo slo;               // at least one target
-    double goodput = 0.99; // the share of requests that must meet every target, in (0, 1]
+    Slo slo;                // at least one target
+    double goodput = 0.99;  // the share of requests that must meet every target, in (0, 1]
 };
 
 struct SearchSettings {
@@ -104,11 +104,11 @@ struct SearchOutcome {
     // bound, a rate no engine sustains: it is over before a queue builds, too
     // few requests to find the rate (max_rate_rps holds that passing rate).
     enum class Status { Found, SloAlone, NoRate, Pruned, Burst } status = Status::Found;
-    double bound_rps = 0;       // the analytic upper bound the search starts from
-    double max_rate_rps = 0;    // Found: the highest rate that passed
-    double fail_rate_rps = 0;   // Found: the lowest rate that failed (within rel_tolerance above)
-    SimSummary at_max;          // Found: the run at max_rate_rps (itl_s left empty)
-    std::string binding;        // the SLO that bound: at the failing rate (Found) or alone (SloAlone)
+    double bound_rps = 0;      // the analytic upper bound the search starts from
+    double max_rate_rps = 0;   // Found: the highest rate that passed
+    double fail_rate_rps = 0;  // Found: the lowest rate that failed (within rel_tolerance above)
+    SimSummary at_max;         // Found: the run at max_rate_rps (itl_s left empty)
+    std::string binding;       // the SLO that bound: at the failing rate (Found) or alone (SloAlone)
     // SloAlone: the lone request's figure for the binding SLO (the nearest
     // target that passes at a vanishing rate) and the target it missed.
     double alone_value_s = 0;
@@ -177,8 +177,8 @@ SearchAll search_all(const RateWorkload& w, const std::vector<SearchEngine>& eng
 // their share of all requests (Attainment::all, what the search compares
 // with the goodput target).
 struct GoodputPoint {
-    double multiple = 0;        // of the chosen rate
-    double offered_rps = 0;     // the replay's mean arrival rate (at_rate)
+    double multiple = 0;     // of the chosen rate
+    double offered_rps = 0;  // the replay's mean arrival rate (at_rate)
     double throughput_rps = 0;
     double goodput_rps = 0;
     double goodput_share = 0;
@@ -229,8 +229,8 @@ struct ScaledFleet {
     double window_s = 60;
     std::vector<std::int64_t> replicas;  // per window
     std::int64_t min_replicas = 0, max_replicas = 0;
-    double gpu_hours = 0;                // sum of replicas x GPUs per replica x window_s / 3600
-    double fixed_gpu_hours = 0;          // the fixed fleet's GPUs x windows x window_s / 3600
+    double gpu_hours = 0;        // sum of replicas x GPUs per replica x window_s / 3600
+    double fixed_gpu_hours = 0;  // the fixed fleet's GPUs x windows x window_s / 3600
     std::optional<double> usd, fixed_usd;
 };
 ScaledFleet replicas_over_time(const std::vector<double>& rates_rps, double window_s, double per_replica_rps, const FleetCost& fixed,

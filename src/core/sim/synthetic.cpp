@@ -33,7 +33,9 @@ void check(const LengthDist& d, const char* name) {
     const bool ok = d.kind == LengthDist::Kind::Empirical ? !d.values.empty()
                                                           : d.a >= 1 && d.a <= kMaxTokens && (d.kind != LengthDist::Kind::Uniform || d.b >= d.a) &&
                                                                 (d.kind != LengthDist::Kind::Lognormal || (d.b >= 0 && d.b <= 10));
-    if (!ok) usage_error(std::string(name) + ": expected lengths of at least 1 token (fixed:N, uniform:A-B with A <= B, lognormal:MEAN,SIGMA with SIGMA <= 10)");
+    if (!ok)
+        usage_error(std::string(name) +
+                    ": expected lengths of at least 1 token (fixed:N, uniform:A-B with A <= B, lognormal:MEAN,SIGMA with SIGMA <= 10)");
 }
 
 }  // namespace
@@ -74,8 +76,7 @@ void share_system_prompt(Workload& w, std::int64_t tokens) {
     // content (workload.hpp), so every request's leading blocks hash alike.
     constexpr std::uint64_t kSystemPrompt = 0x5157e3ULL;
     for (SimRequest& r : w.requests) {
-        if (!r.content_keys.empty())
-            usage_error("--prefix-tokens: the trace already says what its prompts share (Mooncake hash_ids); drop the flag");
+        if (!r.content_keys.empty()) usage_error("--prefix-tokens: the trace already says what its prompts share (Mooncake hash_ids); drop the flag");
         r.content_keys = {kSystemPrompt};
         r.key_block_tokens = tokens;
     }

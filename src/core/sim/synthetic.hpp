@@ -13,12 +13,12 @@ namespace kvplan {
 
 struct LengthDist {
     enum class Kind { Fixed, Uniform, Lognormal, Empirical } kind = Kind::Fixed;
-    double a = 0, b = 0;                // fixed: a; uniform: [a, b]; lognormal: mean a, log-sigma b
-    std::vector<std::int64_t> values;   // empirical: drawn with replacement
+    double a = 0, b = 0;               // fixed: a; uniform: [a, b]; lognormal: mean a, log-sigma b
+    std::vector<std::int64_t> values;  // empirical: drawn with replacement
 };
 
 struct SyntheticSpec {
-    double rate = 0;          // requests per second (open loop); 0 with concurrency > 0
+    double rate = 0;  // requests per second (open loop); 0 with concurrency > 0
     std::int64_t requests = 0;
     std::int64_t concurrency = 0;  // closed loop when > 0
     double burstiness = 1.0;

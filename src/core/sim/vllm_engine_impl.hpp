@@ -24,15 +24,15 @@ namespace kvplan {
 // sequence's new tokens, the work the pricer sees, the proposer's time.
 struct StepPlan {
     std::vector<std::pair<std::size_t, std::int64_t>> seqs;  // (request, new tokens), in schedule order
-    std::vector<SeqWork> work;                                // per sequence: (context before, new tokens)
-    double draft_s = 0;                                       // speculative decoding's proposer
+    std::vector<SeqWork> work;                               // per sequence: (context before, new tokens)
+    double draft_s = 0;                                      // speculative decoding's proposer
     bool empty() const { return seqs.empty(); }
 };
 
 class VllmEngine::Impl {
 public:
-    Impl(const Workload& w, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode, bool check,
-         RequestStates& states, const StagePricers& stages);
+    Impl(const Workload& w, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode, bool check, RequestStates& states,
+         const StagePricers& stages);
     ~Impl();
 
     // VllmEngine's API, as scheduler.hpp documents it.
@@ -44,9 +44,7 @@ public:
     double now() const { return t_; }
     const SimRun& totals() const { return run_; }
     SimRun take_totals();
-    bool idle() const {
-        return running_.empty() && waiting_.empty() && inbox_.empty() && loading_.empty() && remote_loading_.empty();
-    }
+    bool idle() const { return running_.empty() && waiting_.empty() && inbox_.empty() && loading_.empty() && remote_loading_.empty(); }
     std::int64_t waiting_count() const { return static_cast<std::int64_t>(waiting_.size() + inbox_.size()); }
     std::int64_t running_count() const { return static_cast<std::int64_t>(running_.size()); }
     void sync_to(double t);
@@ -131,16 +129,16 @@ private:
     std::vector<RequestRecord>& records_;
     std::vector<LiveRequest>& live_;
     SimRun run_;
-    KvCacheManager kv_cache_;          // the block pool and the prefix cache (after run_: it keeps its peak)
-    std::deque<std::size_t> inbox_;    // added, not yet arrived
+    KvCacheManager kv_cache_;        // the block pool and the prefix cache (after run_: it keeps its peak)
+    std::deque<std::size_t> inbox_;  // added, not yet arrived
     std::deque<std::size_t> waiting_;
     std::vector<std::size_t> running_;
-    StepPlan plan_;                    // the step planned last (its buffers kept from step to step)
+    StepPlan plan_;  // the step planned last (its buffers kept from step to step)
     std::vector<std::size_t> finished_;
     std::vector<std::vector<std::size_t>> by_phase_;  // decode run: running requests by context mod block size
-    std::deque<InFlight> in_flight_;   // pipeline: oldest first
-    std::vector<double> stage_free_s_; // pipeline: when each stage is done with the last batch sent
-    bool stalled_ = false;             // pipeline: nothing could be scheduled since the last batch came back
+    std::deque<InFlight> in_flight_;                  // pipeline: oldest first
+    std::vector<double> stage_free_s_;                // pipeline: when each stage is done with the last batch sent
+    bool stalled_ = false;                            // pipeline: nothing could be scheduled since the last batch came back
     std::int64_t added_ = 0;
     std::int64_t done_ = 0;
     std::int64_t last_step_done_ = 0;  // requests its last step finished
@@ -153,18 +151,19 @@ private:
     std::unique_ptr<RemotePrefillConnector> remote_;  // null: not a disaggregated decode instance
     std::vector<std::int8_t> remote_state_;
     std::vector<std::pair<double, std::size_t>> remote_loading_;  // (KV loaded at, request), in admission order
-    std::unique_ptr<CpuOffloadConnector> offload_;  // KV offload; null without it
+    std::unique_ptr<CpuOffloadConnector> offload_;                // KV offload; null without it
     struct Load {
         std::size_t r = 0;
         double done_s = 0;
     };
-    std::vector<Load> loading_;        // requests waiting for their load, in start order
-    double wait_load_s_ = -1;          // nothing can be scheduled before this load ends (-1: none)
+    std::vector<Load> loading_;          // requests waiting for their load, in start order
+    double wait_load_s_ = -1;            // nothing can be scheduled before this load ends (-1: none)
     std::int64_t plan_done_before_ = 0;  // lockstep: done() when the step was planned
     // Invariant checks' scratch (marks per request, references per block)
     // and the clock at the last check.
     mutable std::vector<char> inv_mark_;
     mutable std::vector<std::int64_t> inv_refs_;
-    mutable double inv_t_ = 0;};
+    mutable double inv_t_ = 0;
+};
 
 }  // namespace kvplan

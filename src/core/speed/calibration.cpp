@@ -5,11 +5,13 @@
 namespace kvplan {
 
 Calibration parse_calibration(const nlohmann::json& value, const std::string& source) {
-    if (!value.is_object()) ConfigReader(nlohmann::json::object(), source).fail("(top level)", "expected a JSON object, found " + json_type_name(value));
+    if (!value.is_object())
+        ConfigReader(nlohmann::json::object(), source).fail("(top level)", "expected a JSON object, found " + json_type_name(value));
     ConfigReader r(value, source);
     const std::int64_t version = r.require_int({"schema_version"}, 1, 1000);
     if (version != 1 && version != 2)
-        r.fail("schema_version", "expected 1 or 2, found " + std::to_string(version) + " (re-run kvplan measure --output FILE to write a file this kvplan reads)");
+        r.fail("schema_version",
+               "expected 1 or 2, found " + std::to_string(version) + " (re-run kvplan measure --output FILE to write a file this kvplan reads)");
     // Version 2 names the unit in every key: FLOP/s is `measured_flop_per_s`;
     // version 1 files (what measure wrote before schema 2, or hand-written) say `measured_flops_per_s`.
     const char* flop_key = version == 1 ? "measured_flops_per_s" : "measured_flop_per_s";

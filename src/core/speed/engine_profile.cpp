@@ -53,7 +53,8 @@ double read_number(const ConfigReader& r, const char* key, double lo, double hi,
 }  // namespace
 
 std::vector<LinkLatency> parse_link_latencies(const nlohmann::json& value, const std::string& source) {
-    if (!value.is_object()) ConfigReader(nlohmann::json::object(), source).fail("(top level)", "expected a JSON object, found " + json_type_name(value));
+    if (!value.is_object())
+        ConfigReader(nlohmann::json::object(), source).fail("(top level)", "expected a JSON object, found " + json_type_name(value));
     ConfigReader top(value, source);
     if (top.require_int({"schema_version"}, 1, 1000) != 1) top.fail("schema_version", "expected 1");
     const nlohmann::json* list = top.find({"allreduce_latency"});
@@ -120,7 +121,8 @@ double log2_interpolate(std::vector<std::pair<double, double>> points, std::int6
 }  // namespace
 
 std::vector<AllToAllLatency> parse_all_to_all_latencies(const nlohmann::json& value, const std::string& source) {
-    if (!value.is_object()) ConfigReader(nlohmann::json::object(), source).fail("(top level)", "expected a JSON object, found " + json_type_name(value));
+    if (!value.is_object())
+        ConfigReader(nlohmann::json::object(), source).fail("(top level)", "expected a JSON object, found " + json_type_name(value));
     ConfigReader top(value, source);
     const nlohmann::json* list = top.find({"all_to_all_latency"});
     if (!list || !list->is_array())
@@ -151,7 +153,8 @@ std::vector<AllToAllLatency> parse_all_to_all_latencies(const nlohmann::json& va
 }
 
 std::vector<Nic> parse_nics(const nlohmann::json& value, const std::string& source) {
-    if (!value.is_object()) ConfigReader(nlohmann::json::object(), source).fail("(top level)", "expected a JSON object, found " + json_type_name(value));
+    if (!value.is_object())
+        ConfigReader(nlohmann::json::object(), source).fail("(top level)", "expected a JSON object, found " + json_type_name(value));
     ConfigReader top(value, source);
     const nlohmann::json* list = top.find({"nics"});
     if (!list || !list->is_array()) top.fail("nics", "expected an array of {id, name, bytes_per_s_per_direction, source}");
@@ -216,8 +219,9 @@ double EngineProfile::allreduce_latency_s(const Gpu& gpu, std::int64_t tp) const
 
 std::vector<std::string> profile_value_names() {
     std::vector<std::string> names = {"weights_fraction.hbm", "weights_fraction.gddr", "weights_fraction.lpddr", "weights_fraction.other",
-                                      "kv_fraction", "step_overhead_s", "layer_overhead_s", "flops_fraction.16bit", "flops_fraction.fp8",
-                                      "prefill_half_tokens", "moe_efficiency", "tp_flops_loss", "link_fraction"};
+                                      "kv_fraction",          "step_overhead_s",       "layer_overhead_s",       "flops_fraction.16bit",
+                                      "flops_fraction.fp8",   "prefill_half_tokens",   "moe_efficiency",         "tp_flops_loss",
+                                      "link_fraction"};
     for (const char* f : kFamilies) names.push_back(std::string("kernel_factor.") + f);
     return names;
 }
@@ -242,7 +246,9 @@ double* scalar_field(EngineProfile& p, const std::string& name) {
     return nullptr;
 }
 
-bool is_kernel_factor(const std::string& name) { return name.rfind("kernel_factor.", 0) == 0; }
+bool is_kernel_factor(const std::string& name) {
+    return name.rfind("kernel_factor.", 0) == 0;
+}
 
 }  // namespace
 
@@ -260,12 +266,13 @@ double profile_value(const EngineProfile& p, const std::string& name) {
 }
 
 EngineProfile parse_engine_profile(const nlohmann::json& value, const std::string& source) {
-    if (!value.is_object()) ConfigReader(nlohmann::json::object(), source).fail("(top level)", "expected a JSON object, found " + json_type_name(value));
+    if (!value.is_object())
+        ConfigReader(nlohmann::json::object(), source).fail("(top level)", "expected a JSON object, found " + json_type_name(value));
     ConfigReader r(value, source);
-    refuse_unknown(r, value, {"schema_version", "id", "name", "description", "weights_fraction", "kv_fraction", "step_overhead_s",
-                              "layer_overhead_s", "kernel_factor", "flops_fraction", "prefill_half_tokens", "moe_efficiency",
-                              "tp_flops_loss", "link_fraction", "allreduce", "int4_group_bits", "quantize_head", "kv_cache_dtype",
-                              "fitted_on"});
+    refuse_unknown(r, value,
+                   {"schema_version", "id", "name", "description", "weights_fraction", "kv_fraction", "step_overhead_s", "layer_overhead_s",
+                    "kernel_factor", "flops_fraction", "prefill_half_tokens", "moe_efficiency", "tp_flops_loss", "link_fraction", "allreduce",
+                    "int4_group_bits", "quantize_head", "kv_cache_dtype", "fitted_on"});
     if (r.require_int({"schema_version"}, 1, 1000) != 1) r.fail("schema_version", "expected 1");
     EngineProfile p;
     p.id = r.get_string("id").value_or("");

@@ -51,7 +51,7 @@ std::optional<double> allreduce_latency(const std::vector<LinkLatency>& table, A
 // dispatch or combine of `tokens_per_rank` tokens over `gpus` EP ranks.
 enum class AllToAllOp { Dispatch, Combine };
 struct AllToAllLatency {
-    std::string implementation;        // "deepep-low-latency"
+    std::string implementation;  // "deepep-low-latency"
     AllToAllOp op = AllToAllOp::Dispatch;
     std::int64_t gpus = 8;
     std::int64_t tokens_per_rank = 0;
@@ -71,9 +71,9 @@ std::optional<double> all_to_all_latency(const std::vector<AllToAllLatency>& tab
 // A scale-out NIC, one per GPU (models/interconnects.json, nics): the line
 // rate per direction that traffic between nodes crosses.
 struct Nic {
-    std::string id;                    // "ib-ndr"
+    std::string id;  // "ib-ndr"
     std::string name;
-    double bytes_per_s = 0;            // per direction, per GPU
+    double bytes_per_s = 0;  // per direction, per GPU
     std::string source;
 };
 
@@ -88,18 +88,18 @@ struct EngineProfile {
 
     // Of datasheet bandwidth, streaming weights, by memory technology.
     double weights_hbm = 0.55, weights_gddr = 0.88, weights_lpddr = 0.80, weights_other = 0.85;
-    double kv_fraction = 0.85;          // of datasheet bandwidth, reading and writing the KV cache
-    double step_overhead_s = 0.0015;    // per step: scheduling, sampling, launches not captured in a graph
-    double layer_overhead_s = 0;        // per decoder layer per step: kernel launches the engine pays each layer
+    double kv_fraction = 0.85;        // of datasheet bandwidth, reading and writing the KV cache
+    double step_overhead_s = 0.0015;  // per step: scheduling, sampling, launches not captured in a graph
+    double layer_overhead_s = 0;      // per decoder layer per step: kernel launches the engine pays each layer
     // Of the 16-bit weight stream, what each quantized format's kernels reach.
     std::map<std::string, double> kernel_factor = {{"gguf", 0.85}};
     double flops_16bit = 0.65, flops_fp8 = 0.45;  // of dense peak tensor FLOP/s, at large token counts
     // GEMM efficiency falls for small token counts: f x T / (T + prefill_half_tokens) for T tokens in a step.
     double prefill_half_tokens = 0;
-    double moe_efficiency = 1.0;        // of the weight-stream bandwidth, for routed experts (grouped GEMMs)
+    double moe_efficiency = 1.0;  // of the weight-stream bandwidth, for routed experts (grouped GEMMs)
     // Compute efficiency lost to tensor parallelism at large batch: FLOP/s / (1 + loss x log2(TP)).
     double tp_flops_loss = 0;
-    double link_fraction = 1.0;         // of the datasheet link bandwidth, in all-reduces and pipeline sends
+    double link_fraction = 1.0;  // of the datasheet link bandwidth, in all-reduces and pipeline sends
     AllreduceImpl allreduce = AllreduceImpl::Fixed;
     double fixed_allreduce_latency_s = 5e-6;  // AllreduceImpl::Fixed, or when the table has no figure
     // int4 formats as the engine stores them: bits of scale (and zero) per group, and whether the LM head is quantized.
@@ -110,9 +110,9 @@ struct EngineProfile {
     // f16. nullopt: the serving dtype (vLLM's rule, auto_kv_dtype).
     std::optional<Dtype> kv_cache_dtype;
     std::map<std::string, std::string> fitted_on;  // value name -> the rows it was fitted on
-    std::vector<LinkLatency> links;                 // the interconnect table, bundled into the profile when loaded
-    std::vector<AllToAllLatency> all_to_all;        // DeepEP's published all-to-all times, likewise
-    std::vector<Nic> nics;                          // the NICs between nodes (models/interconnects.json nics), likewise
+    std::vector<LinkLatency> links;                // the interconnect table, bundled into the profile when loaded
+    std::vector<AllToAllLatency> all_to_all;       // DeepEP's published all-to-all times, likewise
+    std::vector<Nic> nics;                         // the NICs between nodes (models/interconnects.json nics), likewise
 
     double weights_fraction(const Gpu& gpu) const;
     double kernel(const std::string& family) const;

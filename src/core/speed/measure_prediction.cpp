@@ -53,8 +53,7 @@ void add_predictions(MeasureResult& r, const ModelSpec& spec, const WeightFormat
     e.measured_bandwidth_bytes_per_s = r.read_bytes_per_s;
     e.measured_flops_per_s = r.flops_per_s;
     e.step_overhead_s = 0;
-    const CostModel cost =
-        make_cost_model(CostModelInputs{&spec, device, weights, kv_dtype, 1, e, r.layers_measured});
+    const CostModel cost = make_cost_model(CostModelInputs{&spec, device, weights, kv_dtype, 1, e, r.layers_measured});
     const double scale = static_cast<double>(r.layers_total) / static_cast<double>(r.layers_measured);
     const MeasuredLayer shape = measured_layer(spec);
     auto predict = [&](MeasuredStep& m, const StepCost& c) {

@@ -101,7 +101,8 @@ std::optional<ExpertLayoutPlan> expert_layout(const RecommendInputs& in, const G
     cap.longest_lengths = false;
     cap.scale_out = si;
     if (!in.weights.as_checkpoint)
-        cap.weights_bytes = stage_weights_scaled(weights, *in.model, pipeline_stages(static_cast<std::int64_t>(in.model->layers.size()), 1).at(0), 1, so).total_bytes;
+        cap.weights_bytes =
+            stage_weights_scaled(weights, *in.model, pipeline_stages(static_cast<std::int64_t>(in.model->layers.size()), 1).at(0), 1, so).total_bytes;
     const CostModelInputs cost_in{in.model, gpu, in.weights, in.kv_dtype, so.attention_tp, in.efficiency, std::nullopt};
     const ExpertLayoutInputs layout{so, 1.0, in.all_to_all, size.nodes > 1 ? size.gpus / size.nodes : 0, size.nodes > 1 ? in.nic : Nic{}};
     return ExpertLayoutPlan{plan_capacity(*in.model, cap), make_cost_model(cost_in, layout), layout};
@@ -118,9 +119,9 @@ double trtllm_fraction(const MemoryBudget& b) {
 
 // --spec-method: one replica's proposer on its device and layout.
 struct Proposer {
-    CostModel draft;              // one draft pass
-    std::int64_t k = 1;           // drafts a step
-    double expected_tokens = 1;   // E: tokens a sequence keeps a step
+    CostModel draft;             // one draft pass
+    std::int64_t k = 1;          // drafts a step
+    double expected_tokens = 1;  // E: tokens a sequence keeps a step
     std::int64_t weights_per_gpu = 0, kv_bytes_per_token = 0;
 };
 
@@ -148,8 +149,8 @@ std::int64_t requests_beside(const CapacityPlan& plan, std::int64_t requests, co
     if (pool <= 0 || per_token <= 0) return requests;
     const double left = pool - static_cast<double>(p.weights_per_gpu);
     if (left <= 0) return 0;
-    return static_cast<std::int64_t>(std::floor(static_cast<double>(requests) * left / pool * per_token /
-                                                (per_token + static_cast<double>(p.kv_bytes_per_token))));
+    return static_cast<std::int64_t>(
+        std::floor(static_cast<double>(requests) * left / pool * per_token / (per_token + static_cast<double>(p.kv_bytes_per_token))));
 }
 
 // Seconds per output token of one sequence at `batch`: a decode step, or a
@@ -212,8 +213,7 @@ void fill_batch(Candidate& c, const RecommendInputs& in, const CostModel& m, std
     // otherwise split it into chunks of this many tokens).
     // Per engine core: with DP attention each rank schedules its own share of the batch.
     c.max_num_batched_tokens = checked_add(prompt, c.rank_batch(), "max_num_batched_tokens");
-    if (auto p = in.prices.find(c.gpu); p != in.prices.end())
-        c.usd_per_million_tokens = usd_per_million_tokens(p->second, c.gpus(), c.tokens_per_s);
+    if (auto p = in.prices.find(c.gpu); p != in.prices.end()) c.usd_per_million_tokens = usd_per_million_tokens(p->second, c.gpus(), c.tokens_per_s);
 }
 
 // Best first: cheapest per million tokens when priced, else most tokens/s per GPU; then fewer GPUs, then smaller TP.
@@ -271,7 +271,8 @@ Recommendation recommend(const RecommendInputs& in) {
             std::optional<Proposer> p;
             if (in.spec) {
                 try {
-                    p = make_proposer(in, CostModelInputs{in.model, gpu, in.weights, in.kv_dtype, tp, in.efficiency, std::nullopt}, nullptr, plan.kv_dtype);
+                    p = make_proposer(in, CostModelInputs{in.model, gpu, in.weights, in.kv_dtype, tp, in.efficiency, std::nullopt}, nullptr,
+                                      plan.kv_dtype);
                 } catch (const Error&) {
                     unsplit += (unsplit.empty() ? "" : ", ") + std::to_string(tp);
                     continue;  // the draft model's heads do not split over this TP
@@ -305,8 +306,9 @@ Recommendation recommend(const RecommendInputs& in) {
             if (!p || p->cost.flops_per_s <= 0) continue;
             std::optional<Proposer> head;
             if (in.spec)
-                head = make_proposer(in, CostModelInputs{in.model, gpu, in.weights, in.kv_dtype, p->layout.scale_out.attention_tp, in.efficiency, std::nullopt},
-                                     &p->layout, p->memory.kv_dtype);
+                head = make_proposer(
+                    in, CostModelInputs{in.model, gpu, in.weights, in.kv_dtype, p->layout.scale_out.attention_tp, in.efficiency, std::nullopt},
+                    &p->layout, p->memory.kv_dtype);
             ++out.configurations;
             Candidate c = replica(in, p->cost, p->memory, 1, prompt, size.gpus, head ? &*head : nullptr);
             c.nodes = size.nodes;

@@ -16,7 +16,7 @@ struct RecommendResult {
     RecommendInputs inputs;
     Recommendation rec;
     std::size_t top = 5;
-    bool wide = false;   // every column and every rejected configuration, commands unwrapped
+    bool wide = false;  // every column and every rejected configuration, commands unwrapped
 };
 
 }  // namespace kvplan

@@ -31,7 +31,8 @@ RooflineRow row_at(const CostModel& m, const RooflineInputs& in, std::int64_t ba
     r.tokens_per_s_total = static_cast<double>(batch) / r.step.total_s;
     r.kv_share = (r.step.kv_read_bytes + r.step.kv_write_bytes) / r.step.bytes();
     r.fits = !in.max_batch || batch <= *in.max_batch;
-    if (in.price_per_hour) r.usd_per_million_tokens = usd_per_million_tokens(*in.price_per_hour, m.layout.active() ? m.layout.gpus : m.tp, r.tokens_per_s_total);
+    if (in.price_per_hour)
+        r.usd_per_million_tokens = usd_per_million_tokens(*in.price_per_hour, m.layout.active() ? m.layout.gpus : m.tp, r.tokens_per_s_total);
     if (in.spec) {
         SpecRow s;
         s.step = spec_step(m, in.spec->draft, in.spec->k, batch, in.context);
@@ -63,8 +64,7 @@ Roofline make_roofline(const CostModel& m, const RooflineInputs& in) {
         StepCost s = decode_step(m, b, in.context);
         return s.kv_read_bytes >= s.weight_bytes;
     });
-    if (m.flops_per_s > 0)
-        out.compute_bound_batch = first_batch([&](std::int64_t b) { return decode_step(m, b, in.context).compute_bound; });
+    if (m.flops_per_s > 0) out.compute_bound_batch = first_batch([&](std::int64_t b) { return decode_step(m, b, in.context).compute_bound; });
     out.max_batch = in.max_batch;
     if (in.spec) {
         out.spec_expected_tokens = expected_tokens_per_step(in.spec->rates);

@@ -18,28 +18,28 @@ namespace kvplan {
 // "Speculative decoding").
 struct SpecInputs {
     SpecMethod method = SpecMethod::Eagle;
-    std::int64_t k = 1;                 // draft tokens per step (vLLM's num_speculative_tokens)
-    std::vector<double> rates;          // conditional acceptance a_1..a_K
-    CostModel draft;                    // one draft pass (make_draft_head_model / make_draft_model)
-    std::string draft_label;            // the draft model, for `draft`
+    std::int64_t k = 1;         // draft tokens per step (vLLM's num_speculative_tokens)
+    std::vector<double> rates;  // conditional acceptance a_1..a_K
+    CostModel draft;            // one draft pass (make_draft_head_model / make_draft_model)
+    std::string draft_label;    // the draft model, for `draft`
 };
 
 struct RooflineInputs {
-    std::vector<std::int64_t> batches;    // sequences decoded together
-    std::int64_t context = 2560;          // tokens each sequence has cached during decode
-    std::int64_t prompt = 2048;           // for TTFT
-    std::int64_t output = 512;            // for end-to-end latency
-    std::optional<double> price_per_hour; // USD per GPU-hour
+    std::vector<std::int64_t> batches;      // sequences decoded together
+    std::int64_t context = 2560;            // tokens each sequence has cached during decode
+    std::int64_t prompt = 2048;             // for TTFT
+    std::int64_t output = 512;              // for end-to-end latency
+    std::optional<double> price_per_hour;   // USD per GPU-hour
     std::optional<std::int64_t> max_batch;  // requests that fit in memory at `context` (nullopt: not checked)
-    std::optional<SpecInputs> spec;       // nullopt: plain decode only
+    std::optional<SpecInputs> spec;         // nullopt: plain decode only
 };
 
 struct SpecRow {
     SpecStep step;
-    double expected_tokens = 0;          // E, per sequence per step
-    double tokens_per_s_per_user = 0;    // E / step
-    double tokens_per_s_total = 0;       // E x batch / step
-    double speedup = 0;                  // against plain decode at the same batch
+    double expected_tokens = 0;        // E, per sequence per step
+    double tokens_per_s_per_user = 0;  // E / step
+    double tokens_per_s_total = 0;     // E x batch / step
+    double speedup = 0;                // against plain decode at the same batch
 };
 
 struct RooflineRow {
@@ -47,8 +47,8 @@ struct RooflineRow {
     std::int64_t context = 0;
     StepCost step;
     double tokens_per_s_per_user = 0;
-    double tokens_per_s_total = 0;   // all GPUs of the replica together
-    double kv_share = 0;             // KV bytes / all bytes moved
+    double tokens_per_s_total = 0;  // all GPUs of the replica together
+    double kv_share = 0;            // KV bytes / all bytes moved
     bool fits = true;
     std::optional<double> usd_per_million_tokens;
     std::optional<SpecRow> spec;
@@ -56,9 +56,9 @@ struct RooflineRow {
 
 struct Roofline {
     std::vector<RooflineRow> rows;
-    StepCost prefill;                // the prompt, batch 1
+    StepCost prefill;  // the prompt, batch 1
     double ttft_s = 0;
-    double e2e_s = 0;                // TTFT + output tokens decoded at batch 1
+    double e2e_s = 0;                                     // TTFT + output tokens decoded at batch 1
     std::optional<std::int64_t> kv_equals_weights_batch;  // first batch whose KV reads reach the weight reads
     std::optional<std::int64_t> compute_bound_batch;      // first batch whose compute time exceeds memory time
     std::optional<std::int64_t> max_batch;                // from memory capacity

@@ -17,7 +17,7 @@ struct RooflineResult {
     Efficiency efficiency;
     RooflineInputs inputs;
     Roofline roofline;
-    std::string weights_label;  // e.g. "bf16", "q4_k_m"
+    std::string weights_label;               // e.g. "bf16", "q4_k_m"
     std::int64_t weights_per_gpu_bytes = 0;  // with a DP/EP layout (stage_weights_scaled); 0: weights / TP
 };
 

@@ -1,12 +1,12 @@
 #include "core/speed/speculative.hpp"
 
+#include <algorithm>
+
 #include "core/checked.hpp"
 #include "core/dtype.hpp"
 #include "core/memory/kv_size.hpp"
 #include "core/memory/overhead.hpp"
 #include "core/model/weights.hpp"
-
-#include <algorithm>
 
 namespace kvplan {
 
@@ -88,9 +88,13 @@ HeadParts draft_head_parts(const ModelSpec& target) {
 
 }  // namespace
 
-CostModel make_draft_head_model(const CostModelInputs& target) { return draft_head(target, nullptr); }
+CostModel make_draft_head_model(const CostModelInputs& target) {
+    return draft_head(target, nullptr);
+}
 
-CostModel make_draft_head_model(const CostModelInputs& target, const ExpertLayoutInputs& layout) { return draft_head(target, &layout); }
+CostModel make_draft_head_model(const CostModelInputs& target, const ExpertLayoutInputs& layout) {
+    return draft_head(target, &layout);
+}
 
 std::int64_t draft_head_weight_bytes(const ModelSpec& target) {
     const HeadParts p = draft_head_parts(target);

@@ -90,7 +90,8 @@ ExpertLayout make_layout(const CostModel& m, const ModelSpec& spec, const Expert
     L.gpus_per_node = in.gpus_per_node > 0 ? std::min(in.gpus_per_node, L.gpus) : L.gpus;
     L.nodes = ceil_div(L.gpus, L.gpus_per_node);
     if (L.nodes > 1) {
-        if (!(in.nic.bytes_per_s > 0)) usage_error("--gpus-per-node: a layout over " + std::to_string(L.nodes) + " nodes needs the NIC between them (--nic)");
+        if (!(in.nic.bytes_per_s > 0))
+            usage_error("--gpus-per-node: a layout over " + std::to_string(L.nodes) + " nodes needs the NIC between them (--nic)");
         L.nic_bytes_per_s = in.nic.bytes_per_s;
         L.nic = in.nic.id;
     }
@@ -232,19 +233,20 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
         m.expert_flops_per_token = 2.0 * expert_params * static_cast<double>(m.experts_per_token) / static_cast<double>(m.experts) / tp;
         if (staged) m.moe_layers = moe_layers_in(w, *stage, m.moe_layers, all_layers);
         if (sample) m.moe_layers = moe_layers_in_share(m.moe_layers, layer_share);
-    }
-    else dense += expert_part;
+    } else dense += expert_part;
     m.dense_weight_bytes = (dense - capped) / tp + capped_rank;
     if (layout) {
         // A sample (a speculative head's one layer) keeps the layout; a pipeline stage does not take one.
         if (staged) usage_error("--dp / --ep: the data-parallel step is priced for the whole model, without --pp");
         m.layout = make_layout(m, spec, *layout);
-        if (m.layout.ep > 1 && m.link_bytes_per_s <= 0) m.notes.push_back("no interconnect figure for " + in.gpu.id + ": all-to-alls timed by latency only");
+        if (m.layout.ep > 1 && m.link_bytes_per_s <= 0)
+            m.notes.push_back("no interconnect figure for " + in.gpu.id + ": all-to-alls timed by latency only");
         if (in.tp > m.layout.gpus_per_node) {
             // A ring all-reduce over nodes runs at the slowest hop's rate: the NIC.
             m.link_bytes_per_s = m.layout.nic_bytes_per_s;
             m.notes.push_back("attention TP " + std::to_string(in.tp) + " spans nodes of " + std::to_string(m.layout.gpus_per_node) +
-                              " GPUs: its all-reduces cross the NIC (" + m.layout.nic + "), priced at its line rate with the in-node latency, "
+                              " GPUs: its all-reduces cross the NIC (" + m.layout.nic +
+                              "), priced at its line rate with the in-node latency, "
                               "a lower bound; engines put data or pipeline parallelism, not TP, across nodes");
         }
     }
@@ -253,11 +255,14 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
     // Matmul FLOPs: 2 per active parameter per token, without the embedding lookup, with a tied head.
     std::int64_t active = w.active_params - (w.parts.empty() ? 0 : embedding_params);
     if (!has_head && spec.tied_embeddings) active += embedding_params;
-    if (sample) active = static_cast<std::int64_t>(static_cast<double>(active - head_params - (!has_head && spec.tied_embeddings ? embedding_params : 0)) * layer_share);
+    if (sample)
+        active = static_cast<std::int64_t>(static_cast<double>(active - head_params - (!has_head && spec.tied_embeddings ? embedding_params : 0)) *
+                                           layer_share);
     if (staged) {
         const std::int64_t head = head_params + (!has_head && spec.tied_embeddings ? embedding_params : 0);
         active = (w.parts.empty() ? static_cast<std::int64_t>(static_cast<double>(active - head) * layer_share)
-                                  : static_cast<std::int64_t>(std::llround(stage_active))) + (with_head ? head : 0);
+                                  : static_cast<std::int64_t>(std::llround(stage_active))) +
+                 (with_head ? head : 0);
     }
     m.active_params = active;
     m.matmul_flops_per_token = 2.0 * ((static_cast<double>(active) - capped_params) / tp + capped_params_rank);
@@ -291,7 +296,8 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
             // Q.K^T and the weighted sum of V: 2 x (head_dim_k + head_dim_v) per query head.
             c.attention_flops_per_token_pair = 2.0 * query_heads * static_cast<double>(g.spec.k_head_dim + g.spec.v_head_dim) * L;
         } else if (g.spec.kind == LayerKind::State) {
-            c.state_flops_per_token = 6.0 * static_cast<double>(g.spec.ssm_state_elements) / std::min<double>(tp, std::max<std::int64_t>(1, g.spec.state_tp_unit)) * L;
+            c.state_flops_per_token =
+                6.0 * static_cast<double>(g.spec.ssm_state_elements) / std::min<double>(tp, std::max<std::int64_t>(1, g.spec.state_tp_unit)) * L;
         }
         m.groups.push_back(c);
     }
@@ -314,9 +320,13 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
 
 }  // namespace
 
-CostModel make_cost_model(const CostModelInputs& in) { return build_cost_model(in, nullptr, 1); }
+CostModel make_cost_model(const CostModelInputs& in) {
+    return build_cost_model(in, nullptr, 1);
+}
 
-CostModel make_cost_model(const CostModelInputs& in, const ExpertLayoutInputs& layout) { return build_cost_model(in, nullptr, 1, &layout); }
+CostModel make_cost_model(const CostModelInputs& in, const ExpertLayoutInputs& layout) {
+    return build_cost_model(in, nullptr, 1, &layout);
+}
 
 CostModel make_stage_cost_model(const CostModelInputs& in, const PipelineStage& stage, std::int64_t pp) {
     return build_cost_model(in, &stage, pp);
@@ -341,7 +351,8 @@ DecodeBatchTerms token_terms(const CostModel& m, double weight_bytes, double exp
     b.flops_per_s = m.flops_per_s > 0 ? m.flops_per_s * gemm_efficiency : 0;
     // The routed experts' grouped GEMMs run at the profile's MoE efficiency of that.
     if (b.flops_per_s > 0 && m.expert_bandwidth_factor != 1.0)
-        b.expert_compute_s = (expert_tokens < 0 ? T : expert_tokens) * m.expert_flops_per_token * (1.0 / m.expert_bandwidth_factor - 1.0) / b.flops_per_s;
+        b.expert_compute_s =
+            (expert_tokens < 0 ? T : expert_tokens) * m.expert_flops_per_token * (1.0 / m.expert_bandwidth_factor - 1.0) / b.flops_per_s;
     b.overhead_s = m.step_overhead_s + m.layer_overhead_s;
     if (m.allreduces_per_step > 0 && m.link_bytes_per_s > 0) {
         // Ring all-reduce: each rank sends and receives 2 (tp - 1) / tp of the message.
@@ -399,7 +410,8 @@ StepCost rank_step(const CostModel& m, StepCost c, std::int64_t rank_tokens, dou
     c.weight_bytes = m.dense_weight_bytes + c.expert_weight_bytes;
     // Dense FLOPs over this rank's tokens; expert FLOPs over its pairs.
     const double expert_tokens = load * L.expert_flops_scale;
-    c.matmul_flops = static_cast<double>(rank_tokens) * (m.matmul_flops_per_token - m.expert_flops_per_token) + expert_tokens * m.expert_flops_per_token;
+    c.matmul_flops =
+        static_cast<double>(rank_tokens) * (m.matmul_flops_per_token - m.expert_flops_per_token) + expert_tokens * m.expert_flops_per_token;
     if (L.ep > 1 && m.moe_layers > 0) {
         // Dispatch and combine per MoE layer: the busiest rank receives its
         // pairs and sends their results back; (EP - 1) / EP of them cross the link.
@@ -409,8 +421,8 @@ StepCost rank_step(const CostModel& m, StepCost c, std::int64_t rank_tokens, dou
         const double in_node = static_cast<double>(std::min(L.gpus_per_node, L.ep));
         const double pairs = c.rank_expert_tokens;
         const double copy = L.dispatch_bytes_per_copy + L.combine_bytes_per_copy;
-        const double near = pairs * (in_node - 1.0) / ep;   // over the scale-up link
-        const double far = pairs * (ep - in_node) / ep;      // over the NIC
+        const double near = pairs * (in_node - 1.0) / ep;  // over the scale-up link
+        const double far = pairs * (ep - in_node) / ep;    // over the NIC
         const double layers = static_cast<double>(m.moe_layers);
         c.all_to_all_bytes = layers * (near + far) * copy;
         c.all_to_all_nic_bytes = layers * far * copy;
@@ -442,10 +454,10 @@ StepCost overlapped_rank_step(const CostModel& m, const StepCost& c, std::int64_
     half.rank_sequences /= 2;
     const StepCost h = rank_step(m, half, ceil_div(rank_tokens, 2), replica_tokens / 2);
     StepCost out = h;
-    for (double StepCost::*f : {&StepCost::weight_bytes, &StepCost::expert_weight_bytes, &StepCost::kv_read_bytes, &StepCost::kv_write_bytes,
-                                &StepCost::matmul_flops, &StepCost::attention_flops, &StepCost::memory_s, &StepCost::compute_s,
-                                &StepCost::allreduce_s, &StepCost::send_s, &StepCost::rank_expert_tokens, &StepCost::all_to_all_bytes,
-                                &StepCost::all_to_all_s, &StepCost::all_to_all_nic_bytes})
+    for (double StepCost::*f :
+         {&StepCost::weight_bytes, &StepCost::expert_weight_bytes, &StepCost::kv_read_bytes, &StepCost::kv_write_bytes, &StepCost::matmul_flops,
+          &StepCost::attention_flops, &StepCost::memory_s, &StepCost::compute_s, &StepCost::allreduce_s, &StepCost::send_s,
+          &StepCost::rank_expert_tokens, &StepCost::all_to_all_bytes, &StepCost::all_to_all_s, &StepCost::all_to_all_nic_bytes})
         out.*f = 2 * h.*f;
     out.rank_sequences = c.rank_sequences;
     const double body = std::max(h.memory_s, h.compute_s) + h.allreduce_s + h.send_s;
@@ -543,7 +555,9 @@ StepCost decode_step(const CostModel& m, const DecodeBatchTerms& b, const Decode
     return combine(m, c, b);
 }
 
-StepCost decode_step(const CostModel& m, std::int64_t batch, const DecodeSeqTerms& seq) { return decode_step(m, decode_batch_terms(m, batch), seq); }
+StepCost decode_step(const CostModel& m, std::int64_t batch, const DecodeSeqTerms& seq) {
+    return decode_step(m, decode_batch_terms(m, batch), seq);
+}
 
 StepCost decode_step(const CostModel& m, std::int64_t batch, std::int64_t context) {
     return decode_step(m, batch, decode_seq_terms(m, context));
@@ -617,7 +631,9 @@ namespace {
 // Below 2^53 every whole number is a double and sums of them are exact.
 constexpr double kExactLimit = 9007199254740992.0;
 
-bool whole(double x) { return x >= 0 && x < kExactLimit && std::floor(x) == x; }
+bool whole(double x) {
+    return x >= 0 && x < kExactLimit && std::floor(x) == x;
+}
 
 }  // namespace
 

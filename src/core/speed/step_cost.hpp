@@ -16,9 +16,9 @@
 
 #include "core/dtype.hpp"
 #include "core/hardware.hpp"
+#include "core/memory/parallel.hpp"
 #include "core/model/model_spec.hpp"
 #include "core/model/weight_format.hpp"
-#include "core/memory/parallel.hpp"
 #include "core/speed/engine_profile.hpp"
 
 namespace kvplan {
@@ -37,11 +37,11 @@ struct Efficiency {
     std::optional<double> weights_bandwidth_fraction;
     // Of dense peak tensor FLOP/s (profile: flops_fraction by math dtype).
     std::optional<double> flops_fraction;
-    std::optional<double> step_overhead_s;     // launches, scheduling, sampling per step
-    std::optional<double> allreduce_latency_s; // per all-reduce (profile: its implementation over the device's link)
+    std::optional<double> step_overhead_s;                 // launches, scheduling, sampling per step
+    std::optional<double> allreduce_latency_s;             // per all-reduce (profile: its implementation over the device's link)
     std::optional<double> measured_bandwidth_bytes_per_s;  // calibration: replaces fraction x datasheet
     std::optional<double> measured_flops_per_s;
-    std::string calibration_source;    // the file, when calibrated
+    std::string calibration_source;  // the file, when calibrated
 };
 
 // Data-parallel attention with expert parallelism (docs/scale-out.md, "Step
@@ -49,8 +49,8 @@ struct Efficiency {
 // the busiest EP rank's experts are, and the published all-to-all table.
 struct ExpertLayoutInputs {
     ScaleOut scale_out;
-    double expert_imbalance = 1.0;               // busiest rank's routed tokens / the mean, >= 1
-    std::vector<AllToAllLatency> all_to_all;     // models/interconnects.json all_to_all_latency
+    double expert_imbalance = 1.0;            // busiest rank's routed tokens / the mean, >= 1
+    std::vector<AllToAllLatency> all_to_all;  // models/interconnects.json all_to_all_latency
     // Nodes: GPUs that share the scale-up link (an HGX node's 8, a GB200
     // NVL72's 72); the replica's GPUs beyond them are reached over `nic`
     // (docs/scale-out.md, "Nodes and NICs"). 0: every GPU on one link.
@@ -77,8 +77,8 @@ void check_expert_imbalance(double imbalance);
 struct CostModelInputs {
     const ModelSpec* model = nullptr;
     Gpu gpu;
-    WeightFormat weights;              // default: the checkpoint as served
-    std::optional<Dtype> kv_dtype;     // default: serving dtype
+    WeightFormat weights;           // default: the checkpoint as served
+    std::optional<Dtype> kv_dtype;  // default: serving dtype
     std::int64_t tp = 1;
     Efficiency efficiency;
     // Cost only the first `sample_layers` decoder layers, without the
@@ -90,32 +90,32 @@ struct CostModelInputs {
 struct CostGroup {
     LayerKind kind = LayerKind::Full;
     std::int64_t layers = 0;
-    std::int64_t window_tokens = 0;     // sliding/chunked: tokens attended
-    double kv_bytes_per_token = 0;      // all layers of the group, one GPU
-    double state_bytes = 0;             // recurrent state per sequence, one GPU
+    std::int64_t window_tokens = 0;             // sliding/chunked: tokens attended
+    double kv_bytes_per_token = 0;              // all layers of the group, one GPU
+    double state_bytes = 0;                     // recurrent state per sequence, one GPU
     double attention_flops_per_token_pair = 0;  // per (query token, attended token), all layers, one GPU
     double state_flops_per_token = 0;
 };
 
 // What the step of one DP rank needs to know about the layout (all ones: none).
 struct ExpertLayout {
-    std::int64_t gpus = 1;                 // GPUs of the replica: DP ranks x attention TP
+    std::int64_t gpus = 1;  // GPUs of the replica: DP ranks x attention TP
     std::int64_t dp = 1;
     std::int64_t ep = 1;
-    std::int64_t local_experts = 0;        // physical experts per GPU per MoE layer (EP 1: all, as tensor shards)
-    double imbalance = 1.0;                // applies when ep > 1
-    double expert_bytes_per_gpu = 0;       // one whole routed expert of one MoE layer on one GPU (/ expert TP)
-    double expert_flops_scale = 1.0;       // attention TP / (EP x expert TP): a replica token's expert FLOPs on one GPU
-    double dispatch_bytes_per_copy = 0;    // one token sent to one expert: hidden x dispatch dtype (+ fp8 scales)
-    double combine_bytes_per_copy = 0;     // its result sent back: hidden x 2 B (bf16)
-    double dispatch_latency_s = 0;         // per MoE layer, per call
+    std::int64_t local_experts = 0;      // physical experts per GPU per MoE layer (EP 1: all, as tensor shards)
+    double imbalance = 1.0;              // applies when ep > 1
+    double expert_bytes_per_gpu = 0;     // one whole routed expert of one MoE layer on one GPU (/ expert TP)
+    double expert_flops_scale = 1.0;     // attention TP / (EP x expert TP): a replica token's expert FLOPs on one GPU
+    double dispatch_bytes_per_copy = 0;  // one token sent to one expert: hidden x dispatch dtype (+ fp8 scales)
+    double combine_bytes_per_copy = 0;   // its result sent back: hidden x 2 B (bf16)
+    double dispatch_latency_s = 0;       // per MoE layer, per call
     double combine_latency_s = 0;
-    std::int64_t gpus_per_node = 1;        // GPUs on one scale-up link (all of them: one node)
-    std::int64_t nodes = 1;                // ceil(gpus / gpus_per_node)
-    double nic_bytes_per_s = 0;            // per direction, per GPU, between nodes (0: one node)
-    std::string nic;                       // its id
+    std::int64_t gpus_per_node = 1;  // GPUs on one scale-up link (all of them: one node)
+    std::int64_t nodes = 1;          // ceil(gpus / gpus_per_node)
+    double nic_bytes_per_s = 0;      // per direction, per GPU, between nodes (0: one node)
+    std::string nic;                 // its id
     bool fp8_dispatch = false;
-    std::int64_t overlap_decode_tokens = 0;   // two-batch overlap thresholds (ExpertLayoutInputs); 0: off
+    std::int64_t overlap_decode_tokens = 0;  // two-batch overlap thresholds (ExpertLayoutInputs); 0: off
     std::int64_t overlap_prefill_tokens = 0;
     bool active() const { return dp > 1 || ep > 1; }
     bool overlap() const { return overlap_decode_tokens > 0; }
@@ -126,30 +126,30 @@ struct CostModel {
     std::int64_t tp = 1;
     double bandwidth_bytes_per_s = 0;          // achievable reading and writing the KV cache
     double weights_bandwidth_bytes_per_s = 0;  // achievable streaming the weights
-    double flops_per_s = 0;            // achievable (0: no FLOP/s figure for this device and dtype)
-    double flops_fraction = 0;         // of dense peak, what flops_per_s is (0: measured or unknown)
-    double link_bytes_per_s = 0;       // per direction
+    double flops_per_s = 0;                    // achievable (0: no FLOP/s figure for this device and dtype)
+    double flops_fraction = 0;                 // of dense peak, what flops_per_s is (0: measured or unknown)
+    double link_bytes_per_s = 0;               // per direction
     double step_overhead_s = 0;
-    double layer_overhead_s = 0;       // the profile's per-layer cost x this GPU's layers, every step
+    double layer_overhead_s = 0;  // the profile's per-layer cost x this GPU's layers, every step
     double allreduce_latency_s = 0;
-    double prefill_half_tokens = 0;    // compute efficiency x T / (T + this) for T tokens in a step
+    double prefill_half_tokens = 0;      // compute efficiency x T / (T + this) for T tokens in a step
     double expert_bandwidth_factor = 1;  // routed experts stream, and their GEMMs compute, at this x the dense rate
-    std::string engine = "generic";    // the profile
-    double dense_weight_bytes = 0;     // read every step, one GPU
-    double expert_bytes = 0;           // one routed expert of one MoE layer, one GPU
+    std::string engine = "generic";      // the profile
+    double dense_weight_bytes = 0;       // read every step, one GPU
+    double expert_bytes = 0;             // one routed expert of one MoE layer, one GPU
     std::int64_t moe_layers = 0, experts = 0, experts_per_token = 0;
-    double matmul_flops_per_token = 0; // 2 x active matmul parameters, one GPU
-    double expert_flops_per_token = 0; // of which the routed experts' (2 x k/E x expert parameters)
+    double matmul_flops_per_token = 0;      // 2 x active matmul parameters, one GPU
+    double expert_flops_per_token = 0;      // of which the routed experts' (2 x k/E x expert parameters)
     double activation_bytes_per_token = 0;  // one all-reduce message per token (hidden x 2 B)
     std::int64_t allreduces_per_step = 0;
-    double send_bytes_per_token = 0;   // a pipeline stage's hidden state and residual to the next (2 x hidden x 2 B; 0: none)
-    double weight_bytes_total = 0;     // the whole model as stored in the format
+    double send_bytes_per_token = 0;  // a pipeline stage's hidden state and residual to the next (2 x hidden x 2 B; 0: none)
+    double weight_bytes_total = 0;    // the whole model as stored in the format
     std::int64_t active_params = 0;
     Dtype math_dtype = Dtype::Bf16;
     Dtype kv_dtype = Dtype::Bf16;
     std::vector<CostGroup> groups;
     ExpertLayout layout;
-    std::vector<std::string> notes;    // e.g. no FLOP/s figure, calibration in use
+    std::vector<std::string> notes;  // e.g. no FLOP/s figure, calibration in use
 };
 
 CostModel make_cost_model(const CostModelInputs& in);
@@ -167,7 +167,7 @@ CostModel make_stage_cost_model(const CostModelInputs& in, const PipelineStage& 
 // One step's terms, one GPU.
 struct StepCost {
     double weight_bytes = 0;
-    double expert_weight_bytes = 0;    // of weight_bytes, the routed experts the step's tokens touch
+    double expert_weight_bytes = 0;  // of weight_bytes, the routed experts the step's tokens touch
     double kv_read_bytes = 0;
     double kv_write_bytes = 0;
     double matmul_flops = 0;
@@ -176,14 +176,14 @@ struct StepCost {
     double compute_s = 0;
     double overhead_s = 0;
     double allreduce_s = 0;
-    double send_s = 0;                 // a pipeline stage's activations to the next stage
+    double send_s = 0;  // a pipeline stage's activations to the next stage
     // DP attention + EP (CostModel::layout active; else all 0): the slowest rank's.
-    double rank_sequences = 0;         // sequences of the busiest DP rank: ceil(batch / DP)
-    double rank_expert_tokens = 0;     // token-expert pairs on the busiest EP rank, per MoE layer
-    double experts_read = 0;           // distinct local experts those pairs touch, per MoE layer
-    double all_to_all_bytes = 0;       // dispatch + combine over the link, all MoE layers
+    double rank_sequences = 0;      // sequences of the busiest DP rank: ceil(batch / DP)
+    double rank_expert_tokens = 0;  // token-expert pairs on the busiest EP rank, per MoE layer
+    double experts_read = 0;        // distinct local experts those pairs touch, per MoE layer
+    double all_to_all_bytes = 0;    // dispatch + combine over the link, all MoE layers
     double all_to_all_s = 0;
-    double all_to_all_nic_bytes = 0;   // of all_to_all_bytes, those to GPUs in other nodes
+    double all_to_all_nic_bytes = 0;  // of all_to_all_bytes, those to GPUs in other nodes
     // Two-batch overlap: the step ran as two micro-batches (the terms above
     // are both halves summed), and the time the overlap hid.
     bool overlapped = false;
@@ -216,9 +216,9 @@ StepCost decode_step(const CostModel& m, std::int64_t batch, const DecodeSeqTerm
 struct DecodeBatchTerms {
     std::int64_t batch = 0;
     double weight_bytes = 0, expert_weight_bytes = 0;
-    double weights_s = 0;          // the weight reads
-    double flops_per_s = 0;        // at this token count's GEMM efficiency; 0: compute not modelled
-    double expert_compute_s = 0;   // the routed experts' grouped-GEMM shortfall
+    double weights_s = 0;         // the weight reads
+    double flops_per_s = 0;       // at this token count's GEMM efficiency; 0: compute not modelled
+    double expert_compute_s = 0;  // the routed experts' grouped-GEMM shortfall
     double overhead_s = 0, allreduce_s = 0, send_s = 0;
 };
 DecodeBatchTerms decode_batch_terms(const CostModel& m, std::int64_t batch);

@@ -1,21 +1,22 @@
 // Tolerances and verdicts of `kvplan check` (core/regression): exact decimal
 // tolerances, exact integer comparisons at the boundary, and which direction
 // of change is a regression for each figure.
+#include "core/gate/regression.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "core/gate/baseline.hpp"
 #include "core/error.hpp"
-#include "core/gate/regression.hpp"
+#include "core/gate/baseline.hpp"
 
 using namespace kvplan;
 
 TEST_CASE("tolerances parse exactly from decimal percentages") {
-    CHECK(parse_tolerance("--tolerance", "0.5%") == 5'000'000);   // 0.005 x 10^9
+    CHECK(parse_tolerance("--tolerance", "0.5%") == 5'000'000);  // 0.005 x 10^9
     CHECK(parse_tolerance("--tolerance", "0%") == 0);
     CHECK(parse_tolerance("--tolerance", "0") == 0);
     CHECK(parse_tolerance("--tolerance", "100%") == 1'000'000'000);
     CHECK(parse_tolerance("--tolerance", "2.3999999%") == 23'999'999);
-    CHECK(parse_tolerance("--tolerance", "0.0000001%") == 1);      // one part per billion
+    CHECK(parse_tolerance("--tolerance", "0.0000001%") == 1);  // one part per billion
     CHECK(parse_tolerance("--tolerance", ".5%") == 5'000'000);
     CHECK_THROWS_AS(parse_tolerance("--tolerance", "0.5"), Error);  // 0.5% or 50%?
     CHECK_THROWS_AS(parse_tolerance("--tolerance", "0.00000001%"), Error);

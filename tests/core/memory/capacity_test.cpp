@@ -2,21 +2,21 @@
 // hand-derived cases for paging, contiguous allocation, shared prefixes,
 // tensor/pipeline parallelism and vLLM's hybrid layouts. Each expected number
 // is published (source quoted) or derived in the comment next to it.
-#include <catch2/catch.hpp>
+#include "core/memory/capacity.hpp"
 
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "core/byte_size.hpp"
-#include "core/memory/capacity.hpp"
 #include "core/memory/parallel.hpp"
-#include "report/engine_log.hpp"
 #include "io/gpu_db.hpp"
 #include "io/presets.hpp"
+#include "report/engine_log.hpp"
 #include "test_support.hpp"
 
 using namespace kvplan;
@@ -471,8 +471,7 @@ TEST_CASE("the overhead estimate reproduces llm-d's measured Llama-3.1-8B activa
     CapacityPlan p = plan_capacity(preset("llama-3.1-8b"), in);
     std::int64_t activation = 0;
     for (const OverheadTerm& t : p.budget.overhead)
-        if (t.name.find("activation") != std::string::npos || t.name.find("sampler") != std::string::npos ||
-            t.name == "cuBLAS workspace")
+        if (t.name.find("activation") != std::string::npos || t.name.find("sampler") != std::string::npos || t.name == "cuBLAS workspace")
             activation += t.bytes;
     CHECK(std::abs(activation / kGiB - 4.76) < 0.01);
     // And the KV pool llm-d measured, 51.38 GiB (79.18 GiB x 0.9 - 14.99 - 4.76 - 0.13 - graphs), within 1%.
@@ -492,8 +491,8 @@ struct LlmdRow {
 };
 
 ModelSpec qwen3(std::int64_t layers, std::int64_t hidden, std::int64_t heads, std::int64_t intermediate, bool tied) {
-    return from_json(R"({"model_type": "qwen3", "num_hidden_layers": )" + std::to_string(layers) + R"(, "hidden_size": )" +
-                     std::to_string(hidden) + R"(, "num_attention_heads": )" + std::to_string(heads) +
+    return from_json(R"({"model_type": "qwen3", "num_hidden_layers": )" + std::to_string(layers) + R"(, "hidden_size": )" + std::to_string(hidden) +
+                     R"(, "num_attention_heads": )" + std::to_string(heads) +
                      R"(, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": )" + std::to_string(intermediate) +
                      R"(, "max_position_embeddings": 40960, "vocab_size": 151936, "tie_word_embeddings": )" + (tied ? "true" : "false") +
                      R"(, "torch_dtype": "bfloat16"})");

@@ -8,14 +8,13 @@
 // Rows that log neither a pool nor weights are predicted from the GPU alone
 // and printed; the test prints the whole error table (run `kvplan_tests
 // "engine logs*" -s`, or see docs/concurrency.md where it is quoted).
-#include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <map>
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "core/memory/capacity.hpp"

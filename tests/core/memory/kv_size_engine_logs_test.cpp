@@ -2,9 +2,9 @@
 // (../shared/reference/engine_logs.jsonl; each case quotes its row id and
 // log line). An engine's pool divided by its token count is the engine's own
 // bytes per token; kvplan must agree with it.
-#include <catch2/catch.hpp>
-
 #include <cmath>
+
+#include <catch2/catch.hpp>
 
 #include "test_support.hpp"
 
@@ -16,7 +16,9 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // Rounds bytes to GiB with two decimals, as the engines print them.
-double gib2(std::int64_t bytes) { return std::round(bytes / kGiB * 100.0) / 100.0; }
+double gib2(std::int64_t bytes) {
+    return std::round(bytes / kGiB * 100.0) / 100.0;
+}
 
 }  // namespace
 

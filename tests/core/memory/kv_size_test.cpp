@@ -108,7 +108,7 @@ TEST_CASE("tensor parallelism beyond the KV heads replicates them") {
     auto m = preset("llama-3.1-70b");
     auto s = kv(m, 1000, 1, 16);
     CHECK(s.bytes_per_sequence_per_gpu == 2LL * 80 * 1 * 128 * 2 * 1000);  // 1 head per rank
-    CHECK(s.bytes_per_gpu * 16 > s.bytes_total);  // replication costs memory
+    CHECK(s.bytes_per_gpu * 16 > s.bytes_total);                           // replication costs memory
 }
 
 TEST_CASE("MLA latents are replicated on every rank") {
@@ -117,8 +117,8 @@ TEST_CASE("MLA latents are replicated on every rank") {
 }
 
 TEST_CASE("a TP degree that does not divide the heads is refused, as engines refuse it") {
-    CHECK_THROWS_AS(kv(preset("llama-3.1-8b"), 1, 1, 3), Error);   // 32 heads
-    CHECK_THROWS_AS(kv(preset("falcon-7b"), 1, 1, 2), Error);      // 71 heads
+    CHECK_THROWS_AS(kv(preset("llama-3.1-8b"), 1, 1, 3), Error);  // 32 heads
+    CHECK_THROWS_AS(kv(preset("falcon-7b"), 1, 1, 2), Error);     // 71 heads
     CHECK_THROWS_WITH(kv(preset("llama-3.1-8b"), 1, 1, 3), Catch::Contains("32 attention heads"));
 }
 

@@ -13,9 +13,9 @@
 //   Mixtral-8x7B (bf16, 8 experts): embeddings 262,144,000  attention
 //     2,684,354,560  experts 90,194,313,216  router 2,097,152  norms 532,480
 //     lm_head 262,144,000
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+
+#include <catch2/catch.hpp>
 
 #include "core/memory/capacity.hpp"
 #include "core/memory/parallel.hpp"

@@ -66,7 +66,12 @@ TEST_CASE("seed 002: 32 layers x 8 KV heads x 128 head_dim in 16 bits is 131,072
 
 TEST_CASE("seed 002: the GQA / fp8 / MQA table for the 8B shape at 4,000 tokens") {
     // configs = {MHA 32 KV heads fp16, GQA 8 fp16, GQA 8 fp8, MQA 1 fp16}: KiB/token and GiB per 4k chat.
-    struct Row { std::int64_t kv_heads; Dtype dtype; std::int64_t per_token; double gib_per_chat; };
+    struct Row {
+        std::int64_t kv_heads;
+        Dtype dtype;
+        std::int64_t per_token;
+        double gib_per_chat;
+    };
     const Row rows[] = {
         {32, Dtype::Fp16, 524'288, 1.953},  // 512 KiB/token; 4000 x 524,288 / 2^30 = 1.953 GiB ("2 GiB of cache")
         {8, Dtype::Fp16, 131'072, 0.488},   // 128 KiB; a quarter ("cuts that by four")

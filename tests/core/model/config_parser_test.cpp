@@ -30,8 +30,8 @@ TEST_CASE("GPT-2's n_layer / n_embd / n_head key family") {
 TEST_CASE("ChatGLM3's num_layers / multi_query_group_num / kv_channels") {
     auto m = fixture("configs/chatglm3-6b.json");
     CHECK(m.layers.size() == 28);
-    CHECK(m.layers[0].kv_heads == 2);      // multi_query_group_num
-    CHECK(m.layers[0].k_head_dim == 128);  // kv_channels
+    CHECK(m.layers[0].kv_heads == 2);        // multi_query_group_num
+    CHECK(m.layers[0].k_head_dim == 128);    // kv_channels
     CHECK(kv(m).bytes_per_token == 28'672);  // 2 x 28 x 2 x 128 x 2
 }
 
@@ -95,7 +95,7 @@ TEST_CASE("Mistral-7B-v0.1 and Phi-3-mini: a non-null sliding_window makes every
 
 TEST_CASE("Qwen2: sliding only with use_sliding_window, and only from max_window_layers on") {
     CHECK(count_kind(preset("qwen2.5-7b"), LayerKind::Full) == 28);  // use_sliding_window false
-    auto m = fixture("constructed/qwen2-sliding.json");                 // true, max_window_layers 21
+    auto m = fixture("constructed/qwen2-sliding.json");              // true, max_window_layers 21
     CHECK(count_kind(m, LayerKind::Full) == 21);
     CHECK(count_kind(m, LayerKind::Sliding) == 7);
     CHECK(m.layers[21].kind == LayerKind::Sliding);
@@ -177,7 +177,7 @@ TEST_CASE("errors name the file and the field") {
     SECTION("a missing required field") {
         CHECK_THROWS_WITH(from_json(R"({"hidden_size": 64, "num_attention_heads": 4, "vocab_size": 10})"),
                           Catch::Contains("inline.json: num_hidden_layers: required field is missing (expected an integer in [1, 10000]; "
-                                         "also accepted as n_layer, num_layers, n_layers, num_transformer_layers)"));
+                                          "also accepted as n_layer, num_layers, n_layers, num_transformer_layers)"));
     }
     SECTION("a nested field names its path") {
         CHECK_THROWS_WITH(from_json(R"({"text_config": {"model_type": "qwen2", "num_hidden_layers": "two",

@@ -1,11 +1,12 @@
 // The default max_model_len as vLLM derives it (vllm/config/model.py,
 // _get_and_verify_max_len): the smallest length key, the tokenizer's limit,
 // then RoPE scaling. Each case's expected length is the rule worked by hand.
+#include "core/model/max_len.hpp"
+
 #include <catch2/catch.hpp>
 
 #include "core/config_reader.hpp"
 #include "core/error.hpp"
-#include "core/model/max_len.hpp"
 #include "test_support.hpp"
 
 using namespace kvplan;
@@ -51,7 +52,8 @@ TEST_CASE("Gemma-3's max_position_embeddings is already scaled: its linear facto
 TEST_CASE("LongRoPE defaults to original_max_position_embeddings") {
     // Phi-3-mini-128k-instruct: max_position_embeddings 131,072, original 4,096, longrope.
     const auto d = derive(R"({"max_position_embeddings": 131072, "original_max_position_embeddings": 4096,
-        "rope_scaling": {"type": "longrope", "long_factor": [1.0], "short_factor": [1.0]}})", "phi3");
+        "rope_scaling": {"type": "longrope", "long_factor": [1.0], "short_factor": [1.0]}})",
+                          "phi3");
     CHECK(d.tokens == 4096);
     CHECK(d.note.find("LongRoPE") != std::string::npos);
 }

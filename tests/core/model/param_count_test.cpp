@@ -10,7 +10,9 @@ using namespace kvplan;
 using namespace kvplan::test;
 
 namespace {
-WeightSizing weights(const std::string& name) { return size_weights(preset(name)); }
+WeightSizing weights(const std::string& name) {
+    return size_weights(preset(name));
+}
 }  // namespace
 
 TEST_CASE("Llama-2-7B: 6,738,415,616 params and 13,476,831,232 fp16 bytes") {
@@ -141,9 +143,7 @@ TEST_CASE("GPTQ 4-bit weights: packed values, fp16 scales and zeros per group of
     CHECK(w.params == 13'015'864'320);
     CHECK(w.quantization == QuantMethod::Gptq);
     // Linear weights per layer: q,k,v,o 5120x5120 and gate/up 13824x5120, down 5120x13824.
-    auto linear = [](std::int64_t out, std::int64_t in) {
-        return out * in / 2 + out * (in / 128) * 2 + out * (in / 128) / 2 + in * 4;
-    };
+    auto linear = [](std::int64_t out, std::int64_t in) { return out * in / 2 + out * (in / 128) * 2 + out * (in / 128) / 2 + in * 4; };
     std::int64_t per_layer = 4 * linear(5120, 5120) + 2 * linear(13824, 5120) + linear(5120, 13824) + 2 * 5120 * 2;
     std::int64_t rest = 2LL * 32000 * 5120 * 2 + 5120 * 2;  // embed + lm_head + final norm, fp16
     CHECK(w.bytes == 40 * per_layer + rest);

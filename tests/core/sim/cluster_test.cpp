@@ -1,10 +1,11 @@
 // Replicas behind a router (src/core/sim/cluster.cpp) against one engine and
 // results derived by hand, and the invariants of every replica.
-#include <catch2/catch.hpp>
+#include "core/sim/cluster.hpp"
 
 #include <cmath>
 
-#include "core/sim/cluster.hpp"
+#include <catch2/catch.hpp>
+
 #include "core/sim/metrics.hpp"
 #include "test_support.hpp"
 

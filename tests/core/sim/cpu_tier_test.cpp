@@ -1,12 +1,13 @@
 // KV offload to host memory (src/core/sim/cpu_tier.*, engine_offload.cpp):
 // the CPU tier's size, its LRU order and link timing, and loads in the
 // engine that beat recomputing or lose to it, each figure derived by hand.
-#include <catch2/catch.hpp>
+#include "core/sim/cpu_tier.hpp"
 
 #include <string>
 
+#include <catch2/catch.hpp>
+
 #include "core/error.hpp"
-#include "core/sim/cpu_tier.hpp"
 #include "core/sim/metrics.hpp"
 #include "core/sim/scheduler.hpp"
 #include "io/trace_reader.hpp"
@@ -43,7 +44,9 @@ SchedulerConfig evicting_config(std::int64_t shared, double link_bytes_per_s, bo
     return c;
 }
 
-double ttft(const SimRun& run, std::size_t i) { return run.requests[i].first_token_s - run.requests[i].arrival_s; }
+double ttft(const SimRun& run, std::size_t i) {
+    return run.requests[i].first_token_s - run.requests[i].arrival_s;
+}
 
 }  // namespace
 
@@ -71,10 +74,10 @@ TEST_CASE("the CPU tier evicts the least recently used block and times each copy
     CHECK(t.ready(3, 0.003));
     CHECK_FALSE(t.store(2, 0.01));  // held: no copy, it becomes the most recent
     CHECK(t.lru_order() == std::vector<std::uint64_t>{1, 3, 2});
-    CHECK(t.store(4, 0.01));        // full: 1, the least recent, goes
+    CHECK(t.store(4, 0.01));  // full: 1, the least recent, goes
     CHECK(t.lru_order() == std::vector<std::uint64_t>{3, 2, 4});
     CHECK_FALSE(t.ready(1, 1.0));
-    CHECK(t.ready(4, 0.011));       // its link was free again from 3 ms: 10 ms + 1 ms
+    CHECK(t.ready(4, 0.011));  // its link was free again from 3 ms: 10 ms + 1 ms
     // A load of 2 blocks at 1 s ends at 1.002 s; one more at 1 s queues
     // behind it (the host -> GPU direction): 1.003 s. Loaded blocks become recent.
     CHECK(t.load({3, 2}, 1.0) == Approx(1.002).epsilon(1e-12));

@@ -1,12 +1,13 @@
 // Disaggregated prefill/decode (src/core/sim/disagg.cpp): the KV transfer
 // priced by hand, a lone request through a 1P:1D pool, a decode pool short
 // of blocks, and the invariants of every request on a longer run.
-#include <catch2/catch.hpp>
+#include "core/sim/disagg.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "core/sim/disagg.hpp"
+#include <catch2/catch.hpp>
+
 #include "core/sim/metrics.hpp"
 #include "core/sim/synthetic.hpp"
 #include "core/speed/step_cost.hpp"

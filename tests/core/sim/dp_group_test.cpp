@@ -1,13 +1,14 @@
 // Data-parallel ranks in lockstep (src/core/sim/dp_group.cpp): vLLM's DP
 // load balancer and the waves every rank steps together, against results
 // derived by hand.
-#include <catch2/catch.hpp>
+#include "core/sim/dp_group.hpp"
 
 #include <algorithm>
 #include <cmath>
 
+#include <catch2/catch.hpp>
+
 #include "core/error.hpp"
-#include "core/sim/dp_group.hpp"
 #include "core/sim/metrics.hpp"
 #include "test_support.hpp"
 

@@ -163,7 +163,8 @@ TEST_CASE("gemma-3-1b's seven groups: a short request holds 7 times one group's 
     SchedulerConfig c;
     c.groups = kv_groups_for(*p.vllm, p.max_model_len);
     REQUIRE(c.groups.size() == 7);
-    CHECK(std::count_if(c.groups.begin(), c.groups.end(), [](const KvGroup& g) { return g.kind == KvGroupKind::Sliding && g.window_tokens == 512; }) == 6);
+    CHECK(std::count_if(c.groups.begin(), c.groups.end(),
+                        [](const KvGroup& g) { return g.kind == KvGroupKind::Sliding && g.window_tokens == 512; }) == 6);
     c.num_gpu_blocks = *p.num_blocks;
     Workload lone;
     lone.requests.push_back(SimRequest{0.0, 100, 10, {}, 0});
@@ -172,11 +173,12 @@ TEST_CASE("gemma-3-1b's seven groups: a short request holds 7 times one group's 
     // The Azure conversation trace over a pool small enough to preempt (3,000
     // blocks: 6,857 tokens of context held in all seven groups), with the pool checked
     // after every step: every request completes or is rejected.
-    const Workload w = read_trace(std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/reference/traces/azure_2023_conv.csv",
-                                  TraceOptions{"auto", 1.0, 1500});
+    const Workload w =
+        read_trace(std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/reference/traces/azure_2023_conv.csv", TraceOptions{"auto", 1.0, 1500});
     c.num_gpu_blocks = 3000;
     c.max_num_batched_tokens = 2048;
-    const SimRun run = simulate(w, c, [](const std::vector<SeqWork>&) { return 0.02; }, true);
+    const SimRun run = simulate(
+        w, c, [](const std::vector<SeqWork>&) { return 0.02; }, true);
     const SimSummary s = summarise(run, {});
     CHECK(s.completed + s.rejected == 1500);
     CHECK(s.completed > 1400);

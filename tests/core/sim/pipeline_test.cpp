@@ -1,10 +1,10 @@
 // Pipeline parallelism in the vLLM engine (VllmEngine with stage pricers,
 // vllm/v1/engine/core.py step_with_batch_queue): times derived by hand from
 // the flow shop of stages, and the invariants of every run on a real trace.
-#include <catch2/catch.hpp>
-
 #include <cmath>
 #include <string>
+
+#include <catch2/catch.hpp>
 
 #include "core/sim/cluster.hpp"
 #include "core/sim/metrics.hpp"
@@ -137,8 +137,8 @@ TEST_CASE("pipelines of 2 and 4 stages serve the Azure conversation trace soundl
     // A pool small enough to preempt requests whose batches are in flight:
     // their outputs must be dropped (one gap per token, checked), and the
     // pool's books balance after every batch (check_invariants).
-    const Workload w = read_trace(std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/reference/traces/azure_2023_conv.csv",
-                                  TraceOptions{"auto", 4.0, 1500});
+    const Workload w =
+        read_trace(std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/reference/traces/azure_2023_conv.csv", TraceOptions{"auto", 4.0, 1500});
     SchedulerConfig c;
     c.num_gpu_blocks = 2000;
     c.max_num_batched_tokens = 2048;

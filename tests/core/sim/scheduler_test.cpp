@@ -1,17 +1,18 @@
 // The continuous-batching simulator against results derived by hand or from
 // queueing theory, and its invariants (block accounting, causality,
 // determinism) on every run.
-#include <catch2/catch.hpp>
+#include "core/sim/scheduler.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <tuple>
 #include <random>
+#include <tuple>
+
+#include <catch2/catch.hpp>
 
 #include "core/sim/block_pool.hpp"
 #include "core/sim/metrics.hpp"
-#include "core/sim/scheduler.hpp"
 #include "core/sim/synthetic.hpp"
 #include "io/trace_reader.hpp"
 #include "test_support.hpp"
@@ -25,8 +26,7 @@ namespace {
 // `rescale`: stretch the gaps so the last request arrives at n / rate, as
 // `vllm bench serve` does (and synthetic_workload): the run's utilisation is
 // then exactly the one asked for, not a draw around it.
-Workload poisson(std::int64_t n, double rate, std::int64_t input, std::int64_t output, std::uint64_t seed = 7,
-                 bool rescale = false) {
+Workload poisson(std::int64_t n, double rate, std::int64_t input, std::int64_t output, std::uint64_t seed = 7, bool rescale = false) {
     std::mt19937_64 rng(seed);
     Workload w;
     w.requests.reserve(static_cast<std::size_t>(n));
@@ -106,7 +106,11 @@ TEST_CASE("one request at a time with a constant step is an M/D/1 queue: Pollacz
     c.num_gpu_blocks = 100;
     c.max_num_seqs = 1;
     constexpr std::int64_t kSimulated = 200'000;
-    struct Case { double rho; std::int64_t n; int runs; };
+    struct Case {
+        double rho;
+        std::int64_t n;
+        int runs;
+    };
     for (const Case k : {Case{0.5, 2'000'000, 1}, Case{0.8, 4'000'000, 1}, Case{0.95, 4'000'000, 16}}) {
         const Workload w = poisson(kSimulated, k.rho, 8, 4, 7, true);
         const SimRun run = simulate(w, c, constant(0.25));
@@ -129,9 +133,8 @@ TEST_CASE("one request at a time with a constant step is an M/D/1 queue: Pollacz
         for (double m : means) spread += (m - mean) * (m - mean);
         const double standard_error = k.runs > 1 ? std::sqrt(spread / (k.runs - 1) / k.runs) : 0;
         const double expected = k.rho / (2 * (1 - k.rho));
-        INFO("rho " << k.rho << ": simulated " << mean << " s (scheduler minus Lindley over " << kSimulated << " requests: "
-                    << correction << " s; standard error " << standard_error << " s over " << k.runs << " runs), M/D/1 " << expected
-                    << " s");
+        INFO("rho " << k.rho << ": simulated " << mean << " s (scheduler minus Lindley over " << kSimulated << " requests: " << correction
+                    << " s; standard error " << standard_error << " s over " << k.runs << " runs), M/D/1 " << expected << " s");
         CHECK(std::abs(correction) < 1e-6);
         CHECK(std::abs(mean - expected) / expected < 0.01);
         // The runs' own spread backs the comment: 1% is over 2.5 standard errors.
@@ -273,7 +276,10 @@ TEST_CASE("Mooncake's traces: the hit tokens equal an independent count over the
             const std::size_t span = static_cast<std::size_t>(first / 512);
             if (span >= r.content_keys.size() || first + 16 > r.input_tokens) break;  // the request's own content from here
             auto [it, inserted] = trie.try_emplace({node, r.content_keys[span], first % 512}, nodes);
-            if (inserted) { ++nodes; hitting = false; }
+            if (inserted) {
+                ++nodes;
+                hitting = false;
+            }
             if (hitting) expected += 16;
             node = it->second;
         }
@@ -290,8 +296,8 @@ TEST_CASE("Little's law: the time-average of requests in the system equals throu
     SchedulerConfig c;
     c.num_gpu_blocks = 2000;
     c.max_num_seqs = 16;
-    const SimRun run = simulate(poisson(20'000, 4.0, 200, 50), c,
-                                [](const std::vector<SeqWork>& w) { return 0.005 + 0.0004 * static_cast<double>(w.size()); }, false);
+    const SimRun run = simulate(
+        poisson(20'000, 4.0, 200, 50), c, [](const std::vector<SeqWork>& w) { return 0.005 + 0.0004 * static_cast<double>(w.size()); }, false);
     const SimSummary s = summarise(run, {});
     double in_system = 0;
     const std::vector<TimePoint> seconds = per_second(run.timeseries);
@@ -438,7 +444,11 @@ TEST_CASE("jumping over runs of decode steps gives the run stepping gives, on th
         return c ? std::optional<double>(c->total_s) : std::nullopt;
     };
     const std::string traces = std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/reference/traces/";
-    struct Case { const char* file; std::int64_t limit, blocks, max_seqs; double time_scale; };
+    struct Case {
+        const char* file;
+        std::int64_t limit, blocks, max_seqs;
+        double time_scale;
+    };
     for (const Case k : {Case{"azure_2023_conv.csv", 3000, 2000, 32, 1.0}, Case{"azure_2023_code.csv", 2000, 2500, 16, 1.0},
                          Case{"mooncake_conversation.jsonl", 600, 8000, 8, 1.0}}) {
         const Workload w = read_trace(traces + k.file, TraceOptions{"auto", k.time_scale, k.limit});
@@ -536,8 +546,7 @@ const StepPricer per_token = [](const std::vector<SeqWork>& work) {
 };
 
 bool same_run(const SimRun& a, const SimRun& b) {
-    if (a.requests.size() != b.requests.size() || a.steps != b.steps || a.end_s != b.end_s || a.preemptions != b.preemptions)
-        return false;
+    if (a.requests.size() != b.requests.size() || a.steps != b.steps || a.end_s != b.end_s || a.preemptions != b.preemptions) return false;
     for (std::size_t i = 0; i < a.requests.size(); ++i) {
         const RequestRecord &x = a.requests[i], &y = b.requests[i];
         if (x.scheduled_s != y.scheduled_s || x.first_token_s != y.first_token_s || x.finish_s != y.finish_s) return false;

@@ -1,9 +1,9 @@
 // SGLang engines behind a router (simulate_sglang_cluster, cluster.cpp)
 // against one engine and results derived by hand, and the invariants of
 // every replica.
-#include <catch2/catch.hpp>
-
 #include <string>
+
+#include <catch2/catch.hpp>
 
 #include "core/sim/cluster.hpp"
 #include "core/sim/metrics.hpp"
@@ -85,8 +85,7 @@ TEST_CASE("round-robin over 2 SGLang replicas gives each request of a pair what 
 TEST_CASE("one SGLang replica is simulate_sglang(), and replicas retracting on the Azure trace serve every request soundly") {
     // A pool small enough to retract (20,000 tokens; the largest request,
     // 4,176 tokens, fits alone), open and closed loop, both routers.
-    Workload w = read_trace(std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/reference/traces/azure_2023_conv.csv",
-                            TraceOptions{"auto", 40.0, 600});
+    Workload w = read_trace(std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/reference/traces/azure_2023_conv.csv", TraceOptions{"auto", 40.0, 600});
     SglangConfig c;
     c.max_total_tokens = 20'000;
     c.context_len = 20'000;

@@ -1,10 +1,10 @@
 // SGLang's DP attention (sglang_dp_group, dp_group.cpp): schedulers in
 // lockstep behind SGLang's round-robin controller, against one engine and
 // results derived by hand, and the invariants of every rank.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <string>
+
+#include <catch2/catch.hpp>
 
 #include "core/sim/dp_group.hpp"
 #include "core/sim/metrics.hpp"
@@ -103,8 +103,7 @@ TEST_CASE("SGLang DP groups retracting on the Azure trace serve every request so
     // 600 requests replayed 40 times faster over 3 ranks of 20,000 tokens
     // (the largest request, 4,176 tokens, fits alone), pools and radix trees
     // checked after every pass; open and closed loop; 1 and 2 replicas.
-    Workload w = read_trace(std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/reference/traces/azure_2023_conv.csv",
-                            TraceOptions{"auto", 40.0, 600});
+    Workload w = read_trace(std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/reference/traces/azure_2023_conv.csv", TraceOptions{"auto", 40.0, 600});
     SglangConfig c = pool(20'000);
     c.context_len = 20'000;
     c.schedule_conservativeness = 0.3;  // as SGLang sets it under DP attention

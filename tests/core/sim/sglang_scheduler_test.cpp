@@ -3,15 +3,16 @@
 // schedule_policy.py, schedule_batch.py), its radix cache against an
 // independent count, and its invariants (pool accounting, causality,
 // determinism) on bundled traces.
-#include <catch2/catch.hpp>
+#include "core/sim/sglang_scheduler.hpp"
 
 #include <map>
 #include <set>
 
+#include <catch2/catch.hpp>
+
 #include "core/sim/metrics.hpp"
 #include "core/sim/radix_cache.hpp"
 #include "core/sim/scheduler.hpp"
-#include "core/sim/sglang_scheduler.hpp"
 #include "io/trace_reader.hpp"
 #include "test_support.hpp"
 
@@ -317,7 +318,7 @@ TEST_CASE("the radix cache splits where a match ends and evicts unlocked leaves,
 
 TEST_CASE("SGLang's default max_running_requests follows the pool and the context length") {
     // _resolve_max_num_reqs: min(clamp(pool / context_len x 512, 2048, 4096), pool / 2).
-    CHECK(sglang_default_max_running_requests(462'000, 131'072) == 2048);  // 1,804 clamped up
+    CHECK(sglang_default_max_running_requests(462'000, 131'072) == 2048);    // 1,804 clamped up
     CHECK(sglang_default_max_running_requests(4'000'000, 131'072) == 4096);  // 15,625 clamped down
     CHECK(sglang_default_max_running_requests(3000, 8192) == 1500);          // half the pool
 }

@@ -1,13 +1,14 @@
 // The SLO search (src/core/sim/slo_search.cpp) against answers derived by
 // hand: an M/D/1 queue whose idle probability gives the rate, a lone request
 // that misses its target, the peak-minute rate, and the fleet's cost.
-#include <catch2/catch.hpp>
+#include "core/sim/slo_search.hpp"
 
 #include <cmath>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
 #include "core/error.hpp"
-#include "core/sim/slo_search.hpp"
 #include "core/sim/synthetic.hpp"
 
 using namespace kvplan;
@@ -160,7 +161,7 @@ TEST_CASE("slo search: rescaled arrivals keep the requests and their order, and 
     for (double a : {0.0, 10.0, 20.0, 30.0, 65.0, 70.0, 75.0}) w.requests.push_back(SimRequest{a, 10, 10, {}, 0});
     const RateWorkload r = rate_workload(w);
     CHECK(r.base_rate_rps == Approx(6.0 / 75.0));  // 6 gaps over 75 s
-    const Workload fast = at_rate(r, 0.8);          // ten times as fast
+    const Workload fast = at_rate(r, 0.8);         // ten times as fast
     CHECK(fast.requests[4].arrival_s == Approx(6.5));
     // [20 s, 80 s) holds 20, 30, 65, 70, 75: five requests in a minute.
     CHECK(peak_rate_rps(w, 60) == Approx(5.0 / 60.0));
@@ -315,9 +316,7 @@ TEST_CASE("slo search: a pipeline of two 10 ms stages at one sequence is an M/D/
     // The bound: batches of ceil(1 / 2) = 1 sequence leave the slowest stage every 10 ms:
     // 10 output tokens x 10 ms = 0.1 s a request, 10 req/s, four times the answer.
     CHECK(x.bound_rps == Approx(10.0));
-    const auto share = [&](double rate) {
-        return attainment(simulate(at_rate(w, rate), e.vllm, e.price, e.decode, false, e.stages), t.slo).all;
-    };
+    const auto share = [&](double rate) { return attainment(simulate(at_rate(w, rate), e.vllm, e.price, e.decode, false, e.stages), t.slo).all; };
     CHECK(share(x.max_rate_rps) >= 0.5);
     CHECK(share(1.1 * x.max_rate_rps) < 0.5);
 }

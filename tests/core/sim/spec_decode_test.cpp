@@ -3,9 +3,9 @@
 // draft is accepted or none is, the proposer's time added to each step, the
 // budget the drafts take, and the mean tokens per step against
 // 1 + a + a^2 + ... (Leviathan et al. 2023, eq. 1).
-#include <catch2/catch.hpp>
-
 #include <cmath>
+
+#include <catch2/catch.hpp>
 
 #include "core/sim/scheduler.hpp"
 #include "core/speed/speculative.hpp"

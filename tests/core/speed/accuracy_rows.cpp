@@ -13,8 +13,12 @@ namespace kvplan::test {
 
 namespace {
 
-bool starts(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
-bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+bool starts(const std::string& s, const char* prefix) {
+    return s.rfind(prefix, 0) == 0;
+}
+bool has(const std::string& s, const char* part) {
+    return s.find(part) != std::string::npos;
+}
 
 // An MI250X is two GCDs, each its own device to software with half the
 // package's memory, bandwidth and FLOP/s (gpus.json's mi250x is the package).
@@ -31,26 +35,42 @@ Gpu mi250x_gcd() {
 std::optional<Gpu> device(const std::string& name) {
     if (starts(name, "AMD MI250X (one GCD)")) return mi250x_gcd();
     // Most specific first.
-    const std::pair<const char*, const char*> map[] = {
-        {"Apple M1 Max", "m1-max"}, {"Apple M1", "m1"}, {"Apple M2 Ultra", "m2-ultra"}, {"Apple M3 Max", "m3-max"},
-        {"Intel Gaudi 2", "gaudi2"}, {"Intel Gaudi 3", "gaudi3"}, {"NVIDIA A100 PCIe", "a100-pcie-80gb"},
-        {"NVIDIA A100 (variant not stated) x", "a100-pcie-80gb"},  // llm-perf-bench: "over PCIe"
-        {"NVIDIA A100", "a100-sxm-80gb"}, {"NVIDIA A10G", "a10g"}, {"NVIDIA A40", "a40"}, {"NVIDIA B200", "b200"}, {"NVIDIA GB200", "gb200"},
-        {"NVIDIA GeForce RTX 3090 Ti", "rtx-3090-ti"}, {"NVIDIA GeForce RTX 3090", "rtx-3090"}, {"NVIDIA GeForce RTX 4090", "rtx-4090"},
-        {"NVIDIA H100 PCIe", "h100-pcie"}, {"NVIDIA H100", "h100-sxm"}, {"NVIDIA H200", "h200"}, {"NVIDIA L40S", "l40s"},
-        {"NVIDIA RTX 6000 Ada", "rtx-6000-ada"}, {"NVIDIA RTX A6000", "rtx-a6000"}};
+    const std::pair<const char*, const char*> map[] = {{"Apple M1 Max", "m1-max"},
+                                                       {"Apple M1", "m1"},
+                                                       {"Apple M2 Ultra", "m2-ultra"},
+                                                       {"Apple M3 Max", "m3-max"},
+                                                       {"Intel Gaudi 2", "gaudi2"},
+                                                       {"Intel Gaudi 3", "gaudi3"},
+                                                       {"NVIDIA A100 PCIe", "a100-pcie-80gb"},
+                                                       {"NVIDIA A100 (variant not stated) x", "a100-pcie-80gb"},  // llm-perf-bench: "over PCIe"
+                                                       {"NVIDIA A100", "a100-sxm-80gb"},
+                                                       {"NVIDIA A10G", "a10g"},
+                                                       {"NVIDIA A40", "a40"},
+                                                       {"NVIDIA B200", "b200"},
+                                                       {"NVIDIA GB200", "gb200"},
+                                                       {"NVIDIA GeForce RTX 3090 Ti", "rtx-3090-ti"},
+                                                       {"NVIDIA GeForce RTX 3090", "rtx-3090"},
+                                                       {"NVIDIA GeForce RTX 4090", "rtx-4090"},
+                                                       {"NVIDIA H100 PCIe", "h100-pcie"},
+                                                       {"NVIDIA H100", "h100-sxm"},
+                                                       {"NVIDIA H200", "h200"},
+                                                       {"NVIDIA L40S", "l40s"},
+                                                       {"NVIDIA RTX 6000 Ada", "rtx-6000-ada"},
+                                                       {"NVIDIA RTX A6000", "rtx-a6000"}};
     for (const auto& [prefix, id] : map)
         if (starts(name, prefix)) return find_gpu(bundled_gpus(), id);
     return std::nullopt;
 }
 
-ModelSpec config(const char* text) { return from_json(text); }
+ModelSpec config(const char* text) {
+    return from_json(text);
+}
 
 // Published configs of the models the rows ran that kvplan has no preset for
 // (meta-llama/Llama-2-70b-hf, Llama-2-13b-hf and Llama-3.1-405B config.json).
 std::optional<ModelSpec> model_for(const std::string& name) {
-    const bool llama2 = has(name, "Llama 2") || has(name, "LLaMA 2") || has(name, "Llama-2") || has(name, "Llama2") ||
-                        has(name, "LLaMA 7B") || has(name, "LLaMA 70B") || name == "Llama 7B";
+    const bool llama2 = has(name, "Llama 2") || has(name, "LLaMA 2") || has(name, "Llama-2") || has(name, "Llama2") || has(name, "LLaMA 7B") ||
+                        has(name, "LLaMA 70B") || name == "Llama 7B";
     if (has(name, "Mixtral")) return preset("mixtral-8x7b");
     if (has(name, "GPT-J")) return preset("gpt-j-6b");
     if (has(name, "405B"))
@@ -103,7 +123,9 @@ std::string document(const std::string& source) {
     return source.substr(0, end);
 }
 
-double number(const nlohmann::json& v) { return v.is_number() ? v.get<double>() : 0; }
+double number(const nlohmann::json& v) {
+    return v.is_number() ? v.get<double>() : 0;
+}
 
 AccuracyRow read_row(const nlohmann::json& row) {
     AccuracyRow r;
@@ -206,7 +228,9 @@ const std::vector<AccuracyRow>& accuracy_rows() {
     return rows;
 }
 
-const EngineProfile& row_profile(const AccuracyRow& row) { return find_engine("--engine", row.engine); }
+const EngineProfile& row_profile(const AccuracyRow& row) {
+    return find_engine("--engine", row.engine);
+}
 
 double predict_row(const AccuracyRow& r, const EngineProfile& profile) {
     Efficiency e;

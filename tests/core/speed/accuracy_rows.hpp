@@ -19,8 +19,8 @@ namespace kvplan::test {
 struct AccuracyRow {
     std::string id, category, unit, source, engine;  // engine: the profile that prices it
     double measured = 0;
-    std::string setup;                 // "rtx-4090 x1, q4_k_m" for the table
-    std::string why;                   // not predicted (or a remark beside the error)
+    std::string setup;  // "rtx-4090 x1, q4_k_m" for the table
+    std::string why;    // not predicted (or a remark beside the error)
     bool predictable = false;
     // The model inputs, when predictable.
     std::shared_ptr<const ModelSpec> model;
@@ -28,7 +28,7 @@ struct AccuracyRow {
     WeightFormat format;
     std::optional<Dtype> kv;
     std::int64_t tp = 1, gpus = 1, batch = 1, input = 0, output = 0;
-    bool per_gpu = false;              // a throughput per GPU
+    bool per_gpu = false;  // a throughput per GPU
     bool moe = false;
 };
 

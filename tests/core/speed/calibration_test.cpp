@@ -1,17 +1,20 @@
 // core/speed/calibration: both schema versions of the file `kvplan measure
 // --output` writes, and the message for a file from a newer kvplan.
-#include <catch2/catch.hpp>
+#include "core/speed/calibration.hpp"
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
-#include "core/speed/calibration.hpp"
 
 using namespace kvplan;
 
 TEST_CASE("a schema 2 calibration reads its FLOP rate from measured_flop_per_s") {
-    const nlohmann::json j = {{"schema_version", 2}, {"device", "cpu: test"}, {"measured_bandwidth_bytes_per_s", 1.2e10},
-                              {"measured_flop_per_s", 2.2e10}, {"step_overhead_s", 0.0}};
+    const nlohmann::json j = {{"schema_version", 2},
+                              {"device", "cpu: test"},
+                              {"measured_bandwidth_bytes_per_s", 1.2e10},
+                              {"measured_flop_per_s", 2.2e10},
+                              {"step_overhead_s", 0.0}};
     const Calibration c = parse_calibration(j, "host.json");
     CHECK(c.bandwidth_bytes_per_s == 1.2e10);
     REQUIRE(c.flops_per_s);

@@ -6,8 +6,6 @@
 // knew engines) and with its engine's profile; and each engine's fitted
 // values are refitted without the row's source document (leave one source
 // out) to predict it out of sample. docs/accuracy.md quotes the tables.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +15,7 @@
 #include <map>
 #include <set>
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "accuracy_rows.hpp"
@@ -136,8 +135,8 @@ TEST_CASE("decode accuracy: every published measurement predicted with the gener
         }
         table += line;
     }
-    const std::string summary = summary_table("category", by_category) + "\n" + summary_table("engine", by_engine) + "\n" +
-                                summary_table("parallelism", by_parallelism);
+    const std::string summary =
+        summary_table("category", by_category) + "\n" + summary_table("engine", by_engine) + "\n" + summary_table("parallelism", by_parallelism);
     std::printf("%s\n%s", table.c_str(), summary.c_str());
 
     // The batch-1 decode median, in sample and out of it; each bound is the

@@ -1,13 +1,14 @@
 // Engine profiles (models/engines/*.json), the interconnect latency table
 // (models/interconnects.json) and the formats engines store: parsing,
 // lookups, and what they do to a step, each figure derived by hand.
-#include <catch2/catch.hpp>
+#include "core/speed/engine_profile.hpp"
 
 #include <cmath>
 
+#include <catch2/catch.hpp>
+
 #include "core/error.hpp"
 #include "core/model/weight_format.hpp"
-#include "core/speed/engine_profile.hpp"
 #include "core/speed/step_cost.hpp"
 #include "io/engine_db.hpp"
 #include "speed_fixtures.hpp"
@@ -177,7 +178,8 @@ TEST_CASE("a profile's per-layer cost and kernel factor and GEMM fall-off each i
     // gpt-fast's int8 kernels at 0.841 of its 0.751 HBM stream: 0.632 of an A100's 2.039 TB/s.
     Efficiency g;
     g.profile = find_engine("--engine", "gpt-fast");
-    const CostModel i8 = make_cost_model(CostModelInputs{&m, gpu("a100-sxm-80gb"), parse_weight_format("--weights-dtype", "int8"), std::nullopt, 1, g, std::nullopt});
+    const CostModel i8 =
+        make_cost_model(CostModelInputs{&m, gpu("a100-sxm-80gb"), parse_weight_format("--weights-dtype", "int8"), std::nullopt, 1, g, std::nullopt});
     CHECK(i8.weights_bandwidth_bytes_per_s == Approx(g.profile.weights_hbm * g.profile.kernel("int8") * 2.039e12));
     CHECK(i8.engine == "gpt-fast");
 }

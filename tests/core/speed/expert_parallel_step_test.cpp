@@ -6,11 +6,11 @@
 // datasheet (H200 NVLink 450 GB/s per direction) and DeepEP's published
 // low-latency times (models/interconnects.json: EP 8 dispatch 77 us,
 // combine 114 us).
-#include <catch2/catch.hpp>
-
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+
+#include <catch2/catch.hpp>
 
 #include "core/error.hpp"
 #include "core/memory/parallel.hpp"
@@ -47,7 +47,9 @@ CostModel layout(const ScaleOut& so, double imbalance = 1.0) {
 }
 
 // (31/32)^n: a local expert missed by n tokens that each pick 8 of 256.
-double miss(double n) { return std::pow(1.0 - 8.0 / 256.0, n); }
+double miss(double n) {
+    return std::pow(1.0 - 8.0 / 256.0, n);
+}
 
 }  // namespace
 
@@ -57,7 +59,7 @@ TEST_CASE("DeepSeek-V3 DP 8 + EP 8 on H200: 32 experts per GPU, one whole expert
     CHECK(so.attention_tp == 1);
     CHECK(so.experts_per_gpu == 32);  // 256 / 8
     const CostModel m = layout(so);
-    CHECK(m.moe_layers == 58);        // 61 layers, the first 3 dense
+    CHECK(m.moe_layers == 58);  // 61 layers, the first 3 dense
     CHECK(m.layout.local_experts == 32);
     // TP 1 attention: a whole expert per slot, as the plain TP-1 model has it.
     CHECK(m.layout.expert_bytes_per_gpu == Approx(plain().expert_bytes));
@@ -71,8 +73,8 @@ TEST_CASE("DeepSeek-V3 DP 8 + EP 8 on H200: 32 experts per GPU, one whole expert
 TEST_CASE("DeepSeek-V3 DP 8 + EP 8 at batch 64: 8 sequences a rank, 64 token-expert pairs, 27.8 experts read") {
     const CostModel m = layout(vllm_dp8_ep8());
     const StepCost s = decode_step(m, 64, 2560);
-    CHECK(s.rank_sequences == 8);                // 64 / 8 DP ranks
-    CHECK(s.rank_expert_tokens == Approx(64));   // 64 tokens x 8 experts / 8 EP ranks
+    CHECK(s.rank_sequences == 8);               // 64 / 8 DP ranks
+    CHECK(s.rank_expert_tokens == Approx(64));  // 64 tokens x 8 experts / 8 EP ranks
     // 32 x (1 - (31/32)^64) = 32 x (1 - 0.13108) = 27.805 distinct local experts per MoE layer.
     CHECK(s.experts_read == Approx(32 * (1 - miss(64))));
     CHECK(s.experts_read == Approx(27.805).epsilon(1e-4));
@@ -263,7 +265,8 @@ TEST_CASE("Kimi-K2 DP 16 + EP 16 over two nodes and Qwen3-235B-A22B EP 8: their 
     k.dp = 16;
     k.enable_expert_parallel = true;
     const CostModelInputs kin{&kimi, gpu("h200"), WeightFormat{}, std::nullopt, 1, pure(), std::nullopt};
-    const CostModel km = make_cost_model(kin, ExpertLayoutInputs{plan_scale_out(kimi, k), 1.0, bundled_all_to_all_latencies(), 8, find_nic("ib-ndr")});
+    const CostModel km =
+        make_cost_model(kin, ExpertLayoutInputs{plan_scale_out(kimi, k), 1.0, bundled_all_to_all_latencies(), 8, find_nic("ib-ndr")});
     CHECK(km.moe_layers == 60);
     CHECK(km.layout.local_experts == 24);
     CHECK(km.layout.dispatch_bytes_per_copy == 7392);
@@ -282,7 +285,8 @@ TEST_CASE("Kimi-K2 DP 16 + EP 16 over two nodes and Qwen3-235B-A22B EP 8: their 
     q.dp = 1;
     q.enable_expert_parallel = true;
     const CostModelInputs qin{&qwen, gpu("h200"), WeightFormat{}, std::nullopt, 8, pure(), std::nullopt};
-    const CostModel qm = make_cost_model(qin, ExpertLayoutInputs{plan_scale_out(qwen, q), 1.0, bundled_all_to_all_latencies(), 8, find_nic("ib-ndr")});
+    const CostModel qm =
+        make_cost_model(qin, ExpertLayoutInputs{plan_scale_out(qwen, q), 1.0, bundled_all_to_all_latencies(), 8, find_nic("ib-ndr")});
     CHECK(qm.moe_layers == 94);
     CHECK(qm.layout.local_experts == 16);
     CHECK(qm.layout.dispatch_bytes_per_copy == 8192);

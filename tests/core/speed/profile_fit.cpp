@@ -28,8 +28,12 @@ double round3(double v) {
     return std::round(v * scale) / scale;
 }
 
-bool decodes(const AccuracyRow& r) { return r.category != "prefill" && r.category != "ttft"; }
-bool prefills(const AccuracyRow& r) { return r.category != "batch1_decode"; }
+bool decodes(const AccuracyRow& r) {
+    return r.category != "prefill" && r.category != "ttft";
+}
+bool prefills(const AccuracyRow& r) {
+    return r.category != "batch1_decode";
+}
 
 double objective(const EngineProfile& p, const std::vector<const AccuracyRow*>& rows) {
     double sum = 0;
@@ -41,15 +45,14 @@ double objective(const EngineProfile& p, const std::vector<const AccuracyRow*>& 
 
 std::vector<std::string> fitted_values(const std::string& engine) {
     if (engine == "llamacpp")
-        return {"weights_fraction.hbm", "weights_fraction.gddr", "weights_fraction.lpddr", "kernel_factor.gguf", "step_overhead_s",
-                "flops_fraction.16bit", "prefill_half_tokens"};
+        return {"weights_fraction.hbm", "weights_fraction.gddr", "weights_fraction.lpddr", "kernel_factor.gguf",
+                "step_overhead_s",      "flops_fraction.16bit",  "prefill_half_tokens"};
     if (engine == "trtllm")
         return {"weights_fraction.hbm", "weights_fraction.gddr", "step_overhead_s", "layer_overhead_s", "flops_fraction.16bit",
-                "flops_fraction.fp8", "prefill_half_tokens", "moe_efficiency", "tp_flops_loss"};
+                "flops_fraction.fp8",   "prefill_half_tokens",   "moe_efficiency",  "tp_flops_loss"};
     // link_fraction was fitted too (0.475) and dropped: it left the engine's left-out median unchanged and made
     // the tensor-parallel and batch-1 left-out medians worse (docs/accuracy.md, "What was dropped").
-    if (engine == "gpt-fast")
-        return {"weights_fraction.hbm", "step_overhead_s", "layer_overhead_s", "kernel_factor.int8", "kernel_factor.int4"};
+    if (engine == "gpt-fast") return {"weights_fraction.hbm", "step_overhead_s", "layer_overhead_s", "kernel_factor.int8", "kernel_factor.int4"};
     if (engine == "mlc") return {"weights_fraction.hbm", "weights_fraction.gddr", "step_overhead_s", "kernel_factor.mlc"};
     // step_overhead_s and kernel_factor.exl2 were fitted too and dropped: each worsened the left-out error
     // (docs/accuracy.md, "What was dropped").

@@ -25,8 +25,8 @@ bool depends_on(const AccuracyRow& row, const std::string& name);
 
 struct FitResult {
     EngineProfile profile;
-    std::vector<std::string> fitted;   // the values that had enough rows
-    double objective = 0;              // mean |ln(pred/meas)| on the training rows
+    std::vector<std::string> fitted;  // the values that had enough rows
+    double objective = 0;             // mean |ln(pred/meas)| on the training rows
 };
 
 // Fits `engine`'s values on `rows` (predictable rows of that engine),

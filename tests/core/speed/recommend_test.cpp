@@ -1,13 +1,14 @@
 // recommend(): the search keeps configurations that meet both targets and fit,
 // picks the largest batch under the TPOT target, ranks them, and says which
 // target binds when nothing qualifies.
+#include "core/speed/recommend.hpp"
+
 #include <algorithm>
 #include <cmath>
 
 #include <catch2/catch.hpp>
 
 #include "core/memory/capacity.hpp"
-#include "core/speed/recommend.hpp"
 #include "core/speed/speculative.hpp"
 #include "core/speed/step_cost.hpp"
 #include "io/gpu_db.hpp"
@@ -45,15 +46,15 @@ TEST_CASE("recommend: every candidate meets both targets and fits, its batch is 
         CHECK(c.batch <= c.max_requests);
         // One more sequence would either not fit or miss the TPOT target.
         if (c.batch < c.max_requests) {
-            const CostModel cm = make_cost_model(CostModelInputs{&m, find_gpu(bundled_gpus(), c.gpu), in.weights, std::nullopt, c.tp, in.efficiency, std::nullopt});
+            const CostModel cm =
+                make_cost_model(CostModelInputs{&m, find_gpu(bundled_gpus(), c.gpu), in.weights, std::nullopt, c.tp, in.efficiency, std::nullopt});
             CHECK(decode_step(cm, c.batch + 1, in.context).total_s > in.tpot_s);
         }
         CHECK_THAT(vllm_flags(c), Catch::Contains("--tensor-parallel-size " + std::to_string(c.tp)) &&
-                                     Catch::Contains("--max-num-seqs " + std::to_string(c.batch)) && Catch::Contains("--max-model-len 8192"));
+                                      Catch::Contains("--max-num-seqs " + std::to_string(c.batch)) && Catch::Contains("--max-model-len 8192"));
     }
     // Best first by tokens/s per GPU.
-    for (std::size_t i = 1; i < r.candidates.size(); ++i)
-        CHECK(r.candidates[i - 1].tokens_per_s_per_gpu >= r.candidates[i].tokens_per_s_per_gpu);
+    for (std::size_t i = 1; i < r.candidates.size(); ++i) CHECK(r.candidates[i - 1].tokens_per_s_per_gpu >= r.candidates[i].tokens_per_s_per_gpu);
 }
 
 TEST_CASE("recommend ranks by cost per million tokens when prices are given") {

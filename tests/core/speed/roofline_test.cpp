@@ -1,15 +1,16 @@
 // The step-cost model and the roofline: the seeds' arithmetic, the terms of a
 // step derived by hand, MoE expert reads, tensor-parallel all-reduces,
 // calibration and weight formats.
-#include <catch2/catch.hpp>
+#include "core/speed/roofline.hpp"
 
 #include <cmath>
 
-#include "core/speed/calibration.hpp"
+#include <catch2/catch.hpp>
+
 #include "core/error.hpp"
-#include "core/speed/roofline.hpp"
-#include "core/speed/step_cost.hpp"
 #include "core/memory/parallel.hpp"
+#include "core/speed/calibration.hpp"
+#include "core/speed/step_cost.hpp"
 #include "io/engine_db.hpp"
 #include "io/gpu_db.hpp"
 #include "speed_fixtures.hpp"
@@ -126,9 +127,9 @@ TEST_CASE("weights stream at the memory technology's fraction, the KV cache at t
     Efficiency e;
     e.step_overhead_s = 0;
     const Gpu& h100 = gpu("h100-sxm");
-    CHECK(e.profile.weights_fraction(h100) == 0.55);              // HBM3
-    CHECK(e.profile.weights_fraction(gpu("rtx-4090")) == 0.88);   // GDDR6X
-    CHECK(e.profile.weights_fraction(gpu("m2-ultra")) == 0.80);   // LPDDR5
+    CHECK(e.profile.weights_fraction(h100) == 0.55);             // HBM3
+    CHECK(e.profile.weights_fraction(gpu("rtx-4090")) == 0.88);  // GDDR6X
+    CHECK(e.profile.weights_fraction(gpu("m2-ultra")) == 0.80);  // LPDDR5
     const CostModel c = cost(preset("llama-3.1-8b"), h100, e);
     CHECK(c.weights_bandwidth_bytes_per_s == Approx(0.55 * 3.35e12));
     CHECK(c.bandwidth_bytes_per_s == Approx(0.85 * 3.35e12));
@@ -149,8 +150,10 @@ TEST_CASE("llama.cpp formats: q8_0 8.5, q4_0 4.5, q4_k_m about 4.85 bits per wei
     const ModelSpec m = preset("llama-3.1-8b");
     const double q4km = static_cast<double>(size_weights_in(m, parse_weight_format("--weights-dtype", "q4_k_m")).bytes);
     CHECK(std::abs(q4km / 4.92e9 - 1) < 0.02);
-    CHECK(static_cast<double>(size_weights_in(m, parse_weight_format("--weights-dtype", "q8_0")).bytes) == Approx(8'030'261'248 * 8.5 / 8).epsilon(0.001));
-    CHECK(static_cast<double>(size_weights_in(m, parse_weight_format("--weights-dtype", "q4_0")).bytes) == Approx(8'030'261'248 * 4.5 / 8).epsilon(0.001));
+    CHECK(static_cast<double>(size_weights_in(m, parse_weight_format("--weights-dtype", "q8_0")).bytes) ==
+          Approx(8'030'261'248 * 8.5 / 8).epsilon(0.001));
+    CHECK(static_cast<double>(size_weights_in(m, parse_weight_format("--weights-dtype", "q4_0")).bytes) ==
+          Approx(8'030'261'248 * 4.5 / 8).epsilon(0.001));
     // int4 (GPTQ/AWQ style) quantizes the linear layers only: embeddings and head stay 16-bit.
     const double int4 = static_cast<double>(size_weights_in(m, parse_weight_format("--weights-dtype", "int4")).bytes);
     CHECK(int4 == Approx(2 * 525'336'576 * 2.0 + (8'030'261'248 - 2 * 525'336'576 - 266'240) * 4.125 / 8 + 266'240 * 2).epsilon(0.001));
@@ -158,8 +161,11 @@ TEST_CASE("llama.cpp formats: q8_0 8.5, q4_0 4.5, q4_k_m about 4.85 bits per wei
 }
 
 TEST_CASE("a calibration replaces the datasheet fractions") {
-    nlohmann::json j = {{"schema_version", 1}, {"device", "NVIDIA H200"}, {"measured_bandwidth_bytes_per_s", 4.2e12},
-                        {"measured_flops_per_s", 7.0e14}, {"step_overhead_s", 0.0004}};
+    nlohmann::json j = {{"schema_version", 1},
+                        {"device", "NVIDIA H200"},
+                        {"measured_bandwidth_bytes_per_s", 4.2e12},
+                        {"measured_flops_per_s", 7.0e14},
+                        {"step_overhead_s", 0.0004}};
     Calibration cal = parse_calibration(j, "cal.json");
     Efficiency e = apply_calibration(Efficiency{}, cal, "cal.json");
     const CostModel c = cost(preset("llama-3.1-8b"), gpu("h200"), e);

@@ -1,13 +1,13 @@
 // Speculative decoding: expected tokens per step, the speculative step's
 // terms derived by hand, and where speculation stops paying.
-#include <catch2/catch.hpp>
+#include "core/speed/speculative.hpp"
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "core/memory/parallel.hpp"
 #include "core/model/config_parser.hpp"
 #include "core/speed/roofline.hpp"
-#include "core/speed/speculative.hpp"
 #include "io/engine_db.hpp"
 #include "io/gpu_db.hpp"
 #include "speed_fixtures.hpp"
@@ -76,8 +76,8 @@ TEST_CASE("speculation stops paying once verification is compute-bound") {
     // Llama-3.1-8B on an H100 SXM at 256 tokens of context: at a large batch the step is compute-bound, and
     // verifying K + 1 = 4 tokens per sequence costs about 4x a plain step's FLOPs for E = 1 + 0.6 + 0.36 +
     // 0.216 = 2.176 tokens kept: the speed-up tends to E / (K + 1) = 0.544, below it with the draft passes.
-    auto r = kvplan_run({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "256", "--batch", "1,4096",
-                         "--spec-method", "eagle", "--spec-tokens", "3", "--acceptance", "0.6", "--json"});
+    auto r = kvplan_run({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "256", "--batch", "1,4096", "--spec-method",
+                         "eagle", "--spec-tokens", "3", "--acceptance", "0.6", "--json"});
     REQUIRE(r.code == 0);
     auto j = nlohmann::json::parse(r.out);
     CHECK(j["spec"]["expected_tokens_per_step"].get<double>() == Approx(2.176));
@@ -102,13 +102,13 @@ TEST_CASE("roofline without speculative flags prints no spec fields") {
 }
 
 TEST_CASE("roofline --spec-method draft and mtp run, and the table says where speculation stops paying") {
-    auto d = kvplan_run({"roofline", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--batch", "1,8",
-                         "--spec-method", "draft", "--draft-model", "llama-3.1-8b", "--spec-tokens", "4", "--acceptance", "0.7"});
+    auto d = kvplan_run({"roofline", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--batch", "1,8", "--spec-method", "draft",
+                         "--draft-model", "llama-3.1-8b", "--spec-tokens", "4", "--acceptance", "0.7"});
     REQUIRE(d.code == 0);
     CHECK_THAT(d.out, Catch::Contains("Speculative decoding (draft, K = 4"));
     CHECK_THAT(d.out, Catch::Contains("beyond the batches shown"));
-    auto m = kvplan_run({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--batch", "1",
-                         "--spec-method", "mtp", "--spec-tokens", "1", "--acceptance", "0.85", "--json"});
+    auto m = kvplan_run({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--batch", "1", "--spec-method", "mtp", "--spec-tokens",
+                         "1", "--acceptance", "0.85", "--json"});
     REQUIRE(m.code == 0);
     CHECK(nlohmann::json::parse(m.out)["spec"]["method"] == "mtp");
 }

@@ -3,9 +3,9 @@
 // micro-batches, one's compute hiding the other's all-to-all. Derived by hand
 // from the plain lockstep step of half the batch, and checked against the
 // engines' thresholds and a published observation.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+
+#include <catch2/catch.hpp>
 
 #include "core/memory/parallel.hpp"
 #include "core/speed/step_cost.hpp"
@@ -35,7 +35,9 @@ CostModel dp8(bool overlap, bool sglang = false) {
     return make_cost_model(CostModelInputs{&v3(), gpu("h200"), WeightFormat{}, std::nullopt, 1, pure(), std::nullopt}, li);
 }
 
-std::vector<const std::vector<SeqWork>*> all8(const std::vector<SeqWork>& rank) { return std::vector<const std::vector<SeqWork>*>(8, &rank); }
+std::vector<const std::vector<SeqWork>*> all8(const std::vector<SeqWork>& rank) {
+    return std::vector<const std::vector<SeqWork>*>(8, &rank);
+}
 
 }  // namespace
 
