@@ -596,7 +596,8 @@ TEST_CASE("a broken state is reported by its invariant's id") {
     const Workload w = shared_prefix_workload(20, 0.05);
     const SchedulerConfig c = small_pool();
     RequestStates states = request_states(w);
-    VllmEngine e(w, c, per_token, DecodePricer{}, true, states);
+    const DecodePricer no_decode;  // the engine keeps a reference: it must outlive the engine
+    VllmEngine e(w, c, per_token, no_decode, true, states);
     for (std::size_t r = 0; r < w.requests.size(); ++r) e.add(r);
     e.advance(0.512, false);  // request 10, which arrived at 0.5 s, is running
     REQUIRE_NOTHROW(check_invariants(e));
