@@ -19,7 +19,7 @@ SANITIZERS := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-rec
 export ASAN_OPTIONS ?= halt_on_error=1:detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS ?= halt_on_error=1:print_stacktrace=1
 
-.PHONY: all deps clang-deps build run test bench install sanitize fuzz clean
+.PHONY: all deps clang-deps build run test bench install release deb dist sanitize fuzz clean
 
 all: build
 
@@ -41,17 +41,15 @@ clang-deps: deps
 	$(call install_missing,$(CLANG_PACKAGES))
 
 build: deps
-	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # A plan for the bundled default model (llama-3.1-8b) on the default GPU (H100
 # SXM 80GB) as vLLM computes it, with its start-up log lines. Builds only the
-# kvplan binary, quietly: one summary line, then the plan (the build's output
+# kvplan binary, one line per stage and per compiled file (the build's output
 # is in build/make-run.log, and its tail is shown when it fails).
 run: deps
-	@mkdir -p $(BUILD_DIR)
-	@{ cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build $(BUILD_DIR) -j $(JOBS) --target kvplan; } \
-	  > $(BUILD_DIR)/make-run.log 2>&1 || { tail -n 30 $(BUILD_DIR)/make-run.log; echo "build failed: see $(BUILD_DIR)/make-run.log"; exit 1; }
+	@scripts/build-progress.sh $(BUILD_DIR) $(JOBS) -DCMAKE_BUILD_TYPE=Release -- kvplan
 	@echo "built $(BUILD_DIR)/kvplan ($$($(BUILD_DIR)/kvplan --version)); build log: $(BUILD_DIR)/make-run.log"
 	@echo
 	@$(BUILD_DIR)/kvplan size --model llama-3.1-8b --context 8192 --batch 32
@@ -66,10 +64,32 @@ test: build
 bench: build
 	$(BUILD_DIR)/tests/kvplan_bench 5
 
-# Installs build/kvplan (and the docs) under PREFIX (default /usr/local).
+# Installs build/kvplan, stripped, with its man page, shell completions,
+# licence and docs under PREFIX (default /usr/local): cmake/packaging.cmake.
 PREFIX ?= /usr/local
-install: build
-	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
+install: deps
+	$(call install_missing,help2man)
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target kvplan kvplan_completions kvplan_man
+	cmake --install $(BUILD_DIR) --prefix $(PREFIX) --strip
+
+# The portable release build behind `make deb` and `make dist`: fmt,
+# libstdc++ and libgcc linked in, so the binary needs only glibc (docs/ci.md).
+RELEASE_DIR ?= build-release
+RELEASE_PACKAGES := dpkg-dev help2man file
+release: deps
+	$(call install_missing,$(RELEASE_PACKAGES))
+	cmake -S . -B $(RELEASE_DIR) -DCMAKE_BUILD_TYPE=Release -DKVPLAN_PORTABLE=ON -DKVPLAN_CUDA=OFF -DBUILD_TESTING=OFF
+	cmake --build $(RELEASE_DIR) -j $(JOBS)
+
+# A Debian package (CPack), in build-release/: `apt-get install ./build-release/kvplan_*.deb`.
+deb: release
+	cd $(RELEASE_DIR) && cpack -G DEB
+
+# A tarball of the installed tree whose binary runs without libfmt or a
+# recent libstdc++; scripts/dist.sh refuses one that links anything but glibc.
+dist: release
+	scripts/dist.sh $(RELEASE_DIR)
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (clang),
 # stopping at the first report: docs/errors.md, "Sanitizers and fuzzing".
@@ -88,4 +108,4 @@ fuzz: clang-deps
 	scripts/fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS)
 
 clean:
-	rm -rf $(BUILD_DIR) $(SANITIZE_DIR) $(FUZZ_DIR)
+	rm -rf $(BUILD_DIR) $(SANITIZE_DIR) $(FUZZ_DIR) $(RELEASE_DIR)

@@ -8,6 +8,7 @@
 
 #include "cli/cmd_baseline.hpp"
 #include "cli/cmd_check.hpp"
+#include "cli/cmd_completions.hpp"
 #include "cli/cmd_concurrency.hpp"
 #include "cli/cmd_diff.hpp"
 #include "cli/cmd_engines.hpp"
@@ -19,6 +20,7 @@
 #include "cli/cmd_simulate.hpp"
 #include "cli/cmd_size.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/help_format.hpp"
 #include "cli/version.hpp"
 #include "core/error.hpp"
 #include "io/engine_db.hpp"
@@ -31,7 +33,9 @@ namespace {
 
 int run_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
     CLI::App app("kvplan: KV-cache and GPU capacity planner for LLM serving", "kvplan");
+    app.formatter(std::make_shared<FittedHelp>());  // before the commands: each copies it
     app.set_version_flag("--version", version_line());
+    app.set_help_all_flag("--help-all", "print the help of kvplan and of every command (the man page is made of it)");
     app.footer(
         "Examples:\n"
         "  kvplan size --model llama-3.1-8b --context 8192 --batch 32\n"
@@ -44,7 +48,8 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
         "  kvplan models\n"
         "  kvplan gpus\n"
         "  kvplan engines\n"
-        "Run `kvplan <command> --help` for a command's flags.");
+        "  kvplan completions bash\n"
+        "Run `kvplan help <command>` or `kvplan <command> --help` for a command's flags.");
 
     std::string gpu_file;
     app.add_option("--gpu-file", gpu_file,
@@ -79,10 +84,31 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
     CLI::App* check_cmd = setup_check(app, check);
     CLI::App* baseline_cmd = setup_baseline(app, baseline);
     CLI::App* diff_cmd = setup_diff(app, diff);
+    HelpOptions help;
+    CompletionsOptions completions;
+    CLI::App* help_cmd = setup_help(app, help);
+    CLI::App* completions_cmd = setup_completions(app, completions);
 
     // --gpu-file may follow the command too (kvplan concurrency --gpu-file F ...).
     for (CLI::App* command : app.get_subcommands({})) command->fallthrough();
 
+    // A bare `kvplan` asks what it can do: the help, not an error. In `kvplan
+    // help simulate` the command's name is help's argument, which CLI11 would
+    // take for the command itself: help is read here, before the parse.
+    if (args.empty()) {
+        out << app.help();
+        return kExitOk;
+    }
+    if (args[0] == "help" && (args.size() == 1 || (args.size() == 2 && args[1].rfind('-', 0) != 0))) {
+        help.command = args.size() == 2 ? args[1] : "";
+        try {
+            out << run_help(app, help);
+        } catch (const Error& e) {
+            err << "kvplan: error: " << printable(e.what()) << "\n";
+            return kExitUsage;
+        }
+        return kExitOk;
+    }
     try {
         std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last-first
         app.parse(reversed);
@@ -129,6 +155,8 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
         else if (measure_cmd->parsed()) text = run_measure(measure, err);
         else if (baseline_cmd->parsed()) text = run_baseline(baseline, err);
         else if (diff_cmd->parsed()) text = run_diff(diff);
+        else if (help_cmd->parsed()) text = run_help(app, help);
+        else if (completions_cmd->parsed()) text = run_completions(app, completions);
         else {
             err << "kvplan: error: no command given (expected size, concurrency, roofline, recommend, simulate, measure, diff, baseline, check, "
                    "models, gpus or engines; run `kvplan --help`)\n";

@@ -63,9 +63,10 @@ CLI::App* setup_measure(CLI::App& app, MeasureOptions& o) {
     cmd->add_option("--gpu", o.gpu, "with --engine: the database device the profile predicts for (default: the device measured, by name)");
     cmd->footer(
         "Examples:\n"
-        "  kvplan measure --device cpu --model gpt2 --layers 2 --batch 1,8 --context 512 --prompt 64 --output host.json\n"
+        "  kvplan measure --device cpu --model gpt2 --layers 2 --batch 1,8 --context 512 --prompt 64 \\\n"
+        "      --output /tmp/kvplan-host.json\n"
         "  kvplan measure --model gpt2 --layers 1 --batch 1 --context 256 --prompt 32 --repeats 9 --json   # the calibration JSON\n"
-        "Then `kvplan roofline --model gpt2 --gpu h100 --batch 1,8 --context 512 --calibration host.json` predicts from the measured\n"
+        "Then `kvplan roofline --model gpt2 --gpu h100 --batch 1,8 --context 512 --calibration /tmp/kvplan-host.json` predicts from the measured\n"
         "figures. A real model's layers take longer: --model llama-3.1-8b --layers 1 --batch 1,8 --context 1024 is about 30 s on 2 cores.\n"
         "A 1-minute load average above the online cores is warned about: the timings are then unreliable.\n"
         "A saved GPU run beside an engine's speed profile on that device (docs/measure.md):\n"

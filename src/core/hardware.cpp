@@ -153,13 +153,29 @@ std::vector<Gpu> parse_gpu_database(const nlohmann::json& db, const std::string&
     return out;
 }
 
+namespace {
+
+// The device `wanted` (a normalised id) names, by id, name or alias.
+const Gpu* named(const std::vector<Gpu>& gpus, const std::string& wanted) {
+    for (const Gpu& g : gpus) {
+        if (g.id == wanted || normalise_id(g.name) == wanted) return &g;
+        for (const std::string& a : g.aliases)
+            if (normalise_id(a) == wanted) return &g;
+    }
+    return nullptr;
+}
+
+}  // namespace
+
 const Gpu& find_gpu(const std::vector<Gpu>& gpus, const std::string& id, const std::string& flag) {
     const std::string wanted = normalise_id(id);
-    for (const Gpu& g : gpus) {
-        if (g.id == wanted || normalise_id(g.name) == wanted) return g;
-        for (const std::string& a : g.aliases)
-            if (normalise_id(a) == wanted) return g;
-    }
+    if (const Gpu* g = named(gpus, wanted)) return *g;
+    // The name nvidia-smi (or rocm-smi) prints, "NVIDIA H100 80GB HBM3",
+    // "NVIDIA GeForce RTX 4090", "NVIDIA A100-SXM4-80GB": the rest after the
+    // vendor word is an id or alias.
+    for (const char* vendor : {"nvidia-", "amd-", "intel-"})
+        if (wanted.rfind(vendor, 0) == 0)
+            if (const Gpu* g = named(gpus, wanted.substr(std::string(vendor).size()))) return *g;
     // Suggest the closest ids (and every id that contains what was typed).
     std::vector<std::pair<std::size_t, std::string>> ranked;
     for (const Gpu& g : gpus) {

@@ -32,6 +32,27 @@ struct At {
     }
 };
 
+// A trace line holds a few numbers (and Mooncake's block ids: about 10 bytes
+// a 512-token block, 2.6 KB for a 128k-token prompt); a longer line is not a
+// trace, and reading it whole could take the machine's memory (a 1 GB line).
+constexpr std::size_t kMaxLineBytes = std::size_t{1} << 16;
+// A trace line is a flat object with at most one list (hash_ids): depth 2.
+constexpr int kMaxLineDepth = 4;
+
+// The next line of `in` without its '\n', into `line`; false at the end.
+// Refuses a line longer than kMaxLineBytes before reading the rest of it.
+bool read_line(std::istream& in, std::string& line, const std::string& path, std::int64_t number) {
+    static thread_local std::vector<char> buffer(kMaxLineBytes + 2);
+    in.getline(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    const std::streamsize got = in.gcount();
+    if (in.fail() && !in.eof())
+        data_error(path + ":" + std::to_string(number) + ": a line longer than " + std::to_string(kMaxLineBytes) +
+                   " bytes (a trace line holds a few numbers)");
+    if (got == 0 && in.eof()) return false;
+    line.assign(buffer.data(), static_cast<std::size_t>(got) - (in.eof() ? 0 : 1));
+    return true;
+}
+
 // A field's text as a message quotes it: at most 40 bytes, so that a
 // hostile line of a gigabyte gives an error line of a few dozen.
 std::string quoted(const std::string& text) {
@@ -133,7 +154,12 @@ std::string detect(const std::string& first_line) {
 SimRequest json_request(const At& at, const std::string& line, const std::string& format) {
     nlohmann::json j;
     try {
-        j = nlohmann::json::parse(line);
+        // Depth is checked as the parser meets it, before a hostile line of
+        // nested brackets becomes millions of values.
+        j = nlohmann::json::parse(line, [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+            if (depth > kMaxLineDepth) at.fail("line", "JSON nested deeper than " + std::to_string(kMaxLineDepth) + " levels (expected a flat object)");
+            return true;
+        });
     } catch (const nlohmann::json::exception&) {
         at.fail("line", "not a JSON object");
     }
@@ -183,7 +209,7 @@ Workload parse_trace(std::istream& in, const std::string& path, const TraceOptio
     std::string line, format = o.format;
     std::int64_t n = 0;
     std::optional<double> first, last;
-    while (std::getline(in, line)) {
+    while (read_line(in, line, path, n + 1)) {
         ++n;
         if (line.empty() || line == "\r") continue;
         if (format == "auto") {

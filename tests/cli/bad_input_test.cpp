@@ -920,11 +920,42 @@ TEST_CASE("bad input: a trace line with two names for one count, or a day its mo
     // 2024 is a leap year: February 29 is a day.
     const fs::path leap = dir.write("leap.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2024-02-29 00:00:00.0,10,5\n");
     CHECK(Run::kvplan({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", leap.string()}).exit_code == kExitOk);
-    // A field of 100,000 bytes is quoted in at most 40.
-    const fs::path huge = dir.write("huge.csv", "arrival_s,input_tokens,output_tokens\n0," + std::string(100'000, '7') + "x,5\n");
+    // A field of 60,000 bytes is quoted in at most 40.
+    const fs::path huge = dir.write("huge.csv", "arrival_s,input_tokens,output_tokens\n0," + std::string(60'000, '7') + "x,5\n");
     const Run r = Run::kvplan({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", huge.string()});
     expect_clean_error(r, kExitData, {"huge.csv:2", "..."});
     CHECK(r.err.size() < 300);
+}
+
+TEST_CASE("bad input: a trace line too long or nested too deep is refused before it is read whole", "[bad-input][trace][memory]") {
+    // Before: a 100 MB line of nested brackets took about 7.5 GB to parse, and
+    // a 1 GB field became a 1 GB error line. Lines are capped at 65,536 bytes
+    // (a Mooncake line for a 128k-token prompt is about 2.6 KB) and JSON
+    // lines at 4 levels (a flat object with one list).
+    ScratchDir dir;
+    const std::string header = "arrival_s,input_tokens,output_tokens\n";
+    const fs::path long_line = dir.write("long.csv", header + "0,10,5\n0," + std::string(200'000, '7') + ",5\n");
+    Run r = Run::kvplan({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", long_line.string()});
+    expect_clean_error(r, kExitData, {"long.csv:3", "a line longer than 65536 bytes"});
+    CHECK(r.err.size() < 200);
+    // 10 MB of '[' on one JSON line: refused at the line cap, in well under 1 GB.
+    const fs::path brackets = dir.write("brackets.jsonl", std::string(10'000'000, '[') + "\n");
+#ifdef KVPLAN_TEST_UNDER_ASAN
+    const long address_space_kib = 0;  // no limit under AddressSanitizer (see above)
+#else
+    const long address_space_kib = 1L << 20;  // 1 GiB
+#endif
+    r = Run::kvplan({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", brackets.string(), "--trace-format", "jsonl"},
+                    address_space_kib);
+    expect_clean_error(r, kExitData, {"brackets.jsonl:1", "a line longer than"});
+    // Within the cap, nesting is refused as the parser meets it.
+    const fs::path nested = dir.write("nested.jsonl", R"({"arrival_time": 0, "input_tokens": 10, "output_tokens": 5, "x": [[[[[1]]]]]})"
+                                                      "\n");
+    expect_clean_error(Run::kvplan({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", nested.string()}), kExitData,
+                       {"nested.jsonl:1", "nested deeper than 4 levels"});
+    // The last line may end without a newline, and a line of exactly the cap is read.
+    const fs::path no_newline = dir.write("last.csv", header + "0,10,5\n1,20,5");
+    CHECK(Run::kvplan({"simulate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", no_newline.string()}).exit_code == kExitOk);
 }
 
 TEST_CASE("bad input: simulate on a device without FLOP/s exits 2 instead of pricing prefill as free", "[bad-input][defaults]") {

@@ -64,6 +64,25 @@ TEST_CASE("lookups ignore case, spaces and underscores and accept aliases") {
     CHECK(find_gpu(db, "A100-80GB").id == "a100-sxm-80gb");
 }
 
+TEST_CASE("a device is found by the name nvidia-smi prints") {
+    // `nvidia-smi --query-gpu=name --format=csv,noheader` on each device, as
+    // quoted in public issue trackers and cloud documentation.
+    const auto& db = bundled_gpus();
+    CHECK(find_gpu(db, "NVIDIA H100 80GB HBM3").id == "h100-sxm");
+    CHECK(find_gpu(db, "NVIDIA H100 PCIe").id == "h100-pcie");
+    CHECK(find_gpu(db, "NVIDIA H100 NVL").id == "h100-nvl");
+    CHECK(find_gpu(db, "NVIDIA GeForce RTX 4090").id == "rtx-4090");
+    CHECK(find_gpu(db, "NVIDIA A100-SXM4-80GB").id == "a100-sxm-80gb");
+    CHECK(find_gpu(db, "NVIDIA A100-SXM4-40GB").id == "a100-sxm-40gb");
+    CHECK(find_gpu(db, "NVIDIA L40S").id == "l40s");
+    CHECK(find_gpu(db, "NVIDIA A10G").id == "a10g");
+    CHECK(find_gpu(db, "NVIDIA RTX A6000").id == "rtx-a6000");
+    CHECK(find_gpu(db, "NVIDIA RTX 6000 Ada Generation").id == "rtx-6000-ada");
+    CHECK(find_gpu(db, "Tesla T4").id == "t4");
+    CHECK(find_gpu(db, "Tesla V100-SXM2-32GB").id == "v100-sxm-32gb");
+    CHECK(find_gpu(db, "AMD Instinct MI300X").id == "mi300x");
+}
+
 TEST_CASE("an unknown device is a usage error that suggests close ids") {
     try {
         find_gpu(bundled_gpus(), "h1000");

@@ -111,6 +111,16 @@ TEST_CASE("a preset's Hugging Face repo id finds the preset when the model is no
     CHECK(m.name == "llama-3.1-8b");
 }
 
+TEST_CASE("an org/name that is neither cached nor a preset says how to fetch its config") {
+    HfCache cache;
+    CHECK_THROWS_WITH(load_model("acme/not-here"),
+                      Catch::Contains("acme/not-here: not in the local Hugging Face cache and not a bundled preset: fetch its config with "
+                                      "`hf download acme/not-here config.json`"));
+    // A name without an org, or a relative path, keeps the plain message.
+    CHECK_THROWS_WITH(load_model("not-here"), Catch::Contains("no such file, folder, cached Hugging Face model or bundled preset"));
+    CHECK_THROWS_WITH(load_model("./acme/x"), Catch::Contains("no such file, folder, cached Hugging Face model or bundled preset"));
+}
+
 TEST_CASE("served_model names what the engines load: the preset's Hugging Face id, a repo id, a folder") {
     HfCache cache;
     CHECK(served_model("llama-3.1-8b").id == "meta-llama/Llama-3.1-8B-Instruct");
