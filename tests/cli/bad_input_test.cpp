@@ -477,8 +477,10 @@ TEST_CASE("bad input: an unknown subcommand exits 2", "[bad-input][flags]") {
     expect_clean_error(Run::kvplan({"frobnicate"}), kExitUsage, {"frobnicate"});
 }
 
-TEST_CASE("bad input: no subcommand exits 2 with one line on stderr", "[bad-input][flags]") {
-    expect_clean_error(Run::kvplan({}), kExitUsage, {"no command"});
+TEST_CASE("bad input: a misspelt command, or global flags without a command, exit 2 with one line on stderr", "[bad-input][flags]") {
+    // `kvplan` alone prints the help (help_cmd_test.cpp).
+    expect_clean_error(Run::kvplan({"simulat"}), kExitUsage, {"simulat"});
+    expect_clean_error(Run::kvplan({"--gpu-file", std::string(KVPLAN_SOURCE_DIR) + "/models/gpus.json"}), kExitUsage, {"no command given"});
 }
 
 TEST_CASE("bad input: a hand-built shape whose KV bytes overflow 64 bits exits 2 with an overflow message", "[bad-input][flags][overflow]") {

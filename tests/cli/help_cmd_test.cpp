@@ -41,7 +41,7 @@ TEST_CASE("kvplan with no arguments prints its help and succeeds") {
     CHECK(contains(bare.out, "Usage: kvplan [OPTIONS] [SUBCOMMAND]"));
 }
 
-TEST_CASE("kvplan help COMMAND prints that command's help; an unknown command is a usage error") {
+TEST_CASE("kvplan help COMMAND prints that command's help, and an unknown command is a usage error") {
     CHECK(Run::kvplan({"help"}).out == Run::kvplan({"--help"}).out);
     for (const std::string cmd : {"simulate", "check", "size"}) {
         const Run help = Run::kvplan({"help", cmd});
