@@ -59,10 +59,11 @@ struct SloSearchInputs {
     unsigned threads = 1;         // the simulations run on this many threads (the answer does not depend on it)
 };
 
-// The search: r's figures but what only the command line knows (the
-// workload's label, the served checkpoint, --wide, the wall time).
-// Rejections found by the search keep their outcome (or cost_rank) and an
-// empty reason: the report words them.
+// The search. The result holds every figure but the four only the command
+// line knows (the workload's label, the served checkpoint, --wide, the wall
+// time); `model` must outlive it (base.inputs points to it). Rejections the
+// search finds keep their outcome (or cost_rank) and an empty reason: the
+// report words them.
 SloRecommendResult search_capacity(const ModelSpec& model, SloTraffic traffic, const SloSearchInputs& in);
 
 // Every k-th request, k = ceil(requests / max_requests), so that at most
