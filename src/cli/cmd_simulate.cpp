@@ -151,9 +151,9 @@ namespace {
 // A max_model_len past what the model's config allows: the engine refuses
 // to start (vLLM's _get_and_verify_max_len, SGLang's ModelConfig) unless an
 // environment variable overrides it; the run goes on, saying so.
-void note_long_max_model_len(const ModelSpec& model, const std::string& engine, SimulateResult& r) {
+void note_long_max_model_len(const ModelSpec& model, const ServeKnobs& k, SimulateResult& r) {
     if (model.max_position_tokens <= 0 || r.max_model_len <= model.max_position_tokens) return;
-    const bool sglang = engine == "sglang";
+    const bool sglang = k.sglang();
     r.notes.push_back(fmt::format("max_model_len {} exceeds the model's max_position_embeddings ({}); {} refuses it unless {}=1",
                                   group_digits(r.max_model_len), group_digits(model.max_position_tokens), sglang ? "SGLang" : "vLLM",
                                   sglang ? "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN" : "VLLM_ALLOW_LONG_MAX_MODEL_LEN"));
@@ -198,7 +198,7 @@ Workload workload(const SimulateOptions& o, SimulateResult& r) {
 SglangConfig engine_pool(const SimulateOptions& o, const ServeKnobs& knobs, const ModelSpec& model, const Gpu& gpu, const Workload& w,
                          SimulateResult& r) {
     SglangConfig sglang;
-    if (o.engine == "sglang") {
+    if (knobs.sglang()) {
         if (!o.vllm_version.empty()) usage_error("--vllm-version applies to --engine vllm only");
         sglang = sglang_config(knobs, model, gpu, r);
     } else if (o.schedule_policy != "fcfs") {
@@ -207,24 +207,24 @@ SglangConfig engine_pool(const SimulateOptions& o, const ServeKnobs& knobs, cons
     } else if (o.prefill_replicas == 0) {
         r.config = engine_config(knobs, model, gpu, r.max_model_len, r.pool_source);
     }
-    if (o.prefill_replicas == 0) refuse_long_requests(w, r.max_model_len, workload_source(o), o.engine == "sglang");
+    if (o.prefill_replicas == 0) refuse_long_requests(w, r.max_model_len, workload_source(o), knobs.sglang());
     return sglang;
 }
 
 }  // namespace
 
 std::string run_simulate(const SimulateOptions& o) {
-    check_cpu_offload_flags(o);
+    const ServeKnobs knobs = serve_knobs(o);
+    check_cpu_offload_flags(o, knobs);
     ModelSpec model = resolve_model(o.model);
     const Gpu gpu = resolve_gpu(o.gpu);
     const Efficiency efficiency = resolve_efficiency(o.efficiency, o.engine);
     check_device(o, gpu, efficiency);
     check_tp(model, o.tp);
-    const ServeKnobs knobs = serve_knobs(o);
     const std::optional<ScaleOut> layout = layout_of(knobs, model, gpu);
-    if (o.pp > 1) check_pp(o, model, gpu);
-    check_disagg_flags(o);
-    check_spec_flags(o);
+    if (o.pp > 1) check_pp(o, knobs, model, gpu);
+    check_disagg_flags(o, knobs);
+    check_spec_flags(o, knobs);
     check_outputs(o);
 
     SimulateResult r;
@@ -235,12 +235,12 @@ std::string run_simulate(const SimulateOptions& o) {
     if (!o.slo.empty()) r.slo = parse_slo(o.slo);
 
     const Router router = o.router == "least-loaded" ? Router::LeastLoaded : Router::RoundRobin;
-    const RunSetup setup{&model, gpu, efficiency, ClusterConfig{o.replicas, router}, spec_resolver(o, model), o.debug_invariants};
+    const RunSetup setup{&model, gpu, efficiency, ClusterConfig{o.replicas, router}, spec_resolver(o.spec, model), o.debug_invariants};
     if (o.prefill_replicas > 0) simulate_pd(knobs, model, pd_unit(o, model, efficiency), router, w, workload_source(o), r, o.debug_invariants);
     else if (layout) simulate_layout(knobs, setup, *layout, w, sglang, r);
     else simulate_replicas(knobs, setup, w, sglang, r);
     r.summary = summarise(r.run, r.slo);
-    note_long_max_model_len(model, o.engine, r);
+    note_long_max_model_len(model, knobs, r);
     return finish(o, r);
 }
 

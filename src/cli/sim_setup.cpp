@@ -16,6 +16,7 @@
 #include "core/digits.hpp"
 #include "core/error.hpp"
 #include "core/memory/capacity.hpp"
+#include "core/memory/engine.hpp"
 #include "core/memory/kv_size.hpp"
 #include "core/memory/parallel.hpp"
 #include "core/model/config_parts.hpp"
@@ -148,7 +149,7 @@ Workload make_workload(const SimulateOptions& o, std::string& label) {
 // tier's size, the stored weights (by the engine's speed profile), the NIC.
 ServeKnobs serve_knobs(const SimulateOptions& o) {
     ServeKnobs k;
-    k.engine = o.engine == "sglang" ? Engine::Sglang : Engine::Vllm;
+    k.engine = parse_engine(o.engine);  // vllm or sglang (the flag's choices): the one place the name is read
     k.policy = o.schedule_policy == "lpm" ? SglangPolicy::Lpm : SglangPolicy::Fcfs;
     k.tp = o.tp;
     k.pp = o.pp;
@@ -183,10 +184,10 @@ ServeKnobs serve_knobs(const SimulateOptions& o) {
 }
 
 // The proposer, resolved from the flags (a draft model's config is read here).
-SpecResolver spec_resolver(const SimulateOptions& o, const ModelSpec& model) {
-    if (o.spec.method.empty()) return {};
-    return [&o, &model](const CostModelInputs& target, const ExpertLayoutInputs* layout, ModelSpec& draft) {
-        return resolve_spec(o.spec, model, target, draft, layout);
+SpecResolver spec_resolver(const SpecFlags& flags, const ModelSpec& model) {
+    if (flags.method.empty()) return {};
+    return [&flags, &model](const CostModelInputs& target, const ExpertLayoutInputs* layout, ModelSpec& draft) {
+        return resolve_spec(flags, model, target, draft, layout);
     };
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/cmd_simulate.hpp"
+#include "cli/spec_options.hpp"
 #include "core/hardware.hpp"
 #include "core/plan/engine_setup.hpp"
 #include "core/plan/serve_knobs.hpp"
@@ -31,8 +32,8 @@ ServeKnobs serve_knobs(const SimulateOptions& o);
 
 // --spec-method's proposer, resolved when the run asks (a draft model's
 // config is read then); empty without --spec-method. Keeps references to
-// `o` and `model`.
-SpecResolver spec_resolver(const SimulateOptions& o, const ModelSpec& model);
+// `flags` and `model`. `simulate` and `recommend --slo` both resolve theirs here.
+SpecResolver spec_resolver(const SpecFlags& flags, const ModelSpec& model);
 // A P/D run's two sides (--prefill-gpu/-tp/-dp, --decode-gpu/-tp/-dp over
 // --gpu/--tp/--dp) and the link between them (--kv-link).
 PdUnit pd_unit(const SimulateOptions& o, const ModelSpec& model, const Efficiency& efficiency);

@@ -5,26 +5,26 @@
 
 namespace kvplan {
 
-void check_pp(const SimulateOptions& o, const ModelSpec& model, const Gpu& gpu) {
-    if (o.engine == "sglang") usage_error("--pp: SGLang's pipeline parallelism is not simulated; pass --engine vllm, or --pp 1");
+void check_pp(const SimulateOptions& o, const ServeKnobs& k, const ModelSpec& model, const Gpu& gpu) {
+    if (k.sglang()) usage_error("--pp: SGLang's pipeline parallelism is not simulated; pass --engine vllm, or --pp 1");
     if (!gpu.from_database || gpu.interconnect_bytes_per_s <= 0)
         usage_error("--pp: " + gpu.name + " has no interconnect figure to time the sends between stages; pass --gpu ID (see `kvplan gpus`)");
     pipeline_stages(static_cast<std::int64_t>(model.layers.size()), o.pp);  // refuses more stages than layers
 }
 
-void check_spec_flags(const SimulateOptions& o) {
+void check_spec_flags(const SimulateOptions& o, const ServeKnobs& k) {
     if (o.spec.method.empty()) {
         if (o.spec.tokens > 0 || !o.spec.acceptance.empty() || !o.spec.draft_model.empty())
             usage_error("--spec-tokens, --acceptance and --draft-model need --spec-method mtp|eagle|draft");
         return;
     }
-    if (o.engine == "sglang") usage_error("--spec-method: speculative decoding is simulated with vLLM's engine only; pass --engine vllm");
+    if (k.sglang()) usage_error("--spec-method: speculative decoding is simulated with vLLM's engine only; pass --engine vllm");
     if (o.pp > 1) usage_error("--spec-method: speculative decoding with pipeline parallelism is not simulated; pass --pp 1");
     if (o.prefill_replicas > 0 || o.decode_replicas > 0)
         usage_error("--spec-method: speculative decoding in disaggregated pools is not simulated; drop --spec-method or the P/D flags");
 }
 
-void check_disagg_flags(const SimulateOptions& o) {
+void check_disagg_flags(const SimulateOptions& o, const ServeKnobs& k) {
     const bool pd = o.prefill_replicas > 0 || o.decode_replicas > 0;
     if (!pd) {
         if (!o.prefill_gpu.empty() || !o.decode_gpu.empty() || o.prefill_tp > 0 || o.decode_tp > 0 || o.prefill_dp > 0 || o.decode_dp > 0 ||
@@ -36,8 +36,7 @@ void check_disagg_flags(const SimulateOptions& o) {
     }
     if (o.prefill_replicas == 0) usage_error("--decode-replicas needs --prefill-replicas (how many prefill instances)");
     if (o.decode_replicas == 0) usage_error("--prefill-replicas needs --decode-replicas (how many decode instances)");
-    if (o.engine == "sglang")
-        usage_error("--prefill-replicas: disaggregated prefill/decode is simulated with vLLM's engine only; pass --engine vllm");
+    if (k.sglang()) usage_error("--prefill-replicas: disaggregated prefill/decode is simulated with vLLM's engine only; pass --engine vllm");
     if (o.pp > 1) usage_error("--prefill-replicas: pipeline parallelism in disaggregated pools is not simulated; pass --pp 1");
     if (o.replicas > 1) usage_error("--replicas: with --prefill-replicas and --decode-replicas the pools set the replicas; drop --replicas");
     if (!o.cpu_offload.empty()) usage_error("--cpu-offload: KV offload in disaggregated pools is not simulated; drop --cpu-offload or the P/D flags");
@@ -45,10 +44,9 @@ void check_disagg_flags(const SimulateOptions& o) {
     if (o.nodes.nodes > 0) usage_error("--nodes: each P/D pool spans its own nodes; pass --gpus-per-node (and --nic) instead");
 }
 
-void check_cpu_offload_flags(const SimulateOptions& o) {
+void check_cpu_offload_flags(const SimulateOptions& o, const ServeKnobs& k) {
     if (o.cpu_offload.empty()) return;
-    if (o.engine == "sglang")
-        usage_error("--cpu-offload: vLLM's OffloadingConnector is simulated, not SGLang's hierarchical cache; pass --engine vllm");
+    if (k.sglang()) usage_error("--cpu-offload: vLLM's OffloadingConnector is simulated, not SGLang's hierarchical cache; pass --engine vllm");
     if (o.pp > 1) usage_error("--cpu-offload: KV offload with pipeline parallelism is not simulated; pass --pp 1");
     if (o.no_prefix_caching) usage_error("--cpu-offload: the CPU tier is keyed by prefix-cache block hashes; drop --no-prefix-caching");
 }

@@ -154,7 +154,7 @@ std::string rejected_list(const SloRecommendResult& r) {
     std::string out = shown == r.rejected.size() ? fmt::format("\nRejected ({}):\n", r.rejected.size())
                                                  : fmt::format("\nRejected ({} of {}; --wide lists all):\n", shown, r.rejected.size());
     for (std::size_t i = 0; i < shown; ++i)
-        out += fit_line(layout(r, r.rejected[i]) + ": " + r.rejected[i].reason, r.wide ? Width::Wide : Width::Fit, "  ", "    ");
+        out += fit_line(layout(r, r.rejected[i]) + ": " + rejection_reason(r, r.rejected[i]), r.wide ? Width::Wide : Width::Fit, "  ", "    ");
     return out;
 }
 
@@ -239,7 +239,7 @@ std::string pd_verdict(const SloRecommendResult& r) {
     if (!r.disaggregated || (!r.best_aggregated && !r.best_disaggregated)) return "";
     if (!r.best_disaggregated) {
         for (const SloCandidate& c : r.rejected)
-            if (c.pd()) return "No disaggregated unit qualifies; the first rejected: " + layout(r, c) + ": " + c.reason;
+            if (c.pd()) return "No disaggregated unit qualifies; the first rejected: " + layout(r, c) + ": " + rejection_reason(r, c);
         return "No disaggregated unit fits: each side needs a TP that holds the model, the unit at most 16 GPUs.";
     }
     const SloCandidate& d = *r.best_disaggregated;
@@ -294,10 +294,10 @@ nlohmann::ordered_json plan_json(const SloCandidate& c) {
 
 std::string render_slo_table(const SloRecommendResult& r) {
     const Width width = r.wide ? Width::Wide : Width::Fit;
-    std::string out = fit_line(fmt::format("{} on {}: {}", r.base.model, r.engine, r.workload), width);
+    std::string out = fit_line(fmt::format("{} on {}: {}", r.base.model, r.engine, workload_words(r)), width);
     out += fit_line(fmt::format("SLO: {}; target {} req/s ({})", targets(r), rate(r.target_rps), r.target_source), width);
     if (r.candidates.empty()) {
-        out += fit_line("Nothing qualifies. " + r.nearest, width, "\n");
+        out += fit_line("Nothing qualifies. " + nearest_words(r.rejected, r.requests_per_run, kSloDefaultRequests), width, "\n");
     } else {
         out += "\n" + fitted([&](bool slim) { return fleet_table(r, slim); }, width);
         out += "\nLatency at each candidate's rate per replica (one replica, simulated):\n" +
@@ -353,7 +353,7 @@ std::string render_slo_json(const SloRecommendResult& r) {
     j["model"] = r.base.model;
     j["served_model"] = base.model;
     j["engine"] = r.engine;
-    j["workload"] = r.workload;
+    j["workload"] = workload_words(r);
     j["slo"] = slo_json(r.slo);
     j["goodput"] = r.goodput;
     j["target_rate_rps"] = r.target_rps;
@@ -405,7 +405,7 @@ std::string render_slo_json(const SloRecommendResult& r) {
     for (const SloCandidate& c : r.rejected) {
         nlohmann::ordered_json x;
         add_identity_json(x, c, true);
-        x["reason"] = c.reason;
+        x["reason"] = rejection_reason(r, c);
         j["rejected"].push_back(x);
     }
     if (r.disaggregated) {
@@ -421,7 +421,8 @@ std::string render_slo_json(const SloRecommendResult& r) {
     } else {
         j["disaggregation"] = nullptr;
     }
-    j["nearest"] = r.nearest.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.nearest);
+    j["nearest"] = r.candidates.empty() ? nlohmann::ordered_json(nearest_words(r.rejected, r.requests_per_run, kSloDefaultRequests))
+                                        : nlohmann::ordered_json(nullptr);
     j["candidates_tried"] = r.tried;
     j["simulations"] = r.simulations;
     j["simulated_requests"] = r.simulated_requests;
@@ -430,27 +431,36 @@ std::string render_slo_json(const SloRecommendResult& r) {
     return j.dump(2) + "\n";
 }
 
-std::pair<Rejection, std::string> outcome_rejection(const SearchOutcome& x, const std::string& error, double target_rps, std::size_t top) {
-    if (!error.empty()) return {Rejection::Simulation, error};
+std::string outcome_words(const SearchOutcome& x, double target_rps, std::size_t top) {
     if (x.status == SearchOutcome::Status::Pruned && x.simulations > 0) {
         const double replicas = std::ceil(target_rps / x.fail_rate_rps);
-        return {Rejection::Cost, fmt::format("it fails at {:.3g} req/s per replica, so it needs more than {} replica{} and costs more than the {} "
-                                             "cheapest found",
-                                             x.fail_rate_rps, replicas, replicas > 1 ? "s" : "", top)};
+        return fmt::format("it fails at {:.3g} req/s per replica, so it needs more than {} replica{} and costs more than the {} cheapest found",
+                           x.fail_rate_rps, replicas, replicas > 1 ? "s" : "", top);
     }
     if (x.status == SearchOutcome::Status::Pruned) {
         const double replicas = std::ceil(target_rps / x.bound_rps);
-        return {Rejection::Cost, fmt::format("even at its bound of {:.2f} req/s per replica ({} replica{}) it costs more than the {} cheapest found",
-                                             x.bound_rps, replicas, replicas > 1 ? "s" : "", top)};
+        return fmt::format("even at its bound of {:.2f} req/s per replica ({} replica{}) it costs more than the {} cheapest found", x.bound_rps,
+                           replicas, replicas > 1 ? "s" : "", top);
     }
     if (x.status == SearchOutcome::Status::Burst)
-        return {Rejection::Simulation, fmt::format("the workload meets the targets even at {:.3g} req/s, {:g} x the most its decode steps sustain: "
-                                                   "too few requests to find its rate (raise --requests, or replay a longer trace)",
-                                                   x.max_rate_rps, kBurstFactor)};
+        return fmt::format(
+            "the workload meets the targets even at {:.3g} req/s, {:g} x the most its decode steps sustain: "
+            "too few requests to find its rate (raise --requests, or replay a longer trace)",
+            x.max_rate_rps, kBurstFactor);
     if (x.status == SearchOutcome::Status::SloAlone)
-        return {Rejection::Slo, fmt::format("{} is {:.1f} ms for a request alone (the goodput quantile), over the {:.1f} ms target", x.binding,
-                                            x.alone_value_s * 1e3, x.target_s * 1e3)};
-    return {Rejection::Slo, fmt::format("misses {} at every rate down to {:.3g} req/s", x.binding.empty() ? "a target" : x.binding, x.fail_rate_rps)};
+        return fmt::format("{} is {:.1f} ms for a request alone (the goodput quantile), over the {:.1f} ms target", x.binding, x.alone_value_s * 1e3,
+                           x.target_s * 1e3);
+    return fmt::format("misses {} at every rate down to {:.3g} req/s", x.binding.empty() ? "a target" : x.binding, x.fail_rate_rps);
+}
+
+std::string rejection_reason(const SloRecommendResult& r, const SloCandidate& c) {
+    if (!c.reason.empty()) return c.reason;
+    const std::string words = c.cost_rank > 0 ? cost_rank_words(c, r.candidates.front(), c.cost_rank) : outcome_words(c.outcome, r.target_rps, r.top);
+    return rejection_prefix(c.rejection) + words;
+}
+
+std::string workload_words(const SloRecommendResult& r) {
+    return r.replay_every > 1 ? r.workload + fmt::format(", 1 request in {} replayed per run", r.replay_every) : r.workload;
 }
 
 std::string cost_rank_words(const SloCandidate& c, const SloCandidate& best, std::size_t rank) {

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/plan/capacity_search.hpp"
 #include "core/plan/slo_result.hpp"
 #include "core/sim/slo_search.hpp"
 #include "core/speed/recommend.hpp"
@@ -21,10 +22,15 @@ namespace kvplan {
 // 8"): "h200 DP 8 + EP 8/TP 8". No commas (a CSV field).
 std::string unit_sides(const SloCandidate& c);
 
-// A searched candidate that did not qualify, in words: a simulation that
-// failed (`error`), a cost past the `top` cheapest at `target_rps`, a
-// burst, or the target it misses.
-std::pair<Rejection, std::string> outcome_rejection(const SearchOutcome& x, const std::string& error, double target_rps, std::size_t top);
+// A searched candidate that did not qualify (core/plan/capacity_search.hpp,
+// rejection_of), in words: a cost past the `top` cheapest at `target_rps`,
+// a burst, or the target it misses.
+std::string outcome_words(const SearchOutcome& x, double target_rps, std::size_t top);
+// Why `c` was rejected, after its kind's word: the error it met, or its
+// outcome or its rank past --top in words.
+std::string rejection_reason(const SloRecommendResult& r, const SloCandidate& c);
+// What was replayed: the workload, and for a long trace how much of it.
+std::string workload_words(const SloRecommendResult& r);
 // A qualifying candidate ranked past --top: "ranked 6, 12.40 USD/hour against the best's 9.80".
 std::string cost_rank_words(const SloCandidate& c, const SloCandidate& best, std::size_t rank);
 // Nothing qualifies: the candidates that were too few requests' burst, or

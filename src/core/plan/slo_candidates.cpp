@@ -56,7 +56,7 @@ void serve_settings(Candidate& c, const Gpu& gpu, const PdSide& side, std::int64
 
 // --spec-method: the candidate's proposer as `simulate` runs it (the
 // drafter's weights and KV out of the pool, its passes priced under the
-// layout when there is one; cli/sim_setup.cpp, add_speculation); false with
+// layout when there is one; core/plan/engine_setup.cpp, add_speculation); false with
 // a rejection reason when the drafter leaves no KV cache memory.
 bool add_proposer(SloSetup& s, const SloSpace& space, const ServeKnobs& k, const ModelSpec& model, const CostModelInputs& target,
                   const std::optional<ExpertLayoutInputs>& layout) {

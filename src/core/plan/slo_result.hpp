@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/plan/fleet.hpp"
 #include "core/sim/slo_search.hpp"
 #include "core/speed/recommend.hpp"
 #include "core/speed/recommend_result.hpp"
@@ -31,7 +32,11 @@ struct SloCandidate {
     FleetCost fleet;
     std::optional<ScaledFleet> scaled;  // a trace: the fleet scaled minute by minute to its rate
     Rejection rejection = Rejection::Qualified;
-    std::string reason;  // rejected: the words, prefixed by the kind (reject): "memory: ...", "slo: ...", "cost: ..."
+    // Rejected in setting up or simulating: the error's words, prefixed by
+    // the kind (reject): "memory: ...", "link: ...", "simulation: ...".
+    // Empty when the search's outcome (or cost_rank) says why: the report words it.
+    std::string reason;
+    std::size_t cost_rank = 0;  // qualified but past --top: its place in the ranking (1: the best)
     // A disaggregated unit (recommend --disaggregated): `prefill_replicas`
     // prefill instances of `prefill_tp` x `prefill_dp` GPUs and
     // `decode_replicas` decode instances of `tp` x `dp` (dp above 1: DP
@@ -46,19 +51,24 @@ struct SloCandidate {
     std::int64_t gpus_per_replica() const { return pd() ? prefill_replicas * prefill_tp * prefill_dp + decode_replicas * tp * dp : tp * pp * dp; }
 };
 
-// Marks `c` rejected for `why`, its reason `detail` after the kind's word
-// ("memory: ", "link: ", "simulation: ", "slo: ", "cost: "; a device's
-// missing figure has no prefix).
-inline void reject(SloCandidate& c, Rejection why, const std::string& detail) {
+// The word a rejection's reason starts with ("memory: ", "link: ",
+// "simulation: ", "slo: ", "cost: "; a device's missing figure has none).
+inline const char* rejection_prefix(Rejection why) {
     static const char* const prefix[] = {"", "slo: ", "memory: ", "link: ", "", "simulation: ", "cost: "};
+    return prefix[static_cast<int>(why)];
+}
+
+// Marks `c` rejected for `why`, its reason `detail` (an error's words) after the kind's word.
+inline void reject(SloCandidate& c, Rejection why, const std::string& detail) {
     c.rejection = why;
-    c.reason = prefix[static_cast<int>(why)] + detail;
+    c.reason = rejection_prefix(why) + detail;
 }
 
 struct SloRecommendResult {
     RecommendResult base;  // model, served checkpoint and weights: what serve_options() reads
     std::string engine = "vllm";
-    std::string workload;  // what was replayed
+    std::string workload;          // what was replayed
+    std::size_t replay_every = 1;  // a long trace: 1 request in this many replayed per run (capacity_search.hpp, thin_requests)
     Slo slo;
     double goodput = 0.99;
     double target_rps = 0;
@@ -69,7 +79,6 @@ struct SloRecommendResult {
     std::vector<SloCandidate> rejected;    // in candidate order
     std::int64_t tried = 0, simulations = 0, simulated_requests = 0;
     double search_s = 0;
-    std::string nearest;        // nothing qualifies: the SLO that binds and the value that would pass
     bool kv_axis = false;       // --kv-dtype listed more than one value: the tables show each candidate's
     bool weights_axis = false;  // --weights-dtype likewise
     std::size_t top = 5;

@@ -39,7 +39,7 @@ struct LayoutSize {
 
 // DP + EP layouts tried for a mixture-of-experts model: 2, 4 and 8 GPUs (one
 // node) up to --max-gpus, then 2, 4, 8 and 16 whole nodes up to --max-nodes
-// (the SLO search's sizes, cli/recommend_search.cpp), each dividing
+// (the SLO search's sizes, core/plan/slo_candidates.cpp), each dividing
 // --num-gpus when it is given.
 std::vector<LayoutSize> expert_layout_sizes(const ModelSpec& spec, const RecommendInputs& in, const Gpu& gpu) {
     std::vector<LayoutSize> out;
@@ -141,7 +141,7 @@ Proposer make_proposer(const RecommendInputs& in, const CostModelInputs& target,
 
 // The requests a replica's pool holds once the proposer's weights are out
 // of it and its KV shares the blocks, the rule the SLO search's simulator
-// applies to vLLM's blocks (cli/sim_setup.cpp, add_speculation): the
+// applies to vLLM's blocks (core/plan/engine_setup.cpp, add_speculation): the
 // pool's tokens scale by (pool - weights) / pool x target bytes per token /
 // (target + proposer bytes per token).
 std::int64_t requests_beside(const CapacityPlan& plan, std::int64_t requests, const Proposer& p) {

@@ -1,0 +1,172 @@
+// The SLO capacity search (core/plan/capacity_search.hpp). Moved from the
+// command line (cli/recommend_search.cpp), which now parses the flags into
+// SloTraffic and SloSearchInputs and renders what this returns.
+#include "core/plan/capacity_search.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/memory/engine.hpp"
+
+namespace kvplan {
+
+namespace {
+
+// The traffic's figures: the target rate, the mean lengths (over the whole
+// trace), the rate per window; then the requests a run replays.
+std::vector<double> traffic_figures(SloTraffic& t, SloRecommendResult& r) {
+    Workload& w = t.workload;
+    // The target: the synthetic rate, or the trace's busiest minute (a fleet
+    // sized for it also serves the quieter ones).
+    r.target_rps = t.rate_rps ? *t.rate_rps : peak_rate_rps(w, kRateWindowS);
+    r.target_source = t.rate_rps ? "--rate" : "the trace's peak minute";
+    for (const SimRequest& q : w.requests) {
+        r.mean_input_tokens += static_cast<double>(q.input_tokens);
+        r.mean_output_tokens += static_cast<double>(q.output_tokens);
+    }
+    r.mean_input_tokens /= static_cast<double>(std::max<std::size_t>(1, w.requests.size()));
+    r.mean_output_tokens /= static_cast<double>(std::max<std::size_t>(1, w.requests.size()));
+    // Replicas over time: the whole trace's rate minute by minute.
+    std::vector<double> window_rates = t.rate_rps ? std::vector<double>{} : window_rates_rps(w, kRateWindowS);
+    if (!t.rate_rps && t.max_requests > 0) r.replay_every = thin_requests(w, static_cast<std::size_t>(t.max_requests));
+    r.requests_per_run = static_cast<std::int64_t>(w.requests.size());
+    return window_rates;
+}
+
+// What the search reports about its inputs, before it runs.
+SloRecommendResult described(const ModelSpec& model, const SloSearchInputs& in) {
+    SloRecommendResult r;
+    r.base.model = model.name;
+    r.base.inputs.model = &model;
+    r.base.inputs.weights = in.space.formats.front().weights;
+    r.kv_axis = in.space.kv_dtypes.size() > 1;
+    r.weights_axis = in.space.formats.size() > 1;
+    r.engine = engine_name(in.space.base.engine);
+    r.slo = in.targets.slo;
+    r.goodput = in.targets.goodput;
+    r.top = in.top;
+    r.disaggregated = in.space.disaggregated;
+    for (const Gpu& g : in.gpus) r.gpu_ids.push_back(g.id);
+    return r;
+}
+
+// Each searched candidate's outcome: a qualifying one's fleet, the rest rejected.
+void take_outcomes(std::vector<SloSetup>& setups, const std::vector<std::size_t>& searched, const SearchAll& found, const SloSearchInputs& in,
+                   const std::vector<double>& window_rates, SloRecommendResult& r) {
+    for (std::size_t k = 0; k < searched.size(); ++k) {
+        SloCandidate& c = setups[searched[k]].row;
+        c.outcome = found.outcomes[k];
+        r.simulations += c.outcome.simulations;
+        r.simulated_requests += c.outcome.simulated_requests;
+        if (!found.errors[k].empty()) reject(c, Rejection::Simulation, found.errors[k]);
+        else if (c.outcome.status != SearchOutcome::Status::Found) c.rejection = rejection_of(c.outcome);
+        else size_fleet(c, r.target_rps, gpu_price(in.prices, c.gpu), r.mean_input_tokens, r.mean_output_tokens, window_rates);
+    }
+}
+
+// The goodput curves of the best three, on the search's own workload and engines.
+void add_curves(const std::vector<SloSetup>& setups, const RateWorkload& rw, const SloSearchInputs& in, SloRecommendResult& r) {
+    std::vector<const SearchEngine*> best;
+    std::vector<double> chosen;
+    for (std::size_t k = 0; k < r.qualified.size() && k < kSloCurves; ++k) {
+        best.push_back(&setups[r.qualified[k].order].engine);
+        chosen.push_back(r.qualified[k].outcome.max_rate_rps);
+    }
+    r.curves = goodput_curves(rw, best, chosen, in.targets, goodput_multiples(), in.threads);
+}
+
+}  // namespace
+
+SloRecommendResult search_capacity(const ModelSpec& model, SloTraffic traffic, const SloSearchInputs& in) {
+    SloRecommendResult r = described(model, in);
+    const std::vector<double> window_rates = traffic_figures(traffic, r);
+    std::vector<SloSetup> setups = slo_candidates(in.space, model, in.gpus, traffic.workload, traffic.source, in.efficiency);
+    const RateWorkload rw = rate_workload(std::move(traffic.workload));
+    std::vector<std::size_t> searched;  // the set-ups that are ready
+    std::vector<SearchEngine> engines;
+    std::vector<const SloCandidate*> rows;
+    for (std::size_t i = 0; i < setups.size(); ++i)
+        if (setups[i].ready) {
+            searched.push_back(i);
+            engines.push_back(setups[i].engine);
+            rows.push_back(&setups[i].row);
+        }
+    // Ranked by cost, candidates that cannot reach the top need no search.
+    const std::optional<PruneBy> prune = prune_by(rows, in.prices, r.target_rps, r.top);
+    const SearchAll found = search_all(rw, engines, in.targets, SearchSettings{}, in.threads, prune ? &*prune : nullptr);
+    take_outcomes(setups, searched, found, in, window_rates, r);
+    r.tried = static_cast<std::int64_t>(setups.size());
+    for (SloSetup& s : setups) (s.row.rejected() ? r.rejected : r.candidates).push_back(std::move(s.row));
+    rank_candidates(r, in.keep_qualified);
+    if (!r.qualified.empty()) add_curves(setups, rw, in, r);
+    return r;
+}
+
+std::size_t thin_requests(Workload& w, std::size_t max_requests) {
+    if (max_requests == 0 || w.requests.size() <= max_requests) return 1;
+    const std::size_t k = (w.requests.size() + max_requests - 1) / max_requests;
+    std::vector<SimRequest> kept;
+    for (std::size_t i = 0; i < w.requests.size(); i += k) kept.push_back(std::move(w.requests[i]));
+    w.requests = std::move(kept);
+    return k;
+}
+
+std::optional<double> gpu_price(const std::map<std::string, double>& prices, const std::string& gpu) {
+    const auto p = prices.find(gpu);
+    return p == prices.end() ? std::nullopt : std::optional<double>(p->second);
+}
+
+std::optional<PruneBy> prune_by(const std::vector<const SloCandidate*>& searched, const std::map<std::string, double>& prices, double target_rps,
+                                std::size_t keep) {
+    PruneBy prune{target_rps, {}, keep};
+    std::size_t priced = 0;
+    for (const SloCandidate* c : searched) {
+        const std::optional<double> price = gpu_price(prices, c->gpu);
+        priced += price.has_value();
+        prune.replica_cost.push_back(static_cast<double>(c->gpus_per_replica()) * price.value_or(1.0));
+    }
+    if (priced != 0 && priced != searched.size()) return std::nullopt;
+    return prune;
+}
+
+Rejection rejection_of(const SearchOutcome& outcome) {
+    switch (outcome.status) {
+        case SearchOutcome::Status::Pruned: return Rejection::Cost;
+        case SearchOutcome::Status::Burst: return Rejection::Simulation;
+        case SearchOutcome::Status::Found: return Rejection::Qualified;
+        default: return Rejection::Slo;
+    }
+}
+
+void size_fleet(SloCandidate& c, double target_rps, std::optional<double> usd_per_gpu_hour, double mean_input_tokens, double mean_output_tokens,
+                const std::vector<double>& window_rates) {
+    c.fleet = fleet_cost(target_rps, c.outcome.max_rate_rps, c.gpus_per_replica(), usd_per_gpu_hour, mean_input_tokens, mean_output_tokens);
+    if (!c.pd()) c.serve.dp = c.fleet.replicas;  // a unit's instances are separate servers
+    if (!window_rates.empty())
+        c.scaled = replicas_over_time(window_rates, kRateWindowS, c.outcome.max_rate_rps, c.fleet, c.gpus_per_replica(), usd_per_gpu_hour);
+}
+
+void rank_candidates(SloRecommendResult& r, bool keep_qualified) {
+    std::stable_sort(r.candidates.begin(), r.candidates.end(), ranks_before);
+    if (keep_qualified) r.qualified = r.candidates;
+    for (const SloCandidate& c : r.candidates) {
+        std::optional<SloCandidate>& best = c.pd() ? r.best_disaggregated : r.best_aggregated;
+        if (!best) best = c;
+    }
+    r.disaggregated_wins = r.best_aggregated && r.best_disaggregated && ranks_before(*r.best_disaggregated, *r.best_aggregated);
+    // Those that qualify but rank below --top lose on cost.
+    for (std::size_t i = r.top; i < r.candidates.size(); ++i) {
+        SloCandidate c = r.candidates[i];
+        c.rejection = Rejection::Cost;
+        c.cost_rank = i + 1;
+        r.rejected.push_back(std::move(c));
+    }
+    if (r.candidates.size() > r.top) r.candidates.resize(r.top);
+    // The rejections that say most first: missed targets, then memory, then the rest; cost last.
+    auto rank = [](const SloCandidate& c) {
+        return c.rejection == Rejection::Slo ? 0 : c.rejection == Rejection::Memory ? 1 : c.rejection == Rejection::Cost ? 3 : 2;
+    };
+    std::stable_sort(r.rejected.begin(), r.rejected.end(), [&](const SloCandidate& a, const SloCandidate& b) { return rank(a) < rank(b); });
+}
+
+}  // namespace kvplan
