@@ -263,6 +263,20 @@ TEST_CASE("concurrency --vllm-version picks vLLM's sampler path and is checked")
         CHECK(r.err.find("--vllm-version") != std::string::npos);
         CHECK(r.err.find('\n') == r.err.size() - 1);  // one line
     }
+    // --cpu-offload-gb 12 on Llama-3.1-8B: 29 whole layers (436,224,000 B each) then qkv_proj, o_proj and
+    // gate_up_proj of the 30th (with its 16,384 B of norms, which kvplan lists first) pass 12 GiB: 12,969,279,488 B
+    // leave the GPU, and 3,091,243,008 B stay (vLLM logs 2.91 GiB with the 32 MiB rotary cache).
+    const auto offload = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "rtx-3090", "--engine", "vllm", "--vllm-version", "0.17.1",
+                                     "--max-model-len", "8192", "--cpu-offload-gb", "12"});
+    REQUIRE(offload.code == 0);
+    CHECK(offload.out.find("weights on this GPU                         3,091,243,008") != std::string::npos);
+    for (const char* flag : {"--enforce-eager", "--cpu-offload-gb"}) {
+        std::vector<std::string> args = {"concurrency", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--engine", "sglang", flag};
+        if (std::string(flag) == "--cpu-offload-gb") args.push_back("4");
+        const auto r = kvplan_run(args);
+        CHECK(r.code == 2);
+        CHECK(r.err.find(std::string(flag) + " applies to --engine vllm only") != std::string::npos);
+    }
     const auto other = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--engine", "sglang", "--vllm-version", "0.19.0"});
     CHECK(other.code == 2);
     CHECK(other.out.empty());

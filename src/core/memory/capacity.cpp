@@ -554,7 +554,11 @@ CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool sea
     add_notes(p, spec, in, s, stages[binding]);
     p.engine_log = engine_log_figures(p, stages[binding]);
     if (in.engine == Engine::Vllm) p.vllm_release = in.vllm_release;
-    if (in.cpu_offload_bytes > 0 && !in.weights_bytes) p.cpu_offload_bytes = vllm_cpu_offload_bytes(spec, s.weights, in.cpu_offload_bytes, in.tp);
+    if (in.cpu_offload_bytes > 0 && !in.weights_bytes) {
+        p.cpu_offload_bytes = vllm_cpu_offload_bytes(spec, s.weights, in.cpu_offload_bytes, in.tp);
+        p.notes.push_back("--cpu-offload-gb: vLLM keeps " + group_digits(p.cpu_offload_bytes) +
+                          " B of weights per GPU in host memory (whole tensors, layer by layer, until the budget is spent)");
+    }
     // The TP search's trial plans are discarded but for `fits`: spare them the two searches.
     if (search_tp && in.longest_lengths) set_longest_lengths(p, spec, in, s, stages, min_blocks);
 
