@@ -62,7 +62,10 @@ CLI::App* setup_concurrency(CLI::App& app, ConcurrencyOptions& o) {
         ->transform(token_count())
         ->check(CLI::Range(std::int64_t{1}, kMaxTokens));
     cmd->add_option("--max-num-seqs", o.max_num_seqs, "sequences the sampler is sized for (default: the engine's)")->check(count);
-    cmd->add_option("--vllm-version", o.vllm_version, "--engine vllm: the release (e.g. 0.19.0); from 0.16.1 its sampler is profiled in place");
+    cmd->add_option("--vllm-version", o.vllm_version, "--engine vllm: the release whose start-up rules size the pool (e.g. 0.19.0; 'list')");
+    cmd->add_flag("--enforce-eager", o.enforce_eager, "--engine vllm: no CUDA graphs (and no graph memory profile)");
+    cmd->add_option("--cpu-offload-gb", o.cpu_offload_gb, "--engine vllm: GiB of weights per GPU kept in host memory (vLLM's --cpu-offload-gb)")
+        ->check(CLI::Range(0.0, 4096.0));
     cmd->add_option("--cpu-offload", o.cpu_offload,
                     "--engine vllm: host memory for KV offload, e.g. 64GiB (vLLM's --kv-offloading-size, total over TP x PP)");
     CLI::Option* json_flag = cmd->add_flag("--json", o.json, "print JSON (schema: docs/concurrency.md)");
@@ -133,6 +136,7 @@ static CpuTierSummary cpu_tier_summary(const std::string& size, const CapacityPl
 }
 
 std::string run_concurrency(const ConcurrencyOptions& o) {
+    if (o.vllm_version == "list") return render_vllm_releases();
     ModelSpec model = resolve_model(o.model);
     CapacityInputs in;
     if (!o.kv_pool.empty()) in.kv_pool_bytes = parse_byte_size("--kv-pool", o.kv_pool, true);
@@ -173,8 +177,13 @@ std::string run_concurrency(const ConcurrencyOptions& o) {
     if (o.max_num_seqs > 0) in.max_num_seqs = o.max_num_seqs;
     if (!o.vllm_version.empty()) {
         if (in.engine != Engine::Vllm) usage_error("--vllm-version applies to --engine vllm only");
-        in.vllm_sampler = parse_vllm_version(o.vllm_version);
+        in.vllm_release = parse_vllm_release(o.vllm_version);
     }
+    if ((o.enforce_eager || o.cpu_offload_gb > 0) && in.engine != Engine::Vllm)
+        usage_error(std::string(o.enforce_eager ? "--enforce-eager" : "--cpu-offload-gb") + " applies to --engine vllm only");
+    if (o.cpu_offload_gb > 0 && o.pp > 1) usage_error("--cpu-offload-gb is modelled for one pipeline stage (--pp 1)");
+    in.enforce_eager = o.enforce_eager;
+    in.cpu_offload_bytes = static_cast<std::int64_t>(o.cpu_offload_gb * 1073741824.0 + 0.5);
 
     ConcurrencyResult result;
     result.model = &model;

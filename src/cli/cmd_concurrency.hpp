@@ -41,8 +41,10 @@ struct ConcurrencyOptions {
     std::int64_t max_model_len = 0;
     std::int64_t max_batched_tokens = 0;
     std::int64_t max_num_seqs = 0;
-    std::string cpu_offload;   // --cpu-offload SIZE (vLLM's --kv-offloading-size); empty: none
-    std::string vllm_version;  // e.g. "0.19.0"; empty: vLLM's PyTorch-sort sampler (up to 0.16.0)
+    std::string cpu_offload;     // --cpu-offload SIZE (vLLM's --kv-offloading-size); empty: none
+    std::string vllm_version;    // e.g. "0.19.0", or "list"; empty: kvplan's cautious defaults (PyTorch-sort sampler, 0.35 GiB non-torch)
+    bool enforce_eager = false;  // --enforce-eager: no CUDA graphs
+    double cpu_offload_gb = 0;   // --cpu-offload-gb: GiB of weights vLLM keeps in host memory, per GPU
     bool json = false;
     std::string format = "table";
     bool wide = false;  // table: the overhead basis as a column, lines unwrapped

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/memory/vllm_release.hpp"
 
 namespace kvplan {
 
@@ -190,21 +191,7 @@ void add_wide_flag(CLI::App& command, bool& wide) {
 }
 
 VllmSampler parse_vllm_version(const std::string& text) {
-    int part[3] = {0, 0, 0};
-    std::size_t pos = 0;
-    int count = 0;
-    while (count < 3 && pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) {
-        std::size_t end = pos;
-        while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end])) && end - pos < 4) ++end;
-        part[count++] = std::stoi(text.substr(pos, end - pos));
-        pos = end;
-        if (pos < text.size() && text[pos] == '.' && count < 3) ++pos;
-        else break;
-    }
-    const bool rest_ok = pos == text.size() || (!std::isdigit(static_cast<unsigned char>(text[pos])) && text[pos] != '.');
-    if (count < 2 || !rest_ok || (pos > 0 && text[pos - 1] == '.'))
-        usage_error("--vllm-version: expected MAJOR.MINOR[.PATCH] such as 0.19.0, found \"" + text + "\"");
-    return vllm_sampler_for_version(part[0], part[1], part[2]);
+    return vllm_release_rules(parse_vllm_release(text)).sampler;
 }
 
 }  // namespace kvplan

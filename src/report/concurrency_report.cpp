@@ -419,4 +419,19 @@ std::string render_concurrency_json(const ConcurrencyResult& r) {
     return j.dump(2) + "\n";
 }
 
+std::string render_vllm_releases() {
+    std::string out = "vLLM releases kvplan models (--vllm-version), with what their start-up subtracts:\n";
+    std::string previous;
+    for (const std::string& series : known_vllm_series()) {
+        const VllmRelease r = parse_vllm_release(series);
+        const VllmReleaseRules rules = vllm_release_rules(r);
+        std::string rule = rules.sampler == VllmSampler::Triton ? "Triton sampler" : "PyTorch-sort sampler";
+        if (r.minor == 16) rule = "PyTorch-sort sampler (0.16.0), Triton sampler (0.16.1 on)";
+        if (rules.graph_profile == VllmGraphProfile::ProfiledDiscarded) rule += "; CUDA-graph profile inside memory_profiling (residue)";
+        if (rules.graph_profile == VllmGraphProfile::EstimateSubtracted) rule += "; CUDA-graph estimate subtracted (pass it with --overhead)";
+        out += "  " + series + "  " + rule + "\n";
+    }
+    return out;
+}
+
 }  // namespace kvplan

@@ -23,4 +23,8 @@ std::string render_concurrency_markdown(const ConcurrencyResult& r);
 std::string render_concurrency_csv(const ConcurrencyResult& r);
 std::string render_concurrency_json(const ConcurrencyResult& r);
 
+// `concurrency --vllm-version list`: the releases kvplan knows and what each
+// one's start-up subtracts (core/memory/vllm_release.hpp).
+std::string render_vllm_releases();
+
 }  // namespace kvplan

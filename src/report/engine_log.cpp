@@ -20,25 +20,49 @@ std::string gib_text(std::int64_t bytes) {
     return two_decimals(static_cast<double>(bytes) / 1073741824.0);
 }
 
-// vllm/v1/core/kv_cache_utils.py: _report_kv_cache_config, and the check
-// that one max_model_len request fits (_check_enough_kv_cache_memory).
+// vllm/utils/mem_utils.py format_gib: round(bytes / GiB, 2) printed as Python
+// prints a float, so "1.0", "0.95", "-0.7" (the RTX 3090 0.17.1 and A100
+// 0.19.1 logs); kvplan uses it when --vllm-version names 0.17 or later, the
+// releases whose logs show it, and "%.2f" otherwise.
+std::string format_gib(std::int64_t bytes) {
+    std::string text = two_decimals(static_cast<double>(bytes) / 1073741824.0);
+    if (text == "-0.00") text = "0.00";
+    while (text.size() > 1 && text.back() == '0' && text[text.size() - 2] != '.') text.pop_back();
+    return text;
+}
+
+// vLLM's messages point at its memory guide (vllm#53013 quotes the link).
+constexpr const char* kConservingMemory = " See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.";
+
+// vllm/v1/worker/gpu_worker.py logs the pool; vllm/v1/core/kv_cache_utils.py
+// get_kv_cache_configs then checks that one max_model_len request fits
+// (_check_enough_kv_cache_memory, which raises before anything else is
+// logged) and reports the pool (_report_kv_cache_config).
 std::vector<std::string> vllm_lines(const CapacityPlan& p, const EngineLogFigures& f) {
     const std::int64_t len = p.max_model_len;
     const std::int64_t blocks = p.num_blocks.value_or(0);
-    const std::string conc = two_decimals(static_cast<double>(blocks) / static_cast<double>(f.max_len_request_blocks));
-    std::vector<std::string> out{"Available KV cache memory: " + gib_text(p.budget.kv_pool_bytes) + " GiB",
-                                 "GPU KV cache size: " + group_digits(p.kv_cache_tokens.value_or(0)) + " tokens",
-                                 "Maximum concurrency for " + group_digits(len) + " tokens per request: " + conc + "x"};
+    const bool python_floats = p.vllm_release && (p.vllm_release->major > 0 || p.vllm_release->minor >= 17);
+    auto gib = [&](std::int64_t bytes) { return python_floats ? format_gib(bytes) : gib_text(bytes); };
+    std::vector<std::string> out{"Available KV cache memory: " + gib(p.budget.kv_pool_bytes) + " GiB"};
+    if (p.budget.kv_pool_bytes <= 0) {
+        out.push_back("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine." +
+                      std::string(kConservingMemory));
+        return out;
+    }
     if (f.max_len_request_blocks > blocks) {
-        // _check_enough_kv_cache_memory: the estimate is named only when it is positive.
+        // The estimate is named only when it is positive.
         const std::int64_t estimate = p.longest_len_one_request.value_or(0);
         out.push_back("ValueError: To serve at least one request with the models's max seq len (" + std::to_string(len) + "), (" +
-                      gib_text(f.max_len_request_bytes) + " GiB KV cache is needed, which is larger than the available KV cache memory (" +
-                      gib_text(std::max<std::int64_t>(0, p.budget.kv_pool_bytes)) + " GiB). " +
+                      gib(f.max_len_request_bytes) + " GiB KV cache is needed, which is larger than the available KV cache memory (" +
+                      gib(p.budget.kv_pool_bytes) + " GiB). " +
                       (estimate > 0 ? "Based on the available memory, the estimated maximum model length is " + std::to_string(estimate) + ". "
                                     : std::string()) +
-                      "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.");
+                      "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine." + kConservingMemory);
+        return out;
     }
+    const std::string conc = two_decimals(static_cast<double>(blocks) / static_cast<double>(f.max_len_request_blocks));
+    out.push_back("GPU KV cache size: " + group_digits(p.kv_cache_tokens.value_or(0)) + " tokens");
+    out.push_back("Maximum concurrency for " + group_digits(len) + " tokens per request: " + conc + "x");
     return out;
 }
 

@@ -235,15 +235,26 @@ TEST_CASE("concurrency --vllm-version picks vLLM's sampler path and is checked")
         args.insert(args.end(), {"--vllm-version", version});
         return kvplan_run(args);
     };
-    const auto sort = with("0.16.0"), triton = with("0.19.0"), rc = with("0.19.1rc1");
+    const auto sort = with("0.16.0"), triton = with("0.17.1"), graphs = with("0.19.0"), rc = with("0.19.1rc1");
     REQUIRE(sort.code == 0);
     REQUIRE(triton.code == 0);
+    REQUIRE(graphs.code == 0);
     REQUIRE(rc.code == 0);
     const auto pool = [](const CliResult& r) { return nlohmann::json::parse(r.out)["kv_pool_bytes"].get<std::int64_t>(); };
     // The sampler side shrinks by (20,971,520 + 1,247,674,368) - (20,971,520 + 525,336,576) = 722,337,792 B.
     CHECK(pool(triton) - pool(sort) == 722'337'792);
-    CHECK(pool(rc) == pool(triton));
+    // From 0.18 the discarded CUDA-graph profile leaves its residue, 0.60 GiB = 644,245,094 B.
+    CHECK(pool(triton) - pool(graphs) == 644'245'094);
+    CHECK(pool(rc) == pool(graphs));
     CHECK(nlohmann::json::parse(triton.out)["overhead_terms"][2]["basis"].get<std::string>().find("Triton buffer") != std::string::npos);
+    // The list, and a release kvplan does not know (exit 2, naming the nearest).
+    const auto list = kvplan_run({"concurrency", "--vllm-version", "list"});
+    CHECK(list.code == 0);
+    CHECK(list.out.find("0.18  Triton sampler; CUDA-graph profile inside memory_profiling (residue)") != std::string::npos);
+    const auto unknown = with("0.28.0");
+    CHECK(unknown.code == 2);
+    CHECK(unknown.out.empty());
+    CHECK(unknown.err.find("the nearest is 0.27") != std::string::npos);
     for (const std::string bad : {"latest", "0", "0.x", "1.2.3.4", "0..19"}) {
         INFO(bad);
         const auto r = with(bad);
@@ -251,6 +262,20 @@ TEST_CASE("concurrency --vllm-version picks vLLM's sampler path and is checked")
         CHECK(r.out.empty());
         CHECK(r.err.find("--vllm-version") != std::string::npos);
         CHECK(r.err.find('\n') == r.err.size() - 1);  // one line
+    }
+    // --cpu-offload-gb 12 on Llama-3.1-8B: 29 whole layers (436,224,000 B each) then qkv_proj, o_proj and
+    // gate_up_proj of the 30th (with its 16,384 B of norms, which kvplan lists first) pass 12 GiB: 12,969,279,488 B
+    // leave the GPU, and 3,091,243,008 B stay (vLLM logs 2.91 GiB with the 32 MiB rotary cache).
+    const auto offload = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "rtx-3090", "--engine", "vllm", "--vllm-version", "0.17.1",
+                                     "--max-model-len", "8192", "--cpu-offload-gb", "12"});
+    REQUIRE(offload.code == 0);
+    CHECK(offload.out.find("weights on this GPU                         3,091,243,008") != std::string::npos);
+    for (const char* flag : {"--enforce-eager", "--cpu-offload-gb"}) {
+        std::vector<std::string> args = {"concurrency", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--engine", "sglang", flag};
+        if (std::string(flag) == "--cpu-offload-gb") args.push_back("4");
+        const auto r = kvplan_run(args);
+        CHECK(r.code == 2);
+        CHECK(r.err.find(std::string(flag) + " applies to --engine vllm only") != std::string::npos);
     }
     const auto other = kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--engine", "sglang", "--vllm-version", "0.19.0"});
     CHECK(other.code == 2);

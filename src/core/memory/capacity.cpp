@@ -194,14 +194,67 @@ std::int64_t attention_tp(const CapacityPlan& p, const CapacityInputs& in) {
 
 // The runtime overhead: given by --overhead, or estimated term by term.
 std::vector<OverheadTerm> overhead_terms(const ModelSpec& spec, const CapacityInputs& in, const CapacityPlan& p) {
-    if (!in.overhead_bytes)
-        return estimate_overhead(spec, OverheadInputs{in.engine, attention_tp(p, in), p.max_batched_tokens, p.max_num_seqs, in.vllm_sampler,
-                                                      hopper_gpu(in.gpu), p.scale_out ? p.scale_out->gpus : 0});
+    if (!in.overhead_bytes) {
+        OverheadInputs o{in.engine,
+                         attention_tp(p, in),
+                         p.max_batched_tokens,
+                         p.max_num_seqs,
+                         in.vllm_sampler,
+                         hopper_gpu(in.gpu),
+                         p.scale_out ? p.scale_out->gpus : 0};
+        if (in.vllm_release && in.engine == Engine::Vllm) {
+            const VllmReleaseRules rules = vllm_release_rules(*in.vllm_release);
+            o.sampler = rules.sampler;
+            o.vllm_release = true;
+            o.graph_profile = rules.graph_profile;
+        }
+        o.enforce_eager = in.enforce_eager;
+        o.weights_given = in.weights_bytes.has_value();
+        return estimate_overhead(spec, o);
+    }
     OverheadTerm t;
     t.name = "runtime overhead (given by --overhead)";
     t.bytes = t.low_bytes = t.high_bytes = *in.overhead_bytes;
     t.basis = "--overhead";
     return {t};
+}
+
+// What vLLM's --cpu-offload-gb moves to host memory on one GPU
+// (vllm/model_executor/models/utils.py maybe_offload_to_cpu, applied by
+// make_layers to each decoder layer in order): parameter by parameter, each
+// moved whole while the bytes moved so far are below the budget, so the last
+// one overshoots it. vLLM fuses q/k/v into qkv_proj and gate/up into
+// gate_up_proj, so those move as one. Checked by the RTX 3090 0.17.1 logs at
+// 12 GiB: Llama-3.1-8B keeps 2.91 GiB, Qwen2.5-7B 2.17 GiB.
+std::int64_t vllm_cpu_offload_bytes(const ModelSpec& spec, const WeightSizing& w, std::int64_t budget, std::int64_t tp) {
+    const auto layers = static_cast<std::int64_t>(spec.layers.size());
+    if (layers == 0) return 0;
+    auto fused = [](const std::string& name) -> std::string {
+        for (const char* part : {"q_proj", "k_proj", "v_proj"})
+            if (name.find(part) != std::string::npos) return "qkv";
+        for (const char* part : {"gate_proj", "up_proj"})
+            if (name.find(part) != std::string::npos) return "gate_up";
+        return name;
+    };
+    // One layer's tensors in order, fused as vLLM holds them, in bytes on one rank.
+    std::vector<std::pair<std::string, std::int64_t>> tensors;
+    for (const ParamTensor& t : spec.params) {
+        if (t.copies % layers != 0 || t.part == ParamPart::Embedding || t.part == ParamPart::Head) continue;
+        const std::int64_t one =
+            quantized_bytes(t, spec.quantization).value_or(bytes_for(checked_mul(t.rows, t.cols, "offload"), t.fixed_dtype.value_or(w.dtype)));
+        std::int64_t bytes = checked_mul(one, t.copies / layers, "offload");
+        if (t.max_tp_split != 1) bytes = ceil_div(bytes, std::min(tp, t.max_tp_split > 0 ? t.max_tp_split : tp));
+        const std::string key = fused(t.name);
+        if (!tensors.empty() && tensors.back().first == key) tensors.back().second += bytes;
+        else tensors.emplace_back(key, bytes);
+    }
+    std::int64_t moved = 0;
+    for (std::int64_t l = 0; l < layers && moved < budget; ++l)
+        for (const auto& t : tensors) {
+            if (moved >= budget) break;
+            moved = checked_add(moved, t.second, "offloaded bytes");
+        }
+    return moved;
 }
 
 // One pipeline stage: its budget, then the pages its engine cuts the pool into.
@@ -220,6 +273,10 @@ Stage size_stage(const ModelSpec& spec, const CapacityInputs& in, const Capacity
         b.weights_bytes = in.weights_bytes.value_or(
             stage_weight_bytes(s.weights, spec, where, in.pp, in.tp, in.engine == Engine::Trtllm && trtllm_whole_embedding(spec)));
     }
+    // --cpu-offload-gb: vLLM moves whole decoder-layer tensors to host memory
+    // until the budget is spent; a given --weights is what the GPU holds.
+    if (in.cpu_offload_bytes > 0 && !in.weights_bytes)
+        b.weights_bytes = std::max<std::int64_t>(0, b.weights_bytes - vllm_cpu_offload_bytes(spec, s.weights, in.cpu_offload_bytes, in.tp));
     for (const OverheadTerm& t : overhead)
         if (!t.last_stage_only || where.index == in.pp - 1) b.overhead.push_back(t);
     // Given --weights (what the engine logged it loaded) already holds it.
@@ -381,6 +438,11 @@ void add_notes(CapacityPlan& p, const ModelSpec& spec, const CapacityInputs& in,
         p.notes.push_back("SGLang divides --chunked-prefill-size " + group_digits(p.max_batched_tokens) + " over the " +
                           std::to_string(p.scale_out->dp) + " DP ranks: " + group_digits(p.max_batched_tokens / p.scale_out->dp) +
                           " prompt tokens a rank a step; wide-EP launches pass a larger total (--max-num-batched-tokens)");
+    if (in.vllm_release && in.engine == Engine::Vllm && !in.enforce_eager && !in.overhead_bytes &&
+        vllm_release_rules(*in.vllm_release).graph_profile == VllmGraphProfile::EstimateSubtracted)
+        p.warnings.push_back("vLLM " + vllm_release_text(*in.vllm_release) +
+                             " subtracts its CUDA-graph estimate from the pool ('Estimated CUDA graph memory: N GiB total'), which kvplan does not "
+                             "compute: add it with --overhead, or set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0");
     if (p.scale_out && p.scale_out->ep > 1)
         p.notes.push_back(
             "not counted: the all-to-all buffers of expert parallelism (DeepEP / pplx NVSHMEM buffers); pass --overhead to include them");
@@ -491,6 +553,12 @@ CapacityPlan plan_once(const ModelSpec& spec, const CapacityInputs& in, bool sea
     take_binding_stage(p, in, stages[binding], binding, binding_requests, min_blocks);
     add_notes(p, spec, in, s, stages[binding]);
     p.engine_log = engine_log_figures(p, stages[binding]);
+    if (in.engine == Engine::Vllm) p.vllm_release = in.vllm_release;
+    if (in.cpu_offload_bytes > 0 && !in.weights_bytes) {
+        p.cpu_offload_bytes = vllm_cpu_offload_bytes(spec, s.weights, in.cpu_offload_bytes, in.tp);
+        p.notes.push_back("--cpu-offload-gb: vLLM keeps " + group_digits(p.cpu_offload_bytes) +
+                          " B of weights per GPU in host memory (whole tensors, layer by layer, until the budget is spent)");
+    }
     // The TP search's trial plans are discarded but for `fits`: spare them the two searches.
     if (search_tp && in.longest_lengths) set_longest_lengths(p, spec, in, s, stages, min_blocks);
 

@@ -15,6 +15,7 @@
 #include "core/memory/engine.hpp"
 #include "core/memory/parallel.hpp"
 #include "core/memory/vllm_kv_cache.hpp"
+#include "core/memory/vllm_release.hpp"
 #include "core/model/model_spec.hpp"
 #include "core/model/weight_format.hpp"
 
@@ -53,6 +54,11 @@ struct CapacityInputs {
     // vLLM V1's top-k/top-p path, from --vllm-version (vllm_sampler_for_version):
     // it sets the dummy sampler's bytes per vocabulary entry.
     VllmSampler vllm_sampler = VllmSampler::PyTorchSort;
+    // --vllm-version: the release whose start-up rules size the pool
+    // (vllm_release_rules); it also sets the sampler path.
+    std::optional<VllmRelease> vllm_release;
+    bool enforce_eager = false;          // --enforce-eager: vLLM captures no CUDA graphs
+    std::int64_t cpu_offload_bytes = 0;  // --cpu-offload-gb: weights vLLM keeps in host memory
     // Whether to search for the longest --max-model-len that fits (two binary
     // searches); sweeps that read only the rows turn it off.
     bool longest_lengths = true;
@@ -114,6 +120,8 @@ struct CapacityPlan {
     std::optional<std::int64_t> kv_cache_tokens;        // as the engine reports it (nullopt: no per-token layers)
     std::optional<std::int64_t> kv_cache_tokens_total;  // x DP ranks (with scale_out)
     std::optional<VllmLayout> vllm;
+    std::optional<VllmRelease> vllm_release;  // the release whose rules sized the pool
+    std::int64_t cpu_offload_bytes = 0;       // weights moved to host memory (vLLM's walk over the layers)
     std::vector<ContextRow> rows;
     std::optional<EngineLogFigures> engine_log;  // absent: nothing kvplan models the engine logging
     // The largest --max-model-len at which one request, and max_num_seqs

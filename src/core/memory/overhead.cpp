@@ -92,6 +92,21 @@ OverheadTerm non_torch_term(const OverheadInputs& in) {
     t.name = "non-torch memory (cuBLAS/NCCL workspaces)";
     // With DP attention and EP the collectives span `world` GPUs even at attention TP 1.
     const bool nccl = (in.world > 0 ? in.world : in.tp) > 1;
+    if (in.vllm_release) {
+        // A named release: vLLM takes its baseline snapshot after the CUDA
+        // context and the process group exist (gpu_worker.py init_device:
+        // init_snapshot after init_worker_distributed_environment), and
+        // PyTorch allocates the cuBLAS workspace through its caching
+        // allocator, so on one GPU non_torch_increase (mem_utils.py
+        // memory_profiling) has nothing of kvplan's to count. The ten RTX 3090
+        // logs of vLLM 0.17.1 check it: -0.04 to +0.07 GiB, mean 0.01 GiB.
+        t.bytes = nccl ? gib(0.42) : 0;
+        t.low_bytes = nccl ? gib(0.54) : -gib(0.04);
+        t.high_bytes = nccl ? gib(0.55) : gib(0.14);
+        t.basis = nccl ? "0.42 GiB for NCCL at TP > 1" : "0 on one GPU (vLLM's baseline follows the CUDA context)";
+        t.source = "vllm/v1/worker/gpu_worker.py init_device, vllm/utils/mem_utils.py memory_profiling; RTX 3090 vLLM 0.17.1 logs";
+        return t;
+    }
     t.bytes = gib(0.35) + (nccl ? gib(0.42) : 0);
     t.low_bytes = nccl ? gib(0.54) : gib(0.03);
     t.high_bytes = gib(1.79) + (nccl ? gib(0.42) : 0);
@@ -191,6 +206,60 @@ OverheadTerm cuda_graph_term() {
     return t;
 }
 
+// vLLM's rotary embedding keeps one cos/sin cache of max_position_embeddings
+// x rotary_dim in the model dtype, built with the model and so counted in
+// "Model loading took" (vllm/model_executor/layers/rotary_embedding
+// RotaryEmbedding._compute_cos_sin_cache; get_rope shares one per model).
+// Llama-3.1-8B: 131,072 x 128 x 2 B = 32 MiB, the difference between its
+// 14.96 GiB of parameters and the 14.99 GiB vLLM logs (vllm#10517, llm-d,
+// the RTX 3090 0.17.1 logs).
+std::optional<OverheadTerm> rotary_cache_term(const ModelSpec& spec) {
+    const bool attention = std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) {
+        return l.kind == LayerKind::Full || l.kind == LayerKind::Sliding || l.kind == LayerKind::Chunked;
+    });
+    if (!attention || spec.max_position_tokens <= 0 || spec.head_dim <= 0) return std::nullopt;
+    OverheadTerm t;
+    t.name = "rotary cos/sin cache (vLLM weights)";
+    t.bytes = t.low_bytes = t.high_bytes = checked_mul(checked_mul(spec.max_position_tokens, spec.head_dim, "rotary cache"), 2, "rotary cache");
+    t.basis = group_digits(spec.max_position_tokens) + " positions x " + group_digits(spec.head_dim) + " x 2 B";
+    t.source = "vLLM RotaryEmbedding cos_sin_cache, one per model (get_rope), allocated with the weights";
+    return t;
+}
+
+// vLLM 0.18-0.20 run the CUDA-graph memory profile (a throwaway capture on a
+// minimal KV cache) inside memory_profiling() and discard the estimate, but
+// non_torch_increase is read when the context exits, after the capture, so
+// what the capture leaves outside PyTorch's allocator is subtracted from the
+// pool (vllm PR #51590: "previously ran and discarded the result";
+// local-inference-lab/vllm#201). No formula in vLLM's source gives it; two
+// logs measure it: 0.60 GiB (RTX 4090, Llama-3.1-8B, 0.19.0) and 0.31 GiB
+// (A100 40GB, Qwen3-8B, 0.19.1). kvplan plans with the top of that range, as
+// it does for non-torch memory, since an under-estimate is a failed start.
+OverheadTerm graph_profile_residue_term() {
+    OverheadTerm t;
+    t.name = "CUDA-graph profile residue";
+    t.bytes = gib(0.60);
+    t.low_bytes = gib(0.31);
+    t.high_bytes = gib(0.60);
+    t.basis = "the throwaway capture's non-torch residue, measured 0.31-0.60 GiB";
+    t.source = "vllm/v1/worker/gpu_worker.py determine_available_memory (0.18-0.20); RTX 4090 0.19.0 run, A100 40GB 0.19.1 log";
+    return t;
+}
+
+// vLLM >= 0.21 subtracts its CUDA-graph estimate (default since v0.21.0):
+// the capture is measured on the device, so kvplan names the term and
+// leaves it to --overhead.
+OverheadTerm graph_estimate_term() {
+    OverheadTerm t;
+    t.name = "CUDA-graph estimate (not computed)";
+    t.bytes = 0;
+    t.low_bytes = 0;
+    t.high_bytes = gib(4.7);
+    t.basis = "add the logged 'Estimated CUDA graph memory' with --overhead";
+    t.source = "vllm/v1/worker/gpu_worker.py determine_available_memory: requested - non_kv - cudagraph_memory_estimate_applied";
+    return t;
+}
+
 }  // namespace
 
 std::int64_t VllmProfilePeak::peak_bytes() const {
@@ -247,7 +316,12 @@ std::vector<OverheadTerm> estimate_overhead(const ModelSpec& spec, const Overhea
         // TensorRT-LLM sizes its own buffers at build time.
         terms.push_back(summed_sampler_term(spec, in));
     }
-    terms.push_back(cuda_graph_term());
+    if (in.vllm_release && in.engine == Engine::Vllm) {
+        if (auto rotary = rotary_cache_term(spec); rotary && !in.weights_given) terms.push_back(*rotary);
+        if (!in.enforce_eager && in.graph_profile == VllmGraphProfile::ProfiledDiscarded) terms.push_back(graph_profile_residue_term());
+        if (!in.enforce_eager && in.graph_profile == VllmGraphProfile::EstimateSubtracted) terms.push_back(graph_estimate_term());
+    }
+    if (!in.enforce_eager) terms.push_back(cuda_graph_term());
     return terms;
 }
 

@@ -43,6 +43,13 @@ enum class VllmSampler {
     Triton,
 };
 
+// Where a vLLM release puts the CUDA-graph memory profile (vllm_release.hpp).
+enum class VllmGraphProfile {
+    None,                // graphs are captured after the pool is sized (compile_or_warm_up_model)
+    ProfiledDiscarded,   // profiled inside memory_profiling(), the estimate logged and discarded
+    EstimateSubtracted,  // profiled and the estimate subtracted from the pool
+};
+
 struct OverheadInputs {
     Engine engine = Engine::Generic;
     std::int64_t tp = 1;
@@ -52,6 +59,13 @@ struct OverheadInputs {
     // Hopper-class GPU: PyTorch gives cuBLAS a 32 MiB workspace there, 8.1 MiB elsewhere.
     bool hopper = false;
     std::int64_t world = 0;  // GPUs in the step's collectives (DP attention + EP); 0: tp
+    // --vllm-version named a release: its rules replace kvplan's cautious
+    // defaults (non-torch memory as the source measures it, the rotary cache
+    // counted with the weights, the release's CUDA-graph profile).
+    bool vllm_release = false;
+    VllmGraphProfile graph_profile = VllmGraphProfile::None;
+    bool enforce_eager = false;  // --enforce-eager: no graphs, no graph profile
+    bool weights_given = false;  // --weights: what vLLM logged it loaded, rotary cache included
 };
 
 // What vLLM V1's profile_run holds at its torch peak, from the code
