@@ -480,7 +480,7 @@ std::string render_recommend_json(const RecommendResult& r) {
     std::vector<std::string> all = s.notes;
     all.insert(all.end(), r.rec.notes.begin(), r.rec.notes.end());
     j["notes"] = all;
-    return j.dump(2) + "\n";
+    return json_text(j);
 }
 
 std::string render_recommend_csv(const RecommendResult& r) {

@@ -7,6 +7,8 @@
 
 #include "core/digits.hpp"
 #include "core/units.hpp"
+#include "report/json_value.hpp"
+#include "report/printable.hpp"
 #include "report/table.hpp"
 
 namespace kvplan {
@@ -164,7 +166,7 @@ std::string dp_ranks_text(const std::vector<ReplicaStats>& ranks) {
 
 std::string render_simulate_table(const SimulateResult& r) {
     const SimSummary& s = r.summary;
-    std::string out = fmt::format("kvplan simulate: {} on {}\n", r.model_label, r.gpu_name);
+    std::string out = fmt::format("kvplan simulate: {} on {}\n", printable(r.model_label), printable(r.gpu_name));
     if (r.disagg) {
         const DisaggReport& d = *r.disagg;
         out = fit_line(fmt::format("kvplan simulate: {}, prefill and decode disaggregated", r.model_label), Width::Fit);
@@ -409,7 +411,7 @@ std::string render_simulate_json(const SimulateResult& r) {
                                        {"kv_cache_usage", p.kv_cache_usage},
                                        {"prompt_tokens_per_s", p.prompt_tokens_per_s},
                                        {"generation_tokens_per_s", p.generation_tokens_per_s}});
-    return j.dump(2) + "\n";
+    return json_text(j);
 }
 
 std::string render_requests_csv(const SimulateResult& r) {
