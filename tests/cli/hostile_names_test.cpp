@@ -241,3 +241,14 @@ TEST_CASE("hostile names: check in every format", "[hostile-names]") {
     for (const std::string format : {"text", "json", "markdown", "github", "junit"})
         expect_run({"check", "--gpu-file", in.gpu_file, "--baseline", in.baseline, "--format", format}, format, 1);
 }
+
+TEST_CASE("hostile names: a folder name that is not UTF-8 prints JSON, the bytes replaced", "[hostile-names]") {
+    // nlohmann's dump throws on invalid UTF-8 by default (type_error 316): an
+    // internal error, exit 70. json_text replaces the bytes with U+FFFD.
+    const std::string folder = scratch().write("latin1/caf\xe9\xff/config.json", llama_config("llama")).parent_path().string();
+    const Run r = Run::kvplan({"size", "--model", folder, "--json"});
+    INFO(r.command << "\nstderr: " << r.err);
+    CHECK(r.exit_code == 0);
+    REQUIRE(nlohmann::json::accept(r.out));
+    CHECK(nlohmann::json::parse(r.out).at("model").get<std::string>().find("caf\xef\xbf\xbd\xef\xbf\xbd") != std::string::npos);
+}
