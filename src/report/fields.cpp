@@ -3,6 +3,7 @@
 #include "report/diff_report.hpp"
 #include "report/engines_report.hpp"
 #include "report/gpus_report.hpp"
+#include "report/simulate_report.hpp"
 #include "report/size_report.hpp"
 
 namespace kvplan {
@@ -13,6 +14,7 @@ std::vector<FieldListInfo> all_field_lists() {
         describe_fields("engines: a speed profile", engine_fields()),
         describe_fields("size: a layer group", layer_group_fields()),
         describe_fields("diff: a figure", diff_row_fields()),
+        describe_fields("simulate: a latency metric", latency_fields()),
     };
 }
 

@@ -39,6 +39,8 @@ const std::set<std::string> kUnitless = {
     "change_fraction",  // diff: (B - A) / A
     // diff's two values: their unit is the row's figure key's (decode_step_s, kv_cache_tokens)
     "a", "b",
+    // a distribution's statistics: the unit is the key that holds them (simulate's ttft_s)
+    "mean", "p50", "p90", "p99", "max",
     // keys older than the rule, kept so that the JSON stays what users parse
     "tokens_held",  // size's layer groups: tokens each layer holds a sequence (a count of tokens)
 };
