@@ -69,6 +69,25 @@ std::string markup_text(std::string_view text, bool apostrophe, bool keep_newlin
     return out;
 }
 
+std::string shell_word(std::string_view word) {
+    if (!word.empty() && word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:@+=,-") == std::string::npos)
+        return std::string(word);
+    bool control = false;
+    for (char c : word) control = control || is_control(c);
+    if (!control) {
+        std::string out = "'";
+        for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+        return out + "'";
+    }
+    std::string out = "$'";
+    for (char c : word) {
+        if (c == '\\' || c == '\'') out += std::string("\\") + c;
+        else if (is_control(c)) append_escape(out, c);
+        else out += c;
+    }
+    return out + "'";
+}
+
 std::string github_data(std::string_view text) {
     std::string out;
     for (char c : text) {

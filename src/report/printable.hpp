@@ -35,6 +35,13 @@ std::string csv_cell(std::string_view text);
 // text output inside the HTML report's <pre>).
 std::string markup_text(std::string_view text, bool apostrophe = false, bool keep_newlines = false);
 
+// A word of a shell command that users paste (recommend's engine commands):
+// as it is when it holds only safe characters, else single-quoted ('\'' for a
+// quote); with a control character, bash's ANSI-C quoting ($'a\nb', \\ and
+// \' escaped; bash manual, "ANSI-C Quoting"), so that the command pastes as
+// the same path and prints no raw control character.
+std::string shell_word(std::string_view word);
+
 // A GitHub workflow command's message: '%', CR and LF as %25, %0D and %0A, as
 // the runner decodes them (actions/toolkit, packages/core/src/command.ts,
 // escapeData); other control characters as printable's escapes, since the

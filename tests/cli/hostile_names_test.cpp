@@ -2,7 +2,7 @@
 // what users gave"): a model folder, a config's model_type, a device file's
 // name, an engine file's name, a calibration's device and a scenario named with every control character, '|', '<', '&' and
 // "::error::" after a newline, run through size, concurrency, roofline,
-// simulate, diff and check in every format each has (and --plot SVG), end to
+// recommend, simulate, diff and check in every format each has (and --plot SVG), end to
 // end through the binary.
 #include <filesystem>
 #include <string>
@@ -185,7 +185,7 @@ void expect_files(const std::string& folder, const std::string& report) {
 
 }  // namespace
 
-TEST_CASE("hostile names: size, concurrency and diff in every format", "[hostile-names]") {
+TEST_CASE("hostile names: size, concurrency, recommend and diff in every format", "[hostile-names]") {
     const Inputs& in = inputs();
     for (const std::string& model : {in.folder, in.model_type}) {
         const std::vector<std::string> device = {"--gpu-file", in.gpu_file, "--gpu", "hostile"};
@@ -195,6 +195,10 @@ TEST_CASE("hostile names: size, concurrency and diff in every format", "[hostile
             args.insert(args.end(), device.begin(), device.end());
             expect_run(args, format);
         }
+        for (const std::string format : {"table", "markdown", "csv", "json"})
+            expect_run({"recommend", "--model", model, "--gpu-file", in.gpu_file, "--gpus", "hostile", "--context", "4096", "--ttft", "2", "--tpot",
+                        "0.1", "--format", format},
+                       format);
         for (const std::string format : {"table", "markdown", "json"}) {
             std::vector<std::string> args = {"diff", "--model", model, "--model", "llama-3.1-8b", "--format", format};
             args.insert(args.end(), device.begin(), device.end());

@@ -3,6 +3,8 @@
 // workflow command after a newline (issue 44, class 5).
 #include "report/printable.hpp"
 
+#include <cstdio>
+
 #include <catch2/catch.hpp>
 
 #include "report/svg_chart.hpp"
@@ -105,4 +107,24 @@ TEST_CASE("github_data: %, CR and LF as the runner decodes them, other controls 
     const std::string line = "::error title=" + github_property(hostile()) + "::" + github_data(hostile()) + "\n";
     CHECK(no_raw_control(line));
     CHECK(line.find('\n') == line.size() - 1);
+}
+
+TEST_CASE("shell_word: a pasted command names the same path and holds no raw control character") {
+    CHECK(shell_word("/models/llama-3.1-8b") == "/models/llama-3.1-8b");
+    CHECK(shell_word("my model") == "'my model'");
+    CHECK(shell_word("it's") == "'it'\\''s'");
+    // bash's ANSI-C quoting: \n, \x1b, and \' and \\ escaped.
+    CHECK(shell_word("a\nb\x1b'c\\") == "$'a\\nb\\x1b\\'c\\\\'");
+    const std::string word = shell_word(hostile());
+    CHECK(no_raw_control(word));
+    // bash reads it back as the same bytes (popen's /bin/sh may not know $'...').
+    const std::string command = "bash -c " + shell_word("printf %s " + word);
+    if (FILE* pipe = ::popen(command.c_str(), "r")) {
+        std::string back;
+        char buf[256];
+        for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) back.append(buf, n);
+        const int status = ::pclose(pipe);
+        INFO(command);
+        if (status == 0) CHECK(back == hostile());
+    }
 }
