@@ -229,6 +229,20 @@ TEST_CASE("hostile names: roofline and simulate in every format, with their char
     }
 }
 
+TEST_CASE("hostile names: recommend's SLO search, its charts and HTML report", "[hostile-names]") {
+    const Inputs& in = inputs();
+    const std::string report = in.plot + ".html";
+    for (const std::string format : {"table", "json"}) {
+        std::vector<std::string> args = {"recommend", "--model",     in.folder,   "--gpu-file",   in.gpu_file,          "--gpus",
+                                         "hostile",   "--max-gpus",  "1",         "--slo",        "ttft=2s,tpot=100ms", "--rate",
+                                         "5",         "--input-len", "fixed:256", "--output-len", "fixed:32",           "--plot",
+                                         in.plot,     "--report",    report};
+        if (format == "json") args.push_back("--json");
+        expect_run(args, format);
+        expect_files(in.plot, report);
+    }
+}
+
 TEST_CASE("hostile names: an engine file's name and a calibration's device", "[hostile-names]") {
     const Inputs& in = inputs();
     for (const std::string format : {"table", "markdown", "json"}) {
