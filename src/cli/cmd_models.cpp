@@ -11,6 +11,7 @@
 #include "core/units.hpp"
 #include "io/model_loader.hpp"
 #include "io/presets.hpp"
+#include "report/json_value.hpp"
 #include "report/table.hpp"
 
 namespace kvplan {
@@ -91,7 +92,7 @@ std::string run_models(const ModelsOptions& o) {
         e["source"] = p.source;
         j.push_back(e);
     }
-    if (o.json) return j.dump(2) + "\n";
+    if (o.json) return json_text(j);
     std::string legend = "KV B/token at the serving dtype (bf16 stays bf16, fp32/fp16 -> fp16). Sources: models/presets/index.json.";
     if (width == Width::Fit) legend += " Hugging Face ids and model types: kvplan models --wide.";
     return t.render_text(width) + "\n" + wrap_text(legend, kFitColumns);

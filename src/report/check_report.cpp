@@ -92,44 +92,15 @@ std::string counts_text(const CheckSummary& s) {
                        group_digits(s.within));
 }
 
+// JUnit XML: markup_text (report/printable.hpp), an apostrophe as &apos; and
+// a message's line breaks as character references, which an attribute value
+// needs to keep them.
 std::string xml_escape(const std::string& text) {
     std::string out;
     for (char c : text) {
-        switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            case '\'': out += "&apos;"; break;
-            case '\n': out += "&#10;"; break;
-            default:
-                // XML 1.0 forbids most control characters even escaped.
-                if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\r') out += '?';
-                else out += c;
-        }
-    }
-    return out;
-}
-
-// GitHub workflow commands: data escapes %, CR and LF; properties also : and ,
-// (actions/toolkit, packages/core/src/command.ts).
-std::string github_data(const std::string& text) {
-    std::string out;
-    for (char c : text) {
-        if (c == '%') out += "%25";
-        else if (c == '\r') out += "%0D";
-        else if (c == '\n') out += "%0A";
-        else out += c;
-    }
-    return out;
-}
-
-std::string github_property(const std::string& text) {
-    std::string out;
-    for (char c : github_data(text)) {
-        if (c == ':') out += "%3A";
-        else if (c == ',') out += "%2C";
-        else out += c;
+        if (c == '\n') out += "&#10;";
+        else if (c == '\'') out += "&apos;";
+        else out += markup_text(std::string_view(&c, 1));
     }
     return out;
 }
@@ -363,7 +334,7 @@ std::string render_check_json(const CheckReport& r) {
         }
         j["scenarios"].push_back(o);
     }
-    return j.dump(2) + "\n";
+    return json_text(j);
 }
 
 }  // namespace kvplan

@@ -6,6 +6,7 @@
 #include "core/units.hpp"
 #include "report/engine_log.hpp"
 #include "report/json_value.hpp"
+#include "report/printable.hpp"
 #include "report/table.hpp"
 
 namespace kvplan {
@@ -43,7 +44,8 @@ std::string device_text(const Gpu& g) {
 
 std::string header(const ConcurrencyResult& r) {
     const CapacityPlan& p = r.plan;
-    std::string out = fmt::format("{} on {}\n", r.model_label, device_text(p.gpu));
+    // The names escaped here: the header's own lines are split at '\n' below.
+    std::string out = fmt::format("{} on {}\n", printable(r.model_label), printable(device_text(p.gpu)));
     const std::string weights = p.weights_quantization == QuantMethod::None ? std::string(dtype_name(p.weights_dtype))
                                                                             : std::string(quant_method_name(p.weights_quantization)) + "-quantized";
     out += fmt::format("{}, {}, KV dtype {}, weights {} ({} in all)", engine_label(p.engine), layout_text(p), dtype_name(p.kv_dtype), weights,
@@ -289,7 +291,7 @@ std::string render_concurrency_table(const ConcurrencyResult& r, Width width) {
 
 std::string render_concurrency_markdown(const ConcurrencyResult& r) {
     const CapacityPlan& p = r.plan;
-    std::string out = "### " + r.model_label + " on " + device_text(p.gpu) + "\n\n" + header(r).substr(header(r).find('\n') + 1) + "\n";
+    std::string out = "### " + printable(r.model_label + " on " + device_text(p.gpu)) + "\n\n" + header(r).substr(header(r).find('\n') + 1) + "\n";
     out += budget_table(p).render_markdown() + "\n";
     if (!p.budget.overhead.empty() && !p.budget.kv_pool_given) out += overhead_table(p).render_markdown() + "\n";
     if (p.stage_weights && p.scale_out) {
@@ -298,16 +300,16 @@ std::string render_concurrency_markdown(const ConcurrencyResult& r) {
         out += "\n";
     }
     out += pool_line(p) + cpu_tier_line(r) + "\n";
-    out += contexts_table(p).render_markdown() + "\n" + answer_sentence(r) + "\n" + longest_len_text(p);
+    out += contexts_table(p).render_markdown() + "\n" + printable(answer_sentence(r)) + "\n" + longest_len_text(p);
     std::string nf = not_fit_text(p);
     if (!nf.empty()) out += "\n" + nf;
     if (const std::vector<std::string> log = engine_log_lines(p); !log.empty()) {
         out += fmt::format("\n{} would log:\n\n```\n", engine_label(p.engine));
-        for (const std::string& l : log) out += l + "\n";
+        for (const std::string& l : log) out += printable(l) + "\n";
         out += "```\n";
     }
     const std::vector<std::string> n = notes(p);
-    for (const std::string& line : n) out += "\n- " + line;
+    for (const std::string& line : n) out += "\n- " + printable(line);
     if (!n.empty()) out += "\n";
     return out;
 }
@@ -416,7 +418,7 @@ std::string render_concurrency_json(const ConcurrencyResult& r) {
     if (const std::vector<std::string> log = engine_log_lines(p); !log.empty()) j["engine_log_lines"] = log;
     j["answer"] = answer_sentence(r);
     j["notes"] = notes(p);
-    return j.dump(2) + "\n";
+    return json_text(j);
 }
 
 std::string render_vllm_releases() {

@@ -8,6 +8,7 @@
 #include "core/units.hpp"
 #include "report/check_report.hpp"
 #include "report/json_value.hpp"
+#include "report/printable.hpp"
 #include "report/table.hpp"
 
 namespace kvplan {
@@ -60,22 +61,9 @@ std::string label_text(const DiffRow& r) {
     return r.unit.empty() ? r.label : r.label + " (" + r.unit + ")";
 }
 
-// Wide (and Markdown): every column, bytes exact with GiB beside them.
-Table diff_table(const DiffResult& d) {
-    Table t({"figure", "A", "B", "B - A", "change", "for serving"}, 1);
-    for (const DiffRow& r : d.rows) t.add({label_text(r), value_text(r, r.a), value_text(r, r.b), delta_text(r), percent_text(r), direction(r)});
-    return t;
-}
-
-// Fitted to 100 columns: bytes in binary units alone (the cell names its
-// unit, so the label need not), and no B - A: the change says it in percent.
-Table fit_diff_table(const DiffResult& d) {
-    Table t({"figure", "A", "B", "change", "for\nserving"}, 1);
-    auto value = [](const DiffRow& r, const FigureValue& v) {
-        return r.bytes && v.state == FigureValue::State::Integer ? binary_size(v.integer) : figure_value_text(v);
-    };
-    for (const DiffRow& r : d.rows) t.add({r.bytes ? r.label : label_text(r), value(r, r.a), value(r, r.b), percent_text(r), direction(r)});
-    return t;
+// A bytes figure in binary units alone: the fitted table's cell names its unit.
+std::string fit_value_text(const DiffRow& r, const FigureValue& v) {
+    return r.bytes && v.state == FigureValue::State::Integer ? binary_size(v.integer) : figure_value_text(v);
 }
 
 std::string heading(const DiffResult& d, Width width) {
@@ -91,17 +79,59 @@ std::string notes_text(const DiffResult& d, Width width) {
 
 }  // namespace
 
+// Wide (and Markdown): every column, bytes exact with GiB beside them. Fitted
+// to 100 columns: bytes in binary units alone (the cell names its unit, so the
+// label need not), and no B - A: the change says it in percent. JSON: the
+// figure by its key (its unit in the key) and the values as numbers.
+const Fields<DiffRow>& diff_row_fields() {
+    using J = nlohmann::ordered_json;
+    using R = DiffRow;
+    static const Fields<R> fields = {
+        {.key = "figure",
+         .json = [](const R& r) { return J(r.key); },
+         .header = "figure",
+         .cell = label_text,
+         .fit_cell = [](const R& r) { return r.bytes ? r.label : label_text(r); }},
+        {.key = "context_tokens", .kind = FieldKind::Number, .json = [](const R& r) { return or_null(r.context_tokens); }},
+        {.key = "a",
+         .kind = FieldKind::Number,
+         .json = [](const R& r) { return figure_value_json(r.a); },
+         .header = "A",
+         .cell = [](const R& r) { return value_text(r, r.a); },
+         .fit_cell = [](const R& r) { return fit_value_text(r, r.a); }},
+        {.key = "b",
+         .kind = FieldKind::Number,
+         .json = [](const R& r) { return figure_value_json(r.b); },
+         .header = "B",
+         .cell = [](const R& r) { return value_text(r, r.b); },
+         .fit_cell = [](const R& r) { return fit_value_text(r, r.b); }},
+        {.header = "B - A", .cell = delta_text, .in_fit = false},
+        {.key = "change_fraction",
+         .kind = FieldKind::Number,
+         .json = [](const R& r) { return or_null(fraction(r)); },
+         .header = "change",
+         .cell = percent_text},
+        {.key = "for_serving",
+         .json = [](const R& r) { return J(direction(r)); },
+         .header = "for serving",
+         .cell = direction,
+         .fit_header = "for\nserving"},
+    };
+    return fields;
+}
+
 std::string render_diff_table(const DiffResult& d, Width width) {
     std::string out = heading(d, width) + "\n";
-    if (width == Width::Wide) out += diff_table(d).render_text(Width::Wide);
-    else out += fit_diff_table(d).render_text() + "\nExact bytes and B - A: --wide; every figure by key: --json.\n";
+    const Table t = fields_table(diff_row_fields(), d.rows, 1, width);
+    if (width == Width::Wide) out += t.render_text(Width::Wide);
+    else out += t.render_text() + "\nExact bytes and B - A: --wide; every figure by key: --json.\n";
     return out + (d.notes.empty() ? "" : "\n" + notes_text(d, width));
 }
 
 std::string render_diff_markdown(const DiffResult& d) {
-    std::string out = fmt::format("**A**: {}  \n**B**: {}  \nboth: {}\n\n", d.label_a, d.label_b, d.setting);
-    out += diff_table(d).render_markdown();
-    for (const std::string& n : d.notes) out += "\n> " + n + "\n";
+    std::string out = fmt::format("**A**: {}  \n**B**: {}  \nboth: {}\n\n", printable(d.label_a), printable(d.label_b), printable(d.setting));
+    out += fields_table(diff_row_fields(), d.rows, 1).render_markdown();
+    for (const std::string& n : d.notes) out += "\n> " + printable(n) + "\n";
     return out;
 }
 
@@ -111,19 +141,9 @@ std::string render_diff_json(const DiffResult& d) {
     j["b"] = d.label_b;
     j["setting"] = d.setting;
     j["rows"] = nlohmann::ordered_json::array();
-    for (const DiffRow& r : d.rows) {
-        nlohmann::ordered_json o;
-        o["figure"] = r.key;
-        o["context_tokens"] = or_null(r.context_tokens);
-        o["a"] = figure_value_json(r.a);
-        o["b"] = figure_value_json(r.b);
-        auto f = fraction(r);
-        o["change_fraction"] = or_null(f);
-        o["for_serving"] = direction(r);
-        j["rows"].push_back(o);
-    }
+    for (const DiffRow& r : d.rows) j["rows"].push_back(fields_json(diff_row_fields(), r));
     j["notes"] = d.notes;
-    return j.dump(2) + "\n";
+    return json_text(j);
 }
 
 }  // namespace kvplan

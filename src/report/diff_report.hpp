@@ -10,9 +10,13 @@
 
 #include "core/gate/diff_result.hpp"
 #include "core/gate/figures.hpp"
+#include "report/fields.hpp"
 #include "report/table.hpp"
 
 namespace kvplan {
+
+// One row per figure: the table's columns and the JSON's members.
+const Fields<DiffRow>& diff_row_fields();
 
 // Fitted to 100 columns unless `width` is Wide (`--wide`: B - A, and exact bytes).
 std::string render_diff_table(const DiffResult& result, Width width = Width::Fit);

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "report/table.hpp"
+#include "report/json_value.hpp"
 
 namespace kvplan {
 
@@ -26,13 +26,74 @@ std::string allreduce_text(const EngineProfile& p) {
 
 }  // namespace
 
+// A profile's figures: the table shows the ones a comparison needs, with
+// seconds as ms and us; the JSON holds them all, in seconds.
+const Fields<EngineProfile>& engine_fields() {
+    using J = nlohmann::ordered_json;
+    using P = EngineProfile;
+    static const Fields<P> fields = {
+        {.key = "id", .json = [](const P& p) { return J(p.id); }, .header = "engine", .cell = [](const P& p) { return p.id; }},
+        {.key = "name", .json = [](const P& p) { return J(p.name); }},
+        {.key = "description", .json = [](const P& p) { return J(p.description); }},
+        {.key = "weights_fraction",
+         .kind = FieldKind::Numbers,
+         .json =
+             [](const P& p) {
+                 return J{{"hbm", p.weights_hbm}, {"gddr", p.weights_gddr}, {"lpddr", p.weights_lpddr}, {"other", p.weights_other}};
+             }},
+        {.header = "weights\nHBM", .cell = [](const P& p) { return num(p.weights_hbm); }},
+        {.header = "weights\nGDDR", .cell = [](const P& p) { return num(p.weights_gddr); }},
+        {.header = "weights\nLPDDR", .cell = [](const P& p) { return num(p.weights_lpddr); }},
+        {.key = "kv_fraction",
+         .kind = FieldKind::Number,
+         .json = [](const P& p) { return J(p.kv_fraction); },
+         .header = "KV",
+         .cell = [](const P& p) { return num(p.kv_fraction); }},
+        {.key = "step_overhead_s",
+         .kind = FieldKind::Number,
+         .json = [](const P& p) { return J(p.step_overhead_s); },
+         .header = "step\n(ms)",
+         .cell = [](const P& p) { return ms(p.step_overhead_s); }},
+        {.key = "layer_overhead_s",
+         .kind = FieldKind::Number,
+         .json = [](const P& p) { return J(p.layer_overhead_s); },
+         .header = "layer\n(us)",
+         .cell = [](const P& p) { return us(p.layer_overhead_s); }},
+        {.key = "kernel_factor", .kind = FieldKind::Numbers, .json = [](const P& p) { return J(p.kernel_factor); }},
+        {.key = "flops_fraction",
+         .kind = FieldKind::Numbers,
+         .json =
+             [](const P& p) {
+                 return J{{"16bit", p.flops_16bit}, {"fp8", p.flops_fp8}};
+             },
+         .header = "16-bit/\nfp8 FLOP/s",
+         .cell = [](const P& p) { return num(p.flops_16bit) + "/" + num(p.flops_fp8); }},
+        {.key = "prefill_half_tokens",
+         .kind = FieldKind::Number,
+         .json = [](const P& p) { return J(p.prefill_half_tokens); },
+         .header = "GEMM half\n(tokens)",
+         .cell = [](const P& p) { return num(p.prefill_half_tokens); }},
+        {.key = "moe_efficiency", .kind = FieldKind::Number, .json = [](const P& p) { return J(p.moe_efficiency); }},
+        {.key = "tp_flops_loss", .kind = FieldKind::Number, .json = [](const P& p) { return J(p.tp_flops_loss); }},
+        {.key = "link_fraction", .kind = FieldKind::Number, .json = [](const P& p) { return J(p.link_fraction); }},
+        // An object: the implementation's name and its latency_s (a key with its unit).
+        {.key = "allreduce",
+         .json =
+             [](const P& p) {
+                 return J{{"implementation", allreduce_name(p.allreduce)}, {"latency_s", p.fixed_allreduce_latency_s}};
+             },
+         .header = "all-\nreduce",
+         .cell = allreduce_text},
+        {.key = "int4_group_bits", .kind = FieldKind::Number, .json = [](const P& p) { return J(p.int4_group_bits); }},
+        {.key = "quantize_head", .kind = FieldKind::Flag, .json = [](const P& p) { return J(p.quantize_head); }},
+        {.key = "kv_cache_dtype", .json = [](const P& p) { return p.kv_cache_dtype ? J(std::string(dtype_name(*p.kv_cache_dtype))) : J(); }},
+        {.key = "fitted_on", .json = [](const P& p) { return J(p.fitted_on); }},
+    };
+    return fields;
+}
+
 std::string render_engines_table(const std::vector<EngineProfile>& engines, bool markdown) {
-    Table t({"engine", "weights\nHBM", "weights\nGDDR", "weights\nLPDDR", "KV", "step\n(ms)", "layer\n(us)", "16-bit/\nfp8 FLOP/s",
-             "GEMM half\n(tokens)", "all-\nreduce"},
-            1);
-    for (const EngineProfile& p : engines)
-        t.add({p.id, num(p.weights_hbm), num(p.weights_gddr), num(p.weights_lpddr), num(p.kv_fraction), ms(p.step_overhead_s), us(p.layer_overhead_s),
-               num(p.flops_16bit) + "/" + num(p.flops_fp8), num(p.prefill_half_tokens), allreduce_text(p)});
+    const Table t = fields_table(engine_fields(), engines, 1);
     if (markdown) return t.render_markdown();
     return t.render_text() + "\n" +
            wrap_text(
@@ -72,28 +133,7 @@ std::string render_engine_detail(const EngineProfile& p, bool markdown) {
 std::string render_engines_json(const std::vector<EngineProfile>& engines, const std::vector<LinkLatency>& links) {
     nlohmann::ordered_json out;
     out["engines"] = nlohmann::ordered_json::array();
-    for (const EngineProfile& p : engines) {
-        nlohmann::ordered_json j;
-        j["id"] = p.id;
-        j["name"] = p.name;
-        j["description"] = p.description;
-        j["weights_fraction"] = {{"hbm", p.weights_hbm}, {"gddr", p.weights_gddr}, {"lpddr", p.weights_lpddr}, {"other", p.weights_other}};
-        j["kv_fraction"] = p.kv_fraction;
-        j["step_overhead_s"] = p.step_overhead_s;
-        j["layer_overhead_s"] = p.layer_overhead_s;
-        j["kernel_factor"] = p.kernel_factor;
-        j["flops_fraction"] = {{"16bit", p.flops_16bit}, {"fp8", p.flops_fp8}};
-        j["prefill_half_tokens"] = p.prefill_half_tokens;
-        j["moe_efficiency"] = p.moe_efficiency;
-        j["tp_flops_loss"] = p.tp_flops_loss;
-        j["link_fraction"] = p.link_fraction;
-        j["allreduce"] = {{"implementation", allreduce_name(p.allreduce)}, {"latency_s", p.fixed_allreduce_latency_s}};
-        j["int4_group_bits"] = p.int4_group_bits;
-        j["quantize_head"] = p.quantize_head;
-        j["kv_cache_dtype"] = p.kv_cache_dtype ? nlohmann::ordered_json(std::string(dtype_name(*p.kv_cache_dtype))) : nlohmann::ordered_json();
-        j["fitted_on"] = p.fitted_on;
-        out["engines"].push_back(j);
-    }
+    for (const EngineProfile& p : engines) out["engines"].push_back(fields_json(engine_fields(), p));
     out["allreduce_latency"] = nlohmann::ordered_json::array();
     for (const LinkLatency& l : links)
         out["allreduce_latency"].push_back({{"implementation", allreduce_name(l.implementation)},
@@ -101,7 +141,7 @@ std::string render_engines_json(const std::vector<EngineProfile>& engines, const
                                             {"gpus", l.gpus},
                                             {"latency_s", l.latency_s},
                                             {"source", l.source}});
-    return out.dump(2) + "\n";
+    return json_text(out);
 }
 
 }  // namespace kvplan

@@ -6,8 +6,12 @@
 #include <vector>
 
 #include "core/speed/engine_profile.hpp"
+#include "report/fields.hpp"
 
 namespace kvplan {
+
+// One row per profile: the table's columns and the JSON's members.
+const Fields<EngineProfile>& engine_fields();
 
 std::string render_engines_table(const std::vector<EngineProfile>& engines, bool markdown);
 std::string render_engine_detail(const EngineProfile& engine, bool markdown);

@@ -5,7 +5,6 @@
 
 #include "core/units.hpp"
 #include "report/json_value.hpp"
-#include "report/table.hpp"
 
 namespace kvplan {
 
@@ -28,34 +27,74 @@ std::string host_link_cell(const Gpu& g) {
     return g.unified_memory ? "unified" : "-";
 }
 
-// Every column, each cell with its unit: --wide and Markdown. The host link
-// (what KV-cache offload to CPU memory moves blocks over) is left out of the
-// 100-column table, which it would overflow.
-Table wide_table(const std::vector<Gpu>& gpus) {
-    Table t({"id", "name", "memory (driver)", "CUDA total", "bandwidth", "bf16 TFLOP/s", "fp8 TFLOP/s", "fp4 TFLOP/s", "link per direction",
-             "host link per direction"},
-            2);
-    for (const Gpu& g : gpus)
-        t.add({g.id, g.name, binary_size(g.memory_bytes), g.cuda_total_bytes ? binary_size(*g.cuda_total_bytes) : "-",
-               gb_s(g.bandwidth_bytes_per_s) + " GB/s", tflops(g.peak.bf16 ? g.peak.bf16 : g.peak.fp16), tflops(g.peak.fp8), tflops(g.peak.fp4),
-               g.interconnect_bytes_per_s > 0 ? gb_s(g.interconnect_bytes_per_s) + " GB/s" : "-", host_link_cell(g)});
-    return t;
-}
-
-// The same figures in 100 columns: units once in the header, the long
-// marketing name left to --wide (the id is what --gpu takes).
-Table fit_table(const std::vector<Gpu>& gpus) {
-    Table t({"id", "memory\n(GiB)", "CUDA total\n(GiB)", "bandwidth\n(GB/s)", "bf16\nTFLOP/s", "fp8\nTFLOP/s", "fp4\nTFLOP/s",
-             "link (GB/s)\nper direction"},
-            1);
-    for (const Gpu& g : gpus)
-        t.add({g.id, gib(g.memory_bytes), g.cuda_total_bytes ? gib(*g.cuda_total_bytes) : "-", gb_s(g.bandwidth_bytes_per_s),
-               tflops(g.peak.bf16 ? g.peak.bf16 : g.peak.fp16), tflops(g.peak.fp8), tflops(g.peak.fp4),
-               g.interconnect_bytes_per_s > 0 ? gb_s(g.interconnect_bytes_per_s) : "-"});
-    return t;
+nlohmann::ordered_json peak_json(const PeakTflops& p) {
+    return {{"fp32", or_null(p.fp32)}, {"tf32", or_null(p.tf32)}, {"bf16", or_null(p.bf16)}, {"fp16", or_null(p.fp16)},
+            {"fp8", or_null(p.fp8)},   {"int8", or_null(p.int8)}, {"fp4", or_null(p.fp4)}};
 }
 
 }  // namespace
+
+// Every column, each cell with its unit: --wide and Markdown; the 100-column
+// table states each unit once, in its heading, and leaves out the marketing
+// name (the id is what --gpu takes) and the host link (what KV-cache offload
+// to CPU memory moves blocks over), which would overflow it.
+const Fields<Gpu>& gpu_fields() {
+    using J = nlohmann::ordered_json;
+    auto peak16 = [](const Gpu& g) { return tflops(g.peak.bf16 ? g.peak.bf16 : g.peak.fp16); };
+    auto link = [](const Gpu& g) { return g.interconnect_bytes_per_s > 0 ? gb_s(g.interconnect_bytes_per_s) : std::string("-"); };
+    static const Fields<Gpu> fields = {
+        {.key = "id", .json = [](const Gpu& g) { return J(g.id); }, .header = "id", .cell = [](const Gpu& g) { return g.id; }},
+        {.key = "name",
+         .json = [](const Gpu& g) { return J(g.name); },
+         .header = "name",
+         .cell = [](const Gpu& g) { return g.name; },
+         .in_fit = false},
+        {.key = "aliases", .json = [](const Gpu& g) { return J(g.aliases); }},
+        {.key = "memory_bytes",
+         .kind = FieldKind::Number,
+         .json = [](const Gpu& g) { return J(g.memory_bytes); },
+         .header = "memory (driver)",
+         .cell = [](const Gpu& g) { return binary_size(g.memory_bytes); },
+         .fit_header = "memory\n(GiB)",
+         .fit_cell = [](const Gpu& g) { return gib(g.memory_bytes); }},
+        {.key = "cuda_total_bytes",
+         .kind = FieldKind::Number,
+         .json = [](const Gpu& g) { return or_null(g.cuda_total_bytes); },
+         .header = "CUDA total",
+         .cell = [](const Gpu& g) { return g.cuda_total_bytes ? binary_size(*g.cuda_total_bytes) : "-"; },
+         .fit_header = "CUDA total\n(GiB)",
+         .fit_cell = [](const Gpu& g) { return g.cuda_total_bytes ? gib(*g.cuda_total_bytes) : "-"; }},
+        {.key = "memory_bandwidth_bytes_per_s",
+         .kind = FieldKind::Number,
+         .json = [](const Gpu& g) { return J(g.bandwidth_bytes_per_s); },
+         .header = "bandwidth",
+         .cell = [](const Gpu& g) { return gb_s(g.bandwidth_bytes_per_s) + " GB/s"; },
+         .fit_header = "bandwidth\n(GB/s)",
+         .fit_cell = [](const Gpu& g) { return gb_s(g.bandwidth_bytes_per_s); }},
+        {.key = "peak_tflops", .kind = FieldKind::Numbers, .json = [](const Gpu& g) { return peak_json(g.peak); }},
+        {.header = "bf16 TFLOP/s", .cell = peak16, .fit_header = "bf16\nTFLOP/s"},
+        {.header = "fp8 TFLOP/s", .cell = [](const Gpu& g) { return tflops(g.peak.fp8); }, .fit_header = "fp8\nTFLOP/s"},
+        {.header = "fp4 TFLOP/s", .cell = [](const Gpu& g) { return tflops(g.peak.fp4); }, .fit_header = "fp4\nTFLOP/s"},
+        {.key = "interconnect", .json = [](const Gpu& g) { return J(g.interconnect); }},
+        {.key = "interconnect_bytes_per_s_per_direction",
+         .kind = FieldKind::Number,
+         .json = [](const Gpu& g) { return J(g.interconnect_bytes_per_s); },
+         .header = "link per direction",
+         .cell = [=](const Gpu& g) { return g.interconnect_bytes_per_s > 0 ? link(g) + " GB/s" : "-"; },
+         .fit_header = "link (GB/s)\nper direction",
+         .fit_cell = link},
+        {.key = "host_link", .json = [](const Gpu& g) { return J(g.host_link); }},
+        {.key = "host_link_bytes_per_s_per_direction",
+         .kind = FieldKind::Number,
+         .json = [](const Gpu& g) { return J(g.host_link_bytes_per_s); },
+         .header = "host link per direction",
+         .cell = host_link_cell,
+         .in_fit = false},
+        {.key = "unified_memory", .kind = FieldKind::Flag, .json = [](const Gpu& g) { return J(g.unified_memory); }},
+        {.key = "unverified", .kind = FieldKind::Flag, .json = [](const Gpu& g) { return J(g.unverified); }},
+    };
+    return fields;
+}
 
 std::string render_gpus_table(const std::vector<Gpu>& gpus, Width width) {
     const std::string legend =
@@ -64,36 +103,19 @@ std::string render_gpus_table(const std::vector<Gpu>& gpus, Width width) {
     const std::string host =
         " Host link: to host CPU memory, what KV-cache offload to the CPU moves blocks over (theoretical, per direction; unified: the "
         "device shares the CPU's memory).";
-    if (width == Width::Wide) return wide_table(gpus).render_text(Width::Wide) + "\n" + wrap_text(legend + host, kFitColumns);
-    return fit_table(gpus).render_text() + "\n" + wrap_text(legend + " Names and host links: kvplan gpus --wide.", kFitColumns);
+    const Table t = fields_table(gpu_fields(), gpus, width == Width::Wide ? 2 : 1, width);
+    if (width == Width::Wide) return t.render_text(Width::Wide) + "\n" + wrap_text(legend + host, kFitColumns);
+    return t.render_text() + "\n" + wrap_text(legend + " Names and host links: kvplan gpus --wide.", kFitColumns);
 }
 
 std::string render_gpus_markdown(const std::vector<Gpu>& gpus) {
-    return wide_table(gpus).render_markdown();
+    return fields_table(gpu_fields(), gpus, 2).render_markdown();
 }
 
 std::string render_gpus_json(const std::vector<Gpu>& gpus) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
-    for (const Gpu& g : gpus) {
-        nlohmann::ordered_json j;
-        j["id"] = g.id;
-        j["name"] = g.name;
-        j["aliases"] = g.aliases;
-        j["memory_bytes"] = g.memory_bytes;
-        j["cuda_total_bytes"] = or_null(g.cuda_total_bytes);
-        j["memory_bandwidth_bytes_per_s"] = g.bandwidth_bytes_per_s;
-        j["peak_tflops"] = {{"fp32", or_null(g.peak.fp32)}, {"tf32", or_null(g.peak.tf32)}, {"bf16", or_null(g.peak.bf16)},
-                            {"fp16", or_null(g.peak.fp16)}, {"fp8", or_null(g.peak.fp8)},   {"int8", or_null(g.peak.int8)},
-                            {"fp4", or_null(g.peak.fp4)}};
-        j["interconnect"] = g.interconnect;
-        j["interconnect_bytes_per_s_per_direction"] = g.interconnect_bytes_per_s;
-        j["host_link"] = g.host_link;
-        j["host_link_bytes_per_s_per_direction"] = g.host_link_bytes_per_s;
-        j["unified_memory"] = g.unified_memory;
-        j["unverified"] = g.unverified;
-        out.push_back(j);
-    }
-    return out.dump(2) + "\n";
+    for (const Gpu& g : gpus) out.push_back(fields_json(gpu_fields(), g));
+    return json_text(out);
 }
 
 }  // namespace kvplan

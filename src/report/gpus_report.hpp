@@ -5,9 +5,13 @@
 #include <vector>
 
 #include "core/hardware.hpp"
+#include "report/fields.hpp"
 #include "report/table.hpp"
 
 namespace kvplan {
+
+// One row per device: the table's columns and the JSON's members.
+const Fields<Gpu>& gpu_fields();
 
 // Fitted to 100 columns unless `width` is Wide (`--wide`: names too, units in the cells).
 std::string render_gpus_table(const std::vector<Gpu>& gpus, Width width = Width::Fit);

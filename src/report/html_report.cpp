@@ -2,15 +2,17 @@
 
 #include <fmt/format.h>
 
+#include "report/printable.hpp"
 #include "report/svg_chart.hpp"
 
 namespace kvplan {
 
 namespace {
 
-// The five characters HTML gives a meaning in text and attributes.
-std::string escape_html(const std::string& s) {
-    return escape_markup(s, true);
+// The five characters HTML gives a meaning in text and attributes, and control
+// characters (report/printable.hpp); the text output keeps its lines.
+std::string escape_html(const std::string& s, bool keep_newlines = false) {
+    return markup_text(s, true, keep_newlines);
 }
 
 bool ends_with(const std::string& s, const std::string& tail) {
@@ -50,7 +52,7 @@ std::string render_html_report(const std::string& title, const std::string& text
         "<body>\n"
         "<h1>{0}</h1>\n"
         "<pre>{1}</pre>\n",
-        escape_html(title), escape_html(text));
+        escape_html(title), escape_html(text, true));
     for (const PlotFile& f : charts) {
         if (!ends_with(f.name, ".svg")) continue;
         out += "<figure>\n" + inline_svg(f.text) + fmt::format("<figcaption>{}</figcaption>\n</figure>\n", escape_html(f.name));

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/units.hpp"
+#include "report/json_value.hpp"
 #include "report/table.hpp"
 
 namespace kvplan {
@@ -221,7 +222,7 @@ std::string render_measure_json(const MeasureResult& r) {
     j["prefill"] = steps_json(r.prefill, "prompt_tokens");
     j["warnings"] = r.warnings;
     j["notes"] = r.notes;
-    return j.dump(2) + "\n";
+    return json_text(j);
 }
 
 }  // namespace kvplan

@@ -13,6 +13,7 @@
 #include "core/pareto.hpp"
 #include "core/speed/step_cost.hpp"
 #include "io/file_writer.hpp"
+#include "report/printable.hpp"
 #include "report/svg_chart.hpp"
 
 namespace kvplan {
@@ -193,7 +194,7 @@ std::vector<PlotFile> goodput_plot(const SloRecommendResult& r) {
         offered.dashed = true;
         for (std::size_t i = 0; i < g.points.size(); ++i) {
             const GoodputPoint& q = g.points[i];
-            csv += fmt::format("{},{},{:.3f},{:.4f},{:.4f},{:.4f},{:.4f},{}\n", k + 1, label, q.multiple, q.offered_rps, q.throughput_rps,
+            csv += fmt::format("{},{},{:.3f},{:.4f},{:.4f},{:.4f},{:.4f},{}\n", k + 1, csv_cell(label), q.multiple, q.offered_rps, q.throughput_rps,
                                q.goodput_rps, q.goodput_share, g.knee == i ? 1 : 0);
             const double x = rounded(q.offered_rps, 4);
             offered.x.push_back(x);
@@ -245,8 +246,8 @@ std::vector<PlotFile> recommend_pareto(const SloRecommendResult& r) {
     }
     for (std::size_t i = 0; i < r.qualified.size(); ++i) {
         const SloCandidate& c = r.qualified[i];
-        csv += fmt::format("{},{},{},{:.4f},{:.3f},{:.3f},{:.2f},{}\n", i + 1, candidate_label(r, c), c.gpus_per_replica(), c.outcome.max_rate_rps,
-                           c.outcome.at_max.tpot_s.p50 * 1e3, pts[i].x, pts[i].y, kept[i] ? 1 : 0);
+        csv += fmt::format("{},{},{},{:.4f},{:.3f},{:.3f},{:.2f},{}\n", i + 1, csv_cell(candidate_label(r, c)), c.gpus_per_replica(),
+                           c.outcome.max_rate_rps, c.outcome.at_max.tpot_s.p50 * 1e3, pts[i].x, pts[i].y, kept[i] ? 1 : 0);
         ChartSeries& s = by_group[static_cast<std::size_t>(std::find(groups.begin(), groups.end(), gpu_tp(c)) - groups.begin())];
         s.x.push_back(pts[i].x);
         s.y.push_back(pts[i].y);

@@ -7,6 +7,7 @@
 
 #include "core/units.hpp"
 #include "report/json_value.hpp"
+#include "report/printable.hpp"
 #include "report/table.hpp"
 
 namespace kvplan {
@@ -25,15 +26,6 @@ std::string join(const Args& args) {
     std::string out;
     for (const std::string& a : args) out += (out.empty() ? "" : " ") + a;
     return out;
-}
-
-// A path with spaces or shell characters, quoted so that the command still pastes.
-std::string shell_word(const std::string& word) {
-    if (!word.empty() && word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:@+=,-") == std::string::npos)
-        return word;
-    std::string out = "'";
-    for (char ch : word) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-    return out + "'";
 }
 
 Args vllm_args(const Candidate& c, const ServeOptions& s) {
@@ -245,8 +237,8 @@ std::string rejected_list(const RecommendResult& r) {
 
 std::string targets(const RecommendResult& r) {
     std::string gpus = r.inputs.num_gpus > 0 ? fmt::format(", on {} GPUs", r.inputs.num_gpus) : "";
-    return fmt::format("{}: context {} tokens, TTFT <= {} ms, TPOT <= {} ms{}", r.model, group_digits(r.inputs.context), ms(r.inputs.ttft_s),
-                       ms(r.inputs.tpot_s), gpus);
+    return fmt::format("{}: context {} tokens, TTFT <= {} ms, TPOT <= {} ms{}", printable(r.model), group_digits(r.inputs.context),
+                       ms(r.inputs.ttft_s), ms(r.inputs.tpot_s), gpus);
 }
 
 std::string nothing(const RecommendResult& r) {
@@ -271,7 +263,7 @@ std::string notes(const RecommendResult& r, const ServeOptions& s) {
                         r.rec.larger_tp_meeting));
     all.insert(all.end(), r.rec.notes.begin(), r.rec.notes.end());
     std::string out;
-    for (const std::string& n : all) out += r.wide ? "note: " + n + "\n" : wrap_text(n, kWidth, "note: ", "      ");
+    for (const std::string& n : all) out += r.wide ? "note: " + printable(n) + "\n" : wrap_text(n, kWidth, "note: ", "      ");
     return out;
 }
 
@@ -480,7 +472,7 @@ std::string render_recommend_json(const RecommendResult& r) {
     std::vector<std::string> all = s.notes;
     all.insert(all.end(), r.rec.notes.begin(), r.rec.notes.end());
     j["notes"] = all;
-    return j.dump(2) + "\n";
+    return json_text(j);
 }
 
 std::string render_recommend_csv(const RecommendResult& r) {

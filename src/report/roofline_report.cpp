@@ -5,6 +5,7 @@
 
 #include "core/units.hpp"
 #include "report/json_value.hpp"
+#include "report/printable.hpp"
 #include "report/table.hpp"
 
 namespace kvplan {
@@ -235,10 +236,11 @@ std::string render_roofline_table(const RooflineResult& r, Width width) {
 }
 
 std::string render_roofline_markdown(const RooflineResult& r) {
-    std::string out = "### " + title(r) + "\n" + rates(r) + "\n" + (r.cost.layout.active() ? layout_line(r) + "\n" : std::string()) + "\n" +
-                      rows_table(r).render_markdown() + "\n" + terms_table(r, Width::Wide).render_markdown() + "\n";
+    std::string out = "### " + printable(title(r)) + "\n" + printable(rates(r)) + "\n" +
+                      (r.cost.layout.active() ? layout_line(r) + "\n" : std::string()) + "\n" + rows_table(r).render_markdown() + "\n" +
+                      terms_table(r, Width::Wide).render_markdown() + "\n";
     if (r.inputs.spec) out += spec_heading(r) + "\n\n" + spec_table(r).render_markdown() + "\n";
-    for (const std::string& w : words(r)) out += "- " + w + "\n";
+    for (const std::string& w : words(r)) out += "- " + printable(w) + "\n";
     if (r.inputs.spec) out += "- " + spec_words(r) + "\n";
     return out;
 }
@@ -420,7 +422,7 @@ std::string render_roofline_json(const RooflineResult& r) {
         j["spec"] = sp;
     }
     j["notes"] = r.cost.notes;
-    return j.dump(2) + "\n";
+    return json_text(j);
 }
 
 }  // namespace kvplan

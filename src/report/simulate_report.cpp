@@ -7,22 +7,39 @@
 
 #include "core/digits.hpp"
 #include "core/units.hpp"
+#include "report/json_value.hpp"
+#include "report/printable.hpp"
 #include "report/table.hpp"
 
 namespace kvplan {
 
+// Seconds in the JSON, milliseconds in the table.
+const Fields<LatencyRow>& latency_fields() {
+    using J = nlohmann::ordered_json;
+    using R = LatencyRow;
+    auto stat = [](const char* key, double Distribution::*figure) {
+        return Field<R>{.key = key,
+                        .kind = FieldKind::Number,
+                        .json = [figure](const R& r) { return J(r.seconds.*figure); },
+                        .header = key,
+                        .cell = [figure](const R& r) { return fmt::format("{:.1f}", r.seconds.*figure * 1000); }};
+    };
+    static const Fields<R> fields = {
+        {.header = "latency (ms)", .cell = [](const R& r) { return r.name; }},
+        stat("mean", &Distribution::mean),
+        stat("p50", &Distribution::p50),
+        stat("p90", &Distribution::p90),
+        stat("p99", &Distribution::p99),
+        stat("max", &Distribution::max),
+    };
+    return fields;
+}
+
 namespace {
 
-std::string ms(double s) {
-    return fmt::format("{:.1f}", s * 1000);
-}
-
-void add_row(Table& t, const char* name, const Distribution& d) {
-    t.add({name, ms(d.mean), ms(d.p50), ms(d.p90), ms(d.p99), ms(d.max)});
-}
-
+// The JSON of one metric's distribution: its key (ttft_s) names the unit.
 nlohmann::ordered_json dist_json(const Distribution& d) {
-    return {{"mean", d.mean}, {"p50", d.p50}, {"p90", d.p90}, {"p99", d.p99}, {"max", d.max}};
+    return fields_json(latency_fields(), LatencyRow{"", d});
 }
 
 // "DP 8 x TP 1 (EP 8)": one replica's layout.
@@ -164,7 +181,7 @@ std::string dp_ranks_text(const std::vector<ReplicaStats>& ranks) {
 
 std::string render_simulate_table(const SimulateResult& r) {
     const SimSummary& s = r.summary;
-    std::string out = fmt::format("kvplan simulate: {} on {}\n", r.model_label, r.gpu_name);
+    std::string out = fmt::format("kvplan simulate: {} on {}\n", printable(r.model_label), printable(r.gpu_name));
     if (r.disagg) {
         const DisaggReport& d = *r.disagg;
         out = fit_line(fmt::format("kvplan simulate: {}, prefill and decode disaggregated", r.model_label), Width::Fit);
@@ -197,14 +214,9 @@ std::string render_simulate_table(const SimulateResult& r) {
             Width::Fit);
     if (r.layout) out += fit_line(layout_line(*r.layout), Width::Fit);
     out += "\n";
-    Table t({"latency (ms)", "mean", "p50", "p90", "p99", "max"});
-    add_row(t, "TTFT", s.ttft_s);
-    add_row(t, "TPOT", s.tpot_s);
-    add_row(t, "ITL", s.itl_s);
-    add_row(t, "E2E", s.e2e_s);
-    add_row(t, "queue", s.queue_s);
-    if (r.disagg) add_row(t, "KV transfer", r.disagg->transfer_s);
-    out += t.render_text();
+    std::vector<LatencyRow> latency = {{"TTFT", s.ttft_s}, {"TPOT", s.tpot_s}, {"ITL", s.itl_s}, {"E2E", s.e2e_s}, {"queue", s.queue_s}};
+    if (r.disagg) latency.push_back({"KV transfer", r.disagg->transfer_s});
+    out += fields_table(latency_fields(), latency, 1).render_text();
     out += "\n";
     Table k({"figure", "value"}, 2);
     k.add({"completed requests", group_digits(s.completed) + " of " + group_digits(s.requests)});
@@ -409,7 +421,7 @@ std::string render_simulate_json(const SimulateResult& r) {
                                        {"kv_cache_usage", p.kv_cache_usage},
                                        {"prompt_tokens_per_s", p.prompt_tokens_per_s},
                                        {"generation_tokens_per_s", p.generation_tokens_per_s}});
-    return j.dump(2) + "\n";
+    return json_text(j);
 }
 
 std::string render_requests_csv(const SimulateResult& r) {

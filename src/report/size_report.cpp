@@ -7,6 +7,7 @@
 
 #include "core/units.hpp"
 #include "report/json_value.hpp"
+#include "report/printable.hpp"
 #include "report/table.hpp"
 
 namespace kvplan {
@@ -33,16 +34,6 @@ Table headline_table(const SizeResult& r) {
            binary_size(r.weights.bytes)});
     if (r.weights.from_files || (r.model->stored_weights && !r.model->use_stored_weights))
         t.add({"weights by the config's formula (" + format + ")", group_digits(r.weights.formula_bytes), binary_size(r.weights.formula_bytes)});
-    return t;
-}
-
-Table groups_table(const KvSizing& kv) {
-    Table t({"layer group", "layers", "window", "KV B/token", "tokens held", "B/sequence", "B/sequence per GPU"});
-    for (const LayerGroup& g : kv.groups) {
-        t.add({layer_kind_name(g.spec.kind), std::to_string(g.layers), window_cell(g), group_digits(g.bytes_per_token),
-               holds_per_token(g.spec.kind) ? group_digits(g.tokens_held) : "-", group_digits(g.bytes_per_sequence),
-               group_digits(g.bytes_per_sequence_per_gpu)});
-    }
     return t;
 }
 
@@ -82,6 +73,49 @@ std::vector<std::string> all_notes(const SizeResult& r) {
 }
 
 }  // namespace
+
+const Fields<LayerGroup>& layer_group_fields() {
+    using J = nlohmann::ordered_json;
+    using G = LayerGroup;
+    static const Fields<G> fields = {
+        {.key = "kind",
+         .json = [](const G& g) { return J(layer_kind_name(g.spec.kind)); },
+         .header = "layer group",
+         .cell = [](const G& g) { return std::string(layer_kind_name(g.spec.kind)); }},
+        {.key = "layers",
+         .kind = FieldKind::Number,
+         .json = [](const G& g) { return J(g.layers); },
+         .header = "layers",
+         .cell = [](const G& g) { return std::to_string(g.layers); }},
+        {.key = "window_tokens",
+         .kind = FieldKind::Number,
+         .json = [](const G& g) { return g.spec.window_tokens > 0 ? J(g.spec.window_tokens) : J(nullptr); },
+         .header = "window",
+         .cell = window_cell},
+        {.key = "bytes_per_token",
+         .kind = FieldKind::Number,
+         .json = [](const G& g) { return J(g.bytes_per_token); },
+         .header = "KV B/token",
+         .cell = [](const G& g) { return group_digits(g.bytes_per_token); }},
+        {.key = "state_bytes_per_sequence", .kind = FieldKind::Number, .json = [](const G& g) { return J(g.state_bytes_per_sequence); }},
+        {.key = "tokens_held",
+         .kind = FieldKind::Number,
+         .json = [](const G& g) { return J(g.tokens_held); },
+         .header = "tokens held",
+         .cell = [](const G& g) { return holds_per_token(g.spec.kind) ? group_digits(g.tokens_held) : "-"; }},
+        {.key = "bytes_per_sequence",
+         .kind = FieldKind::Number,
+         .json = [](const G& g) { return J(g.bytes_per_sequence); },
+         .header = "B/sequence",
+         .cell = [](const G& g) { return group_digits(g.bytes_per_sequence); }},
+        {.key = "bytes_per_sequence_per_gpu",
+         .kind = FieldKind::Number,
+         .json = [](const G& g) { return J(g.bytes_per_sequence_per_gpu); },
+         .header = "B/sequence per GPU",
+         .cell = [](const G& g) { return group_digits(g.bytes_per_sequence_per_gpu); }},
+    };
+    return fields;
+}
 
 std::vector<std::string> formula_lines(const KvSizing& kv) {
     std::vector<std::string> out;
@@ -130,7 +164,7 @@ std::string render_size_table(const SizeResult& r, Width width) {
     out += fit_line(settings_line(r.kv), width) + "\n";
     out += headline_table(r).render_text(width);
     out += "\n";
-    out += groups_table(r.kv).render_text(width);
+    out += fields_table(layer_group_fields(), r.kv.groups, 1).render_text(width);
     out += "\nFormula (B = bytes; KiB/MiB/GiB are 2^10/2^20/2^30 bytes):\n";
     // A continued formula line is indented past its group's name.
     for (const std::string& line : formula_lines(r.kv)) out += fit_line(line, width, "  ", "      ");
@@ -147,16 +181,16 @@ std::string render_size_table(const SizeResult& r, Width width) {
 }
 
 std::string render_size_markdown(const SizeResult& r) {
-    std::string out = fmt::format("### kvplan size: {}\n\n{}\n\n", r.model_label, settings_line(r.kv));
+    std::string out = fmt::format("### kvplan size: {}\n\n{}\n\n", printable(r.model_label), settings_line(r.kv));
     out += headline_table(r).render_markdown();
     out += "\n";
-    out += groups_table(r.kv).render_markdown();
+    out += fields_table(layer_group_fields(), r.kv.groups, 1).render_markdown();
     out += "\n";
     for (const std::string& line : formula_lines(r.kv)) out += "- " + line + "\n";
     if (!r.weights.parts.empty()) out += "\n" + params_table(r.weights).render_markdown();
     if (auto notes = all_notes(r); !notes.empty()) {
         out += "\n";
-        for (const std::string& n : notes) out += "> " + n + "\n";
+        for (const std::string& n : notes) out += "> " + printable(n) + "\n";
     }
     return out;
 }
@@ -196,18 +230,7 @@ std::string render_size_json(const SizeResult& r) {
     j["tp"] = kv.tp;
     j["kv_bytes_per_gpu"] = kv.bytes_per_gpu;
     j["layer_groups"] = nlohmann::ordered_json::array();
-    for (const LayerGroup& g : kv.groups) {
-        nlohmann::ordered_json o;
-        o["kind"] = layer_kind_name(g.spec.kind);
-        o["layers"] = g.layers;
-        o["window_tokens"] = g.spec.window_tokens > 0 ? nlohmann::ordered_json(g.spec.window_tokens) : nlohmann::ordered_json(nullptr);
-        o["bytes_per_token"] = g.bytes_per_token;
-        o["state_bytes_per_sequence"] = g.state_bytes_per_sequence;
-        o["tokens_held"] = g.tokens_held;
-        o["bytes_per_sequence"] = g.bytes_per_sequence;
-        o["bytes_per_sequence_per_gpu"] = g.bytes_per_sequence_per_gpu;
-        j["layer_groups"].push_back(o);
-    }
+    for (const LayerGroup& g : kv.groups) j["layer_groups"].push_back(fields_json(layer_group_fields(), g));
     j["params"] = r.weights.params;
     j["weights_bytes"] = r.weights.bytes;
     j["weights_from"] = r.weights.from_files ? "files" : "formula";
@@ -232,7 +255,7 @@ std::string render_size_json(const SizeResult& r) {
     // What the table prints under "Notes": the model's decisions, then the request's warnings.
     j["notes"] = r.model->notes;
     j["warnings"] = r.warnings;
-    return j.dump(2) + "\n";
+    return json_text(j);
 }
 
 }  // namespace kvplan

@@ -10,9 +10,13 @@
 #include "core/memory/size_result.hpp"
 #include "core/model/model_spec.hpp"
 #include "core/model/weights.hpp"
+#include "report/fields.hpp"
 #include "report/table.hpp"
 
 namespace kvplan {
+
+// One row per layer group: the table's columns and the JSON's members.
+const Fields<LayerGroup>& layer_group_fields();
 
 // The formula with the model's numbers filled in, one line per layer group.
 std::vector<std::string> formula_lines(const KvSizing& kv);

@@ -9,6 +9,7 @@
 #include "core/digits.hpp"
 #include "core/model/weight_format.hpp"
 #include "report/display_width.hpp"
+#include "report/json_value.hpp"
 #include "report/table.hpp"
 
 namespace kvplan {
@@ -428,7 +429,7 @@ std::string render_slo_json(const SloRecommendResult& r) {
     j["simulated_requests"] = r.simulated_requests;
     j["search_s"] = r.search_s;
     j["notes"] = notes(r);
-    return j.dump(2) + "\n";
+    return json_text(j);
 }
 
 std::string outcome_words(const SearchOutcome& x, double target_rps, std::size_t top) {

@@ -7,22 +7,12 @@
 
 #include <fmt/format.h>
 
+#include "report/printable.hpp"
+
 namespace kvplan {
 
 std::string escape_markup(const std::string& s, bool apostrophe) {
-    std::string out;
-    out.reserve(s.size());
-    for (char c : s) {
-        switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            case '\'': out += apostrophe ? "&#39;" : "'"; break;
-            default: out += c;
-        }
-    }
-    return out;
+    return markup_text(s, apostrophe);
 }
 
 namespace {

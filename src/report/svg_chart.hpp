@@ -63,7 +63,8 @@ std::string render_svg(const Chart& chart);
 inline constexpr double kSvgWidth = 820;
 inline constexpr double kPanelHeight = 260;
 
-// Text and attribute values escaped for SVG and HTML: & < > " (and ' with
+// Text and attribute values escaped for SVG and HTML: report/printable's
+// markup_text (control characters as visible escapes, then & < > ", and ' with
 // `apostrophe`, which HTML attributes in single quotes need).
 std::string escape_markup(const std::string& s, bool apostrophe = false);
 

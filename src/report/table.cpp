@@ -9,7 +9,7 @@ namespace kvplan {
 
 namespace {
 
-// Every cell as it will be printed: control characters escaped (io/printable.hpp).
+// Every cell as it will be printed: control characters escaped (report/printable.hpp).
 std::vector<std::string> printable_row(const std::vector<std::string>& row) {
     std::vector<std::string> out;
     out.reserve(row.size());
@@ -86,7 +86,7 @@ std::string Table::render_text(Width fit) const {
 std::string Table::render_markdown() const {
     auto line = [](const std::vector<std::string>& row) {
         std::string out = "|";
-        for (const auto& cell : row) out += " " + printable(cell) + " |";
+        for (const auto& cell : row) out += " " + markdown_cell(cell) + " |";
         return out + "\n";
     };
     std::vector<std::string> headers;
@@ -100,15 +100,9 @@ std::string Table::render_markdown() const {
 }
 
 std::string Table::render_csv() const {
-    auto cell = [](const std::string& c) {
-        if (c.find_first_of(",\"\n") == std::string::npos) return c;
-        std::string out = "\"";
-        for (char ch : c) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-        return out + "\"";
-    };
     auto line = [&](const std::vector<std::string>& row) {
         std::string out;
-        for (std::size_t c = 0; c < row.size(); ++c) out += (c ? "," : "") + cell(row[c]);
+        for (std::size_t c = 0; c < row.size(); ++c) out += (c ? "," : "") + csv_cell(row[c]);
         return out + "\n";
     };
     std::vector<std::string> headers;
@@ -118,7 +112,8 @@ std::string Table::render_csv() const {
     return out;
 }
 
-std::string wrap_text(const std::string& text, std::size_t width, const std::string& first, const std::string& rest) {
+std::string wrap_text(const std::string& raw, std::size_t width, const std::string& first, const std::string& rest) {
+    const std::string text = printable(raw);
     std::string out, line = first;
     bool empty = true;  // no word on this line yet
     std::size_t start = 0;
@@ -139,7 +134,7 @@ std::string wrap_text(const std::string& text, std::size_t width, const std::str
 }
 
 std::string fit_line(const std::string& text, Width width, const std::string& first, const std::string& rest) {
-    return width == Width::Wide ? first + text + "\n" : wrap_text(text, kFitColumns, first, rest);
+    return width == Width::Wide ? first + printable(text) + "\n" : wrap_text(text, kFitColumns, first, rest);
 }
 
 }  // namespace kvplan

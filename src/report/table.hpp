@@ -37,8 +37,9 @@ public:
 
     // Columns padded to their widest cell, measured in display cells.
     std::string render_text(Width width = Width::Fit) const;
+    // Every cell and header through markdown_cell (report/printable.hpp).
     std::string render_markdown() const;
-    // RFC 4180: comma-separated, cells with commas or quotes quoted.
+    // RFC 4180: comma-separated, every cell through csv_cell (report/printable.hpp).
     std::string render_csv() const;
 
 private:
@@ -50,7 +51,9 @@ private:
 
 // `text` broken at spaces into lines of at most `width` display cells (a longer
 // word stays whole), the first line prefixed by `first`, the rest by `rest`;
-// every line ends with a newline.
+// every line ends with a newline. `text` is printed through printable
+// (report/printable.hpp): a name in it cannot add a line; the prefixes are the
+// printer's own.
 std::string wrap_text(const std::string& text, std::size_t width, const std::string& first = "", const std::string& rest = "");
 
 // One line of a command's text output: as long as it takes when Wide,
