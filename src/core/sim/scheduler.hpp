@@ -247,6 +247,17 @@ struct RequestStates {
 RequestStates request_states(const Workload& w);
 void check_scheduler_config(const SchedulerConfig& c);
 
+// A step as a scheduler plans it (vLLM's SchedulerOutput): each sequence's
+// new tokens, the work the pricer sees, the proposer's time. The engine's
+// schedule() returns it and its commit(plan, dt) runs it; the driver holds
+// it in between (and prices it).
+struct StepPlan {
+    std::vector<std::pair<std::size_t, std::int64_t>> seqs;  // (request, new tokens), in schedule order
+    std::vector<SeqWork> work;                               // per sequence: (context before, new tokens)
+    double draft_s = 0;                                      // speculative decoding's proposer
+    bool empty() const { return work.empty(); }
+};
+
 class VllmEngine;
 
 // Checks the engine's invariants (docs/invariants.md, INV-1 to INV-7) as it
@@ -303,6 +314,7 @@ public:
     // pass, and each rank commits it (or idles through it). No pipeline;
     // advance() is not used. With a CPU tier or remote prefill, a rank whose
     // queue head waits for a load plans nothing until next_step_s().
+    // advance() and the pipeline drive the same scheduler pass and commit.
     // Nothing routed here and waiting, running or loading.
     bool idle() const;
     std::int64_t waiting_count() const;
@@ -310,14 +322,13 @@ public:
     // Moves the clock to t (not before now()), logging the seconds crossed.
     void sync_to(double t);
     // Schedules the step at now(), the requests that arrived by then queued
-    // first; false when there is nothing to run (the wave finds it idle).
-    bool plan_step();
-    // The planned step's sequences, and its proposer's time (speculative decoding).
-    const std::vector<SeqWork>& planned_work() const;
-    double planned_draft_s() const;
-    // Ends the planned step dt after now(); idle_step: the wave passed with
-    // nothing planned (the rank ran a dummy batch, not a step of its own).
-    void commit_step(double dt);
+    // first; empty when there is nothing to run (the wave finds it idle).
+    // Its work and proposer's time are what the driver prices.
+    StepPlan schedule();
+    // Ends the step `p` (this engine's last schedule()) dt after now();
+    // idle_step: the wave passed with nothing planned (the rank ran a dummy
+    // batch, not a step of its own).
+    void commit(const StepPlan& p, double dt);
     void idle_step(double dt);
 
     // Disaggregated decode (disagg.hpp): every request added is one whose

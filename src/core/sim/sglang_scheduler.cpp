@@ -725,13 +725,16 @@ std::int64_t SglangEngine::running_count() const {
 void SglangEngine::sync_to(double t) {
     impl_->sync_to(t);
 }
-bool SglangEngine::plan_step() {
-    return impl_->plan_step();
+// The lockstep pair in StepPlan's terms (dp_group.hpp): the pass formed
+// keeps its own batch inside; the plan carries what the group prices.
+StepPlan SglangEngine::schedule() {
+    StepPlan p;
+    if (!impl_->plan_step()) return p;
+    p.work = impl_->planned_work();
+    if (p.work.empty()) throw std::logic_error("sglang: a pass planned with no work");
+    return p;
 }
-const std::vector<SeqWork>& SglangEngine::planned_work() const {
-    return impl_->planned_work();
-}
-void SglangEngine::commit_step(double dt) {
+void SglangEngine::commit(const StepPlan& /*p*/, double dt) {
     impl_->commit_step(dt);
 }
 void SglangEngine::idle_step(double dt) {
