@@ -31,6 +31,7 @@ bool VllmEngine::Impl::start_load(std::size_t r, KvCacheManager::Hits& hits, std
     for (std::int64_t b : hit)
         if (b >= 0 && kv_cache_.pool().is_free(b)) ++need;
     if (need > kv_cache_.pool().free_count()) return false;
+    kv_cache_.forget_hit(r);
     GroupBlocks& k = kv_cache_.kv(r, 0);
     k.blocks = std::move(hit);
     for (std::int64_t b : k.blocks) kv_cache_.pool().touch(b);

@@ -189,16 +189,21 @@ bool VllmEngine::Impl::admit(std::size_t r, StepPlan& p, std::int64_t& budget) {
     KvCacheManager::Hits hits = c_.prefix_caching ? kv_cache_.get_computed_blocks(r, total_tokens(r) - 1)
                                                   : KvCacheManager::Hits{0, std::vector<std::vector<std::int64_t>>(kv_cache_.groups().size())};
     const std::int64_t cached = hits.tokens;
+    // Not admitted: the queue's head keeps its hit for the next pass.
+    const auto blocked = [&] {
+        if (c_.prefix_caching) kv_cache_.remember_hit(r, total_tokens(r) - 1, hits);
+        return false;
+    };
     if (offload_) {
         // get_num_new_matched_tokens: the blocks right after the GPU hit
         // that the CPU tier holds are loaded first, asynchronously.
         const std::int64_t more = offload_->get_num_new_matched_tokens(r, cached, total_tokens(r), t_) / c_.block_size;
-        if (more > 0) return start_load(r, hits, more);
+        if (more > 0) return start_load(r, hits, more) || blocked();
     }
     const std::int64_t n = cap(total_tokens(r) - cached, budget);
-    if (n <= 0) return false;
+    if (n <= 0) return blocked();
     // allocate_slots with the hit as new_computed_blocks (kv_cache_manager.py).
-    if (!kv_cache_.allocate_slots(r, hits, n)) return false;
+    if (!kv_cache_.allocate_slots(r, hits, n)) return blocked();
     if (first) {
         run_.prompt_tokens += w_.requests[r].input_tokens;
         run_.prefix_hit_tokens += cached;
@@ -727,6 +732,7 @@ std::int64_t VllmEngine::Impl::outstanding_at(double t) const {
 
 SimRun VllmEngine::Impl::take_totals() {
     run_.end_s = t_;
+    run_.remembered_hits = kv_cache_.remembered_answers();
     return std::move(run_);
 }
 

@@ -83,6 +83,10 @@ struct SchedulerConfig {
     // Runs of identical decode steps advance without walking the batch each
     // step (docs/simulate.md, "Speed"); the same run, bit for bit, as stepping.
     bool jump_decode_runs = true;
+    // The blocked queue head's prefix-cache hit is remembered until a
+    // change to the pool could alter it (KvCacheManager::remember_hit); the
+    // same run, bit for bit, as looking it up again every step.
+    bool remember_blocked_hit = true;
     // vLLM's KV-cache groups, in its order (kv_groups_for); empty: one
     // full-attention group of block_size tokens.
     std::vector<KvGroup> groups;
@@ -174,6 +178,7 @@ struct SimRun {
     std::vector<TimePoint> timeseries;
     std::int64_t steps = 0;
     std::int64_t decode_run_steps = 0;  // of which advanced as part of a decode run (jump_decode_runs)
+    std::int64_t remembered_hits = 0;   // prefix-cache lookups answered from the blocked head's remembered hit (remember_blocked_hit)
     std::int64_t preemptions = 0;
     std::int64_t recomputed_tokens = 0;  // tokens computed again after preemption
     std::int64_t prompt_tokens = 0;      // prompt tokens of admitted requests (first admission)
