@@ -3,9 +3,11 @@
 #include <deque>
 #include <limits>
 #include <numeric>
+#include <sstream>
 #include <stdexcept>
 
 #include "core/checked.hpp"
+#include "core/checked_conversion.hpp"
 #include "core/error.hpp"
 #include "core/memory/vllm_kv_cache.hpp"
 #include "core/sim/block_pool.hpp"
@@ -235,13 +237,24 @@ void VllmEngine::Impl::register_full_blocks(std::size_t r) {
     if (offload_) offload_->store(r, from, to, t_);  // one group only with a CPU tier
 }
 
+void check_sim_clock(double t_s, double step_s) {
+    if (t_s <= kSimHorizonS) return;
+    std::ostringstream m;
+    m << "simulate: the simulated clock passed its horizon of 2 x 10^7 s (it reached " << t_s << " s";
+    if (step_s > 0) m << "; one step took " << step_s << " s";
+    m << "): a step or a KV transfer is priced absurdly long; check the device's memory bandwidth and FLOP/s, "
+         "the efficiency figures, the KV link and --expert-imbalance";
+    data_error(m.str());
+}
+
 double append_samples(std::vector<TimePoint>& series, TimePoint p, double until) {
     if (!(p.t_s <= until) || !std::isfinite(until)) throw std::logic_error("a sample past the time it was taken at");
+    check_sim_clock(until);
     p.seconds = 1;
     if (p.prompt_tokens_per_s == 0 && p.generation_tokens_per_s == 0) {
         // Whole seconds t_s, t_s + 1, ... up to `until`; integers below 2^53
         // add exactly, so the two corrections settle any rounding of the cast.
-        std::int64_t k = static_cast<std::int64_t>(until - p.t_s);
+        std::int64_t k = checked_trunc(until - p.t_s, "a span of logged seconds");
         while (k > 0 && p.t_s + static_cast<double>(k) > until) --k;
         while (p.t_s + static_cast<double>(k + 1) <= until) ++k;
         p.seconds = k + 1;
@@ -386,6 +399,7 @@ void VllmEngine::Impl::idle_step(double dt) {
     if (!(dt > 0) || !std::isfinite(dt)) throw std::logic_error("a wave priced at a non-positive time");
     last_step_start_ = t_;
     t_ += dt;
+    check_sim_clock(t_, dt);
     last_step_done_ = done_ - plan_done_before_;  // rejected while planning
     sample(t_);
 }
@@ -396,6 +410,7 @@ void VllmEngine::Impl::commit(const StepPlan& p, double dt) {
     if (check_) note_plan(p);
     last_step_start_ = t_;
     t_ += dt;
+    check_sim_clock(t_, dt);
     run_.steps += 1;
     finished_.clear();
     for (const auto& [r, n] : p.seqs) {
@@ -450,6 +465,7 @@ void VllmEngine::Impl::submit_batch(const StepPlan& p) {
         if (!(dt > 0) || !std::isfinite(dt)) throw std::logic_error("a pipeline stage priced at a non-positive time");
         const double start = std::max(ready, stage_free_s_[j]);
         ready = stage_free_s_[j] = start + dt;
+        check_sim_clock(ready, dt);
     }
     b.end_s = ready;
     for (const auto& [r, n] : p.seqs) {
@@ -590,6 +606,7 @@ bool VllmEngine::Impl::decode_run(double horizon) {
         const double start = t_;
         last_step_start_ = t_;
         t_ += *dt;
+        check_sim_clock(t_, *dt);
         run_.steps += 1;
         run_.decode_run_steps += 1;
         if (c_.prefix_caching)

@@ -129,6 +129,17 @@ struct TimePoint {
     }
 };
 
+// The simulated clock's horizon: arrivals lie within 10^7 s
+// (kMaxReplaySeconds, about 116 days), and no run the simulator answers for
+// keeps a request another 10^7 s, so the clock stops at 2 x 10^7 s. A clock
+// past it means a step or a KV transfer priced absurdly long (a device
+// bandwidth of 1 B/s, a KV link of 1e-300 GB/s), which would otherwise log
+// 10^40 idle seconds.
+constexpr double kSimHorizonS = 2 * kMaxReplaySeconds;
+// Throws Error(Data) (exit 65) when an engine's clock `t_s` passed the
+// horizon, naming `step_s`, the step that took it there (0: not known).
+void check_sim_clock(double t_s, double step_s = 0);
+
 // Appends the log line `p` for second p.t_s to `series`. A line that counted
 // no tokens also stands for every later whole second up to `until` (the
 // engine's state does not change between two of its events), and a line
