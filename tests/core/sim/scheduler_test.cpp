@@ -491,11 +491,11 @@ TEST_CASE("remembering the blocked queue head's prefix hit gives the run looking
         return c ? std::optional<double>(c->total_s) : std::nullopt;
     };
     const Workload w =
-        read_trace(std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/reference/traces/mooncake_conversation.jsonl", TraceOptions{"auto", 1.0, 1200});
+        read_trace(std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/reference/traces/mooncake_conversation.jsonl", TraceOptions{"auto", 1.0, 600});
     for (const auto& [blocks, offload] : {std::pair<std::int64_t, bool>{4000, false}, {2500, false}, {4000, true}}) {
         SchedulerConfig c;
         c.num_gpu_blocks = blocks;
-        if (offload) c.cpu_tier = CpuTierConfig{20'000, 2'097'152, 64e9, 0.0};  // 16 tokens x 128 KiB of Llama-3.1-8B's KV
+        if (offload) c.cpu_tier = CpuTierConfig{524'288, 2'097'152, 64e9, 0.0};  // 1 TiB of blocks of 16 tokens x 128 KiB (Llama-3.1-8B)
         c.remember_blocked_hit = false;
         const SimRun looked_up = simulate(w, c, price, decode, true);
         c.remember_blocked_hit = true;
