@@ -829,6 +829,35 @@ TEST_CASE("bad input: a run that does not fit in memory exits 70 with one line",
 #endif
 }
 
+// Class 1 of issue 44: a step or a transfer priced absurdly long used to
+// count idle seconds from INT64_MIN (a hang) or print a TTFT of 10^10 s.
+// The simulated clock stops at its horizon, 2 x 10^7 s, with one line.
+TEST_CASE("bad input: a step or a KV transfer that takes the clock past its horizon exits 65 quickly, no hang", "[bad-input][horizon]") {
+    ScratchDir dir;
+    // An H100's figures but a memory bandwidth of 1 B/s: Llama-3.1-8B's 16 GB of weights take 1.6 x 10^10 s a step.
+    const fs::path slow = dir.write("slow_gpu.json",
+                                    "{\"schema_version\": 1, \"gpus\": [{\"id\": \"slow-accel\", \"name\": \"Slow Accelerator\", "
+                                    "\"aliases\": [], \"memory_bytes\": 85899345920, \"memory_bandwidth_bytes_per_s\": 1, "
+                                    "\"memory_technology\": \"HBM3\", \"peak_tflops\": {\"bf16\": 989}}]}\n");
+    const std::vector<std::string> sim = {"simulate", "--model",     "llama-3.1-8b", "--rate",       "1",       "--requests",
+                                          "5",        "--input-len", "fixed:100",    "--output-len", "fixed:10"};
+    const auto with = [&](std::vector<std::string> extra) {
+        std::vector<std::string> args = sim;
+        args.insert(args.end(), extra.begin(), extra.end());
+        return args;
+    };
+    expect_clean_error(Run::kvplan(with({"--gpu-file", slow.string(), "--gpu", "slow-accel"})), kExitData,
+                       {"horizon of 2 x 10^7 s", "one step took", "memory bandwidth"});
+    // A KV link of 1e-300 GB/s: the pull of a prompt's KV ends at ~10^298 s.
+    expect_clean_error(Run::kvplan(with({"--gpu", "h100-sxm", "--prefill-replicas", "1", "--decode-replicas", "1", "--kv-link", "1e-300GB/s"})),
+                       kExitData, {"horizon of 2 x 10^7 s", "KV link"});
+    // The same with SGLang's scheduler, and behind a router.
+    expect_clean_error(Run::kvplan(with({"--engine", "sglang", "--gpu-file", slow.string(), "--gpu", "slow-accel"})), kExitData,
+                       {"horizon of 2 x 10^7 s"});
+    expect_clean_error(Run::kvplan(with({"--gpu-file", slow.string(), "--gpu", "slow-accel", "--replicas", "2"})), kExitData,
+                       {"horizon of 2 x 10^7 s"});
+}
+
 // Outputs that would overwrite inputs, and silent defaults: each refused with one line.
 TEST_CASE("bad input: an empty flag value exits 2 instead of running as if the flag were absent", "[bad-input][defaults]") {
     const std::vector<std::string> sim = {"simulate",   "--model", "llama-3.1-8b", "--gpu",    "h100-sxm",     "--rate", "1",

@@ -145,7 +145,7 @@ int run_in_empty_folder(const std::vector<std::string>& args, int index) {
 
 // check, baseline and diff read and write files: their examples run in
 // tests/cli/check_cmd_test.cpp, inside a scratch repository.
-TEST_CASE("every example in every --help runs on its own in an empty folder and succeeds") {
+TEST_CASE("every example in every --help runs on its own in an empty folder and succeeds", "[slow]") {
     int index = 0;
     for (const char* cmd : {"size", "concurrency", "roofline", "recommend", "simulate", "measure", "models", "gpus"}) {
         std::istringstream help(kvplan_run({cmd, "--help"}).out);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/checked.hpp"
+#include "core/checked_conversion.hpp"
 #include "core/error.hpp"
 
 namespace kvplan {
@@ -16,7 +17,7 @@ FleetCost fleet_cost(double target_rps, double per_replica_rps, std::int64_t gpu
     FleetCost f;
     const double replicas = std::ceil(target_rps / per_replica_rps);
     if (replicas > 1e9) usage_error("the target rate needs more than 10^9 replicas");
-    f.replicas = static_cast<std::int64_t>(replicas);
+    f.replicas = checked_trunc(replicas, "replicas");
     f.gpus = checked_mul(f.replicas, gpus_per_replica, "GPUs in the fleet");
     if (!usd_per_gpu_hour) return f;
     f.usd_per_hour = static_cast<double>(f.gpus) * *usd_per_gpu_hour;
@@ -40,7 +41,7 @@ ScaledFleet replicas_over_time(const std::vector<double>& rates_rps, double wind
     for (const double rate : rates_rps) {
         const double need = std::max(1.0, std::ceil(rate / per_replica_rps));
         if (!(need <= 1e9)) usage_error("a window of the trace needs more than 10^9 replicas");
-        const auto n = static_cast<std::int64_t>(need);
+        const std::int64_t n = checked_trunc(need, "replicas");
         f.replicas.push_back(n);
         replica_windows = checked_add(replica_windows, n, "replica windows");
     }

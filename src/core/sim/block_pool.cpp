@@ -93,6 +93,7 @@ std::int64_t BlockPool::allocate() {
     unlink(b);
     auto& h = hash_[static_cast<std::size_t>(b)];
     if (h) {
+        if (watching_ && watched_[static_cast<std::size_t>(b)]) fired_ = true;
         if (indexed_[static_cast<std::size_t>(b)]) by_hash_.erase(b, *h);
         indexed_[static_cast<std::size_t>(b)] = false;
         h.reset();
@@ -104,9 +105,29 @@ std::int64_t BlockPool::allocate() {
 void BlockPool::set_hash(std::int64_t block, std::uint64_t hash) {
     // A second block with content already cached stays uncached (vLLM keeps the first).
     if (by_hash_.insert(hash, block)) {
+        if (watching_ && missed_ == hash) fired_ = true;
         hash_[static_cast<std::size_t>(block)] = hash;
         indexed_[static_cast<std::size_t>(block)] = true;
     }
+}
+
+void BlockPool::watch(const std::vector<std::int64_t>& found, std::optional<std::uint64_t> missed) {
+    unwatch();
+    if (watched_.empty()) watched_.assign(ref_.size(), 0);
+    for (std::int64_t b : found)
+        if (b >= 0) {
+            watched_[static_cast<std::size_t>(b)] = 1;
+            watched_blocks_.push_back(b);
+        }
+    missed_ = missed;
+    watching_ = true;
+}
+
+void BlockPool::unwatch() {
+    for (std::int64_t b : watched_blocks_) watched_[static_cast<std::size_t>(b)] = 0;
+    watched_blocks_.clear();
+    missed_.reset();
+    watching_ = fired_ = false;
 }
 
 void BlockPool::release(std::int64_t block) {

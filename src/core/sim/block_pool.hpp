@@ -46,6 +46,15 @@ public:
     // The invariant: each block is either referenced or in the free queue.
     bool consistent() const;
 
+    // A watch on one prefix-cache lookup (KvCacheManager's remembered hit
+    // of a blocked queue head): it fires when one of `found` loses its
+    // content (allocate) or the content `missed` enters the index
+    // (set_hash), the only changes that can alter that lookup's answer.
+    // One watch at a time; watch() replaces it, unwatch() drops it.
+    void watch(const std::vector<std::int64_t>& found, std::optional<std::uint64_t> missed);
+    void unwatch();
+    bool watch_fired() const { return fired_; }
+
 private:
     // Content hash -> block, open addressing with linear probing: at most
     // one entry per block, so a table of twice the blocks (a power of two)
@@ -85,6 +94,12 @@ private:
     std::vector<bool> indexed_;                       // and whether it is in by_hash_
     HashIndex by_hash_;
     std::int64_t head_ = -1, tail_ = -1, free_count_ = 0;
+    // The watch: per block whether it is watched (sized on first use), the
+    // blocks marked, the content missed, and whether it fired.
+    std::vector<char> watched_;
+    std::vector<std::int64_t> watched_blocks_;
+    std::optional<std::uint64_t> missed_;
+    bool watching_ = false, fired_ = false;
 };
 
 }  // namespace kvplan

@@ -27,7 +27,72 @@ CpuTier::CpuTier(const CpuTierConfig& c) : c_(c) {
     if (!(c.link_bytes_per_s > 0) || !std::isfinite(c.link_bytes_per_s))
         usage_error("--cpu-offload: the device has no host-link bandwidth to time the copies");
     if (!(c.latency_s >= 0) || !std::isfinite(c.latency_s)) throw std::logic_error("cpu tier: a negative load latency");
-    where_.reserve(static_cast<std::size_t>(std::min<std::int64_t>(c.blocks, 1 << 20)));
+    index_.assign(16, -1);
+    shift_ = 64 - 4;
+}
+
+std::int64_t CpuTier::find(std::uint64_t key) const {
+    const std::size_t mask = index_.size() - 1;
+    for (std::size_t i = home(key);; i = (i + 1) & mask) {
+        const std::int64_t s = index_[i];
+        if (s < 0) return -1;
+        if (slab_[static_cast<std::size_t>(s)].key == key) return s;
+    }
+}
+
+void CpuTier::index_insert(std::uint64_t key, std::int64_t slot) {
+    if (2 * (size_ + 1) > static_cast<std::int64_t>(index_.size())) grow_index();
+    const std::size_t mask = index_.size() - 1;
+    std::size_t i = home(key);
+    while (index_[i] >= 0) i = (i + 1) & mask;
+    index_[i] = slot;
+}
+
+// Backward-shift deletion (Knuth, TAOCP vol. 3, 6.4, algorithm R), as the
+// block pool's hash index does.
+void CpuTier::index_erase(std::uint64_t key) {
+    const std::size_t mask = index_.size() - 1;
+    std::size_t hole = home(key);
+    while (slab_[static_cast<std::size_t>(index_[hole])].key != key) hole = (hole + 1) & mask;
+    for (std::size_t j = (hole + 1) & mask; index_[j] >= 0; j = (j + 1) & mask) {
+        const std::size_t h = home(slab_[static_cast<std::size_t>(index_[j])].key);
+        const bool home_between = hole <= j ? (h > hole && h <= j) : (h > hole || h <= j);
+        if (!home_between) {
+            index_[hole] = index_[j];
+            hole = j;
+        }
+    }
+    index_[hole] = -1;
+}
+
+// Doubles the index and puts every held entry back.
+void CpuTier::grow_index() {
+    index_.assign(index_.size() * 2, -1);
+    --shift_;
+    const std::size_t mask = index_.size() - 1;
+    for (std::int64_t s = head_; s >= 0; s = slab_[static_cast<std::size_t>(s)].next) {
+        std::size_t i = home(slab_[static_cast<std::size_t>(s)].key);
+        while (index_[i] >= 0) i = (i + 1) & mask;
+        index_[i] = s;
+    }
+}
+
+void CpuTier::unlink(std::int64_t i) {
+    Entry& e = slab_[static_cast<std::size_t>(i)];
+    if (e.prev >= 0) slab_[static_cast<std::size_t>(e.prev)].next = e.next;
+    else head_ = e.next;
+    if (e.next >= 0) slab_[static_cast<std::size_t>(e.next)].prev = e.prev;
+    else tail_ = e.prev;
+    e.prev = e.next = -1;
+}
+
+void CpuTier::push_back(std::int64_t i) {
+    Entry& e = slab_[static_cast<std::size_t>(i)];
+    e.prev = tail_;
+    e.next = -1;
+    if (tail_ >= 0) slab_[static_cast<std::size_t>(tail_)].next = i;
+    else head_ = i;
+    tail_ = i;
 }
 
 // bytes / bandwidth, per direction (the host link moves one direction's copies one after another).
@@ -36,33 +101,45 @@ double CpuTier::copy_s(std::int64_t blocks) const {
 }
 
 bool CpuTier::store(std::uint64_t key, double now) {
-    const auto it = where_.find(key);
-    if (it != where_.end()) {  // already offloaded: prepare_store skips it, touch makes it recent
-        lru_.splice(lru_.end(), lru_, it->second);
+    const std::int64_t held = find(key);
+    if (held >= 0) {  // already offloaded: prepare_store skips it, touch makes it recent
+        unlink(held);
+        push_back(held);
         return false;
     }
-    if (size() >= c_.blocks) {  // LRUOffloadingManager.prepare_store evicts the least recently used
-        where_.erase(lru_.front().key);
-        lru_.pop_front();
+    std::int64_t slot = 0;
+    if (size_ >= c_.blocks) {  // LRUOffloadingManager.prepare_store evicts the least recently used
+        slot = head_;
+        index_erase(slab_[static_cast<std::size_t>(slot)].key);
+        unlink(slot);
+        --size_;
         ++evicted_;
+    } else {
+        slot = static_cast<std::int64_t>(slab_.size());
+        slab_.emplace_back();
     }
     store_free_s_ = std::max(store_free_s_, now) + copy_s(1);
-    lru_.push_back(Entry{key, store_free_s_});
-    where_[key] = std::prev(lru_.end());
+    Entry& e = slab_[static_cast<std::size_t>(slot)];
+    e.key = key;
+    e.ready_s = store_free_s_;
+    index_insert(key, slot);
+    push_back(slot);
+    ++size_;
     ++stored_;
     return true;
 }
 
 bool CpuTier::ready(std::uint64_t key, double now) const {
-    const auto it = where_.find(key);
-    return it != where_.end() && it->second->ready_s <= now;
+    const std::int64_t held = find(key);
+    return held >= 0 && slab_[static_cast<std::size_t>(held)].ready_s <= now;
 }
 
 double CpuTier::load(const std::vector<std::uint64_t>& keys, double now) {
     for (std::uint64_t k : keys) {
-        const auto it = where_.find(k);
-        if (it == where_.end()) throw std::logic_error("cpu tier: loading a block it does not hold");
-        lru_.splice(lru_.end(), lru_, it->second);
+        const std::int64_t held = find(k);
+        if (held < 0) throw std::logic_error("cpu tier: loading a block it does not hold");
+        unlink(held);
+        push_back(held);
     }
     const auto n = static_cast<std::int64_t>(keys.size());
     loaded_ += n;
@@ -72,7 +149,7 @@ double CpuTier::load(const std::vector<std::uint64_t>& keys, double now) {
 
 std::vector<std::uint64_t> CpuTier::lru_order() const {
     std::vector<std::uint64_t> out;
-    for (const Entry& e : lru_) out.push_back(e.key);
+    for (std::int64_t s = head_; s >= 0; s = slab_[static_cast<std::size_t>(s)].next) out.push_back(slab_[static_cast<std::size_t>(s)].key);
     return out;
 }
 

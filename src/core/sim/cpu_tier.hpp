@@ -9,8 +9,6 @@
 #pragma once
 
 #include <cstdint>
-#include <list>
-#include <unordered_map>
 #include <vector>
 
 namespace kvplan {
@@ -45,7 +43,7 @@ public:
     // used. Returns when the last byte has arrived.
     double load(const std::vector<std::uint64_t>& keys, double now);
 
-    std::int64_t size() const { return static_cast<std::int64_t>(lru_.size()); }
+    std::int64_t size() const { return size_; }
     std::int64_t capacity() const { return c_.blocks; }
     std::int64_t stored_blocks() const { return stored_; }
     std::int64_t loaded_blocks() const { return loaded_; }
@@ -54,15 +52,33 @@ public:
     std::vector<std::uint64_t> lru_order() const;
 
 private:
+    // The LRU is flat: entries live in a slab (a vector that only grows, up
+    // to the tier's blocks; an evicted entry's slot is reused by the store
+    // that evicts it), linked by index into a list, least recently used at
+    // the head, and found by key through an open-addressing index (linear
+    // probing, backward-shift deletion, at most half full). A store, a touch
+    // or an eviction allocates nothing once the slab has grown: a
+    // std::list node and an unordered_map node per stored block were most
+    // of an offloading run's time (docs/simulate.md, "Speed").
     struct Entry {
         std::uint64_t key = 0;
         double ready_s = 0;  // when its copy to host memory ends
+        std::int64_t prev = -1, next = -1;
     };
     double copy_s(std::int64_t blocks) const;
+    std::int64_t find(std::uint64_t key) const;  // its slot, or -1
+    void index_insert(std::uint64_t key, std::int64_t slot);
+    void index_erase(std::uint64_t key);
+    void grow_index();
+    std::size_t home(std::uint64_t key) const { return static_cast<std::size_t>((key * 0x9e3779b97f4a7c15ULL) >> shift_); }
+    void unlink(std::int64_t i);
+    void push_back(std::int64_t i);
 
     CpuTierConfig c_;
-    std::list<Entry> lru_;  // least recently used at the front
-    std::unordered_map<std::uint64_t, std::list<Entry>::iterator> where_;
+    std::vector<Entry> slab_;
+    std::int64_t head_ = -1, tail_ = -1, size_ = 0;
+    std::vector<std::int64_t> index_;  // slot of the entry, -1: empty; a power of two in size
+    int shift_ = 64;
     double store_free_s_ = 0, load_free_s_ = 0;  // when each direction of the link is next free
     std::int64_t stored_ = 0, loaded_ = 0, evicted_ = 0;
 };

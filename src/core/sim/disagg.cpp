@@ -19,7 +19,9 @@ void VllmEngine::Impl::set_remote_prefill(RemoteLoad load) {
     // One kind of pending load per engine (next_event_s, scheduler.cpp); the
     // CLI refuses --cpu-offload with P/D pools too.
     if (offload_) usage_error("--cpu-offload: KV offload in disaggregated pools is not simulated");
-    remote_ = std::make_unique<RemotePrefillConnector>(std::move(load));
+    auto remote = std::make_unique<RemotePrefillConnector>(std::move(load));
+    remote_ = remote.get();
+    connector_ = std::move(remote);
     remote_state_.assign(w_.requests.size(), 0);
 }
 
@@ -32,13 +34,13 @@ void VllmEngine::Impl::set_remote_prefill(RemoteLoad load) {
 // allocate_slots refuses). The request then waits in WAITING_FOR_REMOTE_KVS,
 // outside the running list and the token budget. Once loaded
 // (collect_loaded), its last prompt token is scheduled like a decode.
-bool VllmEngine::Impl::admit_remote(std::size_t r, std::int64_t& budget) {
+bool VllmEngine::Impl::admit_remote(std::size_t r, StepPlan& p, std::int64_t& budget) {
     if (remote_state_[r] == 2) {
         if (budget <= 0 || !kv_cache_.allocate_slots(r, 1)) return false;
         remote_state_[r] = 3;  // from here on a local request (a preemption recomputes it here)
         waiting_.pop_front();
         running_.push_back(r);
-        plan_.seqs.push_back({r, 1});
+        p.seqs.push_back({r, 1});
         budget -= 1;
         return true;
     }
@@ -60,7 +62,7 @@ bool VllmEngine::Impl::admit_remote(std::size_t r, std::int64_t& budget) {
     records_[r].scheduled_s = t_;
     remote_state_[r] = 1;
     waiting_.pop_front();
-    remote_loading_.emplace_back(remote_->update_state_after_alloc(r, 0, prompt, t_), r);
+    remote_->update_state_after_alloc(r, 0, prompt, t_);
     return true;
 }
 
@@ -74,7 +76,7 @@ bool VllmEngine::Impl::admit_remote(std::size_t r, std::int64_t& budget) {
 // requests start instead (each needs at most one more block); as they
 // finish, their blocks go to the head (docs/simulate.md, "Disaggregated
 // prefill/decode").
-void VllmEngine::Impl::admit_loaded_behind_head(std::int64_t& budget) {
+void VllmEngine::Impl::admit_loaded_behind_head(StepPlan& p, std::int64_t& budget) {
     for (auto it = std::next(waiting_.begin()); it != waiting_.end() && budget > 0 && static_cast<std::int64_t>(running_.size()) < c_.max_num_seqs;) {
         const std::size_t r = *it;
         if (remote_state_[r] != 2) {
@@ -85,7 +87,7 @@ void VllmEngine::Impl::admit_loaded_behind_head(std::int64_t& budget) {
         remote_state_[r] = 3;
         it = waiting_.erase(it);
         running_.push_back(r);
-        plan_.seqs.push_back({r, 1});
+        p.seqs.push_back({r, 1});
         budget -= 1;
     }
 }
@@ -106,22 +108,15 @@ bool VllmEngine::Impl::head_starved() const {
 // cached. The requests stay at the head of the waiting queue, in admission
 // order (schedule() prepends its skipped_waiting_requests to the queue).
 void VllmEngine::Impl::collect_loaded() {
-    if (remote_loading_.empty()) return;
-    for (auto it = remote_loading_.rbegin(); it != remote_loading_.rend(); ++it) {
-        if (it->first > t_) continue;
-        const std::size_t r = it->second;
+    if (!remote_->receiving()) return;
+    remote_->take_finished_recving(t_, recved_);
+    for (auto it = recved_.rbegin(); it != recved_.rend(); ++it) {
+        const std::size_t r = *it;
         live_[r].computed = w_.requests[r].input_tokens - 1;
         if (c_.prefix_caching) register_full_blocks(r);
         remote_state_[r] = 2;
         waiting_.push_front(r);
     }
-    std::erase_if(remote_loading_, [&](const std::pair<double, std::size_t>& p) { return p.first <= t_; });
-}
-
-double VllmEngine::Impl::next_loaded_s() const {
-    double next = std::numeric_limits<double>::infinity();
-    for (const auto& [t, r] : remote_loading_) next = std::min(next, t);
-    return next;
 }
 
 // ---- The transfer ----

@@ -127,12 +127,11 @@ bool DpGroupOf<Engine>::wave(double horizon) {
     if (t_ >= horizon) return false;
     bool any = false;
     double draft_s = 0;
-    static const std::vector<SeqWork> dummy;  // an idle rank's batch
     for (std::size_t i = 0; i < ranks_.size(); ++i) {
-        planned_[i] = ranks_[i].plan_step();
-        any = any || planned_[i];
-        works_[i] = planned_[i] ? &ranks_[i].planned_work() : &dummy;
-        draft_s = std::max(draft_s, ranks_[i].planned_draft_s());
+        plans_[i] = ranks_[i].schedule();  // empty: an idle rank, whose dummy batch is empty work
+        any = any || !plans_[i].empty();
+        works_[i] = &plans_[i].work;
+        draft_s = std::max(draft_s, plans_[i].draft_s);
     }
     if (!any) {
         // Only rejections this pass (the ranks' state moved: try again), or
@@ -150,7 +149,7 @@ bool DpGroupOf<Engine>::wave(double horizon) {
     const double dt = price_(works_) + draft_s;
     if (!(dt > 0) || !std::isfinite(dt)) throw std::logic_error("a wave priced at a non-positive time");
     for (std::size_t i = 0; i < ranks_.size(); ++i) {
-        if (planned_[i]) ranks_[i].commit_step(dt);
+        if (!plans_[i].empty()) ranks_[i].commit(plans_[i], dt);
         else ranks_[i].idle_step(dt);
     }
     t_ += dt;

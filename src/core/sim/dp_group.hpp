@@ -25,8 +25,8 @@
 // DpGroupOf has the engines' driving interface (add, advance, next_step_s,
 // outstanding_at, done, now, take_totals), so simulate_cluster's router
 // can put several replicas, each a DP group, behind it. Its Engine
-// (VllmEngine or SglangEngine) steps in lockstep through idle, plan_step,
-// planned_work, planned_draft_s, commit_step, idle_step and sync_to.
+// (VllmEngine or SglangEngine) steps in lockstep through idle, schedule
+// (a StepPlan per rank), commit(plan, dt), idle_step and sync_to.
 #pragma once
 
 #include <array>
@@ -64,7 +64,7 @@ public:
         for (std::int64_t i = 0; i < dp; ++i) ranks_.push_back(make());
         counts_.assign(ranks_.size(), {0, 0});
         routed_.assign(ranks_.size(), 0);
-        planned_.assign(ranks_.size(), 0);
+        plans_.assign(ranks_.size(), StepPlan{});
         works_.assign(ranks_.size(), nullptr);
     }
     DpGroupOf(DpGroupOf&&) noexcept = default;
@@ -97,8 +97,8 @@ private:
     double published_s_ = -1;                          // when counts_ were last refreshed (-1: never)
     std::size_t next_rank_ = 0;                        // round robin's counter
     std::vector<std::int64_t> routed_;
-    std::vector<char> planned_;
-    std::vector<const std::vector<SeqWork>*> works_;
+    std::vector<StepPlan> plans_;                     // this wave's, one per rank
+    std::vector<const std::vector<SeqWork>*> works_;  // each rank's plan's work, as the pricer takes them
     std::int64_t waves_ = 0;
     double t_ = 0;
 };

@@ -39,13 +39,11 @@ KVPLAN_INVARIANT_WALK void VllmEngine::Impl::check_requests() const {
     for (std::size_t r : inbox_) visit(r);
     for (std::size_t r : waiting_) visit(r);
     for (std::size_t r : running_) visit(r);
-    for (const Load& l : loading_) visit(l.r);
-    for (const auto& [t, r] : remote_loading_) visit(r);
+    for (const KvConnector::Load& l : loads()) visit(l.r);
     for (std::size_t r : inbox_) mark[r] = 0;
     for (std::size_t r : waiting_) mark[r] = 0;
     for (std::size_t r : running_) mark[r] = 0;
-    for (const Load& l : loading_) mark[l.r] = 0;
-    for (const auto& [t, r] : remote_loading_) mark[r] = 0;
+    for (const KvConnector::Load& l : loads()) mark[l.r] = 0;
     if (held + done_ != added_)
         violated("INV-1", "request conservation: " + std::to_string(added_) + " added, " + std::to_string(held) + " held and " +
                               std::to_string(done_) + " done");
@@ -78,8 +76,7 @@ KVPLAN_INVARIANT_WALK void VllmEngine::Impl::check_blocks() const {
     };
     for (std::size_t r : waiting_) count(r);
     for (std::size_t r : running_) count(r);
-    for (const Load& l : loading_) count(l.r);
-    for (const auto& [t, r] : remote_loading_) count(r);
+    for (const KvConnector::Load& l : loads()) count(l.r);
     for (std::int64_t b = 0; b < kv_cache_.pool().total(); ++b)
         if (refs[static_cast<std::size_t>(b)] != kv_cache_.pool().refs(b))
             violated("INV-3", "block conservation: block " + std::to_string(b) + " has " + std::to_string(kv_cache_.pool().refs(b)) +
@@ -107,10 +104,8 @@ KVPLAN_INVARIANT_WALK void VllmEngine::Impl::check_limits() const {
                 violated("INV-6", "a running request's KV is allocated: " + req(r) + " has computed tokens without blocks");
         }
     }
-    std::int64_t tokens = 0;
-    for (const auto& [r, n] : plan_.seqs) tokens += n;
-    if (static_cast<std::int64_t>(running_.size()) > c_.max_num_seqs || static_cast<std::int64_t>(plan_.seqs.size()) > c_.max_num_seqs ||
-        tokens > c_.max_num_batched_tokens)
+    if (static_cast<std::int64_t>(running_.size()) > c_.max_num_seqs || planned_seqs_ > c_.max_num_seqs ||
+        planned_tokens_ > c_.max_num_batched_tokens)
         violated("INV-7", "batch limits: more sequences or tokens than max_num_seqs or max_num_batched_tokens");
 }
 

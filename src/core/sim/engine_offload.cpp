@@ -31,6 +31,7 @@ bool VllmEngine::Impl::start_load(std::size_t r, KvCacheManager::Hits& hits, std
     for (std::int64_t b : hit)
         if (b >= 0 && kv_cache_.pool().is_free(b)) ++need;
     if (need > kv_cache_.pool().free_count()) return false;
+    kv_cache_.forget_hit(r);
     GroupBlocks& k = kv_cache_.kv(r, 0);
     k.blocks = std::move(hit);
     for (std::int64_t b : k.blocks) kv_cache_.pool().touch(b);
@@ -40,7 +41,7 @@ bool VllmEngine::Impl::start_load(std::size_t r, KvCacheManager::Hits& hits, std
     for (std::int64_t i = 0; i < blocks; ++i) k.blocks.push_back(kv_cache_.pool().allocate());
     kv_cache_.note_peak();
     live_[r].cpu_loaded = checked_mul(blocks, c_.block_size);
-    loading_.push_back(Load{r, offload_->update_state_after_alloc(r, from, live_[r].cpu_loaded, t_)});
+    offload_->update_state_after_alloc(r, from, live_[r].cpu_loaded, t_);
     waiting_.pop_front();
     return true;
 }
@@ -50,25 +51,14 @@ bool VllmEngine::Impl::start_load(std::size_t r, KvCacheManager::Hits& hits, std
 // oldest load first. Its blocks are handed back and found again at once by
 // its admission, which follows in the same pass.
 void VllmEngine::Impl::finish_loads() {
-    std::vector<std::size_t> back;
-    std::erase_if(loading_, [&](const Load& l) {
-        if (l.done_s > t_) return false;
-        back.push_back(l.r);
-        return true;
-    });
-    for (auto it = back.rbegin(); it != back.rend(); ++it) {
+    offload_->take_finished_recving(t_, recved_);
+    for (auto it = recved_.rbegin(); it != recved_.rend(); ++it) {
         const std::size_t r = *it;
         GroupBlocks& k = kv_cache_.kv(r, 0);
         for (std::int64_t j = k.hashed; j < static_cast<std::int64_t>(k.blocks.size()); ++j) kv_cache_.cache_block(r, 0, j);
         kv_cache_.free(r);
         waiting_.push_front(r);
     }
-}
-
-double VllmEngine::Impl::next_load_s() const {
-    double next = std::numeric_limits<double>::infinity();
-    for (const Load& l : loading_) next = std::min(next, l.done_s);
-    return next;
 }
 
 }  // namespace kvplan

@@ -222,6 +222,7 @@ bool KvCacheManager::own_lazy(std::size_t r, std::size_t g) {
 // block caches each of its own full positions, each tagged with its
 // content, for its recompute to find them again.
 void KvCacheManager::keep_own_blocks(std::size_t r) {
+    forget_hit(r);
     for (std::size_t g = 0; g < groups_.size(); ++g) {
         if (!own_lazy(r, g)) continue;
         GroupBlocks& k = kv(r, g);
@@ -313,6 +314,13 @@ std::int64_t KvCacheManager::type_hit(std::size_t r, const HitType& t, std::int6
 // nothing (one pass for full attention plus one other spec); full-attention
 // blocks are then cut to the length.
 KvCacheManager::Hits KvCacheManager::get_computed_blocks(std::size_t r, std::int64_t max_len) {
+    if (remembered_.valid && remembered_.r == r && remembered_.max_len == max_len) {
+        if (!pool_.watch_fired()) {
+            ++remembered_answers_;
+            return remembered_.hits;
+        }
+        forget_hit(r);
+    }
     Hits h;
     h.blocks.resize(groups_.size());
     if (hit_types_.empty()) return h;
@@ -336,6 +344,33 @@ KvCacheManager::Hits KvCacheManager::get_computed_blocks(std::size_t r, std::int
             for (std::size_t g : t.groups) h.blocks[g].resize(static_cast<std::size_t>(length / t.spec.block_tokens));
     h.tokens = length;
     return h;
+}
+
+// The hit's blocks found are those of one full-attention group; the lookup
+// stopped at block n, the first not found (or the last one the length
+// allows). Only two events change its answer: a found block is evicted
+// (its content gone, the hit shorter), or block n's content is cached (the
+// hit longer; a block past the request's shared ones is its own and only it
+// can cache that, which it cannot while it waits). Everything else (blocks
+// touched, freed, other content cached or evicted) leaves it as it is.
+void KvCacheManager::remember_hit(std::size_t r, std::int64_t max_len, const Hits& h) {
+    if (!c_.remember_blocked_hit || groups_.size() != 1 || groups_[0].kind != KvGroupKind::Full) return;
+    if (remembered_.valid && remembered_.r == r && remembered_.max_len == max_len && !pool_.watch_fired()) return;
+    const std::int64_t bs = groups_[0].block_tokens, n = static_cast<std::int64_t>(h.blocks[0].size());
+    std::optional<std::uint64_t> missed;
+    if (n < max_len / bs && n < shared_blocks(r, 0)) missed = block_hash(r, 0, n);
+    remembered_.valid = true;
+    remembered_.r = r;
+    remembered_.max_len = max_len;
+    remembered_.hits = h;
+    pool_.watch(h.blocks[0], missed);
+}
+
+// Once r is admitted (or preempted again) its remembered hit is stale.
+void KvCacheManager::forget_hit(std::size_t r) {
+    if (!remembered_.valid || remembered_.r != r) return;
+    remembered_.valid = false;
+    pool_.unwatch();
 }
 
 // allocate_slots for a waiting request with its prefix-cache hit
@@ -371,6 +406,7 @@ bool KvCacheManager::allocate_slots(std::size_t r, Hits& hits, std::int64_t new_
         k.hashed = static_cast<std::int64_t>(k.blocks.size());
     }
     live_[r].computed = cached;
+    forget_hit(r);
     allocate_slots(r, new_tokens);  // cannot fail: the free blocks were counted above
     return true;
 }

@@ -73,6 +73,17 @@ public:
     // for its recompute to find them again.
     void keep_own_blocks(std::size_t r);
 
+    // The hit of a waiting request the pool could not admit (the blocked
+    // queue head), remembered: get_computed_blocks(r, max_len) answers from
+    // it until the pool's watch fires (a block of the hit evicted, or the
+    // content just past it cached), the only changes that alter the answer
+    // (docs/simulate.md, "Speed"). One full-attention group only; off with
+    // SchedulerConfig::remember_blocked_hit false.
+    void remember_hit(std::size_t r, std::int64_t max_len, const Hits& h);
+    // r left the queue some other way (a load from the CPU tier started).
+    void forget_hit(std::size_t r);
+    std::int64_t remembered_answers() const { return remembered_answers_; }
+
     // ---- What the connectors and the decode-run jump reach for ----
     GroupBlocks& kv(std::size_t r, std::size_t g) {
         std::vector<GroupBlocks>& k = live_[r].kv;
@@ -110,6 +121,14 @@ private:
     std::vector<std::size_t> chain_of_;  // per group: the first group of its block size (whose hashes it shares)
     std::vector<HitType> hit_types_;     // full attention first; Mamba groups take no part
     std::int64_t hit_align_ = 1;         // the hit length is a multiple of this (lcm of the block sizes)
+    struct Remembered {                  // remember_hit's
+        bool valid = false;
+        std::size_t r = 0;
+        std::int64_t max_len = 0;
+        Hits hits;
+    };
+    Remembered remembered_;
+    std::int64_t remembered_answers_ = 0;  // lookups answered from it
 };
 
 }  // namespace kvplan

@@ -5,11 +5,30 @@
 // requests waiting for their loads) is in engine_offload.cpp.
 #include "core/sim/kv_connector.hpp"
 
+#include <algorithm>
+#include <limits>
 #include <vector>
 
 #include "core/checked.hpp"
 
 namespace kvplan {
+
+// The worker reports a load done once it is (get_finished's
+// finished_recving); the scheduler collects them oldest first.
+void KvConnector::take_finished_recving(double now, std::vector<std::size_t>& out) {
+    out.clear();
+    std::erase_if(loads_, [&](const Load& l) {
+        if (l.done_s > now) return false;
+        out.push_back(l.r);
+        return true;
+    });
+}
+
+double KvConnector::next_recv_end_s() const {
+    double next = std::numeric_limits<double>::infinity();
+    for (const Load& l : loads_) next = std::min(next, l.done_s);
+    return next;
+}
 
 CpuOffloadConnector::CpuOffloadConnector(const CpuTierConfig& c, std::int64_t block_size, KvCacheManager& kv, SimRun& run)
     : tier_(c), block_size_(block_size), block_bytes_(c.block_bytes), kv_(kv), run_(run) {}
@@ -34,7 +53,7 @@ std::int64_t CpuOffloadConnector::get_num_new_matched_tokens(std::size_t r, std:
 
 // The load of the allocated blocks is queued on the host -> GPU direction
 // of the link.
-double CpuOffloadConnector::update_state_after_alloc(std::size_t r, std::int64_t first_block, std::int64_t num_external_tokens, double now) {
+double CpuOffloadConnector::start_load(std::size_t r, std::int64_t first_block, std::int64_t num_external_tokens, double now) {
     const std::int64_t blocks = num_external_tokens / block_size_;
     std::vector<std::uint64_t> keys;
     for (std::int64_t i = 0; i < blocks; ++i) keys.push_back(key(r, first_block + i));

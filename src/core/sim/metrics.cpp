@@ -6,6 +6,8 @@
 #include <iterator>
 #include <numeric>
 
+#include "core/checked_conversion.hpp"
+
 namespace kvplan {
 
 namespace {
@@ -14,7 +16,7 @@ namespace {
 // default (and vLLM's benchmark) does.
 double sorted_percentile(const std::vector<double>& v, double p) {
     const double rank = p / 100.0 * static_cast<double>(v.size() - 1);
-    const auto lo = static_cast<std::size_t>(std::floor(rank));
+    const auto lo = static_cast<std::size_t>(checked_trunc(std::floor(rank), "a percentile rank"));
     const std::size_t hi = std::min(lo + 1, v.size() - 1);
     return v[lo] + (v[hi] - v[lo]) * (rank - static_cast<double>(lo));
 }
@@ -89,7 +91,7 @@ Distribution distribution(const GapCounts& gaps) {
     // As percentile() above, with v[i] read through at(i).
     const auto pct = [&](double p) {
         const double rank = p / 100.0 * static_cast<double>(total - 1);
-        const auto lo = static_cast<std::int64_t>(std::floor(rank));
+        const std::int64_t lo = checked_trunc(std::floor(rank), "a percentile rank");
         const std::int64_t hi = std::min(lo + 1, total - 1);
         return at(lo) + (at(hi) - at(lo)) * (rank - static_cast<double>(lo));
     };

@@ -3,9 +3,11 @@
 #include <deque>
 #include <limits>
 #include <numeric>
+#include <sstream>
 #include <stdexcept>
 
 #include "core/checked.hpp"
+#include "core/checked_conversion.hpp"
 #include "core/error.hpp"
 #include "core/memory/vllm_kv_cache.hpp"
 #include "core/sim/block_pool.hpp"
@@ -88,7 +90,9 @@ VllmEngine::Impl::Impl(const Workload& w, const SchedulerConfig& c, const StepPr
     if (stages.size() == 1) throw std::logic_error("a pipeline of one stage: pass no stage pricers");
     if (c.cpu_tier.blocks > 0) {
         if (!stages.empty()) usage_error("--cpu-offload: KV offload with pipeline parallelism is not simulated; pass --pp 1");
-        offload_ = std::make_unique<CpuOffloadConnector>(c_.cpu_tier, c_.block_size, kv_cache_, run_);
+        auto offload = std::make_unique<CpuOffloadConnector>(c_.cpu_tier, c_.block_size, kv_cache_, run_);
+        offload_ = offload.get();
+        connector_ = std::move(offload);
         run_.cpu_blocks = c.cpu_tier.blocks;
     }
     if (c.spec.k > 0 && !stages.empty()) usage_error("--spec-method: speculative decoding with pipeline parallelism is not simulated; pass --pp 1");
@@ -139,7 +143,7 @@ bool VllmEngine::Impl::admission_blocked() const {
 }
 
 // Returns false when a request was preempted this step.
-bool VllmEngine::Impl::schedule_running(std::int64_t& budget) {
+bool VllmEngine::Impl::schedule_running(StepPlan& p, std::int64_t& budget) {
     bool preempted = false;
     for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
         const std::size_t r = running_[i];
@@ -160,7 +164,7 @@ bool VllmEngine::Impl::schedule_running(std::int64_t& budget) {
             }
         }
         if (!scheduled) break;
-        plan_.seqs.push_back({r, n});
+        p.seqs.push_back({r, n});
         budget -= n;
     }
     return !preempted;
@@ -168,7 +172,7 @@ bool VllmEngine::Impl::schedule_running(std::int64_t& budget) {
 
 // A waiting request: its cached prefix, then its first chunk. False when its
 // blocks cannot be had (the admission stops there).
-bool VllmEngine::Impl::admit(std::size_t r, std::int64_t& budget) {
+bool VllmEngine::Impl::admit(std::size_t r, StepPlan& p, std::int64_t& budget) {
     LiveRequest& l = live_[r];
     // Its prompt and every output token but the last (whose KV is never
     // written) must fit the whole pool, or it would preempt itself forever.
@@ -181,22 +185,27 @@ bool VllmEngine::Impl::admit(std::size_t r, std::int64_t& budget) {
         ++done_;
         return true;
     }
-    if (remote_ && remote_state_[r] != 3) return admit_remote(r, budget);
+    if (remote_ && remote_state_[r] != 3) return admit_remote(r, p, budget);
     const bool first = records_[r].scheduled_s < 0;  // not a preempted request coming back
     // At most all but the last token: its logits must be computed (get_computed_blocks).
     KvCacheManager::Hits hits = c_.prefix_caching ? kv_cache_.get_computed_blocks(r, total_tokens(r) - 1)
                                                   : KvCacheManager::Hits{0, std::vector<std::vector<std::int64_t>>(kv_cache_.groups().size())};
     const std::int64_t cached = hits.tokens;
+    // Not admitted: the queue's head keeps its hit for the next pass.
+    const auto blocked = [&] {
+        if (c_.prefix_caching) kv_cache_.remember_hit(r, total_tokens(r) - 1, hits);
+        return false;
+    };
     if (offload_) {
         // get_num_new_matched_tokens: the blocks right after the GPU hit
         // that the CPU tier holds are loaded first, asynchronously.
         const std::int64_t more = offload_->get_num_new_matched_tokens(r, cached, total_tokens(r), t_) / c_.block_size;
-        if (more > 0) return start_load(r, hits, more);
+        if (more > 0) return start_load(r, hits, more) || blocked();
     }
     const std::int64_t n = cap(total_tokens(r) - cached, budget);
-    if (n <= 0) return false;
+    if (n <= 0) return blocked();
     // allocate_slots with the hit as new_computed_blocks (kv_cache_manager.py).
-    if (!kv_cache_.allocate_slots(r, hits, n)) return false;
+    if (!kv_cache_.allocate_slots(r, hits, n)) return blocked();
     if (first) {
         run_.prompt_tokens += w_.requests[r].input_tokens;
         run_.prefix_hit_tokens += cached;
@@ -206,19 +215,19 @@ bool VllmEngine::Impl::admit(std::size_t r, std::int64_t& budget) {
     }
     waiting_.pop_front();
     running_.push_back(r);
-    plan_.seqs.push_back({r, n});
+    p.seqs.push_back({r, n});
     budget -= n;
     return true;
 }
 
-void VllmEngine::Impl::schedule_waiting(std::int64_t& budget) {
+void VllmEngine::Impl::schedule_waiting(StepPlan& p, std::int64_t& budget) {
     if (offload_ && budget > 0 && static_cast<std::int64_t>(running_.size()) < c_.max_num_seqs) finish_loads();
     // Disaggregated decode: a preempted head that cannot finish in the free
     // blocks lets the loaded requests behind it go first (disagg.cpp).
-    if (remote_ && running_.empty() && !waiting_.empty() && head_starved()) admit_loaded_behind_head(budget);
+    if (remote_ && running_.empty() && !waiting_.empty() && head_starved()) admit_loaded_behind_head(p, budget);
     while (!waiting_.empty() && budget > 0 && static_cast<std::int64_t>(running_.size()) < c_.max_num_seqs)
-        if (!admit(waiting_.front(), budget)) break;
-    if (remote_ && running_.empty() && plan_.seqs.empty() && !waiting_.empty()) admit_loaded_behind_head(budget);
+        if (!admit(waiting_.front(), p, budget)) break;
+    if (remote_ && running_.empty() && p.seqs.empty() && !waiting_.empty()) admit_loaded_behind_head(p, budget);
 }
 
 // Full blocks of a request enter the prefix cache once their KV is computed
@@ -228,13 +237,24 @@ void VllmEngine::Impl::register_full_blocks(std::size_t r) {
     if (offload_) offload_->store(r, from, to, t_);  // one group only with a CPU tier
 }
 
+void check_sim_clock(double t_s, double step_s) {
+    if (t_s <= kSimHorizonS) return;
+    std::ostringstream m;
+    m << "simulate: the simulated clock passed its horizon of 2 x 10^7 s (it reached " << t_s << " s";
+    if (step_s > 0) m << "; one step took " << step_s << " s";
+    m << "): a step or a KV transfer is priced absurdly long; check the device's memory bandwidth and FLOP/s, "
+         "the efficiency figures, the KV link and --expert-imbalance";
+    data_error(m.str());
+}
+
 double append_samples(std::vector<TimePoint>& series, TimePoint p, double until) {
     if (!(p.t_s <= until) || !std::isfinite(until)) throw std::logic_error("a sample past the time it was taken at");
+    check_sim_clock(until);
     p.seconds = 1;
     if (p.prompt_tokens_per_s == 0 && p.generation_tokens_per_s == 0) {
         // Whole seconds t_s, t_s + 1, ... up to `until`; integers below 2^53
         // add exactly, so the two corrections settle any rounding of the cast.
-        std::int64_t k = static_cast<std::int64_t>(until - p.t_s);
+        std::int64_t k = checked_trunc(until - p.t_s, "a span of logged seconds");
         while (k > 0 && p.t_s + static_cast<double>(k) > until) --k;
         while (p.t_s + static_cast<double>(k + 1) <= until) ++k;
         p.seconds = k + 1;
@@ -264,7 +284,7 @@ void VllmEngine::Impl::sample(double until) {
         p.t_s = next_sample_;
         p.running = static_cast<std::int64_t>(running_.size());
         // vLLM counts WAITING_FOR_REMOTE_KVS as waiting (CPU loads and remote prefills alike).
-        p.waiting = static_cast<std::int64_t>(waiting_.size() + loading_.size() + remote_loading_.size());
+        p.waiting = static_cast<std::int64_t>(waiting_.size()) + loading_count();
         p.kv_cache_usage =
             kv_cache_.pool().total() > 0 ? static_cast<double>(kv_cache_.pool().used()) / static_cast<double>(kv_cache_.pool().total()) : 0;
         p.prompt_tokens_per_s = interval_prompt_;
@@ -309,18 +329,20 @@ void VllmEngine::Impl::keep_spec_tokens(std::size_t r, std::int64_t n) {
     if (l.generated >= w_.requests[r].output_tokens) finished_.push_back(r);
 }
 
-// Scheduler.schedule() (vllm/v1/core/sched/scheduler.py): the running
-// requests first, then the waiting ones while no running one was preempted,
-// within the step's token budget; then the plan's work, as the pricer sees
-// it, and its proposer's time. Every driver plans its steps here (advance,
-// the pipeline, a DP rank's plan_step).
-const StepPlan& VllmEngine::Impl::schedule() {
-    clear_plan();
+// Scheduler.schedule() (vllm/v1/core/sched/scheduler.py), one pass into
+// `p` (cleared first): the running requests first, then the waiting ones
+// while no running one was preempted, within the step's token budget; then
+// the plan's work, as the pricer sees it, and its proposer's time. Every
+// driver plans its steps here (advance, the pipeline, schedule()).
+void VllmEngine::Impl::plan(StepPlan& p) {
+    p.seqs.clear();
+    p.work.clear();
+    p.draft_s = 0;
     std::int64_t budget = c_.max_num_batched_tokens;
-    if (schedule_running(budget)) schedule_waiting(budget);
+    if (schedule_running(p, budget)) schedule_waiting(p, budget);
     std::int64_t spec_seqs = 0, spec_context = 0;
-    for (const auto& [r, n] : plan_.seqs) {
-        plan_.work.push_back(SeqWork{live_[r].computed, n});
+    for (const auto& [r, n] : p.seqs) {
+        p.work.push_back(SeqWork{live_[r].computed, n});
         if (c_.spec.k > 0 && decoding(r)) {
             spec_seqs += 1;
             spec_context += live_[r].computed;
@@ -328,14 +350,14 @@ const StepPlan& VllmEngine::Impl::schedule() {
     }
     // The proposer runs after the target's forward pass, in the same engine
     // step (gpu_model_runner.py, propose_draft_token_ids).
-    plan_.draft_s = spec_seqs > 0 && c_.spec.draft_s ? c_.spec.draft_s(spec_seqs, spec_context) : 0.0;
-    return plan_;
+    p.draft_s = spec_seqs > 0 && c_.spec.draft_s ? c_.spec.draft_s(spec_seqs, spec_context) : 0.0;
 }
 
-void VllmEngine::Impl::clear_plan() {
-    plan_.seqs.clear();
-    plan_.work.clear();
-    plan_.draft_s = 0;
+// INV-7's figures for the step just planned.
+void VllmEngine::Impl::note_plan(const StepPlan& p) {
+    planned_seqs_ = static_cast<std::int64_t>(p.seqs.size());
+    planned_tokens_ = 0;
+    for (const auto& [r, n] : p.seqs) planned_tokens_ += n;
 }
 
 void VllmEngine::Impl::sync_to(double t) {
@@ -344,28 +366,31 @@ void VllmEngine::Impl::sync_to(double t) {
     sample(t_);
 }
 
-bool VllmEngine::Impl::plan_step() {
+// The step at now() for a driver that prices it itself (a DP group's wave):
+// the requests that arrived by now queued first, then passes of plan()
+// until one schedules something, the engine idles (idle_until), or the
+// queue's head waits for a load (wait_for_loads); a pass that only
+// rejected requests is followed by another at once, as advance() does.
+StepPlan VllmEngine::Impl::schedule() {
     if (!stages_.empty()) throw std::logic_error("lockstep: a rank with a pipeline");
     plan_done_before_ = done_;
     arrive();
+    StepPlan p;
     for (;;) {
-        clear_plan();
-        // As advance(): nothing runs and the queue's head waits for blocks
-        // that loads hold, or nothing is queued but loads.
-        if (blocked_on_load() || nothing_to_schedule()) return false;
+        if (idle_until()) {
+            p.seqs.clear();
+            p.work.clear();
+            return p;
+        }
         const std::int64_t done_before = done_;
-        if (!schedule().empty()) return true;
+        plan(p);
+        if (!p.empty()) return p;
         // A request preempted itself or was rejected: the queue's head meets
         // an empty pool, which admits or rejects it next pass (as advance()).
         if (!running_.empty()) throw std::logic_error("the scheduler found nothing to run");
-        // The head waits for blocks that loads hold (a pull from a prefill
-        // instance, or the CPU tier): the rank plans nothing before the first
-        // load ends (the group idles it till then). With the queue empty, its
-        // next step is the next arrival's or the first load's end.
         if (done_ == done_before) {
-            if (!waiting_.empty() && (!loading_.empty() || !remote_loading_.empty()))
-                wait_load_s_ = std::min(offload_ ? next_load_s() : std::numeric_limits<double>::infinity(), next_loaded_s());
-            return false;
+            wait_for_loads();
+            return p;
         }
     }
 }
@@ -374,6 +399,7 @@ void VllmEngine::Impl::idle_step(double dt) {
     if (!(dt > 0) || !std::isfinite(dt)) throw std::logic_error("a wave priced at a non-positive time");
     last_step_start_ = t_;
     t_ += dt;
+    check_sim_clock(t_, dt);
     last_step_done_ = done_ - plan_done_before_;  // rejected while planning
     sample(t_);
 }
@@ -381,8 +407,10 @@ void VllmEngine::Impl::idle_step(double dt) {
 // scheduler.py update_from_output: the planned step `p` ends dt from now.
 void VllmEngine::Impl::commit(const StepPlan& p, double dt) {
     if (!(dt > 0) || !std::isfinite(dt)) throw std::logic_error("a step priced at a non-positive time");
+    if (check_) note_plan(p);
     last_step_start_ = t_;
     t_ += dt;
+    check_sim_clock(t_, dt);
     run_.steps += 1;
     finished_.clear();
     for (const auto& [r, n] : p.seqs) {
@@ -415,8 +443,7 @@ void VllmEngine::Impl::commit(const StepPlan& p, double dt) {
 void VllmEngine::Impl::finish_requests() {
     for (std::size_t r : finished_) {
         records_[r].finish_s = t_;
-        if (offload_) offload_->request_finished(r);
-        if (remote_) remote_->request_finished(r);
+        if (connector_) connector_->request_finished(r);
         kv_cache_.free(r);
         live_[r].kv = {};
         ++done_;
@@ -424,22 +451,24 @@ void VllmEngine::Impl::finish_requests() {
     if (!finished_.empty()) std::erase_if(running_, [&](std::size_t r) { return records_[r].finish_s >= 0; });
 }
 
-// Pipeline: the batch just scheduled (plan_) enters stage 0. Its tokens
+// Pipeline: the batch just scheduled (p) enters stage 0. Its tokens
 // count as computed now, as vLLM's scheduler advances num_computed_tokens
 // when it schedules (_update_after_schedule): a request whose output is in
 // flight then has no token left to compute and is skipped, and a chunked
 // prefill can send its next chunk in the next batch.
-void VllmEngine::Impl::submit_batch() {
+void VllmEngine::Impl::submit_batch(const StepPlan& p) {
+    if (check_) note_plan(p);
     InFlight b;
     double ready = t_;  // stage 0 may start once scheduled
     for (std::size_t j = 0; j < stages_.size(); ++j) {
-        const double dt = stages_[j](plan_.work);
+        const double dt = stages_[j](p.work);
         if (!(dt > 0) || !std::isfinite(dt)) throw std::logic_error("a pipeline stage priced at a non-positive time");
         const double start = std::max(ready, stage_free_s_[j]);
         ready = stage_free_s_[j] = start + dt;
+        check_sim_clock(ready, dt);
     }
     b.end_s = ready;
-    for (const auto& [r, n] : plan_.seqs) {
+    for (const auto& [r, n] : p.seqs) {
         LiveRequest& l = live_[r];
         const bool decode = n == 1 && l.generated > 0 && l.computed + 1 == total_tokens(r);
         if (!decode) b.prompt_tokens += static_cast<double>(n);
@@ -482,13 +511,15 @@ void VllmEngine::Impl::complete_batch() {
 // `horizon`, and come back at or before it.
 void VllmEngine::Impl::advance_pipeline(double horizon, bool stop_on_done) {
     const std::size_t depth = stages_.size();
+    StepPlan plan;  // its buffers kept from batch to batch
     for (;;) {
         arrive();
         const bool work = !running_.empty() || !waiting_.empty();
         if (work && !stalled_ && in_flight_.size() < depth) {
             if (t_ >= horizon) return;
             const std::int64_t done_before = done_;
-            if (!schedule().empty()) submit_batch();
+            this->plan(plan);
+            if (!plan.empty()) submit_batch(plan);
             else if (!in_flight_.empty()) stalled_ = true;  // all in flight, or no blocks: wait for a batch
             else if (!running_.empty()) throw std::logic_error("the scheduler found nothing to run");
             if (check_) check_invariants();
@@ -506,10 +537,7 @@ void VllmEngine::Impl::advance_pipeline(double horizon, bool stop_on_done) {
         }
         if (work) throw std::logic_error("the pipeline stalled with no batch in flight");
         // Idle: jump to the next arrival (a pipeline has no CPU tier or remote prefill).
-        const double next = next_event_s();
-        if (next == kNever || next >= horizon) return;
-        t_ = std::max(t_, next);
-        sample(t_);
+        if (!jump_idle(next_event_s(), horizon)) return;
     }
 }
 
@@ -550,7 +578,7 @@ bool VllmEngine::Impl::decode_run(double horizon) {
     // Its O(1) block accounting is one full-attention group's; other models
     // (windows freeing blocks, several groups) step one by one.
     if (kv_cache_.groups().size() != 1 || kv_cache_.groups()[0].kind != KvGroupKind::Full) return false;
-    if (offload_ && !loading_.empty()) return false;  // a load ending would admit a request mid-run
+    if (offload_ && offload_->receiving()) return false;  // a load ending would admit a request mid-run
     std::int64_t context_sum = 0;
     const std::int64_t max_steps = decode_run_length(context_sum);
     if (max_steps <= 0) return false;
@@ -578,6 +606,7 @@ bool VllmEngine::Impl::decode_run(double horizon) {
         const double start = t_;
         last_step_start_ = t_;
         t_ += *dt;
+        check_sim_clock(t_, *dt);
         run_.steps += 1;
         run_.decode_run_steps += 1;
         if (c_.prefix_caching)
@@ -607,45 +636,31 @@ bool VllmEngine::Impl::decode_run(double horizon) {
     return k > 0;
 }
 
+// The single engine's driver: passes of plan() and commit(), each step
+// priced here, with the idle jumps between them. A pass that only rejects
+// requests ends the pass (a closed loop's clients send their next request
+// then, before the next step), where schedule() plans on.
 void VllmEngine::Impl::advance(double horizon, bool stop_on_done) {
     if (!stages_.empty()) return advance_pipeline(horizon, stop_on_done);
+    StepPlan plan;  // its buffers kept from step to step
     for (;;) {
         arrive();
-        if (blocked_on_load()) {
-            if (wait_load_s_ >= horizon) return;
-            t_ = wait_load_s_;
-            sample(t_);
-            continue;
-        }
-        if (nothing_to_schedule()) {
-            // Idle: jump to the next arrival (or the end of a load, from host memory or a prefill instance).
-            const double next = next_event_s();
-            if (next == kNever || next >= horizon) return;
-            t_ = std::max(t_, next);
-            sample(t_);
+        if (const std::optional<double> wake = idle_until()) {
+            if (!jump_idle(*wake, horizon)) return;
             continue;
         }
         if (t_ >= horizon) return;
         const std::int64_t done_before = done_;
         // A run of speculative steps is not identical step to step (each keeps a drawn number of tokens).
         if (c_.jump_decode_runs && decode_ && c_.spec.k == 0 && decode_run(horizon)) continue;  // a run finishes nothing
-        const StepPlan& plan = schedule();
+        this->plan(plan);
         if (plan.empty()) {
             // A request preempted itself or was rejected: the queue's head
             // now meets an empty pool, which admits or rejects it next pass.
             if (!running_.empty()) throw std::logic_error("the scheduler found nothing to run");
-            // The queue's head waits for blocks that loads hold (KV pulled
-            // from a prefill instance, or loading from the CPU tier): nothing
-            // is admitted before the first load ends. With the queue empty
-            // instead, the idle jump above also takes the next arrival.
-            if (!waiting_.empty() && done_ == done_before) {
-                if (!remote_loading_.empty()) {
-                    const double next = next_loaded_s();
-                    if (next >= horizon) return;
-                    t_ = std::max(t_, next);
-                    sample(t_);
-                }
-                if (offload_ && !loading_.empty()) wait_load_s_ = next_load_s();
+            if (done_ == done_before) {
+                wait_for_loads();  // the next pass jumps to the load's end
+                continue;
             }
         } else {
             commit(plan, price_(plan.work) + plan.draft_s);
@@ -661,17 +676,48 @@ std::optional<double> VllmEngine::Impl::next_step_s() const {
         if (!stalled_ && in_flight_.size() < stages_.size() && (!running_.empty() || !waiting_.empty())) return t_;
         return in_flight_.front().end_s;
     }
-    if (blocked_on_load()) return wait_load_s_;
-    if (!running_.empty() || !waiting_.empty()) return t_;
-    const double next = next_event_s();
-    if (next == kNever) return std::nullopt;
-    return std::max(t_, next);
+    const std::optional<double> wake = idle_until();
+    if (!wake) return t_;
+    if (*wake == kNever) return std::nullopt;
+    return std::max(t_, *wake);
 }
 
-// The idle rules every driver shares (advance, the pipeline, a DP rank's
-// plan_step, next_step_s). A CPU tier and remote prefill never meet in one
-// engine (set_remote_prefill refuses it), so at most one kind of load is
-// pending.
+// The idle rules every driver shares (advance, the pipeline, schedule(),
+// next_step_s). An engine has at most one connector (set_remote_prefill
+// refuses a CPU tier), whose loads in flight are its pending loads.
+
+// When the engine cannot schedule now: the time it can next act (the end
+// of the load its queue's head waits for, the next arrival or load end),
+// kNever when nothing is pending; nullopt when it can act now.
+std::optional<double> VllmEngine::Impl::idle_until() const {
+    if (blocked_on_load()) return wait_load_s_;
+    if (nothing_to_schedule()) return next_event_s();
+    return std::nullopt;
+}
+
+// Idle: moves the clock to `wake`, logging the seconds crossed; false (the
+// clock kept) when that is never or at or after `horizon`.
+bool VllmEngine::Impl::jump_idle(double wake, double horizon) {
+    if (wake == kNever || wake >= horizon) return false;
+    t_ = std::max(t_, wake);
+    sample(t_);
+    return true;
+}
+
+// A pass scheduled nothing and rejected nobody: the queue's head waits for
+// blocks that loads hold (KV pulled from a prefill instance, or loading
+// from the CPU tier), and nothing is admitted before the first load ends
+// (vLLM's scheduler skips it in WAITING_FOR_REMOTE_KVS until
+// finished_recving names it). With the queue empty instead, idle_until
+// takes the next arrival.
+void VllmEngine::Impl::wait_for_loads() {
+    if (!waiting_.empty() && connector_ && connector_->receiving()) wait_load_s_ = connector_->next_recv_end_s();
+}
+
+const std::vector<KvConnector::Load>& VllmEngine::Impl::loads() const {
+    static const std::vector<KvConnector::Load> none;
+    return connector_ ? connector_->loads() : none;
+}
 
 // Nothing runs and the queue's head waits for blocks that loads hold:
 // nothing can be scheduled before wait_load_s_.
@@ -682,15 +728,14 @@ bool VllmEngine::Impl::blocked_on_load() const {
 // Nothing runs or waits, and no CPU load has ended: the engine is idle
 // until next_event_s().
 bool VllmEngine::Impl::nothing_to_schedule() const {
-    return running_.empty() && waiting_.empty() && !(offload_ && next_load_s() <= t_);
+    return running_.empty() && waiting_.empty() && !(offload_ && offload_->next_recv_end_s() <= t_);
 }
 
 // The next arrival routed here, or the end of a load (from host memory or a
 // prefill instance), whichever comes first; kNever when none is pending.
 double VllmEngine::Impl::next_event_s() const {
-    double next = inbox_.empty() ? kNever : records_[inbox_.front()].arrival_s;
-    if (offload_) next = std::min(next, next_load_s());
-    return std::min(next, next_loaded_s());
+    const double next = inbox_.empty() ? kNever : records_[inbox_.front()].arrival_s;
+    return std::min(next, next_load_end_s());
 }
 
 std::int64_t VllmEngine::Impl::outstanding_at(double t) const {
@@ -704,6 +749,7 @@ std::int64_t VllmEngine::Impl::outstanding_at(double t) const {
 
 SimRun VllmEngine::Impl::take_totals() {
     run_.end_s = t_;
+    run_.remembered_hits = kv_cache_.remembered_answers();
     return std::move(run_);
 }
 
@@ -750,17 +796,11 @@ std::int64_t VllmEngine::running_count() const {
 void VllmEngine::sync_to(double t) {
     impl_->sync_to(t);
 }
-bool VllmEngine::plan_step() {
-    return impl_->plan_step();
+StepPlan VllmEngine::schedule() {
+    return impl_->schedule();
 }
-const std::vector<SeqWork>& VllmEngine::planned_work() const {
-    return impl_->planned_work();
-}
-double VllmEngine::planned_draft_s() const {
-    return impl_->planned_draft_s();
-}
-void VllmEngine::commit_step(double dt) {
-    impl_->commit_step(dt);
+void VllmEngine::commit(const StepPlan& p, double dt) {
+    impl_->commit(p, dt);
 }
 void VllmEngine::idle_step(double dt) {
     impl_->idle_step(dt);

@@ -83,6 +83,10 @@ struct SchedulerConfig {
     // Runs of identical decode steps advance without walking the batch each
     // step (docs/simulate.md, "Speed"); the same run, bit for bit, as stepping.
     bool jump_decode_runs = true;
+    // The blocked queue head's prefix-cache hit is remembered until a
+    // change to the pool could alter it (KvCacheManager::remember_hit); the
+    // same run, bit for bit, as looking it up again every step.
+    bool remember_blocked_hit = true;
     // vLLM's KV-cache groups, in its order (kv_groups_for); empty: one
     // full-attention group of block_size tokens.
     std::vector<KvGroup> groups;
@@ -124,6 +128,17 @@ struct TimePoint {
                generation_tokens_per_s == o.generation_tokens_per_s;
     }
 };
+
+// The simulated clock's horizon: arrivals lie within 10^7 s
+// (kMaxReplaySeconds, about 116 days), and no run the simulator answers for
+// keeps a request another 10^7 s, so the clock stops at 2 x 10^7 s. A clock
+// past it means a step or a KV transfer priced absurdly long (a device
+// bandwidth of 1 B/s, a KV link of 1e-300 GB/s), which would otherwise log
+// 10^40 idle seconds.
+constexpr double kSimHorizonS = 2 * kMaxReplaySeconds;
+// Throws Error(Data) (exit 65) when an engine's clock `t_s` passed the
+// horizon, naming `step_s`, the step that took it there (0: not known).
+void check_sim_clock(double t_s, double step_s = 0);
 
 // Appends the log line `p` for second p.t_s to `series`. A line that counted
 // no tokens also stands for every later whole second up to `until` (the
@@ -174,6 +189,7 @@ struct SimRun {
     std::vector<TimePoint> timeseries;
     std::int64_t steps = 0;
     std::int64_t decode_run_steps = 0;  // of which advanced as part of a decode run (jump_decode_runs)
+    std::int64_t remembered_hits = 0;   // prefix-cache lookups answered from the blocked head's remembered hit (remember_blocked_hit)
     std::int64_t preemptions = 0;
     std::int64_t recomputed_tokens = 0;  // tokens computed again after preemption
     std::int64_t prompt_tokens = 0;      // prompt tokens of admitted requests (first admission)
@@ -247,6 +263,17 @@ struct RequestStates {
 RequestStates request_states(const Workload& w);
 void check_scheduler_config(const SchedulerConfig& c);
 
+// A step as a scheduler plans it (vLLM's SchedulerOutput): each sequence's
+// new tokens, the work the pricer sees, the proposer's time. The engine's
+// schedule() returns it and its commit(plan, dt) runs it; the driver holds
+// it in between (and prices it).
+struct StepPlan {
+    std::vector<std::pair<std::size_t, std::int64_t>> seqs;  // (request, new tokens), in schedule order
+    std::vector<SeqWork> work;                               // per sequence: (context before, new tokens)
+    double draft_s = 0;                                      // speculative decoding's proposer
+    bool empty() const { return work.empty(); }
+};
+
 class VllmEngine;
 
 // Checks the engine's invariants (docs/invariants.md, INV-1 to INV-7) as it
@@ -303,6 +330,7 @@ public:
     // pass, and each rank commits it (or idles through it). No pipeline;
     // advance() is not used. With a CPU tier or remote prefill, a rank whose
     // queue head waits for a load plans nothing until next_step_s().
+    // advance() and the pipeline drive the same scheduler pass and commit.
     // Nothing routed here and waiting, running or loading.
     bool idle() const;
     std::int64_t waiting_count() const;
@@ -310,14 +338,13 @@ public:
     // Moves the clock to t (not before now()), logging the seconds crossed.
     void sync_to(double t);
     // Schedules the step at now(), the requests that arrived by then queued
-    // first; false when there is nothing to run (the wave finds it idle).
-    bool plan_step();
-    // The planned step's sequences, and its proposer's time (speculative decoding).
-    const std::vector<SeqWork>& planned_work() const;
-    double planned_draft_s() const;
-    // Ends the planned step dt after now(); idle_step: the wave passed with
-    // nothing planned (the rank ran a dummy batch, not a step of its own).
-    void commit_step(double dt);
+    // first; empty when there is nothing to run (the wave finds it idle).
+    // Its work and proposer's time are what the driver prices.
+    StepPlan schedule();
+    // Ends the step `p` (this engine's last schedule()) dt after now();
+    // idle_step: the wave passed with nothing planned (the rank ran a dummy
+    // batch, not a step of its own).
+    void commit(const StepPlan& p, double dt);
     void idle_step(double dt);
 
     // Disaggregated decode (disagg.hpp): every request added is one whose

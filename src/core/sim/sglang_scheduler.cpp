@@ -7,6 +7,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "core/checked_conversion.hpp"
 #include "core/error.hpp"
 #include "core/sim/drive.hpp"
 #include "core/sim/radix_cache.hpp"
@@ -509,6 +510,7 @@ void SglangEngine::Impl::finish(std::size_t r) {
 void SglangEngine::Impl::elapse(double dt) {
     if (!(dt > 0) || !std::isfinite(dt)) throw std::logic_error("a pass priced at a non-positive time");
     t_ += dt;
+    check_sim_clock(t_, dt);
     run_.steps += 1;
 }
 
@@ -648,7 +650,7 @@ std::int64_t SglangEngine::Impl::outstanding_at(double t) const {
 
 std::int64_t sglang_default_max_running_requests(std::int64_t max_total_tokens, std::int64_t context_len) {
     const std::int64_t context = std::max<std::int64_t>(1, context_len);
-    const auto estimated = static_cast<std::int64_t>(static_cast<double>(max_total_tokens) / static_cast<double>(context) * 512);
+    const std::int64_t estimated = checked_trunc(static_cast<double>(max_total_tokens) / static_cast<double>(context) * 512, "max_running_requests");
     return std::max<std::int64_t>(1, std::min(std::clamp<std::int64_t>(estimated, 2048, 4096), max_total_tokens / 2));
 }
 
@@ -725,13 +727,16 @@ std::int64_t SglangEngine::running_count() const {
 void SglangEngine::sync_to(double t) {
     impl_->sync_to(t);
 }
-bool SglangEngine::plan_step() {
-    return impl_->plan_step();
+// The lockstep pair in StepPlan's terms (dp_group.hpp): the pass formed
+// keeps its own batch inside; the plan carries what the group prices.
+StepPlan SglangEngine::schedule() {
+    StepPlan p;
+    if (!impl_->plan_step()) return p;
+    p.work = impl_->planned_work();
+    if (p.work.empty()) throw std::logic_error("sglang: a pass planned with no work");
+    return p;
 }
-const std::vector<SeqWork>& SglangEngine::planned_work() const {
-    return impl_->planned_work();
-}
-void SglangEngine::commit_step(double dt) {
+void SglangEngine::commit(const StepPlan& /*p*/, double dt) {
     impl_->commit_step(dt);
 }
 void SglangEngine::idle_step(double dt) {

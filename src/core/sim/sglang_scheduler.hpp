@@ -119,14 +119,13 @@ public:
     // Moves the clock to t (not before now()), logging the seconds crossed.
     void sync_to(double t);
     // Forms the pass at now() (the requests that arrived by then queued
-    // first): a prefill batch, else a decode batch; false when there is
-    // nothing to run.
-    bool plan_step();
-    const std::vector<SeqWork>& planned_work() const;
-    double planned_draft_s() const { return 0; }
-    // Ends the planned pass dt after now(); idle_step: the wave passed with
-    // nothing planned here (SGLang's idle batch).
-    void commit_step(double dt);
+    // first): a prefill batch, else a decode batch; empty when there is
+    // nothing to run. The plan carries the pass's work (its batch stays
+    // inside the engine; no proposer).
+    StepPlan schedule();
+    // Ends the pass just formed dt after now(); idle_step: the wave passed
+    // with nothing planned here (SGLang's idle batch).
+    void commit(const StepPlan& p, double dt);
     void idle_step(double dt);
 
 private:

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/checked.hpp"
+#include "core/checked_conversion.hpp"
 #include "core/error.hpp"
 
 namespace kvplan {
@@ -106,7 +107,7 @@ std::optional<std::string> stopped_early(const Workload& w, Engine& engine, Requ
                                          std::int64_t& arrived) {
     for (std::size_t i = 0; i < w.requests.size(); ++i) engine.add(i);
     const double n = static_cast<double>(w.requests.size());
-    const auto allowed = static_cast<std::int64_t>(std::floor((1 - t.goodput) * n + 1e-9));
+    const std::int64_t allowed = checked_trunc(std::floor((1 - t.goodput) * n + 1e-9), "the requests allowed to miss");
     const double first = w.requests.front().arrival_s, span = w.requests.back().arrival_s - first;
     for (int k = 1; k < 32 && engine.next_step_s(); ++k) {
         engine.advance(first + span * k / 32, false);
@@ -151,7 +152,7 @@ SimRun alone_at_quantile(const Workload& w, const SearchEngine& e, double q, Key
     std::iota(order.begin(), order.end(), std::size_t{0});
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key(w.requests[a]) < key(w.requests[b]); });
     const double n = static_cast<double>(order.size());
-    const auto k = static_cast<std::size_t>(std::clamp(std::ceil(q * n) - 1, 0.0, n - 1));
+    const auto k = static_cast<std::size_t>(checked_trunc(std::clamp(std::ceil(q * n) - 1, 0.0, n - 1), "a quantile's rank"));
     Workload one;
     one.requests.push_back(w.requests[order[k]]);
     one.requests.back().arrival_s = 0;
@@ -210,9 +211,9 @@ struct RequestFloor {
 RequestFloor request_floor(double in, double outs, std::int64_t pool_tokens, std::int64_t seqs, std::int64_t chunk, const StepPricer& price,
                            const DecodePricer& decode) {
     // Clamped before the cast: a double past 2^63 does not convert.
-    const auto fit = static_cast<std::int64_t>(std::min(static_cast<double>(pool_tokens) / std::max(1.0, in + outs), 1e15));
+    const std::int64_t fit = checked_trunc(std::min(static_cast<double>(pool_tokens) / std::max(1.0, in + outs), 1e15), "the requests that fit");
     const std::int64_t batch = std::max<std::int64_t>(1, std::min(seqs, fit));
-    const auto context = static_cast<std::int64_t>(std::llround(in + outs / 2));
+    const std::int64_t context = checked_trunc(std::round(in + outs / 2), "a mean context");
     std::optional<double> step = decode ? decode(batch, batch * context) : std::nullopt;
     if (!step) step = price(std::vector<SeqWork>(static_cast<std::size_t>(batch), SeqWork{context, 1}));
     chunk = std::max<std::int64_t>(2, chunk);
@@ -248,9 +249,9 @@ RequestFloor pipeline_floor(double in, double outs, const SchedulerConfig& c, co
 // D x chunk tokens.
 RequestFloor dp_floor(double in, double outs, std::int64_t pool_tokens, std::int64_t seqs, std::int64_t chunk_tokens, std::int64_t dp,
                       const DpStepPricer& price) {
-    const auto fit = static_cast<std::int64_t>(std::min(static_cast<double>(pool_tokens) / std::max(1.0, in + outs), 1e15));
+    const std::int64_t fit = checked_trunc(std::min(static_cast<double>(pool_tokens) / std::max(1.0, in + outs), 1e15), "the requests that fit");
     const std::int64_t rank = std::max<std::int64_t>(1, std::min(seqs, fit));
-    const auto context = static_cast<std::int64_t>(std::llround(in + outs / 2));
+    const std::int64_t context = checked_trunc(std::round(in + outs / 2), "a mean context");
     const auto wave = [&](const std::vector<SeqWork>& batch) {
         return price(std::vector<const std::vector<SeqWork>*>(static_cast<std::size_t>(dp), &batch));
     };
@@ -550,7 +551,7 @@ std::vector<double> window_rates_rps(const Workload& w, double window_s) {
     std::vector<std::int64_t> counts;
     for (const SimRequest& r : w.requests) {
         // Arrivals are within kMaxReplaySeconds (check_arrivals), so the index fits.
-        const auto k = static_cast<std::size_t>(std::floor((r.arrival_s - first) / window_s));
+        const auto k = static_cast<std::size_t>(checked_trunc(std::floor((r.arrival_s - first) / window_s), "a rate window"));
         if (k >= counts.size()) counts.resize(k + 1, 0);
         counts[k] += 1;
     }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <random>
 
+#include "core/checked_conversion.hpp"
 #include "core/error.hpp"
 #include "core/model/config_parts.hpp"
 
@@ -26,7 +27,7 @@ std::int64_t draw(const LengthDist& d, std::mt19937_64& rng) {
             v = static_cast<double>(d.values[std::uniform_int_distribution<std::size_t>(0, d.values.size() - 1)(rng)]);
             break;
     }
-    return static_cast<std::int64_t>(std::clamp(v, 1.0, static_cast<double>(kMaxTokens)));
+    return checked_trunc(std::clamp(v, 1.0, static_cast<double>(kMaxTokens)), "a sampled length");
 }
 
 void check(const LengthDist& d, const char* name) {

@@ -20,15 +20,6 @@
 
 namespace kvplan {
 
-// A step as the scheduler plans it (vLLM's SchedulerOutput): each
-// sequence's new tokens, the work the pricer sees, the proposer's time.
-struct StepPlan {
-    std::vector<std::pair<std::size_t, std::int64_t>> seqs;  // (request, new tokens), in schedule order
-    std::vector<SeqWork> work;                               // per sequence: (context before, new tokens)
-    double draft_s = 0;                                      // speculative decoding's proposer
-    bool empty() const { return seqs.empty(); }
-};
-
 class VllmEngine::Impl {
 public:
     Impl(const Workload& w, const SchedulerConfig& c, const StepPricer& price, const DecodePricer& decode, bool check, RequestStates& states,
@@ -44,14 +35,12 @@ public:
     double now() const { return t_; }
     const SimRun& totals() const { return run_; }
     SimRun take_totals();
-    bool idle() const { return running_.empty() && waiting_.empty() && inbox_.empty() && loading_.empty() && remote_loading_.empty(); }
+    bool idle() const { return running_.empty() && waiting_.empty() && inbox_.empty() && !(connector_ && connector_->receiving()); }
     std::int64_t waiting_count() const { return static_cast<std::int64_t>(waiting_.size() + inbox_.size()); }
     std::int64_t running_count() const { return static_cast<std::int64_t>(running_.size()); }
     void sync_to(double t);
-    bool plan_step();
-    const std::vector<SeqWork>& planned_work() const { return plan_.work; }
-    double planned_draft_s() const { return plan_.draft_s; }
-    void commit_step(double dt) { commit(plan_, dt); }
+    StepPlan schedule();
+    void commit(const StepPlan& p, double dt);
     void idle_step(double dt);
     void set_remote_prefill(RemoteLoad load);
 
@@ -83,36 +72,41 @@ private:
     std::int64_t cap(std::int64_t n, std::int64_t budget) const;
     void arrive();
     bool admission_blocked() const;
-    bool schedule_running(std::int64_t& budget);
-    void schedule_waiting(std::int64_t& budget);
-    bool admit(std::size_t r, std::int64_t& budget);
+    bool schedule_running(StepPlan& p, std::int64_t& budget);
+    void schedule_waiting(StepPlan& p, std::int64_t& budget);
+    bool admit(std::size_t r, StepPlan& p, std::int64_t& budget);
+    void plan(StepPlan& p);
+    // The idle rules every driver shares (scheduler.cpp).
     bool blocked_on_load() const;
     bool nothing_to_schedule() const;
     double next_event_s() const;
+    std::optional<double> idle_until() const;
+    bool jump_idle(double wake, double horizon);
+    void wait_for_loads();
     static constexpr double kNever = std::numeric_limits<double>::infinity();
-    const StepPlan& schedule();
-    void commit(const StepPlan& p, double dt);
-    void clear_plan();
+    void note_plan(const StepPlan& p);
     void register_full_blocks(std::size_t r);
     void sample(double until);
     bool decode_run(double horizon);
     void advance_pipeline(double horizon, bool stop_on_done);
-    void submit_batch();
+    void submit_batch(const StepPlan& p);
     void complete_batch();
     void finish_requests();
     std::int64_t decode_run_length(std::int64_t& context_sum) const;
     // Disaggregated decode (defined in disagg.cpp).
-    bool admit_remote(std::size_t r, std::int64_t& budget);
-    void admit_loaded_behind_head(std::int64_t& budget);
+    bool admit_remote(std::size_t r, StepPlan& p, std::int64_t& budget);
+    void admit_loaded_behind_head(StepPlan& p, std::int64_t& budget);
     bool head_starved() const;
     void collect_loaded();
-    double next_loaded_s() const;
     // KV offload (engine_offload.cpp; the connector's hooks in
-    // kv_connector.cpp): a load's start, the loads done by now going back
-    // to the waiting queue, and when the next load ends.
+    // kv_connector.cpp): a load's start, and the loads done by now going
+    // back to the waiting queue.
     bool start_load(std::size_t r, KvCacheManager::Hits& hits, std::int64_t blocks);
     void finish_loads();
-    double next_load_s() const;
+    // When the first load in flight ends (either connector); kNever when none is.
+    double next_load_end_s() const { return connector_ ? connector_->next_recv_end_s() : kNever; }
+    const std::vector<KvConnector::Load>& loads() const;
+    std::int64_t loading_count() const { return connector_ ? static_cast<std::int64_t>(connector_->loads().size()) : 0; }
 
     // Invariants (engine_invariants.cpp, docs/invariants.md).
     void check_requests() const;
@@ -133,7 +127,8 @@ private:
     std::deque<std::size_t> inbox_;  // added, not yet arrived
     std::deque<std::size_t> waiting_;
     std::vector<std::size_t> running_;
-    StepPlan plan_;  // the step planned last (its buffers kept from step to step)
+    // The last step planned (INV-7): its sequences and tokens.
+    std::int64_t planned_seqs_ = 0, planned_tokens_ = 0;
     std::vector<std::size_t> finished_;
     std::vector<std::vector<std::size_t>> by_phase_;  // decode run: running requests by context mod block size
     std::deque<InFlight> in_flight_;                  // pipeline: oldest first
@@ -146,19 +141,17 @@ private:
     double t_ = 0;
     double next_sample_ = 1;
     double interval_prompt_ = 0, interval_generation_ = 0;
+    // KV loaded from outside (kv_connector.hpp): at most one connector,
+    // which keeps the requests waiting for their loads (WAITING_FOR_REMOTE_KVS).
+    std::unique_ptr<KvConnector> connector_;    // null: neither
+    CpuOffloadConnector* offload_ = nullptr;    // connector_, when it is the CPU tier's
+    RemotePrefillConnector* remote_ = nullptr;  // connector_, when this is a disaggregated decode instance
+    std::vector<std::size_t> recved_;           // scratch: the requests whose loads ended (finished_recving)
     // Disaggregated decode: per request 0 its KV still remote, 1 loading,
     // 2 loaded (its last prompt token to compute), 3 served locally.
-    std::unique_ptr<RemotePrefillConnector> remote_;  // null: not a disaggregated decode instance
     std::vector<std::int8_t> remote_state_;
-    std::vector<std::pair<double, std::size_t>> remote_loading_;  // (KV loaded at, request), in admission order
-    std::unique_ptr<CpuOffloadConnector> offload_;                // KV offload; null without it
-    struct Load {
-        std::size_t r = 0;
-        double done_s = 0;
-    };
-    std::vector<Load> loading_;          // requests waiting for their load, in start order
     double wait_load_s_ = -1;            // nothing can be scheduled before this load ends (-1: none)
-    std::int64_t plan_done_before_ = 0;  // lockstep: done() when the step was planned
+    std::int64_t plan_done_before_ = 0;  // lockstep: done() when schedule() was called
     // Invariant checks' scratch (marks per request, references per block)
     // and the clock at the last check.
     mutable std::vector<char> inv_mark_;

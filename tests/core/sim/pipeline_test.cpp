@@ -133,7 +133,7 @@ TEST_CASE("a saturated decode-bound pipeline of 2 balanced stages serves nearly 
     CHECK(ratio == Approx(200.0 / 101.0).epsilon(1e-6));
 }
 
-TEST_CASE("pipelines of 2 and 4 stages serve the Azure conversation trace soundly, preempting in flight, replicas included") {
+TEST_CASE("pipelines of 2 and 4 stages serve the Azure conversation trace soundly, preempting in flight, replicas included", "[slow]") {
     // A pool small enough to preempt requests whose batches are in flight:
     // their outputs must be dropped (one gap per token, checked), and the
     // pool's books balance after every batch (check_invariants).

@@ -472,6 +472,44 @@ TEST_CASE("jumping over runs of decode steps gives the run stepping gives, on th
     }
 }
 
+TEST_CASE("remembering the blocked queue head's prefix hit gives the run looking it up every step gives") {
+    // Mooncake's conversation trace (long prompts sharing prefixes) into
+    // pools small enough to keep the queue's head blocked for many steps
+    // (4,000 and 2,500 blocks of 16 for prompts of up to ~60,000 tokens),
+    // with and without the CPU tier, and with the head's prefix-cache hit
+    // looked up again every step (remember_blocked_hit off, vLLM's way)
+    // or answered from the remembered one until the pool's watch fires.
+    // Every time must agree to the last bit.
+    const ModelSpec m = preset("llama-3.1-8b");
+    CostModelInputs in;
+    in.model = &m;
+    in.gpu = gpu("h100-sxm");
+    const CostModel cm = make_cost_model(in);
+    const StepPricer price = [&](const std::vector<SeqWork>& w) { return mixed_step(cm, w).total_s; };
+    const DecodePricer decode = [&](std::int64_t b, std::int64_t s) -> std::optional<double> {
+        auto c = decode_batch_step(cm, b, s);
+        return c ? std::optional<double>(c->total_s) : std::nullopt;
+    };
+    const Workload w =
+        read_trace(std::string(KVPLAN_SOURCE_DIR) + "/tests/fixtures/reference/traces/mooncake_conversation.jsonl", TraceOptions{"auto", 1.0, 600});
+    for (const auto& [blocks, offload] : {std::pair<std::int64_t, bool>{4000, false}, {2500, false}, {4000, true}}) {
+        SchedulerConfig c;
+        c.num_gpu_blocks = blocks;
+        if (offload) c.cpu_tier = CpuTierConfig{524'288, 2'097'152, 64e9, 0.0};  // 1 TiB of blocks of 16 tokens x 128 KiB (Llama-3.1-8B)
+        c.remember_blocked_hit = false;
+        const SimRun looked_up = simulate(w, c, price, decode, true);
+        c.remember_blocked_hit = true;
+        const SimRun remembered = simulate(w, c, price, decode, true);
+        INFO(blocks << " blocks, offload " << offload << ": " << remembered.remembered_hits << " lookups remembered");
+        CHECK(looked_up.remembered_hits == 0);
+        CHECK(remembered.remembered_hits > 1000);  // the head did stay blocked, for many steps
+        CHECK(looked_up.prefix_hit_tokens > 0);
+        if (offload) CHECK(looked_up.cpu_hit_tokens > 0);
+        CHECK(looked_up.cpu_hit_tokens == remembered.cpu_hit_tokens);
+        expect_same_run(looked_up, remembered);
+    }
+}
+
 TEST_CASE("ITL percentiles from gap-and-count runs equal those over the expanded list") {
     // By hand: gaps 0.5 x3, 0.25, 2.0, 0.001 x5 sort to [0.001 x5, 0.25, 0.5 x3, 2.0]
     // (10 tokens). p50 sits at rank 4.5: 0.001 + (0.25 - 0.001) x 0.5 = 0.1255;

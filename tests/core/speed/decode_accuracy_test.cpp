@@ -202,7 +202,7 @@ double loso_median(const std::string& engine, const std::vector<std::string>& na
 
 }  // namespace
 
-TEST_CASE("decode accuracy: no shipped fitted value worsens the leave-one-source-out error of its engine") {
+TEST_CASE("decode accuracy: no shipped fitted value worsens the leave-one-source-out error of its engine", "[slow]") {
     // Where an engine's rows come from several documents, each fitted value
     // is dropped in turn (kept at the generic profile's) and the engine's
     // rows predicted out of sample again: a value whose fit makes that worse
