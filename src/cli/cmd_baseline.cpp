@@ -56,7 +56,9 @@ CLI::App* setup_baseline(CLI::App& app, BaselineOptions& o) {
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
     cmd->add_option("--calibration", o.calibration,
                     "with --batch: decode figures from this `kvplan measure --output` file's measured bandwidth and FLOP/s");
-    cmd->add_option("--tolerance", o.tolerance, "the baseline's default tolerance, e.g. 0.5% (default 0%)");
+    cmd->add_option("--tolerance", o.tolerance,
+                    "the baseline's default tolerance, e.g. 0.5%, and figures' own: 0.5%,decode_step_s=2% (default 0%; the decode "
+                    "figures at least 5% unless named)");
     cmd->add_option("-o,--output", o.output, "write the baseline to FILE (atomically); config paths are made relative to FILE's folder");
     cmd->footer(
         "Examples:\n"
@@ -105,8 +107,10 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
     parse_engine(o.engine);
     parse_dtype_flag("--kv-dtype", o.kv_dtype);
     parse_dtype_flag("--weights-dtype", o.weights_dtype);
-    std::optional<std::int64_t> tolerance;
-    if (!o.tolerance.empty()) tolerance = parse_tolerance("--tolerance", o.tolerance);
+    std::optional<std::int64_t> tolerance;  // written only when given, as each figure's own
+    Tolerances given{-1, {}};               // -1: no default among the items
+    if (!o.tolerance.empty()) given = parse_tolerances("--tolerance", o.tolerance, given);
+    if (given.default_ppb >= 0) tolerance = given.default_ppb;
     if (o.batch > 0 && o.pp > 1) usage_error("--batch: decode figures model tensor parallelism only; use --pp 1");
     Efficiency efficiency;
     efficiency.profile.all_to_all = bundled_all_to_all_latencies();  // as `check` prices a DP + EP layout's decode step
@@ -192,7 +196,7 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
         for (std::size_t j = 0; j < i; ++j)
             if (scenarios[i].name == scenarios[j].name) usage_error("scenario \"" + scenarios[i].name + "\" given twice (a model or GPU repeated?)");
 
-    const std::string text = baseline_text(baseline_json(scenarios, tolerance, provenance));
+    const std::string text = baseline_text(baseline_json(scenarios, tolerance, provenance, given.named));
     if (!o.output.empty()) write_file_atomically(o.output, text);
     for (const std::string& n : notes) err << "kvplan: note: " << printable(n) << "\n";
     if (o.output.empty()) return text;

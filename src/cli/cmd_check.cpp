@@ -22,7 +22,8 @@ CLI::App* setup_check(CLI::App& app, CheckOptions& o) {
     CLI::App* cmd = app.add_subcommand("check", "CI gate: recompute a baseline's scenarios and fail when capacity regressed");
     cmd->add_option("--baseline", o.baseline, "baseline JSON (schema: docs/ci.md; `kvplan baseline` writes one)")->required();
     cmd->add_option("--tolerance", o.tolerance,
-                    "relative change allowed before a figure counts, e.g. 0.5% (default: the baseline's tolerance_percent, else 0%)");
+                    "relative change allowed before a figure counts, e.g. 0.5%, or per figure: 0.5%,decode_step_s=2% (default: the "
+                    "baseline's tolerance_percent, else 0%; the decode figures, being modelled, at least 5% unless named)");
     cmd->add_option("--format", o.format, "text|json|junit|github|markdown")->check(CLI::IsMember({"text", "json", "junit", "github", "markdown"}));
     cmd->add_option("-o,--output", o.output, "write the report to FILE (atomically) and print only the summary line");
     cmd->add_flag("--strict", o.strict, "improvements fail too (exit 1): the baseline is stale and should be updated");
@@ -60,7 +61,8 @@ private:
     std::map<std::string, ModelSpec> models_;
 };
 
-ScenarioCheck check_scenario(const Scenario& s, const std::string& baseline_path, std::int64_t tolerance_ppb, ModelCache& models, Figures* current) {
+ScenarioCheck check_scenario(const Scenario& s, const std::string& baseline_path, const Tolerances& tolerances, ModelCache& models,
+                             Figures* current) {
     ScenarioCheck c;
     c.name = s.name;
     c.line = s.line;
@@ -82,7 +84,7 @@ ScenarioCheck check_scenario(const Scenario& s, const std::string& baseline_path
         }
         const ScenarioResult result = evaluate_scenario(model, *gpu, s.inputs, efficiency);
         *current = result.figures;
-        c.figures = compare_scenario(s.inputs, s.expected, result.figures, tolerance_ppb);
+        c.figures = compare_scenario(s.inputs, s.expected, result.figures, tolerances);
     } catch (const Error& e) {
         c.error = e.what();
         c.error_kind = e.kind() == ErrorKind::Usage ? ErrorKind::Usage : ErrorKind::Data;
@@ -104,11 +106,13 @@ CommandOutput run_check(const CheckOptions& o, std::ostream& err) {
     if (!o.output.empty()) check_writable(o.output);
     if (o.update) check_writable(o.baseline);
     BaselineFile file = read_baseline_file(o.baseline, !o.update);
-    const std::int64_t tolerance = !o.tolerance.empty() ? parse_tolerance("--tolerance", o.tolerance) : file.baseline.tolerance_ppb.value_or(0);
+    // The file's tolerances, then the flag's items over them.
+    Tolerances tolerance{file.baseline.tolerance_ppb.value_or(0), file.baseline.tolerance_by_figure};
+    if (!o.tolerance.empty()) tolerance = parse_tolerances("--tolerance", o.tolerance, tolerance);
 
     CheckReport report;
     report.baseline_path = o.baseline;
-    report.tolerance_ppb = tolerance;
+    report.tolerances = tolerance;
     report.strict = o.strict;
     report.changes_only = o.changes_only;
     report.width = o.wide ? Width::Wide : Width::Fit;

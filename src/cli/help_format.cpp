@@ -23,8 +23,7 @@ std::string fit_command(const std::string& command, const std::string& comment, 
     std::vector<std::string> groups;  // "--flag value" stays on one line
     std::istringstream words(command);
     for (std::string word; words >> word;) {
-        if (!groups.empty() && word[0] != '-' && groups.back()[0] == '-' && groups.back().find(' ') == std::string::npos)
-            groups.back() += " " + word;
+        if (!groups.empty() && word[0] != '-' && groups.back()[0] == '-' && groups.back().find(' ') == std::string::npos) groups.back() += " " + word;
         else groups.push_back(word);
     }
     std::string out, current = first;
@@ -149,7 +148,9 @@ std::string FittedHelp::make_subcommand(const CLI::App* sub) const {
     return two_columns(sub->get_display_name(true), sub->get_description(), column_width_, width_);
 }
 
-std::string FittedHelp::make_description(const CLI::App* app) const { return fit_help_text(CLI::Formatter::make_description(app), width_); }
+std::string FittedHelp::make_description(const CLI::App* app) const {
+    return fit_help_text(CLI::Formatter::make_description(app), width_);
+}
 
 std::string FittedHelp::make_usage(const CLI::App* app, std::string name) const {
     const std::string usage = CLI::Formatter::make_usage(app, std::move(name));
@@ -159,7 +160,9 @@ std::string FittedHelp::make_usage(const CLI::App* app, std::string name) const 
     return out;
 }
 
-std::string FittedHelp::make_footer(const CLI::App* app) const { return fit_help_text(CLI::Formatter::make_footer(app), width_); }
+std::string FittedHelp::make_footer(const CLI::App* app) const {
+    return fit_help_text(CLI::Formatter::make_footer(app), width_);
+}
 
 }  // namespace kvplan
 

@@ -337,11 +337,12 @@ ModelSpec load_model(const std::string& arg, const std::string& origin) {
     // An "org/name" that is not a path is a Hugging Face id that is not cached
     // yet: say how to fetch its config (the weights are not needed).
     const std::size_t slash = arg.find('/');
-    if (slash != std::string::npos && slash > 0 && slash + 1 < arg.size() && arg.find('/', slash + 1) == std::string::npos &&
-        arg[0] != '.' && !arg.ends_with(".json"))
-        usage_error(origin + " " + arg + ": not in the local Hugging Face cache and not a bundled preset: fetch its config with `hf download " +
-                    arg + " config.json` (huggingface_hub's CLI; the weights are not needed), then run again, or pass the downloaded "
-                    "config.json or its folder as " + origin + " PATH");
+    if (slash != std::string::npos && slash > 0 && slash + 1 < arg.size() && arg.find('/', slash + 1) == std::string::npos && arg[0] != '.' &&
+        !arg.ends_with(".json"))
+        usage_error(origin + " " + arg + ": not in the local Hugging Face cache and not a bundled preset: fetch its config with `hf download " + arg +
+                    " config.json` (huggingface_hub's CLI; the weights are not needed), then run again, or pass the downloaded "
+                    "config.json or its folder as " +
+                    origin + " PATH");
     usage_error(origin + " " + arg + ": no such file, folder, cached Hugging Face model or bundled preset (presets: " + preset_names() + ")");
 }
 

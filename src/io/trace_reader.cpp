@@ -157,7 +157,8 @@ SimRequest json_request(const At& at, const std::string& line, const std::string
         // Depth is checked as the parser meets it, before a hostile line of
         // nested brackets becomes millions of values.
         j = nlohmann::json::parse(line, [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-            if (depth > kMaxLineDepth) at.fail("line", "JSON nested deeper than " + std::to_string(kMaxLineDepth) + " levels (expected a flat object)");
+            if (depth > kMaxLineDepth)
+                at.fail("line", "JSON nested deeper than " + std::to_string(kMaxLineDepth) + " levels (expected a flat object)");
             return true;
         });
     } catch (const nlohmann::json::exception&) {

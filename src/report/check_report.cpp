@@ -44,9 +44,9 @@ bool fails(const CheckReport& r, const FigureCheck& c) {
 }
 
 // "max_requests 102 -> 99 (-2.94%, tolerance 0.5%)"
-std::string figure_sentence(const CheckReport& r, const FigureCheck& c) {
+std::string figure_sentence(const FigureCheck& c) {
     return fmt::format("{} {} -> {} ({}, tolerance {})", figure_spec(c.figure).key, figure_value_text(c.baseline), figure_value_text(c.current),
-                       change_text(c), tolerance_text(r.tolerance_ppb));
+                       change_text(c), tolerance_text(c.tolerance_ppb));
 }
 
 // Wide (and Markdown): one row per figure, the scenario in the first column.
@@ -84,12 +84,17 @@ Table fit_figure_table(const CheckReport& r, bool changed_only) {
     return t;
 }
 
+// "4 scenarios, 24 figures: 8 regressions, 16 unchanged": the counts that
+// are not zero (regressions always), so the summary line fits 100 columns.
 std::string counts_text(const CheckSummary& s) {
     auto plural = [](std::int64_t n, const char* one, const char* many) { return fmt::format("{} {}", group_digits(n), n == 1 ? one : many); };
-    return fmt::format("{}, {}: {}, {}, {}, {} unchanged, {} within tolerance", plural(s.scenarios, "scenario", "scenarios"),
-                       plural(s.figures, "figure", "figures"), plural(s.regressions, "regression", "regressions"),
-                       plural(s.improvements, "improvement", "improvements"), plural(s.errors, "error", "errors"), group_digits(s.unchanged),
-                       group_digits(s.within));
+    std::string out = plural(s.scenarios, "scenario", "scenarios") + ", " + plural(s.figures, "figure", "figures") + ": " +
+                      plural(s.regressions, "regression", "regressions");
+    if (s.improvements > 0) out += ", " + plural(s.improvements, "improvement", "improvements");
+    if (s.errors > 0) out += ", " + plural(s.errors, "error", "errors");
+    if (s.unchanged > 0) out += ", " + group_digits(s.unchanged) + " unchanged";
+    if (s.within > 0) out += ", " + group_digits(s.within) + " within tolerance";
+    return out;
 }
 
 // JUnit XML: markup_text (report/printable.hpp), an apostrophe as &apos; and
@@ -181,14 +186,14 @@ std::string check_summary_line(const CheckReport& r) {
     else if (r.summary.regressions > 0) verdict = "check FAILED (capacity regression)";
     else if (!passed(r)) verdict = "check FAILED (improvements under --strict: update the baseline)";
     else verdict = "check passed";
-    return fmt::format("{}: {} (tolerance {})", verdict, counts_text(r.summary), tolerance_text(r.tolerance_ppb));
+    return fmt::format("{}: {}", verdict, counts_text(r.summary));
 }
 
 std::string render_check_text(const CheckReport& r) {
     const bool wide = r.width == Width::Wide;
     auto line = [&](const std::string& text, const std::string& rest) { return fit_line(text, r.width, "", rest); };
     std::string out =
-        line(fmt::format("kvplan check: {}, tolerance {}{}", printable(r.baseline_path), tolerance_text(r.tolerance_ppb), r.strict ? ", strict" : ""),
+        line(fmt::format("kvplan check: {}, tolerance {}{}", printable(r.baseline_path), tolerances_text(r.tolerances), r.strict ? ", strict" : ""),
              "  ") +
         "\n";
     if (r.changes_only && r.summary.figures == r.summary.unchanged && r.summary.errors == 0) out += "Every figure is unchanged.\n";
@@ -203,7 +208,7 @@ std::string render_check_text(const CheckReport& r) {
 
 std::string render_check_markdown(const CheckReport& r) {
     std::string out = fmt::format("## kvplan check: {}\n\n", passed(r) ? (r.updated ? "baseline updated" : "passed") : "FAILED");
-    out += fmt::format("Baseline `{}`, tolerance {}{}: {}.\n\n", printable(r.baseline_path), tolerance_text(r.tolerance_ppb),
+    out += fmt::format("Baseline `{}`, tolerance {}{}: {}.\n\n", printable(r.baseline_path), tolerances_text(r.tolerances),
                        r.strict ? " (strict)" : "", counts_text(r.summary));
     for (const ScenarioCheck& s : r.checks)
         if (s.error) out += fmt::format("- **error** in `{}`: {}\n", printable(s.name), printable(*s.error));
@@ -236,7 +241,7 @@ std::string render_check_github(const CheckReport& r) {
             const bool fails_here = c.verdict == Verdict::Regression || (r.strict && c.verdict == Verdict::Improvement);
             if (!fails_here && c.verdict != Verdict::Improvement) continue;
             std::string& list = fails_here ? failed : improved;
-            list += (list.empty() ? "" : "; ") + figure_sentence(r, c);
+            list += (list.empty() ? "" : "; ") + figure_sentence(c);
             regression = regression || c.verdict == Verdict::Regression;
         }
         if (!failed.empty())
@@ -266,7 +271,7 @@ std::string render_check_junit(const CheckReport& r) {
                 ++failures;
                 cases += fmt::format(
                     "    <testcase classname=\"kvplan.check\" name=\"{}\">\n      <failure type=\"{}\" message=\"{}\"/>\n    </testcase>\n", name,
-                    xml_escape(verdict_text(r, c)), xml_escape(figure_sentence(r, c)));
+                    xml_escape(verdict_text(r, c)), xml_escape(figure_sentence(c)));
             } else {
                 cases += fmt::format("    <testcase classname=\"kvplan.check\" name=\"{}\"/>\n", name);
             }
@@ -278,7 +283,7 @@ std::string render_check_junit(const CheckReport& r) {
                        failures, errors);
     out += fmt::format(
         "    <properties>\n      <property name=\"tolerance\" value=\"{}\"/>\n      <property name=\"strict\" value=\"{}\"/>\n    </properties>\n",
-        tolerance_text(r.tolerance_ppb), r.strict ? "true" : "false");
+        tolerances_text(r.tolerances), r.strict ? "true" : "false");
     out += cases;
     out += "  </testsuite>\n</testsuites>\n";
     return out;
@@ -288,7 +293,9 @@ std::string render_check_json(const CheckReport& r) {
     nlohmann::ordered_json j;
     j["schema_version"] = 1;
     j["baseline"] = r.baseline_path;
-    j["tolerance_percent"] = static_cast<double>(r.tolerance_ppb) / 1e7;
+    j["tolerance_percent"] = static_cast<double>(r.tolerances.default_ppb) / 1e7;
+    j["tolerance_percent_by_figure"] = nlohmann::ordered_json::object();
+    for (const FigureSpec& f : kFigures) j["tolerance_percent_by_figure"][f.key] = static_cast<double>(r.tolerances.of(f.figure)) / 1e7;
     j["strict"] = r.strict;
     j["updated"] = r.updated;
     j["passed"] = passed(r);

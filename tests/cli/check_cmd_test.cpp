@@ -236,6 +236,41 @@ TEST_CASE("tolerance boundaries are exact") {
     CHECK(repo.check({"--tolerance", "0%"}).exit_code == 1);
 }
 
+TEST_CASE("a modelled decode figure is judged at 5% unless a tolerance names it") {
+    Repo repo("modelled_tolerance");
+    // A baseline decode step 4% below today's: (current - current / 1.04) / (current / 1.04) = 0.04.
+    const double current = figure(repo.check({"--format", "json"}), "decode_step_s")["current"].get<double>();
+    repo.edit([&](auto& s) { s["expected"]["decode_step_s"] = current / 1.04; });
+    // No tolerance anywhere: counts at 0%, the decode step at 5%, so +4% passes.
+    Run r = repo.check({"--format", "json"});
+    CHECK(r.exit_code == 0);
+    CHECK(figure(r, "decode_step_s")["verdict"] == "within tolerance");
+    CHECK(nlohmann::json::parse(r.out)["tolerance_percent_by_figure"]["decode_step_s"] == 5.0);
+    CHECK(nlohmann::json::parse(r.out)["tolerance_percent_by_figure"]["max_requests"] == 0.0);
+    CHECK(repo.check({"--wide"})
+              .out.rfind("kvplan check: " + repo.baseline.string() + ", tolerance 0% (decode_step_s 5%, decode_tokens_per_s 5%)", 0) == 0);
+    // Named, it gets exactly its own: 3.9% fails, 4.1% passes.
+    CHECK(repo.check({"--tolerance", "decode_step_s=3.9%"}).exit_code == 1);
+    CHECK(repo.check({"--tolerance", "0%,decode_step_s=4.1%"}).exit_code == 0);
+    // A default above 5% applies to the modelled figures too.
+    CHECK(repo.check({"--tolerance", "10%"}).exit_code == 0);
+    // The file's own, per figure; a flag item replaces only the figure it names.
+    nlohmann::ordered_json doc = repo.read();
+    doc["tolerance_percent_by_figure"] = {{"decode_step_s", 3.9}};
+    repo.write(doc);
+    CHECK(repo.check().exit_code == 1);
+    CHECK(repo.check({"--tolerance", "decode_step_s=4.1%"}).exit_code == 0);
+    // An unknown figure, in the flag or the file, is refused with the key named.
+    Run bad = repo.check({"--tolerance", "0.5%,decode_stp=2%"});
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.err.find("decode_stp is not a figure") != std::string::npos);
+    doc["tolerance_percent_by_figure"] = {{"decode_stp", 3.9}};
+    repo.write(doc);
+    bad = repo.check();
+    CHECK(bad.exit_code == 65);
+    CHECK(bad.err.find("tolerance_percent_by_figure.decode_stp: not a figure") != std::string::npos);
+}
+
 TEST_CASE("a tolerance without a unit or out of range is a usage error") {
     Repo repo("tolerance_flags");
     for (const char* bad : {"0.5", "-1%", "101%", "abc", "1e-3%", "0.0000000001%"}) {

@@ -13,10 +13,12 @@ namespace {
 
 using namespace kvplan::test;
 
-const std::vector<std::string> kCommands = {"size",    "concurrency", "models", "gpus",     "engines", "roofline", "recommend",
+const std::vector<std::string> kCommands = {"size",     "concurrency", "models", "gpus",     "engines", "roofline", "recommend",
                                             "simulate", "measure",     "check",  "baseline", "diff",    "help",     "completions"};
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
 
 // Runs `script` in bash and returns its stdout (the completion tests below).
 std::string bash(const std::string& script) {
@@ -79,8 +81,9 @@ TEST_CASE("a long help example is continued with a backslash and still runs as o
     // measure's first example is wider than 100 cells on one line: the help
     // breaks it as a shell would read it (size_cmd_test runs every example).
     const std::string help = Run::kvplan({"measure", "--help"}).out;
-    CHECK(contains(help, "  kvplan measure --device cpu --model gpt2 --layers 2 --batch 1,8 --context 512 --prompt 64 \\\n"
-                         "      --output /tmp/kvplan-host.json\n"));
+    CHECK(contains(help,
+                   "  kvplan measure --device cpu --model gpt2 --layers 2 --batch 1,8 --context 512 --prompt 64 \\\n"
+                   "      --output /tmp/kvplan-host.json\n"));
 }
 
 TEST_CASE("completion scripts name every command and every flag, from the command line's own tree") {

@@ -25,7 +25,7 @@ using namespace kvplan;
 
 namespace {
 
-ScenarioCheck check_one(const Scenario& s, const ModelSpec& model, std::int64_t tolerance_ppb, Figures& current) {
+ScenarioCheck check_one(const Scenario& s, const ModelSpec& model, const Tolerances& tolerances, Figures& current) {
     ScenarioCheck c;
     c.name = s.name;
     c.line = s.line;
@@ -36,7 +36,7 @@ ScenarioCheck check_one(const Scenario& s, const ModelSpec& model, std::int64_t 
         efficiency.profile.nics = bundled_nics();                        // a layout over several nodes
         const ScenarioResult result = evaluate_scenario(model, gpu, s.inputs, efficiency);
         current = result.figures;
-        c.figures = compare_scenario(s.inputs, s.expected, result.figures, tolerance_ppb);
+        c.figures = compare_scenario(s.inputs, s.expected, result.figures, tolerances);
     } catch (const Error& e) {
         c.error = e.what();
     }
@@ -60,11 +60,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     CheckReport report;
     report.baseline_path = "fuzz.json";
-    report.tolerance_ppb = baseline.tolerance_ppb.value_or(5'000'000);
+    report.tolerances = Tolerances{baseline.tolerance_ppb.value_or(5'000'000), baseline.tolerance_by_figure};
     std::vector<Figures> current;
     for (std::size_t i = 0; i < baseline.scenarios.size() && i < 8; ++i) {
         current.emplace_back();
-        report.checks.push_back(check_one(baseline.scenarios[i], model, report.tolerance_ppb, current.back()));
+        report.checks.push_back(check_one(baseline.scenarios[i], model, report.tolerances, current.back()));
     }
     report.summary = summarize(report.checks);
     report.exit_code = check_exit_code(report.summary, report.checks, false);

@@ -61,10 +61,11 @@ constexpr const char* kScenarioKeyList =
     "nodes, gpus_per_node, nic, two_batch_overlap, context_tokens, kv_dtype, mem_util, batch, weights_dtype, max_model_len, max_num_seqs, "
     "max_num_batched_tokens, block_size, calibration, expected, description";
 const std::set<std::string> kTopKeys = {"schema_version",    "description", "kvplan_version", "kvplan_commit",
-                                        "tolerance_percent", "models",      "scenarios"};
+                                        "tolerance_percent", "models",      "scenarios",      "tolerance_percent_by_figure"};
 // The order baseline_json writes them in, and set_provenance restores.
 // The kvplan that computed the figures heads the file; how each model resolved follows the scenarios.
-constexpr const char* kTopOrder[] = {"schema_version", "description", "kvplan_version", "kvplan_commit", "tolerance_percent", "scenarios", "models"};
+constexpr const char* kTopOrder[] = {
+    "schema_version", "description", "kvplan_version", "kvplan_commit", "tolerance_percent", "tolerance_percent_by_figure", "scenarios", "models"};
 const std::set<std::string> kModelKeys = {"source", "repo_id", "revision", "ref", "config_sha256"};
 
 [[noreturn]] void fail(const std::string& source, const std::string& field, const std::string& message) {
@@ -271,7 +272,9 @@ Baseline parse_baseline(const nlohmann::json& doc, const std::string& source, bo
                                      std::to_string(kBaselineSchemaVersion) + "; a newer kvplan wrote this file?)");
     for (const auto& [key, value] : doc.items())
         if (!kTopKeys.count(key))
-            r.fail(key, "unknown key (expected schema_version, tolerance_percent, scenarios, description, kvplan_version, kvplan_commit, models)");
+            r.fail(key,
+                   "unknown key (expected schema_version, tolerance_percent, tolerance_percent_by_figure, scenarios, description, kvplan_version, "
+                   "kvplan_commit, models)");
     if (b.schema_version >= 2) {
         Provenance p;
         if (!doc.contains("kvplan_version")) r.fail("kvplan_version", "required field is missing (the kvplan version that wrote the figures)");
@@ -289,6 +292,23 @@ Baseline parse_baseline(const nlohmann::json& doc, const std::string& source, bo
     if (auto t = r.get_number("tolerance_percent")) {
         if (!(*t >= 0 && *t <= 100)) r.fail("tolerance_percent", "expected a percentage in [0, 100], found " + nlohmann::json(*t).dump());
         b.tolerance_ppb = std::llround(*t * 1e7);
+    }
+    if (doc.contains("tolerance_percent_by_figure")) {
+        const nlohmann::json& by = doc.at("tolerance_percent_by_figure");
+        if (!by.is_object()) r.fail("tolerance_percent_by_figure", "expected an object of figure key to percentage, found " + json_type_name(by));
+        for (const auto& [key, value] : by.items()) {
+            const std::string field = "tolerance_percent_by_figure." + key;
+            const FigureSpec* spec = nullptr;
+            for (const FigureSpec& f : kFigures)
+                if (key == f.key) spec = &f;
+            if (!spec)
+                r.fail(field,
+                       "not a figure (expected kv_bytes_per_token, kv_bytes_per_sequence, kv_cache_tokens, max_requests, "
+                       "decode_step_s or decode_tokens_per_s)");
+            if (!value.is_number() || !(value.get<double>() >= 0 && value.get<double>() <= 100))
+                r.fail(field, "expected a percentage in [0, 100], found " + value.dump());
+            b.tolerance_by_figure[static_cast<std::size_t>(spec->figure)] = std::llround(value.get<double>() * 1e7);
+        }
     }
     if (!doc.contains("scenarios")) r.fail("scenarios", "required field is missing (an array of scenarios)");
     const nlohmann::json& list = doc.at("scenarios");
@@ -347,11 +367,14 @@ void set_expected(nlohmann::ordered_json& object, const Figures& figures) {
     }
 }
 
-nlohmann::ordered_json baseline_json(const std::vector<Scenario>& scenarios, std::optional<std::int64_t> tolerance_ppb,
-                                     const Provenance& provenance) {
+nlohmann::ordered_json baseline_json(const std::vector<Scenario>& scenarios, std::optional<std::int64_t> tolerance_ppb, const Provenance& provenance,
+                                     const std::array<std::optional<std::int64_t>, kFigureCount>& tolerance_by_figure) {
     nlohmann::ordered_json doc;
     doc["schema_version"] = kBaselineSchemaVersion;
     if (tolerance_ppb) doc["tolerance_percent"] = static_cast<double>(*tolerance_ppb) / 1e7;
+    for (const FigureSpec& f : kFigures)
+        if (const auto& t = tolerance_by_figure[static_cast<std::size_t>(f.figure)])
+            doc["tolerance_percent_by_figure"][f.key] = static_cast<double>(*t) / 1e7;
     doc["scenarios"] = nlohmann::ordered_json::array();
     for (const Scenario& s : scenarios) doc["scenarios"].push_back(scenario_json(s));
     set_provenance(doc, provenance);

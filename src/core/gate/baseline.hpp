@@ -103,7 +103,8 @@ struct Provenance {
 
 struct Baseline {
     std::int64_t schema_version = kBaselineSchemaVersion;
-    std::optional<std::int64_t> tolerance_ppb;  // the file's default tolerance
+    std::optional<std::int64_t> tolerance_ppb;                                    // the file's default tolerance
+    std::array<std::optional<std::int64_t>, kFigureCount> tolerance_by_figure{};  // "tolerance_percent_by_figure"
     std::vector<Scenario> scenarios;
     // nullopt: not recorded (a version 1 file, or one written by hand without it).
     std::optional<Provenance> provenance;
@@ -127,7 +128,8 @@ void set_expected(nlohmann::ordered_json& scenario_object, const Figures& figure
 
 // A whole baseline document from scenarios: schema_version, the kvplan
 // version and commit, the tolerance, the scenarios, then the models' provenance.
-nlohmann::ordered_json baseline_json(const std::vector<Scenario>& scenarios, std::optional<std::int64_t> tolerance_ppb, const Provenance& provenance);
+nlohmann::ordered_json baseline_json(const std::vector<Scenario>& scenarios, std::optional<std::int64_t> tolerance_ppb, const Provenance& provenance,
+                                     const std::array<std::optional<std::int64_t>, kFigureCount>& tolerance_by_figure = {});
 
 // Sets a read document's schema_version to this kvplan's and its provenance
 // to `provenance` (what `check --update` recomputed), putting the top-level

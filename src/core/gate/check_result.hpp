@@ -12,7 +12,7 @@ namespace kvplan {
 
 struct CheckReport {
     std::string baseline_path;  // as given on the command line
-    std::int64_t tolerance_ppb = 0;
+    Tolerances tolerances;      // the default, and the figures with their own
     bool strict = false;
     bool updated = false;       // --update wrote the recomputed figures
     bool changes_only = false;  // text: list only figures that are not unchanged

@@ -1,5 +1,6 @@
 #include "core/gate/regression.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -58,6 +59,43 @@ std::string tolerance_text(std::int64_t ppb) {
     return text + "%";
 }
 
+Tolerances parse_tolerances(const std::string& flag, const std::string& text, Tolerances base) {
+    bool default_given = false;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        std::size_t end = text.find(',', start);
+        if (end == std::string::npos) end = text.size();
+        const std::string item = text.substr(start, end - start);
+        start = end + 1;
+        const std::size_t eq = item.find('=');
+        if (eq == std::string::npos) {
+            if (default_given) usage_error(flag + " " + text + ": two default tolerances (name a figure: decode_step_s=5%)");
+            default_given = true;
+            base.default_ppb = parse_tolerance(flag, item);
+            continue;
+        }
+        const std::string key = item.substr(0, eq);
+        const FigureSpec* spec = nullptr;
+        for (const FigureSpec& f : kFigures)
+            if (key == f.key) spec = &f;
+        if (!spec) {
+            std::string keys;
+            for (const FigureSpec& f : kFigures) keys += (keys.empty() ? "" : ", ") + std::string(f.key);
+            usage_error(flag + " " + text + ": " + (key.size() <= 40 ? key : key.substr(0, 37) + "...") + " is not a figure (expected one of " +
+                        keys + ")");
+        }
+        base.named[static_cast<std::size_t>(spec->figure)] = parse_tolerance(flag, item.substr(eq + 1));
+    }
+    return base;
+}
+
+std::string tolerances_text(const Tolerances& t) {
+    std::string others;
+    for (const FigureSpec& f : kFigures)
+        if (t.of(f.figure) != t.default_ppb) others += (others.empty() ? "" : ", ") + std::string(f.key) + " " + tolerance_text(t.of(f.figure));
+    return tolerance_text(t.default_ppb) + (others.empty() ? "" : " (" + others + ")");
+}
+
 const char* verdict_name(Verdict v) {
     switch (v) {
         case Verdict::Unchanged: return "unchanged";
@@ -69,7 +107,7 @@ const char* verdict_name(Verdict v) {
 }
 
 FigureCheck compare_figure(Figure figure, const FigureValue& base, const FigureValue& cur, std::int64_t tolerance_ppb) {
-    FigureCheck c{figure, base, cur, std::nullopt, Verdict::Unchanged};
+    FigureCheck c{figure, base, cur, std::nullopt, Verdict::Unchanged, tolerance_ppb};
     const FigureSpec& spec = figure_spec(figure);
     if (base == cur) return c;
     if (!base.has_number() || !cur.has_number()) {
@@ -98,12 +136,13 @@ FigureCheck compare_figure(Figure figure, const FigureValue& base, const FigureV
     return c;
 }
 
-std::vector<FigureCheck> compare_scenario(const ScenarioInputs& inputs, const Figures& expected, const Figures& current, std::int64_t tolerance_ppb) {
+std::vector<FigureCheck> compare_scenario(const ScenarioInputs& inputs, const Figures& expected, const Figures& current,
+                                          const Tolerances& tolerances) {
     std::vector<FigureCheck> out;
     for (const FigureSpec& f : kFigures) {
         if (!scenario_wants(inputs, f.figure)) continue;
         const std::size_t i = static_cast<std::size_t>(f.figure);
-        out.push_back(compare_figure(f.figure, expected[i], current[i], tolerance_ppb));
+        out.push_back(compare_figure(f.figure, expected[i], current[i], tolerances.of(f.figure)));
     }
     return out;
 }

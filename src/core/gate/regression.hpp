@@ -3,6 +3,7 @@
 // time up beyond the tolerance), an improvement, or unchanged.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -27,6 +28,14 @@ std::int64_t parse_tolerance(const std::string& flag, const std::string& text);
 // 5,000,000 -> "0.5%"
 std::string tolerance_text(std::int64_t ppb);
 
+// "0.5%", "decode_step_s=2%", "0.5%,decode_step_s=2%,decode_tokens_per_s=2%":
+// a default and figures by their key, each as parse_tolerance reads it.
+// Items not given keep `base`'s value (a baseline file's, for check).
+Tolerances parse_tolerances(const std::string& flag, const std::string& text, Tolerances base = {});
+
+// "0.5%", or "0.5% (decode_step_s 5%, decode_tokens_per_s 5%)" when figures differ.
+std::string tolerances_text(const Tolerances& t);
+
 enum class Verdict {
     Unchanged,    // identical
     Within,       // changed by no more than the tolerance
@@ -42,6 +51,7 @@ struct FigureCheck {
     FigureValue current;
     std::optional<double> relative_change;  // (current - baseline) / baseline; nullopt from 0 or null
     Verdict verdict = Verdict::Unchanged;
+    std::int64_t tolerance_ppb = 0;  // the tolerance this figure was judged with
 };
 
 // Compares one figure. A change to or from null (the figure stopped or
@@ -50,7 +60,8 @@ FigureCheck compare_figure(Figure figure, const FigureValue& baseline, const Fig
 
 // Every figure a scenario calls for (the decode figures only with a batch),
 // compared in kFigures order: what `check` reports for one scenario.
-std::vector<FigureCheck> compare_scenario(const ScenarioInputs& inputs, const Figures& expected, const Figures& current, std::int64_t tolerance_ppb);
+std::vector<FigureCheck> compare_scenario(const ScenarioInputs& inputs, const Figures& expected, const Figures& current,
+                                          const Tolerances& tolerances);
 
 struct ScenarioCheck {
     std::string name;

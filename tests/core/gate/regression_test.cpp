@@ -23,6 +23,17 @@ TEST_CASE("tolerances parse exactly from decimal percentages") {
     CHECK_THROWS_AS(parse_tolerance("--tolerance", "100.1%"), Error);
     CHECK_THROWS_AS(parse_tolerance("--tolerance", "%"), Error);
     CHECK_THROWS_AS(parse_tolerance("--tolerance", "1.2.3%"), Error);
+    // A default and figures by key; a modelled figure not named gets at least 5%.
+    const Tolerances t = parse_tolerances("--tolerance", "0.5%,decode_step_s=2%");
+    CHECK(t.of(Figure::MaxRequests) == 5'000'000);
+    CHECK(t.of(Figure::DecodeStepS) == 20'000'000);
+    CHECK(t.of(Figure::DecodeTokensPerS) == 50'000'000);
+    CHECK(tolerances_text(t) == "0.5% (decode_step_s 2%, decode_tokens_per_s 5%)");
+    CHECK(parse_tolerances("--tolerance", "7%").of(Figure::DecodeTokensPerS) == 70'000'000);
+    CHECK(tolerances_text(parse_tolerances("--tolerance", "7%")) == "7%");
+    CHECK(parse_tolerances("--tolerance", "max_requests=1%", Tolerances{3'000'000, {}}).of(Figure::KvCacheTokens) == 3'000'000);
+    CHECK_THROWS_AS(parse_tolerances("--tolerance", "1%,2%"), Error);
+    CHECK_THROWS_AS(parse_tolerances("--tolerance", "decode_step=2%"), Error);
     CHECK(tolerance_text(5'000'000) == "0.5%");
     CHECK(tolerance_text(0) == "0%");
     CHECK(tolerance_text(1'000'000'000) == "100%");
