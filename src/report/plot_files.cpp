@@ -152,20 +152,21 @@ std::vector<PlotFile> roofline_pareto(const RooflineResult& r) {
     return {{"pareto.svg", render_svg(c)}, {"pareto.csv", csv}};
 }
 
-// "h100-sxm TP 1 default", "l40s TP 2 PP 2 default" or "h100-sxm TP 1/2 1P:3D", with the KV dtype and
-// weight format when the search tried more than one; no commas (a CSV field).
+// The colour group of the Pareto chart: the device and its layout, "h100-sxm TP 2", "l40s TP 2 PP 2",
+// or "h200 DP 8 + EP 8" for DP attention with expert parallelism (TP 1 a rank; the recommend table's words).
+std::string gpu_tp(const SloCandidate& c) {
+    if (c.pd()) return unit_sides(c);
+    if (c.dp > 1) return fmt::format("{} DP {} + EP {}", c.gpu, c.dp, c.dp);
+    return c.pp > 1 ? fmt::format("{} TP {} PP {}", c.gpu, c.tp, c.pp) : fmt::format("{} TP {}", c.gpu, c.tp);
+}
+
+// "h100-sxm TP 1 default", "l40s TP 2 PP 2 default", "h200 DP 8 + EP 8 default" or "h100-sxm TP 1/2 1P:3D",
+// with the KV dtype and weight format when the search tried more than one; no commas (a CSV field).
 std::string candidate_label(const SloRecommendResult& r, const SloCandidate& c) {
-    std::string out = c.pd() ? fmt::format("{} {}P:{}D", unit_sides(c), c.prefill_replicas, c.decode_replicas)
-                             : fmt::format("{} TP {}{} {}", c.gpu, c.tp, c.pp > 1 ? fmt::format(" PP {}", c.pp) : "", c.knobs);
+    std::string out = c.pd() ? fmt::format("{} {}P:{}D", unit_sides(c), c.prefill_replicas, c.decode_replicas) : gpu_tp(c) + " " + c.knobs;
     if (r.kv_axis) out += " kv=" + c.kv_dtype_flag;
     if (r.weights_axis) out += " w=" + c.weights_flag;
     return out;
-}
-
-// The colour group of the Pareto chart: the device and its TP (and PP).
-std::string gpu_tp(const SloCandidate& c) {
-    if (c.pd()) return unit_sides(c);
-    return c.pp > 1 ? fmt::format("{} TP {} PP {}", c.gpu, c.tp, c.pp) : fmt::format("{} TP {}", c.gpu, c.tp);
 }
 
 std::string joined(const std::vector<std::string>& items) {
