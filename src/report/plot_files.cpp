@@ -281,7 +281,13 @@ std::vector<PlotFile> render_simulate_plots(const SimulateResult& r) {
     }
     const std::vector<Cdf> cdfs = {empirical_cdf("ttft", std::move(ttft)), empirical_cdf("tpot", std::move(tpot)),
                                    empirical_cdf("e2e", std::move(e2e))};
-    const std::string who = fmt::format("{} on {}, {}", short_model(r.model_label), r.gpu_name, engine_title(r.engine));
+    // The title names the replicas, as the summary does: "on 4 replicas of NVIDIA H100 SXM 80GB".
+    const std::size_t replicas = r.run.replicas.size();
+    const std::string where =
+        r.disagg ? fmt::format("{} prefill + {} decode replicas of {}", r.disagg->prefill.stats.size(), r.disagg->decode.stats.size(), r.gpu_name)
+        : replicas > 1 ? fmt::format("{} replicas of {}", replicas, r.gpu_name)
+                       : r.gpu_name;
+    const std::string who = fmt::format("{} on {}, {}", short_model(r.model_label), where, engine_title(r.engine));
 
     Chart cdf_chart;
     cdf_chart.title = "Latency CDFs: " + who;
@@ -293,6 +299,7 @@ std::vector<PlotFile> render_simulate_plots(const SimulateResult& r) {
         p.title = fmt::format("{} ({}), {} requests", names[k], long_names[k], group_digits(static_cast<std::int64_t>(cdfs[k].count)));
         p.x_label = names[k] + " (s)";
         p.y_label = "fraction of requests";
+        p.y_max = 1;
         p.series.push_back({names[k], cdfs[k].value_s, cdfs[k].fraction, false});
         if (slos[k]) p.refs.push_back({true, *slos[k], seconds_label(*slos[k])});
         cdf_chart.panels.push_back(std::move(p));
@@ -331,6 +338,7 @@ std::vector<PlotFile> render_simulate_plots(const SimulateResult& r) {
     kv_panel.title = fmt::format("KV-cache usage ({} blocks)", group_digits(r.run.total_blocks));
     kv_panel.x_label = "time (s)";
     kv_panel.y_label = "share of KV blocks used";
+    kv_panel.y_max = 1;
     kv_panel.series.push_back(std::move(kv));
     kv_panel.refs.push_back({false, 1.0, "pool full"});
     ChartPanel req_panel;

@@ -193,6 +193,9 @@ TEST_CASE("simulate --plot draws the latency CDFs and the series its CSVs hold")
     CHECK(xml_problem(ts_svg) == "");
     const std::vector<SvgPanel> ts = read_svg_panels(ts_svg);
     REQUIRE(ts.size() == 2);
+    // Shares stop at 100%: the KV usage panel (with its "pool full" line at 1) and each CDF end at 1.
+    CHECK(ts[0].y1 == Approx(1.0));
+    for (const SvgPanel& p : cdf) CHECK(p.y1 == Approx(1.0));
     const Csv ts_csv = read_csv(fs::path(dir) / "timeseries.csv");
     // Not thinned: the rows are those --timeseries-csv writes.
     const fs::path full = fs::path(dir) / "full.csv";
@@ -459,6 +462,15 @@ TEST_CASE("recommend --slo --plot draws every qualifying candidate as tokens/s p
     REQUIRE(!front.empty());
     std::sort(front.begin(), front.end(), [](const auto& a, const auto& b) { return std::stod(a[5]) < std::stod(b[5]); });
     check_series(panels[0], "Pareto front", front, 5, 6);
+}
+
+TEST_CASE("simulate --plot titles name the replicas, as the summary does") {
+    const std::string dir = temp_dir();
+    std::vector<std::string> args = kSimulate;
+    args.insert(args.end(), {"--replicas", "4"});
+    REQUIRE(kvplan_run(with_plot(args, dir)).code == 0);
+    for (const char* f : {"latency_cdf.svg", "timeseries.svg"})
+        CHECK_THAT(slurp(fs::path(dir) / f), Catch::Contains("llama-3.1-8b on 4 replicas of NVIDIA H100 SXM 80GB, vLLM"));
 }
 
 TEST_CASE("recommend --slo --plot labels DP attention + EP candidates with their layout, not TP 1") {
