@@ -76,11 +76,16 @@ const Fields<EngineProfile>& engine_fields() {
         {.key = "moe_efficiency", .kind = FieldKind::Number, .json = [](const P& p) { return J(p.moe_efficiency); }},
         {.key = "tp_flops_loss", .kind = FieldKind::Number, .json = [](const P& p) { return J(p.tp_flops_loss); }},
         {.key = "link_fraction", .kind = FieldKind::Number, .json = [](const P& p) { return J(p.link_fraction); }},
-        // An object: the implementation's name and its latency_s (a key with its unit).
+        // An object: the implementation's name, and its latency_s (a key with its unit) where the
+        // profile sets one: always for "fixed", otherwise only a value that differs from the default
+        // (the fallback when models/interconnects.json has no figure), as models/engines/*.json write it.
         {.key = "allreduce",
          .json =
              [](const P& p) {
-                 return J{{"implementation", allreduce_name(p.allreduce)}, {"latency_s", p.fixed_allreduce_latency_s}};
+                 J a{{"implementation", allreduce_name(p.allreduce)}};
+                 if (p.allreduce == AllreduceImpl::Fixed || p.fixed_allreduce_latency_s != EngineProfile{}.fixed_allreduce_latency_s)
+                     a["latency_s"] = p.fixed_allreduce_latency_s;
+                 return a;
              },
          .header = "all-\nreduce",
          .cell = allreduce_text},
@@ -130,10 +135,28 @@ std::string render_engine_detail(const EngineProfile& p, bool markdown) {
     return out;
 }
 
+namespace {
+
+// A profile as models/engines/*.json hold it and parse_engine_profile reads it
+// (core/speed/engine_profile.cpp): schema_version first, and no kv_cache_dtype
+// when the engine has no default of its own (the reader takes a dtype name, not null).
+nlohmann::ordered_json profile_file_json(const EngineProfile& p) {
+    nlohmann::ordered_json j = {{"schema_version", 1}};
+    j.update(fields_json(engine_fields(), p));
+    if (j["kv_cache_dtype"].is_null()) j.erase("kv_cache_dtype");
+    return j;
+}
+
+}  // namespace
+
+std::string render_engine_file_json(const EngineProfile& p) {
+    return json_text(profile_file_json(p));
+}
+
 std::string render_engines_json(const std::vector<EngineProfile>& engines, const std::vector<LinkLatency>& links) {
     nlohmann::ordered_json out;
     out["engines"] = nlohmann::ordered_json::array();
-    for (const EngineProfile& p : engines) out["engines"].push_back(fields_json(engine_fields(), p));
+    for (const EngineProfile& p : engines) out["engines"].push_back(profile_file_json(p));
     out["allreduce_latency"] = nlohmann::ordered_json::array();
     for (const LinkLatency& l : links)
         out["allreduce_latency"].push_back({{"implementation", allreduce_name(l.implementation)},

@@ -152,20 +152,21 @@ std::vector<PlotFile> roofline_pareto(const RooflineResult& r) {
     return {{"pareto.svg", render_svg(c)}, {"pareto.csv", csv}};
 }
 
-// "h100-sxm TP 1 default", "l40s TP 2 PP 2 default" or "h100-sxm TP 1/2 1P:3D", with the KV dtype and
-// weight format when the search tried more than one; no commas (a CSV field).
+// The colour group of the Pareto chart: the device and its layout, "h100-sxm TP 2", "l40s TP 2 PP 2",
+// or "h200 DP 8 + EP 8" for DP attention with expert parallelism (TP 1 a rank; the recommend table's words).
+std::string gpu_tp(const SloCandidate& c) {
+    if (c.pd()) return unit_sides(c);
+    if (c.dp > 1) return fmt::format("{} DP {} + EP {}", c.gpu, c.dp, c.dp);
+    return c.pp > 1 ? fmt::format("{} TP {} PP {}", c.gpu, c.tp, c.pp) : fmt::format("{} TP {}", c.gpu, c.tp);
+}
+
+// "h100-sxm TP 1 default", "l40s TP 2 PP 2 default", "h200 DP 8 + EP 8 default" or "h100-sxm TP 1/2 1P:3D",
+// with the KV dtype and weight format when the search tried more than one; no commas (a CSV field).
 std::string candidate_label(const SloRecommendResult& r, const SloCandidate& c) {
-    std::string out = c.pd() ? fmt::format("{} {}P:{}D", unit_sides(c), c.prefill_replicas, c.decode_replicas)
-                             : fmt::format("{} TP {}{} {}", c.gpu, c.tp, c.pp > 1 ? fmt::format(" PP {}", c.pp) : "", c.knobs);
+    std::string out = c.pd() ? fmt::format("{} {}P:{}D", unit_sides(c), c.prefill_replicas, c.decode_replicas) : gpu_tp(c) + " " + c.knobs;
     if (r.kv_axis) out += " kv=" + c.kv_dtype_flag;
     if (r.weights_axis) out += " w=" + c.weights_flag;
     return out;
-}
-
-// The colour group of the Pareto chart: the device and its TP (and PP).
-std::string gpu_tp(const SloCandidate& c) {
-    if (c.pd()) return unit_sides(c);
-    return c.pp > 1 ? fmt::format("{} TP {} PP {}", c.gpu, c.tp, c.pp) : fmt::format("{} TP {}", c.gpu, c.tp);
 }
 
 std::string joined(const std::vector<std::string>& items) {
@@ -280,7 +281,13 @@ std::vector<PlotFile> render_simulate_plots(const SimulateResult& r) {
     }
     const std::vector<Cdf> cdfs = {empirical_cdf("ttft", std::move(ttft)), empirical_cdf("tpot", std::move(tpot)),
                                    empirical_cdf("e2e", std::move(e2e))};
-    const std::string who = fmt::format("{} on {}, {}", short_model(r.model_label), r.gpu_name, engine_title(r.engine));
+    // The title names the replicas, as the summary does: "on 4 replicas of NVIDIA H100 SXM 80GB".
+    const std::size_t replicas = r.run.replicas.size();
+    const std::string where =
+        r.disagg ? fmt::format("{} prefill + {} decode replicas of {}", r.disagg->prefill.stats.size(), r.disagg->decode.stats.size(), r.gpu_name)
+        : replicas > 1 ? fmt::format("{} replicas of {}", replicas, r.gpu_name)
+                       : r.gpu_name;
+    const std::string who = fmt::format("{} on {}, {}", short_model(r.model_label), where, engine_title(r.engine));
 
     Chart cdf_chart;
     cdf_chart.title = "Latency CDFs: " + who;
@@ -292,6 +299,7 @@ std::vector<PlotFile> render_simulate_plots(const SimulateResult& r) {
         p.title = fmt::format("{} ({}), {} requests", names[k], long_names[k], group_digits(static_cast<std::int64_t>(cdfs[k].count)));
         p.x_label = names[k] + " (s)";
         p.y_label = "fraction of requests";
+        p.y_max = 1;
         p.series.push_back({names[k], cdfs[k].value_s, cdfs[k].fraction, false});
         if (slos[k]) p.refs.push_back({true, *slos[k], seconds_label(*slos[k])});
         cdf_chart.panels.push_back(std::move(p));
@@ -330,6 +338,7 @@ std::vector<PlotFile> render_simulate_plots(const SimulateResult& r) {
     kv_panel.title = fmt::format("KV-cache usage ({} blocks)", group_digits(r.run.total_blocks));
     kv_panel.x_label = "time (s)";
     kv_panel.y_label = "share of KV blocks used";
+    kv_panel.y_max = 1;
     kv_panel.series.push_back(std::move(kv));
     kv_panel.refs.push_back({false, 1.0, "pool full"});
     ChartPanel req_panel;

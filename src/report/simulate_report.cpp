@@ -226,10 +226,12 @@ std::string render_simulate_table(const SimulateResult& r) {
     k.add({r.engine == "sglang" ? "retractions" : "preemptions",
            fmt::format("{} ({} tokens recomputed)", group_digits(s.preemptions), group_digits(s.recomputed_tokens))});
     k.add({"prefix cache hit rate", fmt::format("{:.1f}% of prompt tokens", s.prefix_cache_hit_rate * 100)});
-    if (s.prefix_cache_hit_rate_cpu)
-        k.add({"CPU tier (offload)",
-               fmt::format("{:.1f}% of prompt tokens (GPU {:.1f}%); {} stored, {} loaded per rank", *s.prefix_cache_hit_rate_cpu * 100,
-                           s.prefix_cache_hit_rate_gpu * 100, binary_size(s.offload_bytes), binary_size(s.onload_bytes))});
+    // The CPU tier's hits and its traffic on two rows: on one they pass the 100-column table width.
+    if (s.prefix_cache_hit_rate_cpu) {
+        k.add({"CPU tier hit rate",
+               fmt::format("{:.1f}% of prompt tokens (GPU {:.1f}%)", *s.prefix_cache_hit_rate_cpu * 100, s.prefix_cache_hit_rate_gpu * 100)});
+        k.add({"CPU tier traffic", fmt::format("{} stored, {} loaded per rank", binary_size(s.offload_bytes), binary_size(s.onload_bytes))});
+    }
     if (r.spec && r.run.spec_verifies > 0)
         k.add({"speculative decoding",
                fmt::format("{:.2f} tokens a verified step (expected {:.2f}), {:.1f}% of {} drafts kept",

@@ -125,6 +125,15 @@ std::string scatter(const ChartSeries& s, const Axis& x, const Axis& y, const st
     return out;
 }
 
+// A share's axis stops at its whole (1, 100%): the ticks past it go, even the
+// one make_axis adds above a reference line there ("pool full").
+void cap_axis(Axis& a, double max) {
+    if (max <= 0 || a.hi <= max) return;
+    while (a.ticks.size() > 2 && a.ticks.back() > max * (1 + 1e-9)) a.ticks.pop_back();
+    if (a.ticks.back() < max) a.ticks.push_back(max);
+    a.hi = max;
+}
+
 std::string render_panel(const ChartPanel& p, double top, std::size_t first_colour) {
     const double plot_top = top + kPanelTop, plot_bottom = top + kPanelHeight - kPanelBottom;
     const auto [xlo, xhi] = extent(p, true);
@@ -132,7 +141,8 @@ std::string render_panel(const ChartPanel& p, double top, std::size_t first_colo
     std::vector<double> x_refs, y_refs;
     for (const RefLine& r : p.refs) (r.vertical ? x_refs : y_refs).push_back(r.at);
     const Axis x = make_axis(xlo, xhi, p.log_x, kPlotLeft, kPlotRight, x_refs);
-    const Axis y = make_axis(ylo, yhi, false, plot_bottom, plot_top, y_refs);
+    Axis y = make_axis(ylo, yhi, false, plot_bottom, plot_top, y_refs);
+    cap_axis(y, p.y_max);
     std::string out = fmt::format(
         "<g class=\"panel\" data-x0=\"{:.9g}\" data-x1=\"{:.9g}\" data-px0=\"{}\" data-px1=\"{}\" data-log-x=\"{}\" "
         "data-y0=\"{:.9g}\" data-y1=\"{:.9g}\" data-py0=\"{}\" data-py1=\"{}\">\n",

@@ -38,6 +38,7 @@ struct ChartPanel {
     std::string x_label, y_label;  // with units, e.g. "TTFT (s)"
     bool log_x = false;            // x values must then be > 0
     bool y_from_zero = true;       // the y axis starts at 0 (else at the data's minimum)
+    double y_max = 0;              // the y axis ends here at most (a share: 1); 0: where the ticks end
     std::vector<ChartSeries> series;
     std::vector<RefLine> refs;
 };

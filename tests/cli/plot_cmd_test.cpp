@@ -193,6 +193,9 @@ TEST_CASE("simulate --plot draws the latency CDFs and the series its CSVs hold")
     CHECK(xml_problem(ts_svg) == "");
     const std::vector<SvgPanel> ts = read_svg_panels(ts_svg);
     REQUIRE(ts.size() == 2);
+    // Shares stop at 100%: the KV usage panel (with its "pool full" line at 1) and each CDF end at 1.
+    CHECK(ts[0].y1 == Approx(1.0));
+    for (const SvgPanel& p : cdf) CHECK(p.y1 == Approx(1.0));
     const Csv ts_csv = read_csv(fs::path(dir) / "timeseries.csv");
     // Not thinned: the rows are those --timeseries-csv writes.
     const fs::path full = fs::path(dir) / "full.csv";
@@ -459,6 +462,40 @@ TEST_CASE("recommend --slo --plot draws every qualifying candidate as tokens/s p
     REQUIRE(!front.empty());
     std::sort(front.begin(), front.end(), [](const auto& a, const auto& b) { return std::stod(a[5]) < std::stod(b[5]); });
     check_series(panels[0], "Pareto front", front, 5, 6);
+}
+
+TEST_CASE("simulate --plot titles name the replicas, as the summary does") {
+    const std::string dir = temp_dir();
+    std::vector<std::string> args = kSimulate;
+    args.insert(args.end(), {"--replicas", "4"});
+    REQUIRE(kvplan_run(with_plot(args, dir)).code == 0);
+    for (const char* f : {"latency_cdf.svg", "timeseries.svg"})
+        CHECK_THAT(slurp(fs::path(dir) / f), Catch::Contains("llama-3.1-8b on 4 replicas of NVIDIA H100 SXM 80GB, vLLM"));
+}
+
+TEST_CASE("recommend --slo --plot labels DP attention + EP candidates with their layout, not TP 1") {
+    // recommend --help's SGLang example: deepseek-v3 on up to 2 nodes of H200 is searched as TP 8 and as
+    // DP 8 and DP 16 attention with EP (TP 1 a rank), which the table calls "DP 8 + EP 8".
+    const std::string dir = temp_dir();
+    REQUIRE(kvplan_run(with_plot({"recommend", "--model", "deepseek-v3", "--engine", "sglang", "--slo", "ttft=2s,tpot=100ms", "--rate", "40",
+                                  "--input-len", "fixed:2000", "--output-len", "fixed:500", "--gpus", "h200", "--max-nodes", "2"},
+                                 dir))
+                .code == 0);
+    const Csv csv = read_csv(fs::path(dir) / "pareto.csv");
+    std::size_t dp_rows = 0;
+    for (const auto& row : csv.rows) {
+        INFO(row[1]);
+        CHECK(row[1].find("TP 1") == std::string::npos);
+        // A DP + EP candidate's GPUs are its DP ranks: "h200 DP 8 + EP 8 default" on 8 GPUs.
+        if (row[1].find(" DP ") != std::string::npos) {
+            CHECK(row[1].rfind("h200 DP " + row[2] + " + EP " + row[2] + " ", 0) == 0);
+            ++dp_rows;
+        }
+    }
+    CHECK(dp_rows > 0);
+    const std::string svg = slurp(fs::path(dir) / "pareto.svg");
+    CHECK(xml_problem(svg) == "");
+    CHECK_THAT(svg, Catch::Contains("data-series=\"h200 DP 8 + EP 8\"") && !Catch::Contains("h200 TP 1"));
 }
 
 TEST_CASE("recommend --slo --plot and --report write the same bytes on a rerun") {

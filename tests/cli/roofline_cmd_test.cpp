@@ -146,6 +146,34 @@ TEST_CASE("engines lists every profile and --show one with its provenance and --
     CHECK_THAT(bad.err, Catch::Contains("--show tgi: no such engine profile"));
 }
 
+TEST_CASE("engines --show ID --json writes the profile file models/engines/ID.json holds, and --engine-file reads it back unchanged") {
+    char path[] = "/tmp/kvplan_engine_show_XXXXXX";
+    const int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    close(fd);
+    for (const char* id : {"generic", "vllm", "sglang", "trtllm", "llamacpp", "gpt-fast", "mlc", "exllamav2"}) {
+        INFO(id);
+        auto written = kvplan_run({"engines", "--show", id, "--json"});
+        REQUIRE(written.code == 0);
+        // The same document as the bundled file (keys and values; numbers compare by value, 1 == 1.0).
+        std::ifstream bundled(std::string(KVPLAN_SOURCE_DIR) + "/models/engines/" + id + ".json");
+        CHECK(nlohmann::json::parse(written.out) == nlohmann::json::parse(bundled));
+        std::ofstream(path, std::ios::trunc) << written.out;
+        auto before = kvplan_run({"engines", "--show", id});
+        auto after = kvplan_run({"--engine-file", path, "engines", "--show", id});
+        REQUIRE(after.code == 0);
+        CHECK(after.out == before.out);
+        CHECK(kvplan_run({"--engine-file", path, "engines", "--show", id, "--json"}).out == written.out);
+    }
+    // The listing holds the same objects: every one with its schema_version, none with a null dtype.
+    auto all = nlohmann::json::parse(kvplan_run({"engines", "--json"}).out);
+    for (const auto& e : all["engines"]) {
+        CHECK(e["schema_version"] == 1);
+        CHECK((!e.contains("kv_cache_dtype") || e["kv_cache_dtype"].is_string()));
+    }
+    std::remove(path);
+}
+
 TEST_CASE("roofline --engine prices the step on that engine's profile and says which") {
     // gpt-fast on an A100 SXM: 0.751 x 2.039 TB/s for bf16 weights, against the generic 0.55.
     auto j = nlohmann::json::parse(

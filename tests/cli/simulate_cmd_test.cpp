@@ -302,7 +302,8 @@ TEST_CASE("simulate --cpu-offload reports the CPU tier, and without it JSON says
     REQUIRE(text.code == 0);
     std::replace(text.out.begin(), text.out.end(), '\n', ' ');  // the header line wraps at 100 columns
     CHECK(text.out.find("CPU tier 131,072 blocks (256.00 GiB per rank), host link 64 GB/s per direction") != std::string::npos);
-    CHECK(text.out.find("CPU tier (offload)") != std::string::npos);
+    CHECK(text.out.find("CPU tier hit rate") != std::string::npos);
+    CHECK(text.out.find("CPU tier traffic") != std::string::npos);
     on.push_back("--json");
     const auto j = nlohmann::json::parse(kvplan_run(on).out);
     CHECK(j["prefix_cache_hit_rate_cpu"].get<double>() > 0);

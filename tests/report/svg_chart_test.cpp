@@ -117,6 +117,22 @@ TEST_CASE("a reference line at the end of an axis gets one more tick, not the fr
     CHECK(read_svg_panels(render_svg(c)).at(0).y1 == Approx(1.0));
 }
 
+TEST_CASE("a share's axis stops at its whole, even with a reference line there") {
+    // The same panel as above with y_max = 1 (a share): the axis ends at 1, not 1.2, and its
+    // last tick label is 1.0; without data past 1 nothing is cut.
+    Chart c;
+    ChartPanel p;
+    p.series.push_back({"usage", {0, 10}, {0, 0.9}, false});
+    p.refs.push_back({false, 1.0, "full"});
+    p.y_max = 1;
+    c.panels = {p};
+    const std::string svg = render_svg(c);
+    CHECK(read_svg_panels(svg).at(0).y1 == Approx(1.0));
+    CHECK(svg.find(">1.2<") == std::string::npos);
+    CHECK(svg.find(">1.0<") != std::string::npos);
+    CHECK(xml_problem(svg) == "");
+}
+
 TEST_CASE("a scatter series is one dot per point, labelled, and a series with its own colour takes none from the palette") {
     Chart c;
     ChartPanel p;
