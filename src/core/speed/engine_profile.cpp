@@ -84,7 +84,7 @@ std::vector<LinkLatency> parse_link_latencies(const nlohmann::json& value, const
         l.link = *link;
         l.gpus = r.require_int({"gpus"}, 2, 1024);
         const std::optional<double> t = r.get_number("latency_s");
-        if (!t) r.fail("latency_s", "required field is missing");
+        if (!t) r.fail("latency_s", "expected the latency in seconds");
         if (!within_bounds(Quantity::CollectiveLatency, *t)) r.fail("latency_s", bounds_refusal(Quantity::CollectiveLatency, *t));
         l.latency_s = *t;
         l.source = r.get_string("source").value_or("");
@@ -153,7 +153,7 @@ std::vector<AllToAllLatency> parse_all_to_all_latencies(const nlohmann::json& va
         l.gpus = r.require_int({"gpus"}, 2, 4096);
         l.tokens_per_rank = r.require_int({"tokens_per_rank"}, 1, 1'000'000);
         const std::optional<double> t = r.get_number("latency_s");
-        if (!t) r.fail("latency_s", "required field is missing");
+        if (!t) r.fail("latency_s", "expected the latency in seconds");
         if (!within_bounds(Quantity::CollectiveLatency, *t)) r.fail("latency_s", bounds_refusal(Quantity::CollectiveLatency, *t));
         l.latency_s = *t;
         l.source = r.get_string("source").value_or("");
@@ -184,7 +184,7 @@ std::vector<Nic> parse_nics(const nlohmann::json& value, const std::string& sour
         n.name = r.get_string("name").value_or("");
         if (n.name.empty()) r.fail("name", "expected the NIC's name");
         const std::optional<double> bw = r.get_number("bytes_per_s_per_direction");
-        if (!bw) r.fail("bytes_per_s_per_direction", "required field is missing");
+        if (!bw) r.fail("bytes_per_s_per_direction", "expected the line rate in bytes per second per direction");
         if (!within_bounds(Quantity::LinkBandwidth, *bw)) r.fail("bytes_per_s_per_direction", bounds_refusal(Quantity::LinkBandwidth, *bw));
         n.bytes_per_s = *bw;
         n.source = r.get_string("source").value_or("");
