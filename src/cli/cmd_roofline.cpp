@@ -25,9 +25,9 @@ void add_efficiency_options(CLI::App& app, EfficiencyOptions& o) {
     app.add_option("--bw-efficiency", o.bw_efficiency,
                    "achievable fraction of datasheet bandwidth for weights and KV alike (default: KV 0.85; weights HBM 0.55, GDDR 0.88, LPDDR 0.80; "
                    "docs/roofline.md)")
-        ->check(finite_range(0.01, 1.0));
+        ->check(bounded_flag(Quantity::EfficiencyFraction));
     app.add_option("--flops-efficiency", o.flops_efficiency, "achievable fraction of dense peak FLOP/s (default 0.65 for 16-bit math, 0.45 for fp8)")
-        ->check(finite_range(0.01, 1.0));
+        ->check(bounded_flag(Quantity::EfficiencyFraction));
     app.add_option("--step-overhead-ms", o.step_overhead_ms, "fixed time per step: launches, scheduling, sampling (default 1.5)")
         ->check(finite_range(0.0, 1000.0));
     app.add_option("--calibration", o.calibration, "measured bandwidth and FLOP/s (the JSON `kvplan measure --output` writes) replace the fractions");

@@ -29,19 +29,32 @@ bool has_empty_item(const std::string& value) {
 
 }  // namespace
 
-CLI::Validator finite_range(double min, double max) {
+namespace {
+
+CLI::Validator range_validator(double min, double max, const std::string& why) {
     const std::string range = "[" + number_text(min) + ", " + number_text(max) + "]";
     return CLI::Validator(
-        [min, max, range](std::string& text) -> std::string {
+        [min, max, range, why](std::string& text) -> std::string {
             const char* begin = text.c_str();
             char* end = nullptr;
             errno = 0;
             const double v = std::strtod(begin, &end);
             if (end == begin || *end != '\0' || !std::isfinite(v) || v < min || v > max)
-                return "expected a number in " + range + ", found \"" + text + "\"";
+                return "expected a number in " + range + ", found \"" + text + "\"" + why;
             return std::string();
         },
         "NUMBER in " + range);
+}
+
+}  // namespace
+
+CLI::Validator finite_range(double min, double max) {
+    return range_validator(min, max, "");
+}
+
+CLI::Validator bounded_flag(Quantity q) {
+    const Bound& b = bound_of(q);
+    return range_validator(b.floor, b.ceiling, std::string(" (") + b.name + ": " + b.why + ")");
 }
 
 CLI::Validator token_count() {

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/bounds.hpp"
 #include "core/memory/overhead.hpp"
 
 namespace kvplan {
@@ -15,6 +16,10 @@ namespace kvplan {
 // with NaN is false, so it is never out of range), and the commands read a
 // NaN as "not given": refuse it, and the infinities, naming the flag.
 CLI::Validator finite_range(double min, double max);
+
+// finite_range over the quantity's row of the bounds table (core/bounds.hpp),
+// the row's reason appended to a refusal.
+CLI::Validator bounded_flag(Quantity q);
 
 // A token count as vLLM's --max-model-len parses it (human_readable_int in
 // vllm/engine/arg_utils.py): a plain integer, or one with a suffix, lowercase

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <set>
 
+#include "core/bounds.hpp"
 #include "core/config_reader.hpp"
 #include "core/error.hpp"
 
@@ -44,8 +45,18 @@ std::size_t distance(const std::string& a, const std::string& b) {
 
 std::optional<double> tflops(const ConfigReader& r, const char* key) {
     std::optional<double> v = r.get_number(key);
-    if (v && !(*v > 0)) r.fail(key, "expected a positive TFLOP/s figure or null");
+    if (v && !within_bounds(Quantity::PeakTflops, *v)) r.fail(key, bounds_refusal(Quantity::PeakTflops, *v) + " (or null)");
     return v;
+}
+
+// An integer figure (bytes, bytes/s) read in [1, 2^50] then held to its row of
+// the bounds table; `zero_means_none` lets 0 stand for "no such link".
+std::int64_t bounded_int(const ConfigReader& r, const char* key, Quantity q, bool required, bool zero_means_none = false) {
+    constexpr std::int64_t kMax = std::int64_t{1} << 50;
+    const std::optional<std::int64_t> v = required ? r.require_int({key}, 1, kMax) : r.get_int({key}, 0, kMax);
+    if (!v || (zero_means_none && *v == 0)) return 0;
+    if (!within_bounds(q, static_cast<double>(*v))) r.fail(key, bounds_refusal(q, static_cast<double>(*v)));
+    return *v;
 }
 
 std::string text_or_empty(const ConfigReader& r, const char* key) {
@@ -118,7 +129,7 @@ std::vector<Gpu> parse_gpu_database(const nlohmann::json& db, const std::string&
             names.insert(n);
         }
         constexpr std::int64_t kMax = std::int64_t{1} << 50;
-        g.memory_bytes = r.require_int({"memory_bytes"}, 1, kMax);
+        g.memory_bytes = bounded_int(r, "memory_bytes", Quantity::DeviceMemory, true);
         g.memory_source = text_or_empty(r, "memory_source");
         g.cuda_total_bytes = r.get_int({"cuda_total_bytes"}, 1, kMax);
         if (g.cuda_total_bytes && *g.cuda_total_bytes > g.memory_bytes)
@@ -126,7 +137,7 @@ std::vector<Gpu> parse_gpu_database(const nlohmann::json& db, const std::string&
         g.cuda_total_source = text_or_empty(r, "cuda_total_source");
         g.marketed_memory = text_or_empty(r, "marketed_memory");
         g.memory_technology = text_or_empty(r, "memory_technology");
-        g.bandwidth_bytes_per_s = r.require_int({"memory_bandwidth_bytes_per_s"}, 1, kMax);
+        g.bandwidth_bytes_per_s = bounded_int(r, "memory_bandwidth_bytes_per_s", Quantity::MemoryBandwidth, true);
         g.bandwidth_source = text_or_empty(r, "bandwidth_source");
         if (auto peak = r.child("peak_tflops")) {
             refuse_unknown_keys(*peak, entry.at("peak_tflops"), {"fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4"});
@@ -140,11 +151,11 @@ std::vector<Gpu> parse_gpu_database(const nlohmann::json& db, const std::string&
         }
         g.tflops_source = text_or_empty(r, "tflops_source");
         g.interconnect = text_or_empty(r, "interconnect");
-        g.interconnect_bytes_per_s = r.get_int({"interconnect_bytes_per_s_per_direction"}, 0, kMax).value_or(0);
+        g.interconnect_bytes_per_s = bounded_int(r, "interconnect_bytes_per_s_per_direction", Quantity::LinkBandwidth, false, true);
         g.interconnect_source = text_or_empty(r, "interconnect_source");
         // Optional: a device file without it leaves the host link unknown (0).
         g.host_link = text_or_empty(r, "host_link");
-        g.host_link_bytes_per_s = r.get_int({"host_link_bytes_per_s_per_direction"}, 0, kMax).value_or(0);
+        g.host_link_bytes_per_s = bounded_int(r, "host_link_bytes_per_s_per_direction", Quantity::LinkBandwidth, false, true);
         g.host_link_source = text_or_empty(r, "host_link_source");
         g.unified_memory = r.get_bool("unified_memory").value_or(false);
         g.unverified = r.get_string_list("unverified").value_or(std::vector<std::string>{});

@@ -187,23 +187,25 @@ TEST_CASE("a device file (gpu-file flag or KVPLAN_GPU_FILE) adds devices and rep
     ::unsetenv("KVPLAN_GPU_FILE");
     CHECK(kvplan_run({"concurrency", "--model", "llama-3.1-8b", "--gpu", "our-accel", "--context", "4096"}).code == 2);
     // A typo is an error naming the file, the field and the keys expected.
-    const std::string bad =
-        write_temp("kvplan_bad_gpus.json",
-                   R"({"schema_version": 1, "gpus": [{"id": "x", "memory_bytes": 1, "memory_bandwidth_bytes_per_s": 1, "memory_bandwith": 3}]})");
+    const std::string bad = write_temp(
+        "kvplan_bad_gpus.json",
+        R"({"schema_version": 1, "gpus": [{"id": "x", "memory_bytes": 80000000000, "memory_bandwidth_bytes_per_s": 3350000000000, "memory_bandwith": 3}]})");
     auto typo = kvplan_run({"--gpu-file", bad, "gpus"});
     CHECK(typo.code == 65);
     CHECK_THAT(typo.err, Catch::Contains("kvplan_bad_gpus.json: gpus[0].memory_bandwith: unknown key (expected one of: id, name,"));
     // A negative host-link figure is a data error naming the file and the field; nothing on stdout.
-    const std::string negative = write_temp("kvplan_bad_host_link.json",
-                                            R"({"schema_version": 1, "gpus": [{"id": "x", "memory_bytes": 1, "memory_bandwidth_bytes_per_s": 1,
+    const std::string negative =
+        write_temp("kvplan_bad_host_link.json",
+                   R"({"schema_version": 1, "gpus": [{"id": "x", "memory_bytes": 80000000000, "memory_bandwidth_bytes_per_s": 3350000000000,
                                                  "host_link": "PCIe Gen5 x16", "host_link_bytes_per_s_per_direction": -64000000000}]})");
     auto bad_link = kvplan_run({"--gpu-file", negative, "gpus"});
     CHECK(bad_link.code == 65);
     CHECK(bad_link.out.empty());
     CHECK_THAT(bad_link.err, Catch::Contains("kvplan_bad_host_link.json: gpus[0].host_link_bytes_per_s_per_direction"));
     // An id that is another device's alias would make --gpu ambiguous.
-    const std::string clash = write_temp("kvplan_clash_gpus.json",
-                                         R"({"schema_version": 1, "gpus": [{"id": "h100", "memory_bytes": 1, "memory_bandwidth_bytes_per_s": 1}]})");
+    const std::string clash =
+        write_temp("kvplan_clash_gpus.json",
+                   R"({"schema_version": 1, "gpus": [{"id": "h100", "memory_bytes": 80000000000, "memory_bandwidth_bytes_per_s": 3350000000000}]})");
     auto ambiguous = kvplan_run({"--gpu-file", clash, "gpus"});
     CHECK(ambiguous.code == 65);
     CHECK_THAT(ambiguous.err, Catch::Contains("is already an alias of the bundled device \"h100-sxm\""));

@@ -213,6 +213,8 @@ TEST_CASE("engine files: --engine-file adds a team's own profile and replaces a 
     auto bad = kvplan_run({"--engine-file", path, "engines"});
     CHECK(bad.code == 65);
     CHECK(bad.out.empty());
-    CHECK_THAT(bad.err, Catch::Contains(std::string(path) + ": kv_fraction: expected a number in (0, 1], found 3"));
+    // The bounds table's row (core/bounds.hpp, docs/errors.md): an efficiency fraction is in [0.01, 1].
+    CHECK_THAT(bad.err,
+               Catch::Contains(std::string(path) + ": kv_fraction: expected efficiency fraction in [0.01, 1]") && Catch::Contains("found 3"));
     std::remove(path);
 }

@@ -95,16 +95,17 @@ TEST_CASE("an unknown device is a usage error that suggests close ids") {
 
 TEST_CASE("a malformed database is rejected with the field named") {
     auto parse = [](const char* text) { return parse_gpu_database(nlohmann::json::parse(text), "gpus.json"); };
-    const char* ok = R"({"schema_version": 1, "gpus": [{"id": "x", "memory_bytes": 100, "memory_bandwidth_bytes_per_s": 5}]})";
+    const char* ok = R"({"schema_version": 1, "gpus": [{"id": "x", "memory_bytes": 100000000000, "memory_bandwidth_bytes_per_s": 3350000000000}]})";
     CHECK(parse(ok).size() == 1);
     CHECK_THROWS_WITH(parse(R"({"schema_version": 2, "gpus": []})"), Catch::Contains("schema_version"));
-    CHECK_THROWS_WITH(parse(R"({"schema_version": 1, "gpus": [{"id": "x", "memory_bandwidth_bytes_per_s": 5}]})"),
+    CHECK_THROWS_WITH(parse(R"({"schema_version": 1, "gpus": [{"id": "x", "memory_bandwidth_bytes_per_s": 3350000000000}]})"),
                       Catch::Contains("gpus[0].memory_bytes"));
-    CHECK_THROWS_WITH(parse(R"({"schema_version": 1, "gpus": [{"id": "x", "memory_bytes": 100, "memory_bandwidth_bytes_per_s": 5},
-                                                               {"id": "y", "aliases": ["X"], "memory_bytes": 100, "memory_bandwidth_bytes_per_s": 5}]})"),
-                      Catch::Contains("aliases"));
-    CHECK_THROWS_WITH(parse(R"({"schema_version": 1, "gpus": [{"id": "x", "memory_bytes": 100, "cuda_total_bytes": 200,
-                                                               "memory_bandwidth_bytes_per_s": 5}]})"),
+    CHECK_THROWS_WITH(
+        parse(R"({"schema_version": 1, "gpus": [{"id": "x", "memory_bytes": 100000000000, "memory_bandwidth_bytes_per_s": 3350000000000},
+                                                               {"id": "y", "aliases": ["X"], "memory_bytes": 100000000000, "memory_bandwidth_bytes_per_s": 3350000000000}]})"),
+        Catch::Contains("aliases"));
+    CHECK_THROWS_WITH(parse(R"({"schema_version": 1, "gpus": [{"id": "x", "memory_bytes": 100000000000, "cuda_total_bytes": 200000000000,
+                                                               "memory_bandwidth_bytes_per_s": 3350000000000}]})"),
                       Catch::Contains("cuda_total_bytes"));
 }
 
@@ -199,7 +200,8 @@ TEST_CASE("the host link to CPU memory is what each device's cited source gives,
 
 TEST_CASE("a device without a host link leaves it unknown and a bad host-link figure names the field") {
     auto parse = [](const std::string& text) { return parse_gpu_database(nlohmann::json::parse(text), "our-gpus.json"); };
-    const std::string head = R"({"schema_version": 1, "gpus": [{"id": "x", "memory_bytes": 100, "memory_bandwidth_bytes_per_s": 5)";
+    const std::string head =
+        R"({"schema_version": 1, "gpus": [{"id": "x", "memory_bytes": 100000000000, "memory_bandwidth_bytes_per_s": 3350000000000)";
     const Gpu bare = parse(head + "}]}").at(0);
     CHECK(bare.host_link.empty());
     CHECK(bare.host_link_bytes_per_s == 0);

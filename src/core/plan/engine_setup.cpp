@@ -7,6 +7,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/bounds.hpp"
 #include "core/checked.hpp"
 #include "core/error.hpp"
 #include "core/memory/kv_size.hpp"
@@ -292,6 +293,8 @@ KvLink parse_kv_link(const std::string& text, const Gpu& prefill, const Gpu& dec
     auto [p, ec] = std::from_chars(number.data(), number.data() + number.size(), gbs);
     if (number.empty() || ec != std::errc() || p != number.data() + number.size() || !std::isfinite(gbs) || !(gbs > 0) || gbs > 1e6)
         usage_error("--kv-link " + text + ": expected nvlink, ib-ndr, ib-xdr, roce or a bandwidth such as 50GB/s");
+    if (!within_bounds(Quantity::LinkBandwidth, gbs * 1e9))
+        usage_error("--kv-link " + text + ": " + bounds_refusal(Quantity::LinkBandwidth, gbs * 1e9) + " bytes/s");
     return KvLink{gbs * 1e9, kRdmaLatencyS};
 }
 

@@ -76,6 +76,13 @@ void share_system_prompt(Workload& w, std::int64_t tokens) {
     // One content key for the whole span: equal key, equal position, equal
     // content (workload.hpp), so every request's leading blocks hash alike.
     constexpr std::uint64_t kSystemPrompt = 0x5157e3ULL;
+    // The prefix is counted in each prompt's length: one longer than every
+    // prompt describes no request in the workload.
+    std::int64_t longest = 0;
+    for (const SimRequest& r : w.requests) longest = std::max(longest, r.input_tokens);
+    if (!w.requests.empty() && tokens > longest)
+        usage_error("--prefix-tokens: expected at most the longest prompt, " + std::to_string(longest) +
+                    " tokens (the shared prefix is part of each prompt), found " + std::to_string(tokens));
     for (SimRequest& r : w.requests) {
         if (!r.content_keys.empty()) usage_error("--prefix-tokens: the trace already says what its prompts share (Mooncake hash_ids); drop the flag");
         r.content_keys = {kSystemPrompt};

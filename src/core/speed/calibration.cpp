@@ -1,8 +1,45 @@
 #include "core/speed/calibration.hpp"
 
+#include <algorithm>
+#include <vector>
+
+#include "core/bounds.hpp"
 #include "core/config_reader.hpp"
 
 namespace kvplan {
+
+namespace {
+
+// Every key `kvplan measure --output` writes (report/measure_report.cpp),
+// less the FLOP/s key of the other schema: a misspelt key would otherwise be
+// ignored while the output says FLOP/s were measured (issue 44).
+void refuse_unknown_keys(const ConfigReader& r, const nlohmann::json& value, const char* flop_key) {
+    std::vector<std::string> known = {"schema_version", "device",          "model",
+                                      "precision",      "threads",         "layers_measured",
+                                      "layers_total",   "repeats",         "measured_bandwidth_bytes_per_s",
+                                      flop_key,         "step_overhead_s", "stream",
+                                      "matrix_product", "engine",          "engine_device",
+                                      "decode",         "prefill",         "warnings",
+                                      "notes"};
+    // Schema 1 is also what kvplan-gpu-bench writes (kernels/cuda/gpu_bench.cu).
+    if (std::string(flop_key) == "measured_flops_per_s")
+        known.insert(known.end(), {"compute_capability", "multiprocessors", "memory_bytes", "free_memory_bytes", "bandwidth", "kv_dtype"});
+    for (const auto& [key, v] : value.items()) {
+        if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+        std::string list;
+        for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+        r.fail(key, "unknown key (expected one of: " + list + ")");
+    }
+}
+
+// The figure at `key`, held to its row of the bounds table (core/bounds.hpp).
+std::optional<double> bounded(const ConfigReader& r, const char* key, Quantity q) {
+    const std::optional<double> v = r.get_number(key);
+    if (v && !within_bounds(q, *v)) r.fail(key, bounds_refusal(q, *v));
+    return v;
+}
+
+}  // namespace
 
 Calibration parse_calibration(const nlohmann::json& value, const std::string& source) {
     if (!value.is_object())
@@ -15,20 +52,14 @@ Calibration parse_calibration(const nlohmann::json& value, const std::string& so
     // Version 2 names the unit in every key: FLOP/s is `measured_flop_per_s`;
     // version 1 files (what measure wrote before schema 2, or hand-written) say `measured_flops_per_s`.
     const char* flop_key = version == 1 ? "measured_flops_per_s" : "measured_flop_per_s";
+    refuse_unknown_keys(r, value, flop_key);
     Calibration c;
     c.device = r.get_string("device").value_or("");
-    auto bw = r.get_number("measured_bandwidth_bytes_per_s");
+    auto bw = bounded(r, "measured_bandwidth_bytes_per_s", Quantity::MeasuredBandwidth);
     if (!bw) r.fail("measured_bandwidth_bytes_per_s", "required field is missing");
-    if (!(*bw > 0 && *bw < 1e15)) r.fail("measured_bandwidth_bytes_per_s", "expected bytes per second in (0, 1e15), found " + std::to_string(*bw));
     c.bandwidth_bytes_per_s = *bw;
-    if (auto f = r.get_number(flop_key)) {
-        if (!(*f > 0 && *f < 1e18)) r.fail(flop_key, "expected FLOP per second in (0, 1e18), found " + std::to_string(*f));
-        c.flops_per_s = *f;
-    }
-    if (auto s = r.get_number("step_overhead_s")) {
-        if (!(*s >= 0 && *s < 1)) r.fail("step_overhead_s", "expected seconds in [0, 1), found " + std::to_string(*s));
-        c.step_overhead_s = *s;
-    }
+    c.flops_per_s = bounded(r, flop_key, Quantity::MeasuredFlops);
+    c.step_overhead_s = bounded(r, "step_overhead_s", Quantity::StepOverhead);
     return c;
 }
 

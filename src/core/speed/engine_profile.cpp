@@ -5,6 +5,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "core/bounds.hpp"
 #include "core/config_reader.hpp"
 #include "core/error.hpp"
 
@@ -50,6 +51,14 @@ double read_number(const ConfigReader& r, const char* key, double lo, double hi,
     return *v;
 }
 
+// A figure held to its row of the bounds table (core/bounds.hpp).
+double read_bounded(const ConfigReader& r, const char* key, Quantity q, double fallback) {
+    const std::optional<double> v = r.get_number(key);
+    if (!v) return fallback;
+    if (!within_bounds(q, *v)) r.fail(key, bounds_refusal(q, *v));
+    return *v;
+}
+
 }  // namespace
 
 std::vector<LinkLatency> parse_link_latencies(const nlohmann::json& value, const std::string& source) {
@@ -75,7 +84,8 @@ std::vector<LinkLatency> parse_link_latencies(const nlohmann::json& value, const
         l.link = *link;
         l.gpus = r.require_int({"gpus"}, 2, 1024);
         const std::optional<double> t = r.get_number("latency_s");
-        if (!t || !(*t > 0 && *t < 0.01)) r.fail("latency_s", "expected seconds in (0, 0.01)");
+        if (!t) r.fail("latency_s", "expected the latency in seconds");
+        if (!within_bounds(Quantity::CollectiveLatency, *t)) r.fail("latency_s", bounds_refusal(Quantity::CollectiveLatency, *t));
         l.latency_s = *t;
         l.source = r.get_string("source").value_or("");
         if (l.source.empty()) r.fail("source", "expected where the figure was published");
@@ -143,7 +153,8 @@ std::vector<AllToAllLatency> parse_all_to_all_latencies(const nlohmann::json& va
         l.gpus = r.require_int({"gpus"}, 2, 4096);
         l.tokens_per_rank = r.require_int({"tokens_per_rank"}, 1, 1'000'000);
         const std::optional<double> t = r.get_number("latency_s");
-        if (!t || !(*t > 0 && *t < 0.01)) r.fail("latency_s", "expected seconds in (0, 0.01)");
+        if (!t) r.fail("latency_s", "expected the latency in seconds");
+        if (!within_bounds(Quantity::CollectiveLatency, *t)) r.fail("latency_s", bounds_refusal(Quantity::CollectiveLatency, *t));
         l.latency_s = *t;
         l.source = r.get_string("source").value_or("");
         if (l.source.empty()) r.fail("source", "expected where the figure was published");
@@ -173,7 +184,8 @@ std::vector<Nic> parse_nics(const nlohmann::json& value, const std::string& sour
         n.name = r.get_string("name").value_or("");
         if (n.name.empty()) r.fail("name", "expected the NIC's name");
         const std::optional<double> bw = r.get_number("bytes_per_s_per_direction");
-        if (!bw || !(*bw >= 1e9 && *bw <= 1e13)) r.fail("bytes_per_s_per_direction", "expected bytes per second in [1e9, 1e13]");
+        if (!bw) r.fail("bytes_per_s_per_direction", "expected the line rate in bytes per second per direction");
+        if (!within_bounds(Quantity::LinkBandwidth, *bw)) r.fail("bytes_per_s_per_direction", bounds_refusal(Quantity::LinkBandwidth, *bw));
         n.bytes_per_s = *bw;
         n.source = r.get_string("source").value_or("");
         if (n.source.empty()) r.fail("source", "expected where the figure was published");
@@ -281,37 +293,37 @@ EngineProfile parse_engine_profile(const nlohmann::json& value, const std::strin
     p.description = r.get_string("description").value_or("");
     if (auto w = r.child("weights_fraction")) {
         refuse_unknown(*w, value.at("weights_fraction"), {"hbm", "gddr", "lpddr", "other"});
-        p.weights_hbm = read_number(*w, "hbm", 0, 1, p.weights_hbm, true);
-        p.weights_gddr = read_number(*w, "gddr", 0, 1, p.weights_gddr, true);
-        p.weights_lpddr = read_number(*w, "lpddr", 0, 1, p.weights_lpddr, true);
-        p.weights_other = read_number(*w, "other", 0, 1, p.weights_other, true);
+        p.weights_hbm = read_bounded(*w, "hbm", Quantity::EfficiencyFraction, p.weights_hbm);
+        p.weights_gddr = read_bounded(*w, "gddr", Quantity::EfficiencyFraction, p.weights_gddr);
+        p.weights_lpddr = read_bounded(*w, "lpddr", Quantity::EfficiencyFraction, p.weights_lpddr);
+        p.weights_other = read_bounded(*w, "other", Quantity::EfficiencyFraction, p.weights_other);
     }
-    p.kv_fraction = read_number(r, "kv_fraction", 0, 1, p.kv_fraction, true);
-    p.step_overhead_s = read_number(r, "step_overhead_s", 0, 1, p.step_overhead_s, false);
+    p.kv_fraction = read_bounded(r, "kv_fraction", Quantity::EfficiencyFraction, p.kv_fraction);
+    p.step_overhead_s = read_bounded(r, "step_overhead_s", Quantity::StepOverhead, p.step_overhead_s);
     p.layer_overhead_s = read_number(r, "layer_overhead_s", 0, 0.01, p.layer_overhead_s, false);
     if (auto k = r.child("kernel_factor")) {
         p.kernel_factor.clear();
         for (const auto& [family, v] : value.at("kernel_factor").items()) {
             if (std::find(std::begin(kFamilies), std::end(kFamilies), family) == std::end(kFamilies))
                 k->fail(family, "unknown weight format family (expected gguf, int4, int8, fp8, nvfp4, mxfp4, exl2 or mlc)");
-            p.kernel_factor[family] = read_number(*k, family.c_str(), 0, 2, 1.0, true);
+            p.kernel_factor[family] = read_bounded(*k, family.c_str(), Quantity::EfficiencyFactor, 1.0);
         }
     }
     if (auto f = r.child("flops_fraction")) {
         refuse_unknown(*f, value.at("flops_fraction"), {"16bit", "fp8"});
-        p.flops_16bit = read_number(*f, "16bit", 0, 1, p.flops_16bit, true);
-        p.flops_fp8 = read_number(*f, "fp8", 0, 1, p.flops_fp8, true);
+        p.flops_16bit = read_bounded(*f, "16bit", Quantity::EfficiencyFraction, p.flops_16bit);
+        p.flops_fp8 = read_bounded(*f, "fp8", Quantity::EfficiencyFraction, p.flops_fp8);
     }
     p.prefill_half_tokens = read_number(r, "prefill_half_tokens", 0, 1e6, p.prefill_half_tokens, false);
-    p.moe_efficiency = read_number(r, "moe_efficiency", 0, 2, p.moe_efficiency, true);
+    p.moe_efficiency = read_bounded(r, "moe_efficiency", Quantity::EfficiencyFactor, p.moe_efficiency);
     p.tp_flops_loss = read_number(r, "tp_flops_loss", 0, 10, p.tp_flops_loss, false);
-    p.link_fraction = read_number(r, "link_fraction", 0, 1, p.link_fraction, true);
+    p.link_fraction = read_bounded(r, "link_fraction", Quantity::EfficiencyFraction, p.link_fraction);
     if (auto a = r.child("allreduce")) {
         refuse_unknown(*a, value.at("allreduce"), {"implementation", "latency_s"});
         const auto impl = parse_allreduce(a->get_string("implementation").value_or(""));
         if (!impl) a->fail("implementation", "expected \"fixed\", \"nccl\" or \"custom\"");
         p.allreduce = *impl;
-        p.fixed_allreduce_latency_s = read_number(*a, "latency_s", 0, 0.01, p.fixed_allreduce_latency_s, false);
+        p.fixed_allreduce_latency_s = read_bounded(*a, "latency_s", Quantity::CollectiveLatency, p.fixed_allreduce_latency_s);
     }
     p.int4_group_bits = read_number(r, "int4_group_bits", 0, 64, p.int4_group_bits, false);
     p.quantize_head = r.get_bool("quantize_head").value_or(false);

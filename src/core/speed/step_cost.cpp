@@ -55,6 +55,14 @@ namespace {
 ExpertLayout make_layout(const CostModel& m, const ModelSpec& spec, const ExpertLayoutInputs& in) {
     check_expert_imbalance(in.expert_imbalance);
     const ScaleOut& so = in.scale_out;
+    // All routed tokens on one rank is EP x the mean: no routing is more
+    // lopsided, and beyond it the busiest rank would hold more tokens than exist.
+    if (so.ep > 1 && in.expert_imbalance > static_cast<double>(so.ep)) {
+        std::ostringstream found;
+        found << in.expert_imbalance;
+        usage_error("--expert-imbalance: expected at most the EP size " + std::to_string(so.ep) + " (every routed token on one rank), found " +
+                    found.str());
+    }
     ExpertLayout L;
     L.gpus = checked_mul(so.dp, so.attention_tp, "GPUs per replica");
     L.dp = so.dp;

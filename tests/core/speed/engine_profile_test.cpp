@@ -54,7 +54,7 @@ TEST_CASE("a profile file with a bad value names the file and the field") {
         j[key] = v;
         return data_error_of(j);
     };
-    CHECK_THAT(with("kv_fraction", 1.5), Catch::Contains("p.json: kv_fraction: expected a number in (0"));
+    CHECK_THAT(with("kv_fraction", 1.5), Catch::Contains("p.json: kv_fraction: expected efficiency fraction in [0.01, 1]"));
     CHECK_THAT(with("step_overhead_s", -1), Catch::Contains("p.json: step_overhead_s"));
     CHECK_THAT(with("speed", 1), Catch::Contains("p.json: speed: unknown field"));
     CHECK_THAT(with("weights_fraction", nlohmann::json{{"hbm", 0}}), Catch::Contains("weights_fraction.hbm"));
