@@ -6,7 +6,9 @@
 # CLI11. report reuses io's (same flags: both link fmt the same way).
 # With ccache, set `sloppiness = pch_defines,time_macros` (docs/ci.md) or
 # ccache compiles these files without caching them.
-option(KVPLAN_PCH "precompile the heavy third-party headers (nlohmann/json, fmt, CLI11)" ON)
+# Off by default until an end-to-end build time on an idle machine shows it
+# pays and the clang (sanitize, fuzz) and portable builds are checked with it.
+option(KVPLAN_PCH "precompile the heavy third-party headers (nlohmann/json, fmt, CLI11)" OFF)
 if(KVPLAN_PCH)
   set(KVPLAN_PCH_STD <cmath> <filesystem> <limits> <optional> <set> <sstream>)
   target_precompile_headers(kvplan_core PRIVATE ${KVPLAN_PCH_STD} <nlohmann/json.hpp>)
