@@ -80,17 +80,12 @@ const std::vector<Gpu>& known_gpus() {
 
 std::optional<Gpu> gpu_named_by_device(const std::string& measured) {
     const std::size_t colon = measured.find(": ");  // "cuda: NVIDIA H100 80GB HBM3"
-    const std::string full = colon == std::string::npos ? measured : measured.substr(colon + 2);
-    std::string name = full;
-    for (const char* vendor : {"NVIDIA ", "AMD "})
-        if (name.rfind(vendor, 0) == 0) name = name.substr(std::string(vendor).size());
-    for (const std::string& candidate : {full, name}) {
-        try {
-            return find_gpu(known_gpus(), candidate, "--gpu");
-        } catch (const Error&) {
-        }
+    // find_gpu reads the name as nvidia-smi prints it, vendor word and all.
+    try {
+        return find_gpu(known_gpus(), colon == std::string::npos ? measured : measured.substr(colon + 2), "--gpu");
+    } catch (const Error&) {
+        return std::nullopt;
     }
-    return std::nullopt;
 }
 
 }  // namespace kvplan
