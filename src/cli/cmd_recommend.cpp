@@ -66,6 +66,11 @@ CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
     cmd->add_flag("--analytic", o.analytic, "the steady-batch search (--context --ttft --tpot), also the mode when no workload is given");
     cmd->add_option("--slo", o.slo, "search: targets every request must meet, e.g. ttft=2s,tpot=50ms[,e2e=30s]");
     cmd->add_option("--goodput", o.goodput, "search: the share of requests that must meet every --slo target, in (0, 1] (default 0.99)");
+    cmd->add_option("--draws", o.draws,
+                    "search: independent draws of the traffic each rate is confirmed on, in runs of at least 10 minutes "
+                    "(default 3; 0: the 2,000-request search alone, no stability test)")
+        ->check(CLI::Range(std::int64_t{0}, std::int64_t{5}));
+    cmd->add_flag("--optimistic", o.optimistic, "search: size fleets on the step model's nominal rate, not the slow end of its band");
     cmd->add_option("--engine", o.engine,
                     "vllm|sglang: whose speed profile prices steps and, with --slo, whose scheduler the simulator runs (default vllm)")
         ->check(CLI::IsMember({"vllm", "sglang"}));

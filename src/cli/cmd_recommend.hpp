@@ -46,6 +46,8 @@ struct RecommendOptions {
     bool analytic = false;
     std::string slo;  // "ttft=2s,tpot=50ms[,e2e=30s]"
     double goodput = 0.99;
+    std::int64_t draws = 3;   // the long runs' independent draws (core/sim/sustained.hpp); 0: the short search alone
+    bool optimistic = false;  // size fleets on the step model's nominal rate, not its slow end
     std::string engine = "vllm";
     double rate = 0;
     std::string input_len, output_len;

@@ -160,8 +160,11 @@ void check_lists(const RecommendOptions& o, const std::vector<Gpu>& gpus) {
 // The traffic to serve: the synthetic rate, or a trace with at most
 // --requests (4,000) of it replayed per run.
 SloTraffic traffic(const RecommendOptions& o, std::string& label) {
-    SloTraffic t{make_workload(traffic_options(o), label), o.trace.empty() ? kSyntheticSource : o.trace, std::nullopt, 0};
-    if (o.trace.empty()) t.rate_rps = o.rate;
+    SloTraffic t{make_workload(traffic_options(o), label), o.trace.empty() ? kSyntheticSource : o.trace, std::nullopt, 0, std::nullopt};
+    if (o.trace.empty()) {
+        t.rate_rps = o.rate;
+        t.synthetic = synthetic_spec(traffic_options(o));
+    }
     else t.max_requests = o.requests > 0 ? o.requests : kSloDefaultTraceRequests;
     return t;
 }
@@ -180,6 +183,8 @@ SloSearchInputs search_inputs(const RecommendOptions& o, const ServeKnobs& base,
     in.top = static_cast<std::size_t>(o.top);
     in.keep_qualified = !o.plot.empty() || !o.report.empty();
     in.threads = std::max(1u, std::thread::hardware_concurrency());
+    in.draws = static_cast<int>(o.draws);
+    in.optimistic = o.optimistic;
     return in;
 }
 

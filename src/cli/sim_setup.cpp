@@ -120,6 +120,16 @@ Slo parse_slo(const std::string& text) {
     return slo;
 }
 
+SyntheticSpec synthetic_spec(const SimulateOptions& o) {
+    return SyntheticSpec{o.rate,
+                         o.requests,
+                         o.concurrency,
+                         o.burstiness,
+                         o.seed,
+                         parse_dist("--input-len", o.input_len, true),
+                         parse_dist("--output-len", o.output_len, false)};
+}
+
 Workload make_workload(const SimulateOptions& o, std::string& label) {
     const bool synthetic = o.rate > 0 || o.concurrency > 0 || o.requests > 0 || !o.input_len.empty() || !o.output_len.empty();
     if (!o.trace.empty() && synthetic)
@@ -133,13 +143,7 @@ Workload make_workload(const SimulateOptions& o, std::string& label) {
     if (o.rate > 0 && o.concurrency > 0) usage_error("give --rate (open loop) or --concurrency (closed loop), not both");
     if (o.requests == 0 || o.input_len.empty() || o.output_len.empty())
         usage_error("synthetic traffic needs --requests, --input-len and --output-len");
-    SyntheticSpec s{o.rate,
-                    o.requests,
-                    o.concurrency,
-                    o.burstiness,
-                    o.seed,
-                    parse_dist("--input-len", o.input_len, true),
-                    parse_dist("--output-len", o.output_len, false)};
+    const SyntheticSpec s = synthetic_spec(o);
     label = o.concurrency > 0 ? fmt::format("{} clients, {} requests", o.concurrency, group_digits(o.requests))
                               : fmt::format("{} {} req/s, {} requests", o.burstiness == 1.0 ? "Poisson" : "gamma", o.rate, group_digits(o.requests));
     return synthetic_workload(s);

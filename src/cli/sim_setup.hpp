@@ -14,6 +14,7 @@
 #include "core/plan/serve_knobs.hpp"
 #include "core/plan/simulation.hpp"
 #include "core/sim/disagg.hpp"
+#include "core/sim/synthetic.hpp"
 #include "core/sim/metrics.hpp"
 #include "core/sim/synthetic.hpp"
 
@@ -25,6 +26,9 @@ LengthDist parse_dist(const std::string& flag, const std::string& text, bool inp
 Slo parse_slo(const std::string& text);
 // The trace or the synthetic traffic the options name; `label` says which.
 Workload make_workload(const SimulateOptions& o, std::string& label);
+// The flags' synthetic traffic (rate, requests, lengths, burstiness, seed);
+// make_workload checks they are complete first.
+SyntheticSpec synthetic_spec(const SimulateOptions& o);
 // The engine settings the flags give (engine, TP/PP, pool and scheduler
 // limits, dtypes, release, CPU tier, layout, nodes), parsed once: the
 // engine set-up (core/plan/engine_setup.hpp) reads no flag strings.

@@ -99,10 +99,18 @@ std::vector<std::string> notes(const SloRecommendResult& r) {
     return out;
 }
 
+// The rate with the step model at the slow and the fast end of its band
+// ("0" where no rate holds there); "-" without one.
+std::string band_text(const SloCandidate& c) {
+    if (!c.band) return "-";
+    const auto end = [](double rps) { return rps > 0 ? fmt::format("{:.1f}", rps) : std::string("0"); };
+    return end(c.band->low_rps) + "-" + end(c.band->high_rps);
+}
+
 // `slim` leaves out the per-direction $/M columns (kept in --wide and the
 // JSON) when a searched KV dtype or weight format widens the knobs column.
 Table fleet_table(const SloRecommendResult& r, bool slim) {
-    std::vector<std::string> head = {"#", "gpu", "tp", "knobs", "req/s per\nreplica", "replicas", "GPUs", "$/hour"};
+    std::vector<std::string> head = {"#", "gpu", "tp", "knobs", "req/s per\nreplica", "step model\nrange", "replicas", "GPUs", "$/hour"};
     if (!slim) head.insert(head.end(), {"$/M\ninput", "$/M\noutput"});
     head.insert(head.end(), {"$/M\ntokens", "binds"});
     Table t(head, 2);
@@ -113,6 +121,7 @@ Table fleet_table(const SloRecommendResult& r, bool slim) {
                                         tp_text(c),
                                         knobs(r, c),
                                         rate(c.outcome.max_rate_rps),
+                                        band_text(c),
                                         group_digits(c.fleet.replicas),
                                         group_digits(c.fleet.gpus),
                                         money(c.fleet.usd_per_hour, "{:.2f}")};
@@ -280,6 +289,23 @@ void add_identity_json(nlohmann::ordered_json& x, const SloCandidate& c, bool wi
     add_unit_json(x, c);
 }
 
+// How the long runs confirmed the rate (core/sim/sustained.hpp).
+nlohmann::ordered_json sustained_json(const LongRunAccount& a) {
+    if (a.draws == 0) return nullptr;
+    nlohmann::ordered_json x;
+    x["draws"] = a.draws;
+    x["requests_per_run"] = a.requests_per_run;
+    x["run_s"] = a.run_s;
+    x["short_run_rate_rps"] = a.short_rate_rps;
+    x["congested_throughput_rps"] = a.congested_rps;
+    x["capped_at_congested_throughput"] = a.capped;
+    x["first_failing_rate_rps"] = a.fail_rate_rps > 0 ? nlohmann::ordered_json(a.fail_rate_rps) : nlohmann::ordered_json(nullptr);
+    x["failed_on"] = a.fail_rate_rps > 0 ? nlohmann::ordered_json(a.breach != Stability::Breach::None ? breach_words(a.breach) : a.binding)
+                                         : nlohmann::ordered_json(nullptr);
+    x["worst_draw_slo_attainment"] = a.worst_attainment;
+    return x;
+}
+
 nlohmann::ordered_json plan_json(const SloCandidate& c) {
     nlohmann::ordered_json x;
     add_identity_json(x, c, false);
@@ -292,6 +318,18 @@ nlohmann::ordered_json plan_json(const SloCandidate& c) {
 }
 
 }  // namespace
+
+std::string sustained_words(const SearchOutcome& x, std::int64_t short_requests) {
+    const LongRunAccount& a = x.sustained;
+    std::string out = fmt::format("How the best's rate holds: short runs ({} requests) pass {:.2f} req/s; congested, it finishes {:.2f} req/s", group_digits(short_requests),
+                                  a.short_rate_rps, a.congested_rps);
+    out += a.capped ? ", and no queue is stable above that" : "";
+    out += fmt::format("; at {:.2f} req/s each of {} draws of {} requests ({:.1f} min of arrivals) stays stable and meets the SLO (worst draw {:.1f}%)",
+                       x.max_rate_rps, a.draws, group_digits(a.requests_per_run), a.run_s / 60, 100 * a.worst_attainment);
+    if (a.fail_rate_rps > 0)
+        out += fmt::format("; {:.2f} req/s failed: {}", a.fail_rate_rps, a.breach != Stability::Breach::None ? breach_words(a.breach) : "misses " + a.binding);
+    return out + ".";
+}
 
 std::string render_slo_table(const SloRecommendResult& r) {
     const Width width = r.wide ? Width::Wide : Width::Fit;
@@ -315,6 +353,7 @@ std::string render_slo_table(const SloRecommendResult& r) {
                 "--data-parallel-size N --enable-expert-parallel; in a unit, each such instance is one DP group.",
                 width);
         const SloCandidate& best = r.candidates.front();
+        if (best.outcome.sustained.draws > 0) out += "\n" + fit_line(sustained_words(best.outcome, r.requests_per_run), width);
         if (best.pd()) {
             out += "\n" + unit_commands(r, best, width);
         } else {
@@ -373,6 +412,10 @@ std::string render_slo_json(const SloRecommendResult& r) {
         x["replicas"] = c.fleet.replicas;
         x["gpus_total"] = c.fleet.gpus;
         x["max_rate_per_replica_rps"] = c.outcome.max_rate_rps;
+        x["sustained"] = sustained_json(c.outcome.sustained);
+        x["band_low_rps"] = c.band ? nlohmann::ordered_json(c.band->low_rps) : nlohmann::ordered_json(nullptr);
+        x["band_high_rps"] = c.band ? nlohmann::ordered_json(c.band->high_rps) : nlohmann::ordered_json(nullptr);
+        x["sized_on_rate_rps"] = c.sizing_rate_rps();
         x["ttft_p50_s"] = m.ttft_s.p50;
         x["ttft_p99_s"] = m.ttft_s.p99;
         x["tpot_p50_s"] = m.tpot_s.p50;
@@ -432,7 +475,29 @@ std::string render_slo_json(const SloRecommendResult& r) {
     return json_text(j);
 }
 
+std::string breach_words(Stability::Breach b) {
+    switch (b) {
+        case Stability::Breach::Completions: return "completions fall behind arrivals";
+        case Stability::Breach::Backlog: return "the backlog grows";
+        case Stability::Breach::Ttft: return "TTFT grows over the run";
+        case Stability::Breach::Preemption: return "a preemption storm";
+        case Stability::Breach::None: break;
+    }
+    return "stable";
+}
+
 std::string outcome_words(const SearchOutcome& x, double target_rps, std::size_t top) {
+    if (x.status == SearchOutcome::Status::Unstable) {
+        const LongRunAccount& a = x.sustained;
+        return fmt::format("passes short runs at {:.3g} req/s, but on {} long runs no rate down to {:.3g} req/s holds ({})", a.short_rate_rps,
+                           a.draws, a.fail_rate_rps, a.breach != Stability::Breach::None ? breach_words(a.breach) : "misses " + a.binding);
+    }
+    if (x.status == SearchOutcome::Status::Pruned && x.sustained.draws == 0 && x.sustained.short_rate_rps > 0) {
+        const double replicas = std::ceil(target_rps / x.sustained.short_rate_rps);
+        return fmt::format("even at its short-run rate of {:.3g} req/s per replica ({} replica{}), more than long runs confirm, it costs more than "
+                           "the {} cheapest found",
+                           x.sustained.short_rate_rps, replicas, replicas > 1 ? "s" : "", top);
+    }
     if (x.status == SearchOutcome::Status::Pruned && x.simulations > 0) {
         const double replicas = std::ceil(target_rps / x.fail_rate_rps);
         return fmt::format("it fails at {:.3g} req/s per replica, so it needs more than {} replica{} and costs more than the {} cheapest found",

@@ -25,6 +25,10 @@ std::string unit_sides(const SloCandidate& c);
 // A searched candidate that did not qualify (core/plan/capacity_search.hpp,
 // rejection_of), in words: a cost past the `top` cheapest at `target_rps`,
 // a burst, or the target it misses.
+// A stability breach (core/sim/stability.hpp) in words.
+std::string breach_words(Stability::Breach b);
+// How the long runs confirmed a candidate's rate, in one sentence.
+std::string sustained_words(const SearchOutcome& x, std::int64_t short_requests);
 std::string outcome_words(const SearchOutcome& x, double target_rps, std::size_t top);
 // Why `c` was rejected, after its kind's word: the error it met, or its
 // outcome or its rank past --top in words.

@@ -4,6 +4,7 @@
 #include "core/plan/capacity_search.hpp"
 
 #include <algorithm>
+#include <exception>
 #include <utility>
 
 #include "core/memory/engine.hpp"
@@ -75,10 +76,61 @@ void add_curves(const std::vector<SloSetup>& setups, const RateWorkload& rw, con
     r.curves = goodput_curves(rw, best, chosen, in.targets, goodput_multiples(), in.threads);
 }
 
+// The rate `e` sustains with every step `factor` times as long, confirmed
+// on the long runs from `short_rps` / factor down; 0 where none holds.
+SearchOutcome rate_with_steps_scaled(const SearchEngine& e, double factor, double short_rps, const LongRuns& l, const SearchTargets& t) {
+    SearchOutcome o;
+    o.max_rate_rps = short_rps / factor;
+    confirm_sustained(o, l, with_step_scale(e, factor), t, {}, kBandTolerance);
+    if (o.status != SearchOutcome::Status::Found) o.max_rate_rps = 0;
+    return o;
+}
+
+// The step model's band for the best kBandCandidates shown, both ends on
+// `threads` threads; their fleets re-sized on the low end (unless
+// --optimistic) and re-ranked among themselves.
+void add_bands(const std::vector<SloSetup>& setups, const LongRuns& l, const SloSearchInputs& in, const std::vector<double>& window_rates,
+               SloRecommendResult& r) {
+    const std::size_t shown = std::min({r.top, r.candidates.size(), kBandCandidates});
+    std::vector<SloCandidate::StepBand> bands(shown);
+    std::vector<SearchOutcome> runs(2 * shown);
+    std::vector<std::exception_ptr> failed(2 * shown);
+    std::vector<std::size_t> jobs;
+    for (std::size_t k = 0; k < 2 * shown; ++k)
+        if (r.candidates[k / 2].outcome.sustained.draws > 0) jobs.push_back(k);
+    run_in_parallel(jobs, in.threads, [&](std::size_t job) {
+        const SloCandidate& c = r.candidates[job / 2];
+        const bool slow = job % 2 == 0;
+        try {
+            runs[job] = rate_with_steps_scaled(setups[c.order].engine, slow ? 1 + in.step_uncertainty : 1 - in.step_uncertainty,
+                                               c.outcome.sustained.short_rate_rps, l, in.targets);
+            (slow ? bands[job / 2].low_rps : bands[job / 2].high_rps) = runs[job].max_rate_rps;
+        } catch (...) {
+            failed[job] = std::current_exception();
+        }
+    });
+    for (const std::exception_ptr& f : failed)
+        if (f) std::rethrow_exception(f);
+    for (const SearchOutcome& o : runs) {
+        r.simulations += o.simulations;
+        r.simulated_requests += o.simulated_requests;
+    }
+    for (std::size_t k = 0; k < shown; ++k) {
+        SloCandidate& c = r.candidates[k];
+        if (c.outcome.sustained.draws == 0) continue;
+        bands[k].sized_low = !in.optimistic;
+        c.band = bands[k];
+        size_fleet(c, r.target_rps, gpu_price(in.prices, c.gpu), r.mean_input_tokens, r.mean_output_tokens, window_rates);
+    }
+    std::stable_sort(r.candidates.begin(), r.candidates.begin() + static_cast<std::ptrdiff_t>(shown), ranks_before);
+}
+
 }  // namespace
 
 SloRecommendResult search_capacity(const ModelSpec& model, SloTraffic traffic, const SloSearchInputs& in) {
     SloRecommendResult r = described(model, in);
+    // The long runs replay the whole trace (or fresh draws), not the thinned one.
+    LongRuns long_runs{traffic.synthetic, traffic.synthetic ? Workload{} : traffic.workload, in.draws};
     const std::vector<double> window_rates = traffic_figures(traffic, r);
     std::vector<SloSetup> setups = slo_candidates(in.space, model, in.gpus, traffic.workload, traffic.source, in.efficiency);
     const RateWorkload rw = rate_workload(std::move(traffic.workload));
@@ -93,11 +145,14 @@ SloRecommendResult search_capacity(const ModelSpec& model, SloTraffic traffic, c
         }
     // Ranked by cost, candidates that cannot reach the top need no search.
     const std::optional<PruneBy> prune = prune_by(rows, in.prices, r.target_rps, r.top);
-    const SearchAll found = search_all(rw, engines, in.targets, SearchSettings{}, in.threads, prune ? &*prune : nullptr);
+    SearchSettings settings;
+    if (in.draws > 0) settings.long_runs = &long_runs;
+    const SearchAll found = search_all(rw, engines, in.targets, settings, in.threads, prune ? &*prune : nullptr);
     take_outcomes(setups, searched, found, in, window_rates, r);
     r.tried = static_cast<std::int64_t>(setups.size());
     for (SloSetup& s : setups) (s.row.rejected() ? r.rejected : r.candidates).push_back(std::move(s.row));
     rank_candidates(r, in.keep_qualified);
+    if (in.draws > 0 && in.step_uncertainty > 0) add_bands(setups, long_runs, in, window_rates, r);
     if (!r.qualified.empty()) add_curves(setups, rw, in, r);
     return r;
 }
@@ -133,6 +188,7 @@ Rejection rejection_of(const SearchOutcome& outcome) {
     switch (outcome.status) {
         case SearchOutcome::Status::Pruned: return Rejection::Cost;
         case SearchOutcome::Status::Burst: return Rejection::Simulation;
+        case SearchOutcome::Status::Unstable: return Rejection::Slo;
         case SearchOutcome::Status::Found: return Rejection::Qualified;
         default: return Rejection::Slo;
     }
@@ -140,10 +196,10 @@ Rejection rejection_of(const SearchOutcome& outcome) {
 
 void size_fleet(SloCandidate& c, double target_rps, std::optional<double> usd_per_gpu_hour, double mean_input_tokens, double mean_output_tokens,
                 const std::vector<double>& window_rates) {
-    c.fleet = fleet_cost(target_rps, c.outcome.max_rate_rps, c.gpus_per_replica(), usd_per_gpu_hour, mean_input_tokens, mean_output_tokens);
+    c.fleet = fleet_cost(target_rps, c.sizing_rate_rps(), c.gpus_per_replica(), usd_per_gpu_hour, mean_input_tokens, mean_output_tokens);
     if (!c.pd()) c.serve.dp = c.fleet.replicas;  // a unit's instances are separate servers
     if (!window_rates.empty())
-        c.scaled = replicas_over_time(window_rates, kRateWindowS, c.outcome.max_rate_rps, c.fleet, c.gpus_per_replica(), usd_per_gpu_hour);
+        c.scaled = replicas_over_time(window_rates, kRateWindowS, c.sizing_rate_rps(), c.fleet, c.gpus_per_replica(), usd_per_gpu_hour);
 }
 
 void rank_candidates(SloRecommendResult& r, bool keep_qualified) {

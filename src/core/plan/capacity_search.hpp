@@ -20,6 +20,7 @@
 #include "core/plan/slo_candidates.hpp"
 #include "core/plan/slo_result.hpp"
 #include "core/sim/slo_search.hpp"
+#include "core/sim/sustained.hpp"
 #include "core/sim/workload.hpp"
 #include "core/speed/step_cost.hpp"
 
@@ -39,12 +40,24 @@ inline constexpr double kRateWindowS = 60;
 // --plot and --report: the goodput curves of this many of the best candidates.
 inline constexpr std::size_t kSloCurves = 3;
 
+// The step model's uncertainty, for the band of the rate a replica
+// sustains: the median error of its batched-throughput predictions out of
+// sample (leave one source out), 11.3% (docs/accuracy.md, the
+// accuracy-summary table; a test keeps the two equal).
+inline constexpr double kStepModelUncertainty = 0.113;
+// The band is searched for the best three candidates only (each end is one
+// more long-run search); the rest print their nominal rate alone.
+inline constexpr std::size_t kBandCandidates = 3;
+
 // The traffic the fleet must serve.
 struct SloTraffic {
     Workload workload;               // the synthetic requests, or the trace's as read
     std::string source;              // the trace's path or kSyntheticSource (what refusals name)
     std::optional<double> rate_rps;  // synthetic: the target (--rate); nullopt: a trace, whose peak minute is the target
     std::int64_t max_requests = 0;   // a trace: the most requests one run replays (every k-th kept); 0: all
+    // Synthetic traffic's description, for the long runs' fresh draws
+    // (core/sim/sustained.hpp); nullopt for a trace, whose long runs tile it.
+    std::optional<SyntheticSpec> synthetic;
 };
 
 // What the search tries and how it ranks.
@@ -57,6 +70,12 @@ struct SloSearchInputs {
     std::size_t top = 5;          // candidates kept; those that qualify below it are rejected on cost
     bool keep_qualified = false;  // --plot, --report: every qualifying candidate, and the best three's goodput curves
     unsigned threads = 1;         // the simulations run on this many threads (the answer does not depend on it)
+    int draws = 3;                // the long runs' independent draws of the traffic; 0: no long runs (the short search alone)
+    // The step model's relative uncertainty: the band's ends price every
+    // step this much slower and faster (0: no band). Fleets are sized on
+    // the slow end unless `optimistic`.
+    double step_uncertainty = kStepModelUncertainty;
+    bool optimistic = false;
 };
 
 // The search. The result holds every figure but the four only the command

@@ -46,6 +46,16 @@ struct SloCandidate {
     Candidate prefill_serve;
     std::string kv_link;    // the link as searched: nvlink, ib-ndr, ...
     std::size_t order = 0;  // its place in the search's candidate order (the engine that was searched)
+    // The step model's band (capacity_search.hpp, add_bands): the rate
+    // confirmed with every step kStepModelUncertainty slower (low) and
+    // faster (high); 0 where no rate holds. `sized_low`: the fleet is sized
+    // on the low end (recommend without --optimistic).
+    struct StepBand {
+        double low_rps = 0, high_rps = 0;
+        bool sized_low = true;
+    };
+    std::optional<StepBand> band;
+    double sizing_rate_rps() const { return band && band->sized_low && band->low_rps > 0 ? band->low_rps : outcome.max_rate_rps; }
     bool pd() const { return prefill_replicas > 0; }
     bool rejected() const { return rejection != Rejection::Qualified; }
     std::int64_t gpus_per_replica() const { return pd() ? prefill_replicas * prefill_tp * prefill_dp + decode_replicas * tp * dp : tp * pp * dp; }

@@ -12,6 +12,7 @@
 #include "core/checked.hpp"
 #include "core/checked_conversion.hpp"
 #include "core/error.hpp"
+#include "core/sim/sustained.hpp"
 
 namespace kvplan {
 
@@ -316,6 +317,75 @@ double rate_upper_bound(const RateWorkload& w, const SearchEngine& e) {
     return finite_bound(1.0 / (f.prefill_s + f.decode_s));
 }
 
+namespace {
+
+StepPricer scaled(StepPricer p, double f) {
+    if (!p) return p;
+    return [p = std::move(p), f](const std::vector<SeqWork>& seqs) { return f * p(seqs); };
+}
+DecodePricer scaled(DecodePricer p, double f) {
+    if (!p) return p;
+    return [p = std::move(p), f](std::int64_t batch, std::int64_t context) -> std::optional<double> {
+        const std::optional<double> t = p(batch, context);
+        return t ? std::optional<double>(f * *t) : std::nullopt;
+    };
+}
+DpStepPricer scaled(DpStepPricer p, double f) {
+    if (!p) return p;
+    return [p = std::move(p), f](const std::vector<const std::vector<SeqWork>*>& ranks) { return f * p(ranks); };
+}
+void scale_pool(PoolPricing& p, double f) {
+    p.step = scaled(std::move(p.step), f);
+    p.decode = scaled(std::move(p.decode), f);
+    p.wave = scaled(std::move(p.wave), f);
+}
+void scale_draft(SchedulerConfig& c, double f) {
+    if (!c.spec.draft_s) return;
+    c.spec.draft_s = [d = std::move(c.spec.draft_s), f](std::int64_t batch, std::int64_t context) { return f * d(batch, context); };
+}
+
+}  // namespace
+
+SearchEngine with_step_scale(const SearchEngine& e, double factor) {
+    SearchEngine out = e;
+    out.price = scaled(e.price, factor);
+    out.decode = scaled(e.decode, factor);
+    for (StepPricer& stage : out.stages) stage = scaled(std::move(stage), factor);
+    out.dp_price = scaled(e.dp_price, factor);
+    scale_draft(out.vllm, factor);
+    if (out.pd) {
+        scale_pool(out.pd->prefill_pricing, factor);
+        scale_pool(out.pd->decode_pricing, factor);
+        scale_draft(out.pd->prefill, factor);
+        scale_draft(out.pd->decode, factor);
+    }
+    return out;
+}
+
+SimRun run_search_engine(const Workload& w, const SearchEngine& e) {
+    return run_engine(w, e);
+}
+
+RateVerdict judge_rate(const Workload& at, const SearchEngine& e, const SearchTargets& t, SimRun& run, std::int64_t& simulated) {
+    RateVerdict v;
+    if (e.sglang || e.pd) {
+        run = run_engine(at, e);
+        simulated += static_cast<std::int64_t>(at.requests.size());
+    } else {
+        std::int64_t arrived = 0;
+        const std::optional<std::string> stopped = vllm_stopped_early(at, e, t, run, arrived);
+        simulated += arrived;
+        if (stopped) {
+            v.binding = *stopped;
+            return v;
+        }
+    }
+    v.attainment = attainment(run, t.slo);
+    v.meets = v.attainment.all >= t.goodput;
+    v.binding = v.attainment.binding;
+    return v;
+}
+
 SearchOutcome search_max_rate(const RateWorkload& w, const SearchEngine& e, const SearchTargets& t, const SearchSettings& s,
                               const std::function<bool(double)>& hopeless) {
     SearchOutcome out;
@@ -324,29 +394,17 @@ SearchOutcome search_max_rate(const RateWorkload& w, const SearchEngine& e, cons
     if (misses_alone(w, e, t, out)) return out;
     out.bound_rps = rate_upper_bound(w, e);
 
-    const auto n = static_cast<std::int64_t>(w.base.requests.size());
     Attainment at_fail;
     auto simulate_at = [&](double rate, SimSummary* summary) {
-        const Workload at = at_rate(w, rate);
         SimRun run;
         ++out.simulations;
-        if (e.sglang || e.pd) {
-            run = run_engine(at, e);
-            out.simulated_requests += n;
-        } else {
-            std::int64_t arrived = 0;
-            const std::optional<std::string> stopped = vllm_stopped_early(at, e, t, run, arrived);
-            out.simulated_requests += arrived;
-            if (stopped) {
-                at_fail.binding = *stopped;
-                return false;
-            }
+        const RateVerdict v = judge_rate(at_rate(w, rate), e, t, run, out.simulated_requests);
+        if (v.meets && summary) *summary = summarise(run, t.slo, false);
+        if (!v.meets) {
+            at_fail = v.attainment;
+            at_fail.binding = v.binding;
         }
-        const Attainment a = attainment(run, t.slo);
-        const bool ok = a.all >= t.goodput;
-        if (ok && summary) *summary = summarise(run, t.slo, false);
-        if (!ok) at_fail = a;
-        return ok;
+        return v.meets;
     };
     // A failing rate is above the answer: once `hopeless` says even it
     // cannot rank, neither can the answer, and the search stops there.
@@ -383,7 +441,7 @@ SearchOutcome search_max_rate(const RateWorkload& w, const SearchEngine& e, cons
     }
     if (gave_up) return given_up(hi);
     if (lo == 0) {
-        const double floor = std::max(out.bound_rps / 1024, static_cast<double>(n) / 2e5);
+        const double floor = std::max(out.bound_rps / 1024, static_cast<double>(w.base.requests.size()) / 2e5);
         for (double r = hi / 2; lo == 0; r /= 2) {
             if (r < floor || out.simulations >= s.max_simulations) {
                 out.status = SearchOutcome::Status::NoRate;
@@ -426,6 +484,14 @@ void run_parallel(const std::vector<std::size_t>& items, unsigned threads, Job j
     for (std::thread& th : pool) th.join();
 }
 
+}  // namespace
+
+void run_in_parallel(const std::vector<std::size_t>& items, unsigned threads, const std::function<void(std::size_t)>& job) {
+    run_parallel(items, threads, job);
+}
+
+namespace {
+
 // The fleet at a rate per replica: its cost, and its capacity (replicas x
 // rate), the headroom that breaks a tie in cost.
 struct Bar {
@@ -444,6 +510,61 @@ Bar bar(const std::vector<SearchOutcome>& out, const std::vector<bool>& done, co
     if (found.size() < p.keep) return {};
     std::sort(found.begin(), found.end(), [](const Bar& a, const Bar& b) { return a.cost != b.cost ? a.cost < b.cost : a.capacity > b.capacity; });
     return found[p.keep - 1];
+}
+
+}  // namespace
+
+namespace {
+
+// Phase 2 of search_all: the long runs (sustained.hpp) on the Found
+// outcomes. With pruning, cheapest fleet at the short search's rate first,
+// in waves; the confirmed rate is at most the short one, so a candidate
+// whose fleet at its short rate is already worse than the `keep`-th
+// confirmed fleet cannot rank, and is pruned without its long runs.
+void confirm_all(const std::vector<SearchEngine>& engines, const SearchTargets& t, const SearchSettings& s, unsigned threads, const PruneBy* prune,
+                 SearchAll& all) {
+    std::vector<std::size_t> found;
+    for (std::size_t i = 0; i < engines.size(); ++i)
+        if (all.errors[i].empty() && all.outcomes[i].status == SearchOutcome::Status::Found) found.push_back(i);
+    std::vector<std::function<bool(double)>> hopeless(engines.size());
+    auto job = [&](std::size_t i) {
+        try {
+            confirm_sustained(all.outcomes[i], *s.long_runs, engines[i], t, hopeless[i]);
+        } catch (const std::exception& ex) {
+            all.outcomes[i].status = SearchOutcome::Status::NoRate;
+            all.errors[i] = ex.what();
+        }
+    };
+    if (!prune || prune->keep == 0) {
+        run_parallel(found, threads, job);
+        return;
+    }
+    const auto short_fleet = [&](std::size_t i) { return fleet_at(prune->target_rps, all.outcomes[i].max_rate_rps, prune->replica_cost[i]); };
+    std::stable_sort(found.begin(), found.end(), [&](std::size_t a, std::size_t b) {
+        const Bar x = short_fleet(a), y = short_fleet(b);
+        return x.cost != y.cost ? x.cost < y.cost : x.capacity > y.capacity;
+    });
+    std::vector<bool> done(engines.size(), false);
+    const std::size_t wave = std::max<std::size_t>(1, s.wave);
+    for (std::size_t k = 0; k < found.size(); k += wave) {
+        const Bar b = bar(all.outcomes, done, *prune);
+        const auto worse = [b](const Bar& f) { return f.cost > b.cost || (f.cost == b.cost && f.capacity < b.capacity); };
+        std::vector<std::size_t> now;
+        for (std::size_t j = k; j < std::min(found.size(), k + wave); ++j) {
+            const std::size_t i = found[j];
+            if (worse(short_fleet(i))) {
+                // Not confirmed: the short rate, an upper bound, already loses.
+                all.outcomes[i].sustained.short_rate_rps = all.outcomes[i].max_rate_rps;
+                all.outcomes[i].status = SearchOutcome::Status::Pruned;
+                continue;
+            }
+            const double target = prune->target_rps, cost = prune->replica_cost[i];
+            hopeless[i] = [worse, target, cost](double fail_rps) { return worse(fleet_at(target, fail_rps, cost)); };
+            now.push_back(i);
+        }
+        run_parallel(now, threads, job);
+        for (std::size_t i : now) done[i] = true;
+    }
 }
 
 }  // namespace
@@ -467,6 +588,7 @@ SearchAll search_all(const RateWorkload& w, const std::vector<SearchEngine>& eng
     std::iota(order.begin(), order.end(), std::size_t{0});
     if (!prune || prune->keep == 0) {
         run_parallel(order, threads, job);
+        if (s.long_runs) confirm_all(engines, t, s, threads, prune, all);
         return all;
     }
     // The cheapest fleet each engine could give: at its bound. At that cost
@@ -502,6 +624,7 @@ SearchAll search_all(const RateWorkload& w, const std::vector<SearchEngine>& eng
         run_parallel(now, threads, job);
         for (std::size_t i : now) done[i] = true;
     }
+    if (s.long_runs) confirm_all(engines, t, s, threads, prune, all);
     return all;
 }
 

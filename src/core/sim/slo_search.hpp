@@ -26,9 +26,12 @@
 #include "core/sim/metrics.hpp"
 #include "core/sim/scheduler.hpp"
 #include "core/sim/sglang_scheduler.hpp"
+#include "core/sim/stability.hpp"
 #include "core/sim/workload.hpp"
 
 namespace kvplan {
+
+struct LongRuns;  // sustained.hpp
 
 // A workload that can be replayed at any mean rate.
 struct RateWorkload {
@@ -87,6 +90,9 @@ struct SearchSettings {
     // the bar. Fixed, not the thread count, so that what is pruned is the
     // same on every machine.
     std::size_t wave = 4;
+    // search_all: confirm each Found rate on these long runs (search_sustained,
+    // sustained.hpp); null: the short search alone.
+    const LongRuns* long_runs = nullptr;
 };
 
 // Which SLO misses most often at a rate (shares of requests meeting each).
@@ -96,6 +102,23 @@ struct Attainment {
 };
 Attainment attainment(const SimRun& run, const Slo& slo);
 
+// How the long runs of search_sustained (sustained.hpp) confirmed a rate;
+// draws == 0 when none ran.
+struct LongRunAccount {
+    int draws = 0;
+    std::int64_t requests_per_run = 0;  // each draw's run
+    double run_s = 0;                   // seconds of arrivals per run at the confirmed rate
+    double short_rate_rps = 0;          // the short search's answer, before the long runs
+    double congested_rps = 0;           // requests finished per second while all wait (stability.hpp)
+    bool capped = false;                // the first rate judged was the congested throughput, below the short answer
+    // The lowest rate the long runs failed (0: the first rate judged passed)
+    // and why: a stability breach, or else the SLO `binding` missed.
+    double fail_rate_rps = 0;
+    Stability::Breach breach = Stability::Breach::None;
+    std::string binding;
+    double worst_attainment = 0;  // the lowest share meeting every SLO among the draws at the confirmed rate
+};
+
 struct SearchOutcome {
     // Pruned: not searched, because even at its bound the fleet would cost
     // more than the `keep` cheapest found (search_all with PruneBy), or its
@@ -103,7 +126,9 @@ struct SearchOutcome {
     // Burst: the workload still meets the targets at kBurstFactor x the
     // bound, a rate no engine sustains: it is over before a queue builds, too
     // few requests to find the rate (max_rate_rps holds that passing rate).
-    enum class Status { Found, SloAlone, NoRate, Pruned, Burst } status = Status::Found;
+    // Unstable: the short search found a rate, but on long runs no rate down
+    // to a quarter of it held (sustained.hpp).
+    enum class Status { Found, SloAlone, NoRate, Pruned, Burst, Unstable } status = Status::Found;
     double bound_rps = 0;      // the analytic upper bound the search starts from
     double max_rate_rps = 0;   // Found: the highest rate that passed
     double fail_rate_rps = 0;  // Found: the lowest rate that failed (within rel_tolerance above)
@@ -115,7 +140,29 @@ struct SearchOutcome {
     double target_s = 0;
     std::int64_t simulations = 0;
     std::int64_t simulated_requests = 0;
+    LongRunAccount sustained;  // the long runs that confirmed max_rate_rps (search_sustained)
 };
+
+// `e` with every step it prices (each engine's, stage's, wave's, and a
+// draft model's) taking `factor` times as long: the step model's
+// uncertainty band (recommend's "sustains X (A-B)").
+SearchEngine with_step_scale(const SearchEngine& e, double factor);
+
+// Runs `job(i)` for every i in `items` on up to `threads` threads; each
+// job must write only its own slots.
+void run_in_parallel(const std::vector<std::size_t>& items, unsigned threads, const std::function<void(std::size_t)>& job);
+
+// The whole run of `w` on engine `e`, to its last request (no early stop).
+SimRun run_search_engine(const Workload& w, const SearchEngine& e);
+// Whether the run at `rate_rps` meets the targets, stopping a vLLM run
+// early once more requests have missed than the goodput allows (the run
+// then stays empty); `simulated` adds the requests that arrived.
+struct RateVerdict {
+    bool meets = false;
+    Attainment attainment;  // when the run completed
+    std::string binding;    // the target missed most, when it failed
+};
+RateVerdict judge_rate(const Workload& at, const SearchEngine& e, const SearchTargets& t, SimRun& run, std::int64_t& simulated);
 
 // How far above the bound a passing workload is a burst, not a rate (search_max_rate).
 inline constexpr double kBurstFactor = 4;
