@@ -37,22 +37,15 @@ std::string usd(const Candidate& c) {
     return c.usd_per_million_tokens ? fmt::format("{:.3f}", *c.usd_per_million_tokens) : "-";
 }
 
+// The candidates shown (at most --top, best first), as rows.
+std::vector<RecommendRow> candidate_rows(const RecommendResult& r) {
+    std::vector<RecommendRow> out;
+    for (std::size_t i = 0; i < r.rec.candidates.size() && i < r.top; ++i) out.push_back({&r, &r.rec.candidates[i], i + 1});
+    return out;
+}
+
 Table candidates_table(const RecommendResult& r, bool wide) {
-    Table t = wide ? Table({"#", "gpu", "tp", "dp", "GPUs", "batch", "TTFT (ms)", "TPOT (ms)", "tok/s per GPU", "tok/s total", "$ per M tokens",
-                            "fits (requests)", "max batched tokens"},
-                           2)
-                   : Table({"#", "gpu", "tp", "dp", "batch", "TTFT ms", "TPOT ms", "tok/s/GPU", "tok/s", "$/M tok", "fits"}, 2);
-    for (std::size_t i = 0; i < r.rec.candidates.size() && i < r.top; ++i) {
-        const Candidate& c = r.rec.candidates[i];
-        std::vector<std::string> row{std::to_string(i + 1), c.gpu, tp_cell(c), std::to_string(c.dp)};
-        if (wide) row.push_back(std::to_string(c.gpus()));
-        for (std::string cell : {group_digits(c.batch), ms(c.ttft_s), ms(c.tpot_s), fmt::format("{:.0f}", c.tokens_per_s_per_gpu),
-                                 fmt::format("{:.0f}", c.tokens_per_s), usd(c), group_digits(c.max_requests)})
-            row.push_back(cell);
-        if (wide) row.push_back(group_digits(c.max_num_batched_tokens));
-        t.add(row);
-    }
-    return t;
+    return fields_table(recommend_fields(), candidate_rows(r), 2, wide ? Width::Wide : Width::Fit);
 }
 
 const char* target_key(Target t) {
@@ -316,21 +309,95 @@ std::string render_recommend_json(const RecommendResult& r) {
 
 std::string render_recommend_csv(const RecommendResult& r) {
     // One row per configuration, candidates (best first, at most --top) then
-    // every rejected one; `missed` is empty for candidates.
-    Table t({"model", "gpu", "tp", "dp", "attention_dp", "gpus", "batch", "ttft_s", "tpot_s", "tokens_per_s_per_gpu", "tokens_per_s",
-             "usd_per_million_tokens", "max_requests", "max_model_len", "max_num_batched_tokens", "missed"});
-    auto row = [&](const Candidate& c, bool candidate) {
-        std::string missed;
-        for (Target m : c.missed) missed += (missed.empty() ? "" : " ") + std::string(target_key(m));
-        t.add({r.model, c.gpu, std::to_string(c.tp), std::to_string(c.dp), std::to_string(c.attention_dp), std::to_string(c.gpus()),
-               candidate ? std::to_string(c.batch) : "", fmt::format("{:.6g}", c.ttft_s), fmt::format("{:.6g}", c.tpot_s),
-               fmt::format("{:.6g}", c.tokens_per_s_per_gpu), fmt::format("{:.6g}", c.tokens_per_s),
-               c.usd_per_million_tokens ? fmt::format("{:.6g}", *c.usd_per_million_tokens) : "", std::to_string(c.max_requests),
-               std::to_string(c.max_model_len), candidate ? std::to_string(c.max_num_batched_tokens) : "", missed});
+    // every rejected one (rank 0); `missed` is empty for candidates.
+    std::vector<RecommendRow> rows = candidate_rows(r);
+    for (const Candidate& c : r.rec.rejected) rows.push_back({&r, &c, 0});
+    return fields_csv_table(recommend_fields(), rows).render_csv();
+}
+
+const Fields<RecommendRow>& recommend_fields() {
+    using J = nlohmann::ordered_json;
+    using R = RecommendRow;
+    // Figures that a rejected configuration (rank 0) does not have: its batch and token budget.
+    auto chosen = [](const R& x, std::int64_t v) { return x.rank > 0 ? J(v) : J(nullptr); };
+    static const Fields<R> fields = {
+        {.header = "#", .cell = [](const R& x) { return std::to_string(x.rank); }},
+        {.key = "model", .json = [](const R& x) { return J(x.result->model); }},
+        {.key = "gpu", .json = [](const R& x) { return J(x.candidate->gpu); }, .header = "gpu", .cell = [](const R& x) { return x.candidate->gpu; }},
+        {.key = "tp",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return J(x.candidate->tp); },
+         .header = "tp",
+         .cell = [](const R& x) { return tp_cell(*x.candidate); }},
+        {.key = "dp",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return J(x.candidate->dp); },
+         .header = "dp",
+         .cell = [](const R& x) { return std::to_string(x.candidate->dp); }},
+        {.key = "attention_dp", .kind = FieldKind::Number, .json = [](const R& x) { return J(x.candidate->attention_dp); }},
+        {.key = "gpus",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return J(x.candidate->gpus()); },
+         .header = "GPUs",
+         .cell = [](const R& x) { return std::to_string(x.candidate->gpus()); },
+         .in_fit = false},
+        {.key = "batch",
+         .kind = FieldKind::Number,
+         .json = [=](const R& x) { return chosen(x, x.candidate->batch); },
+         .header = "batch",
+         .cell = [](const R& x) { return group_digits(x.candidate->batch); }},
+        {.key = "ttft_s",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return J(x.candidate->ttft_s); },
+         .header = "TTFT (ms)",
+         .cell = [](const R& x) { return ms(x.candidate->ttft_s); },
+         .fit_header = "TTFT ms"},
+        {.key = "tpot_s",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return J(x.candidate->tpot_s); },
+         .header = "TPOT (ms)",
+         .cell = [](const R& x) { return ms(x.candidate->tpot_s); },
+         .fit_header = "TPOT ms"},
+        {.key = "tokens_per_s_per_gpu",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return J(x.candidate->tokens_per_s_per_gpu); },
+         .header = "tok/s per GPU",
+         .cell = [](const R& x) { return fmt::format("{:.0f}", x.candidate->tokens_per_s_per_gpu); },
+         .fit_header = "tok/s/GPU"},
+        {.key = "tokens_per_s",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return J(x.candidate->tokens_per_s); },
+         .header = "tok/s total",
+         .cell = [](const R& x) { return fmt::format("{:.0f}", x.candidate->tokens_per_s); },
+         .fit_header = "tok/s"},
+        {.key = "usd_per_million_tokens",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return or_null(x.candidate->usd_per_million_tokens); },
+         .header = "$ per M tokens",
+         .cell = [](const R& x) { return usd(*x.candidate); },
+         .fit_header = "$/M tok"},
+        {.key = "max_requests",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return J(x.candidate->max_requests); },
+         .header = "fits (requests)",
+         .cell = [](const R& x) { return group_digits(x.candidate->max_requests); },
+         .fit_header = "fits"},
+        {.key = "max_model_len", .kind = FieldKind::Number, .json = [](const R& x) { return J(x.candidate->max_model_len); }},
+        {.key = "max_num_batched_tokens",
+         .kind = FieldKind::Number,
+         .json = [=](const R& x) { return chosen(x, x.candidate->max_num_batched_tokens); },
+         .header = "max batched tokens",
+         .cell = [](const R& x) { return group_digits(x.candidate->max_num_batched_tokens); },
+         .in_fit = false},
+        {.key = "missed",
+         .json =
+             [](const R& x) {
+                 std::string out;
+                 for (Target m : x.candidate->missed) out += (out.empty() ? "" : " ") + std::string(target_key(m));
+                 return J(out);
+             }},
     };
-    for (std::size_t i = 0; i < r.rec.candidates.size() && i < r.top; ++i) row(r.rec.candidates[i], true);
-    for (const Candidate& c : r.rec.rejected) row(c, false);
-    return t.render_csv();
+    return fields;
 }
 
 }  // namespace kvplan

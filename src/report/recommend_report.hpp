@@ -10,6 +10,7 @@
 #include "core/speed/recommend_result.hpp"
 #include "io/model_loader.hpp"
 #include "report/engine_commands.hpp"
+#include "report/fields.hpp"
 
 namespace kvplan {
 
@@ -20,6 +21,17 @@ ServeOptions serve_options(const RecommendResult& r);
 // one sentence each: the batch the TPOT target (or memory) allows, the token
 // budget that prefills a whole prompt in one step.
 std::vector<std::string> analytic_reasons(const RecommendResult& r, const Candidate& c);
+
+// One configuration of the analytic search as its tables and CSV see it: a
+// candidate (rank 1 the best) or a rejected one (rank 0).
+struct RecommendRow {
+    const RecommendResult* result = nullptr;
+    const Candidate* candidate = nullptr;
+    std::size_t rank = 0;
+};
+// The candidates table's columns (the 100-column table's shorter headings,
+// --wide's and Markdown's GPUs and token budget) and the CSV's keys.
+const Fields<RecommendRow>& recommend_fields();
 
 std::string render_recommend_table(const RecommendResult& r);
 std::string render_recommend_markdown(const RecommendResult& r);

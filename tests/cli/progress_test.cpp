@@ -20,7 +20,7 @@ TEST_CASE("progress as plain lines: none in the first second, then one every 5 s
     CHECK(p.finish().empty());  // the lines stay as written
 }
 
-TEST_CASE("progress on a terminal: one line rewritten in place, cleared at the end; a short search writes nothing") {
+TEST_CASE("progress on a terminal: one line rewritten in place and cleared at the end, and a short search writes nothing") {
     ProgressText p(ProgressMode::InPlace, "recommend");
     CHECK(p.at(0.9).empty());
     CHECK(p.finish().empty());  // nothing shown yet: nothing to clear

@@ -87,7 +87,7 @@ TEST_CASE("a layout over two nodes: one trtllm-serve under srun, its settings in
     CHECK(lines.find("\n  free_gpu_memory_fraction: 0.88\nEOF\n  srun -N 2 ") != std::string::npos);
 }
 
-TEST_CASE("one node: TensorRT-LLM's YAML carries an FP8 KV cache and the MTP drafts; the commands are not split by node") {
+TEST_CASE("one node: TensorRT-LLM's YAML carries an FP8 KV cache and the MTP drafts, and the commands are not split by node") {
     Candidate c;
     c.tp = 2;
     c.batch = 300;

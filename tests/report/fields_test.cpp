@@ -34,8 +34,10 @@ bool names_unit(std::string key) {
 const std::set<std::string> kUnitless = {
     // counts of things that are not tokens or bytes
     "layers", "tp", "batch",
-    // recommend --slo: a place in the ranking; GPUs, ranks, stages, replicas, sequences
-    "rank", "pp", "attention_dp", "replicas", "gpus_total", "prefill_replicas", "decode_replicas", "max_num_seqs",
+    // recommend: a place in the ranking; GPUs, ranks, stages, replicas, sequences, requests
+    "rank", "pp", "dp", "attention_dp", "gpus", "replicas", "gpus_total", "prefill_replicas", "decode_replicas", "max_num_seqs", "max_requests",
+    // tokens, under the engines' flag name (--max-model-len)
+    "max_model_len",
     // a share of requests (meeting every SLO)
     "slo_attainment",
     // ratios: fractions of a datasheet figure, efficiencies, factors

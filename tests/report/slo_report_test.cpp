@@ -49,7 +49,7 @@ TEST_CASE("recommend --slo CSV: the JSON's keys as one header row, a candidate's
     CHECK(csv == header + row);
 }
 
-TEST_CASE("recommend --slo CSV: a cell with a comma is quoted (RFC 4180); nothing qualifying leaves the header alone") {
+TEST_CASE("recommend --slo CSV: a cell with a comma is quoted (RFC 4180), and nothing qualifying leaves the header alone") {
     SloRecommendResult r;
     r.top = 5;
     SloCandidate c = h100();
