@@ -565,12 +565,19 @@ std::string render_slo_markdown(const SloRecommendResult& r) {
     out += "\nLatency at each candidate's rate per replica (one replica, simulated):\n\n";
     out += fields_table(slo_latency_fields(), rows, 2).render_markdown();
     const SloCandidate& best = r.candidates.front();
+    ServeOptions s = serve_for(r, best);
     if (!best.pd()) {
-        ServeOptions s = serve_for(r, best);
         s.reasons = knob_reasons(r, best);
-        out += "\n```sh\n" + reason_lines(s, true) + vllm_command_lines(best.serve, s, true) + sglang_command_lines(best.serve, s, true) + "```\n";
+        return out + "\n```sh\n" + reason_lines(s, true) + vllm_command_lines(best.serve, s, true) + sglang_command_lines(best.serve, s, true) +
+               "```\n";
     }
-    return out;
+    // A unit: each side's instance in each engine, then SGLang's router (the table's unit_commands, without its sentences).
+    s.pd_role = "prefill";
+    const ServeOptions prefill = s;
+    s.pd_role = "decode";
+    return out + "\n```sh\n  # each prefill instance, then each decode instance\n" + vllm_command_lines(best.prefill_serve, prefill, true) +
+           vllm_command_lines(best.serve, s, true) + sglang_command_lines(best.prefill_serve, prefill, true) +
+           sglang_command_lines(best.serve, s, true) + sglang_pd_router_command_lines(true) + "```\n";
 }
 
 std::string render_slo_csv(const SloRecommendResult& r) {
