@@ -50,6 +50,9 @@ TEST_CASE("a layout over two nodes: vLLM's head and headless commands, each node
           "--data-parallel-start-rank 8 --data-parallel-address HEAD_IP --data-parallel-rpc-port 13345 --enable-expert-parallel "
           "--max-num-seqs 32 --max-model-len 4096 --max-num-batched-tokens 2080 --gpu-memory-utilization 0.90 --kv-cache-dtype auto");
     CHECK(vllm_command(two_nodes(), deepseek()) == v[0]);
+    // As printed: each node's command under a comment naming it, one line each with --wide.
+    CHECK(vllm_command_lines(two_nodes(), deepseek(), true) ==
+          "  # node 0 of 2 (the head: HEAD_IP is its address)\n  " + v[0] + "\n  # node 1 of 2\n  " + v[1] + "\n");
 }
 
 TEST_CASE("a layout over two nodes: SGLang's command on each node differs only in --node-rank") {
