@@ -31,6 +31,8 @@ kvplan="${1:-$root/build/kvplan}"
 case "$kvplan" in /*) ;; *) kvplan="$PWD/$kvplan" ;; esac
 # Commands run from the repository root, so quoted paths (docs/examples/...) read as written.
 cd "$root"
+# The outputs quoted are stdout and stderr together: no progress lines (cli/progress.hpp) from a slow run.
+export KVPLAN_PROGRESS=0
 tmp="$(mktemp)"
 trap 'rm -f "$tmp"' EXIT
 stale=0

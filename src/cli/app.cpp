@@ -148,7 +148,7 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
         else if (engines_cmd->parsed()) text = run_engines(engines);
         else if (roofline_cmd->parsed()) text = run_roofline(roofline);
         else if (recommend_cmd->parsed()) {
-            CommandOutput result = run_recommend(recommend);
+            CommandOutput result = run_recommend(recommend, &err);
             text = std::move(result.text);
             code = result.exit_code;
         } else if (simulate_cmd->parsed()) text = run_simulate(simulate);

@@ -1,9 +1,11 @@
 #include "cli/cmd_recommend.hpp"
 
 #include <cstdlib>
+#include <iostream>
 #include <sstream>
 
 #include "cli/flag_checks.hpp"
+#include "cli/progress.hpp"
 #include "cli/recommend_search.hpp"
 #include "core/error.hpp"
 #include "core/model/config_parts.hpp"
@@ -110,6 +112,7 @@ CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
         "  kvplan recommend --model llama-3.1-8b --slo ttft=2s,tpot=50ms --rate 20 --gpus h100-sxm,l40s \\\n"
         "      --price-per-hour h100-sxm=2.5,l40s=0.9\n"
         "  kvplan recommend --model llama-3.1-8b --slo ttft=2s,tpot=50ms --trace azure-2023-conv --gpus h100-sxm,l40s\n"
+        "  kvplan recommend --model llama-3.1-8b --slo ttft=2s,tpot=50ms --rate 20 --gpus h100-sxm --format csv\n"
         "  kvplan recommend --model llama-3.1-8b --slo ttft=1s,tpot=30ms --rate 20 --input-len fixed:4096 --output-len fixed:256 \\\n"
         "      --gpus h100-sxm --max-gpus 2 --disaggregated --price-per-hour h100-sxm=2.5\n"
         "  kvplan recommend --model deepseek-v3 --engine sglang --slo ttft=2s,tpot=100ms --rate 40 --input-len fixed:2000 \\\n"
@@ -211,7 +214,9 @@ CommandOutput run_analytic(const RecommendOptions& o) {
 
 }  // namespace
 
-CommandOutput run_recommend(const RecommendOptions& o) {
+CommandOutput run_recommend(const RecommendOptions& o, std::ostream* progress) {
+    // Stopped (its line cleared on a terminal) before the answer is printed or an error thrown.
+    const SearchProgress ticker(progress ? *progress : std::cerr, progress ? progress_mode(*progress) : ProgressMode::Off, "recommend");
     if (o.analytic || !wants_search(o)) {
         if (o.analytic && wants_search(o))
             usage_error(

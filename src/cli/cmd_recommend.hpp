@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -65,7 +66,9 @@ struct RecommendOptions {
 };
 
 CLI::App* setup_recommend(CLI::App& app, RecommendOptions& options);
-// Exits 1 (with the report) when no configuration meets both targets.
-CommandOutput run_recommend(const RecommendOptions& options);
+// Exits 1 (with the report) when no configuration meets both targets. With
+// `progress` (stderr), a search that runs past a second says how far it got
+// there (cli/progress.hpp); nullptr: nothing (the benchmark).
+CommandOutput run_recommend(const RecommendOptions& options, std::ostream* progress = nullptr);
 
 }  // namespace kvplan

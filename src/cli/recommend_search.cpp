@@ -56,7 +56,6 @@ void check_flags(const RecommendOptions& o, Engine engine) {
         usage_error("--input-len and --output-len describe synthetic traffic: with --trace the trace's requests are replayed");
     if (o.context > 0 || o.ttft > 0 || o.tpot > 0 || o.prompt > 0 || o.num_gpus > 0)
         usage_error("--context, --prompt, --ttft, --tpot and --num-gpus are the analytic search's (--analytic); the SLO search takes --slo");
-    if (o.format == "markdown" || o.format == "csv") usage_error("--format " + o.format + ": the SLO search prints a table or --json");
     if (o.disaggregated && engine != Engine::Vllm)
         usage_error("--disaggregated: disaggregated prefill/decode is simulated with vLLM's engine only; pass --engine vllm");
     if (!o.disaggregated && o.kv_link != "auto") usage_error("--kv-link: the KV transfer link of disaggregated units; add --disaggregated");
@@ -205,9 +204,16 @@ CommandOutput run_slo_search(const RecommendOptions& o, const std::vector<Gpu>& 
     r.wide = o.wide;
     r.search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const int code = r.candidates.empty() ? 1 : 0;
-    std::string text = o.json ? render_slo_json(r) : render_slo_table(r);
+    const std::string f = o.json ? "json" : o.format;
+    std::string text = f == "json"       ? render_slo_json(r)
+                       : f == "csv"      ? render_slo_csv(r)
+                       : f == "markdown" ? render_slo_markdown(r)
+                                         : render_slo_table(r);
     if (!o.plot.empty()) write_plot_files(o.plot, render_recommend_plots(r));
-    if (!o.report.empty()) write_file_atomically(o.report, render_html_report(recommend_report_title(r), text, render_recommend_plots(r)));
+    // The HTML report holds the printed table, whatever --format prints.
+    if (!o.report.empty())
+        write_file_atomically(o.report,
+                              render_html_report(recommend_report_title(r), f == "table" ? text : render_slo_table(r), render_recommend_plots(r)));
     return {std::move(text), code};
 }
 

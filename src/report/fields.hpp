@@ -70,6 +70,32 @@ nlohmann::ordered_json fields_json(const Fields<Row>& fields, const Row& row) {
     return j;
 }
 
+// A JSON value as one CSV cell: text as it is, null empty, a flag as
+// true/false, a number (or an object or array) as its JSON text.
+inline std::string csv_value(const nlohmann::ordered_json& v) {
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_null()) return "";
+    return v.dump();
+}
+
+// The CSV table of `rows`: one column per field with a key, the key (which
+// names its unit) as the heading and the JSON value as the cell, so that a
+// spreadsheet reads the same figures and units as the JSON.
+template <typename Row>
+Table fields_csv_table(const Fields<Row>& fields, const std::vector<Row>& rows) {
+    std::vector<std::string> headers;
+    for (const Field<Row>& f : fields)
+        if (!f.key.empty()) headers.push_back(f.key);
+    Table t(std::move(headers));
+    for (const Row& row : rows) {
+        std::vector<std::string> cells;
+        for (const Field<Row>& f : fields)
+            if (!f.key.empty()) cells.push_back(csv_value(f.json(row)));
+        t.add(std::move(cells));
+    }
+    return t;
+}
+
 // A list as the unit rule's test reads it: its name, and each JSON key with its kind.
 struct FieldListInfo {
     std::string name;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/memory/engine.hpp"
 #include "core/units.hpp"
 #include "report/json_value.hpp"
 #include "report/printable.hpp"
@@ -16,157 +17,8 @@ namespace {
 
 constexpr std::size_t kWidth = 100;  // the default text output fits this many columns
 
-using Args = std::vector<std::string>;  // one flag and its value per item, kept together when a line breaks
-
 std::string ms(double s) {
     return fmt::format("{:.1f}", s * 1e3);
-}
-
-std::string join(const Args& args) {
-    std::string out;
-    for (const std::string& a : args) out += (out.empty() ? "" : " ") + a;
-    return out;
-}
-
-Args vllm_args(const Candidate& c, const ServeOptions& s) {
-    Args a{fmt::format("--tensor-parallel-size {}", c.tp)};
-    if (c.pp > 1) a.push_back(fmt::format("--pipeline-parallel-size {}", c.pp));
-    // DP attention + EP (docs/scale-out.md): one server's DP ranks share the
-    // experts; further replicas are separate servers.
-    if (c.expert_parallel()) {
-        a.push_back(fmt::format("--data-parallel-size {}", c.attention_dp));
-        // Over several nodes (docs.vllm.ai, serving/data_parallel_deployment):
-        // this node's ranks, and where the head node listens.
-        if (c.nodes > 1) {
-            a.push_back(fmt::format("--data-parallel-size-local {}", c.attention_dp / c.nodes));
-            a.push_back("--data-parallel-address HEAD_IP");
-            a.push_back("--data-parallel-rpc-port 13345");
-        }
-        a.push_back("--enable-expert-parallel");
-        if (c.two_batch_overlap) a.push_back("--enable-dbo");
-    } else if (c.dp > 1) a.push_back(fmt::format("--data-parallel-size {}", c.dp));
-    a.push_back(fmt::format("--max-num-seqs {}", c.rank_batch()));  // per engine core (DP rank)
-    a.push_back(fmt::format("--max-model-len {}", c.max_model_len));
-    a.push_back(fmt::format("--max-num-batched-tokens {}", c.max_num_batched_tokens));
-    a.push_back(fmt::format("--gpu-memory-utilization {:.2f}", c.vllm_mem_fraction));
-    a.push_back(fmt::format("--kv-cache-dtype {}", c.kv_dtype == Dtype::Fp8 ? "fp8" : "auto"));
-    if (s.quantization) a.push_back("--quantization " + *s.quantization);
-    if (s.dtype) a.push_back("--dtype " + *s.dtype);
-    // Speculative decoding (docs.vllm.ai, features/spec_decode): the MTP
-    // module ("mtp"), an EAGLE head (its checkpoint: EAGLE_HEAD) or a draft model.
-    if (!c.spec_method.empty()) {
-        const std::string what = c.spec_method == "mtp"     ? R"("method":"mtp")"
-                                 : c.spec_method == "eagle" ? R"("method":"eagle","model":"EAGLE_HEAD")"
-                                                            : fmt::format(R"("model":"{}")", c.spec_draft);
-        a.push_back(fmt::format(R"(--speculative-config '{{{},"num_speculative_tokens":{}}}')", what, c.spec_tokens));
-    }
-    // Both roles take kv_both: the proxy's kv_transfer_params decide who
-    // sends (docs.vllm.ai, features/nixl_connector_usage).
-    if (s.pd_role) a.push_back(R"(--kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_both"}')");
-    return a;
-}
-
-// SGLang's server_args.py: --tp, --pp-size (--pipeline-parallel-size), --dp
-// (--data-parallel-size), --mem-fraction-static, --context-length,
-// --max-running-requests, --chunked-prefill-size.
-Args sglang_args(const Candidate& c, const ServeOptions& s) {
-    // DP attention + EP: --tp counts every GPU, --dp the attention ranks
-    // (dp_attention.py: attn_tp_size = tp_size // dp_size), --ep the experts' group.
-    Args a{fmt::format("--tp {}", c.tp * c.attention_dp)};
-    if (c.expert_parallel()) {
-        a.push_back(fmt::format("--dp {}", c.attention_dp));
-        a.push_back("--enable-dp-attention");
-        a.push_back(fmt::format("--ep {}", c.attention_dp));
-        // Over several nodes (server_args.py): each node's rank and the head's address.
-        if (c.nodes > 1) {
-            a.push_back(fmt::format("--nnodes {}", c.nodes));
-            a.push_back("--node-rank 0");
-            a.push_back("--dist-init-addr HEAD_IP:5000");
-        }
-        if (c.two_batch_overlap) a.push_back("--enable-two-batch-overlap");
-    }
-    if (c.pp > 1) a.push_back(fmt::format("--pp-size {}", c.pp));
-    if (c.dp > 1 && !c.expert_parallel()) a.push_back(fmt::format("--dp {}", c.dp));
-    // Under DP attention both are the server's totals, which SGLang divides
-    // over the ranks (server_args.py: chunked_prefill_size // dp_size; the
-    // scheduler's max_running_requests // dp_size).
-    a.push_back(fmt::format("--max-running-requests {}", c.rank_batch() * c.attention_dp));
-    a.push_back(fmt::format("--context-length {}", c.max_model_len));
-    a.push_back(fmt::format("--chunked-prefill-size {}", c.max_num_batched_tokens * c.attention_dp));
-    a.push_back(fmt::format("--mem-fraction-static {:.2f}", c.sglang_mem_fraction));
-    a.push_back(fmt::format("--kv-cache-dtype {}", c.kv_dtype == Dtype::Fp8 ? "fp8_e4m3" : "auto"));
-    if (s.quantization) a.push_back("--quantization " + *s.quantization);
-    if (s.dtype) a.push_back("--dtype " + *s.dtype);
-    // Speculative decoding (docs.sglang.io, advanced_features/speculative_decoding):
-    // the model's MTP layers run as an EAGLE drafter; a chain of K drafts.
-    if (!c.spec_method.empty()) {
-        a.push_back(c.spec_method == "draft" ? "--speculative-algorithm STANDALONE" : "--speculative-algorithm EAGLE");
-        if (c.spec_method == "eagle") a.push_back("--speculative-draft-model-path EAGLE_HEAD");
-        if (c.spec_method == "draft") a.push_back("--speculative-draft-model-path " + shell_word(c.spec_draft));
-        a.push_back(fmt::format("--speculative-num-steps {}", c.spec_tokens));
-        a.push_back("--speculative-eagle-topk 1");
-        a.push_back(fmt::format("--speculative-num-draft-tokens {}", c.spec_tokens + 1));
-    }
-    // docs.sglang.io, advanced_features/pd_disaggregation: --disaggregation-mode
-    // prefill|decode, with NIXL as the transfer engine.
-    if (s.pd_role) {
-        a.push_back("--disaggregation-mode " + *s.pd_role);
-        a.push_back("--disaggregation-transfer-backend nixl");
-    }
-    return a;
-}
-
-// trtllm-serve's options (https://nvidia.github.io/TensorRT-LLM/0.18.2/commands/trtllm-serve.html):
-// --tp_size, --max_batch_size, --max_num_tokens, --max_seq_len and
-// --kv_cache_free_gpu_memory_fraction ("free GPU memory fraction reserved for
-// KV cache, after allocating model weights and buffers"). It has no
-// data-parallel flag: DP replicas are separate servers.
-// With DP attention + EP, --tp_size counts every GPU and --ep_size the
-// experts' group; attention data parallelism is the LLM API's
-// enable_attention_dp, set in the YAML file --extra_llm_api_options reads.
-Args trtllm_args(const Candidate& c) {
-    Args a{fmt::format("--tp_size {}", c.tp * c.attention_dp)};
-    if (c.expert_parallel()) a.push_back(fmt::format("--ep_size {}", c.attention_dp));
-    // Each attention-DP rank schedules its own batch: the limits are per rank.
-    for (std::string x :
-         {fmt::format("--max_batch_size {}", c.rank_batch()), fmt::format("--max_num_tokens {}", c.max_num_batched_tokens),
-          fmt::format("--max_seq_len {}", c.max_model_len), fmt::format("--kv_cache_free_gpu_memory_fraction {:.2f}", c.trtllm_free_fraction)})
-        a.push_back(std::move(x));
-    if (c.expert_parallel()) a.push_back("--extra_llm_api_options attention_dp.yaml");
-    return a;
-}
-
-Args with_head(std::string head, Args args) {
-    args.insert(args.begin(), std::move(head));
-    return args;
-}
-
-Args vllm_line(const Candidate& c, const ServeOptions& s) {
-    return with_head("vllm serve " + shell_word(s.model), vllm_args(c, s));
-}
-Args sglang_line(const Candidate& c, const ServeOptions& s) {
-    return with_head("python -m sglang.launch_server --model-path " + shell_word(s.model), sglang_args(c, s));
-}
-Args trtllm_line(const Candidate& c, const ServeOptions& s) {
-    return with_head("trtllm-serve " + shell_word(s.model), trtllm_args(c));
-}
-
-// A command broken into lines of at most `width` columns, each but the last
-// ending in " \" so that it still pastes into a shell.
-std::string continued(const Args& args, std::size_t width) {
-    const std::string first = "  ", rest = "      ";
-    std::string out, line = first + args.front();
-    for (std::size_t i = 1; i < args.size(); ++i) {
-        if (line.size() + 1 + args[i].size() + 2 > width) {
-            out += line + " \\\n";
-            line = rest + args[i];
-        } else line += " " + args[i];
-    }
-    return out + line + "\n";
-}
-
-std::string command(const Args& args, bool wide) {
-    return wide ? "  " + join(args) + "\n" : continued(args, kWidth);
 }
 
 std::string layout(const Candidate& c) {
@@ -185,22 +37,15 @@ std::string usd(const Candidate& c) {
     return c.usd_per_million_tokens ? fmt::format("{:.3f}", *c.usd_per_million_tokens) : "-";
 }
 
+// The candidates shown (at most --top, best first), as rows.
+std::vector<RecommendRow> candidate_rows(const RecommendResult& r) {
+    std::vector<RecommendRow> out;
+    for (std::size_t i = 0; i < r.rec.candidates.size() && i < r.top; ++i) out.push_back({&r, &r.rec.candidates[i], i + 1});
+    return out;
+}
+
 Table candidates_table(const RecommendResult& r, bool wide) {
-    Table t = wide ? Table({"#", "gpu", "tp", "dp", "GPUs", "batch", "TTFT (ms)", "TPOT (ms)", "tok/s per GPU", "tok/s total", "$ per M tokens",
-                            "fits (requests)", "max batched tokens"},
-                           2)
-                   : Table({"#", "gpu", "tp", "dp", "batch", "TTFT ms", "TPOT ms", "tok/s/GPU", "tok/s", "$/M tok", "fits"}, 2);
-    for (std::size_t i = 0; i < r.rec.candidates.size() && i < r.top; ++i) {
-        const Candidate& c = r.rec.candidates[i];
-        std::vector<std::string> row{std::to_string(i + 1), c.gpu, tp_cell(c), std::to_string(c.dp)};
-        if (wide) row.push_back(std::to_string(c.gpus()));
-        for (std::string cell : {group_digits(c.batch), ms(c.ttft_s), ms(c.tpot_s), fmt::format("{:.0f}", c.tokens_per_s_per_gpu),
-                                 fmt::format("{:.0f}", c.tokens_per_s), usd(c), group_digits(c.max_requests)})
-            row.push_back(cell);
-        if (wide) row.push_back(group_digits(c.max_num_batched_tokens));
-        t.add(row);
-    }
-    return t;
+    return fields_table(recommend_fields(), candidate_rows(r), 2, wide ? Width::Wide : Width::Fit);
 }
 
 const char* target_key(Target t) {
@@ -267,20 +112,19 @@ std::string notes(const RecommendResult& r, const ServeOptions& s) {
     return out;
 }
 
-std::string best_commands(const RecommendResult& r, const ServeOptions& s) {
+std::string best_commands(const RecommendResult& r, ServeOptions s) {
     const Candidate& best = r.rec.candidates.front();
+    s.reasons = analytic_reasons(r, best);
     std::string out = fmt::format("\nCommands for the best ({}, {}, {} GPU{}):\n", best.gpu, layout(best), best.gpus(), best.gpus() > 1 ? "s" : "");
-    out += command(vllm_line(best, s), r.wide);
-    out += command(sglang_line(best, s), r.wide);
-    out += command(trtllm_line(best, s), r.wide);
+    out += reason_lines(s, r.wide);
+    out += vllm_command_lines(best, s, r.wide);
+    out += sglang_command_lines(best, s, r.wide);
+    out += trtllm_command_lines(best, s, r.wide);
     const std::size_t width = r.wide ? std::string::npos : kWidth;
-    if (best.expert_parallel())
-        out += wrap_text("attention_dp.yaml holds the line \"enable_attention_dp: true\"; vLLM and SGLang take the layout from their flags.", width,
-                         "  ", "  ");
-    if (!best.spec_method.empty())
+    if (best.spec_method == "draft")
         out += wrap_text(
-            "trtllm-serve sets speculative decoding in its --extra_llm_api_options YAML (speculative_config: decoding_type and the "
-            "draft length, docs: TensorRT-LLM \"Speculative Decoding\"); the line above runs without it.",
+            "trtllm-serve takes a separate draft model in its YAML's speculative_config (docs: TensorRT-LLM \"Speculative "
+            "Decoding\"); the file above runs without it.",
             width, "  ", "  ");
     if (best.dp > 1)
         out += wrap_text(
@@ -293,6 +137,28 @@ std::string best_commands(const RecommendResult& r, const ServeOptions& s) {
 }
 
 }  // namespace
+
+std::vector<std::string> analytic_reasons(const RecommendResult& r, const Candidate& c) {
+    const auto gpu = std::find_if(r.inputs.gpus.begin(), r.inputs.gpus.end(), [&](const Gpu& g) { return g.id == c.gpu; });
+    if (gpu == r.inputs.gpus.end()) return {};
+    std::vector<std::string> out;
+    const std::string rank = c.expert_parallel() ? " per DP rank" : "";
+    // vLLM V1's serving defaults on this device (core/memory/engine.hpp; vLLM's arg_utils.py).
+    if (const std::int64_t seqs = default_max_num_seqs(Engine::Vllm, *gpu); c.rank_batch() != seqs) {
+        const std::string why = c.batch >= c.max_requests
+                                    ? fmt::format("all the requests of {} tokens the KV cache holds", group_digits(r.inputs.context))
+                                    : fmt::format("the most sequences whose decode step at {} tokens meets TPOT <= {} ms",
+                                                  group_digits(r.inputs.context), ms(r.inputs.tpot_s));
+        out.push_back(fmt::format("--max-num-seqs {}{}: {} (vLLM's default on {}: {})", c.rank_batch(), rank, why, c.gpu, seqs));
+    }
+    const std::int64_t prompt = r.inputs.prompt > 0 ? r.inputs.prompt : r.inputs.context - r.inputs.output;
+    if (const std::int64_t tokens = default_max_batched_tokens(Engine::Vllm, *gpu, c.max_model_len); c.max_num_batched_tokens != tokens)
+        out.push_back(
+            fmt::format("--max-num-batched-tokens {}: a whole prompt of {} tokens beside a decode token for each of the {} "
+                        "sequences, so a prompt prefills in one step as the TTFT assumes (vLLM's default on {}: {})",
+                        c.max_num_batched_tokens, group_digits(prompt), c.rank_batch(), c.gpu, tokens));
+    return out;
+}
 
 ServeOptions serve_options(const RecommendResult& r) {
     ServeOptions s;
@@ -329,46 +195,6 @@ ServeOptions serve_options(const RecommendResult& r) {
     return s;
 }
 
-std::string vllm_flags(const Candidate& c, const ServeOptions& s) {
-    return join(vllm_args(c, s));
-}
-std::string sglang_flags(const Candidate& c, const ServeOptions& s) {
-    return join(sglang_args(c, s));
-}
-std::string trtllm_flags(const Candidate& c) {
-    return join(trtllm_args(c));
-}
-std::string vllm_command(const Candidate& c, const ServeOptions& s) {
-    return join(vllm_line(c, s));
-}
-std::string sglang_command(const Candidate& c, const ServeOptions& s) {
-    return join(sglang_line(c, s));
-}
-std::string trtllm_command(const Candidate& c, const ServeOptions& s) {
-    return join(trtllm_line(c, s));
-}
-std::string vllm_command_lines(const Candidate& c, const ServeOptions& s, bool wide) {
-    return command(vllm_line(c, s), wide);
-}
-std::string sglang_command_lines(const Candidate& c, const ServeOptions& s, bool wide) {
-    return command(sglang_line(c, s), wide);
-}
-
-namespace {
-// sgl-router's P/D mode (docs.sglang.io, advanced_features/pd_disaggregation):
-// one --prefill and one --decode per instance.
-Args sglang_router_line() {
-    return {"python -m sglang_router.launch_router --pd-disaggregation", "--prefill http://PREFILL_HOST:30000", "--decode http://DECODE_HOST:30000",
-            "--host 0.0.0.0 --port 8000"};
-}
-}  // namespace
-std::string sglang_pd_router_command() {
-    return join(sglang_router_line());
-}
-std::string sglang_pd_router_command_lines(bool wide) {
-    return command(sglang_router_line(), wide);
-}
-
 std::string render_recommend_table(const RecommendResult& r) {
     const ServeOptions s = serve_options(r);
     std::string out = targets(r) + fmt::format("\n{} GPU x layout configurations tried, {} hold a request of this context.\n\n", r.rec.configurations,
@@ -393,10 +219,11 @@ std::string render_recommend_table(const RecommendResult& r) {
 std::string render_recommend_markdown(const RecommendResult& r) {
     std::string out = "### " + targets(r) + "\n\n";
     if (r.rec.candidates.empty()) return out + nothing(r) + "\n";
-    const ServeOptions s = serve_options(r);
+    ServeOptions s = serve_options(r);
     const Candidate& best = r.rec.candidates.front();
-    out += candidates_table(r, true).render_markdown() + "\n```\n" + vllm_command(best, s) + "\n" + sglang_command(best, s) + "\n" +
-           trtllm_command(best, s) + "\n```\n";
+    s.reasons = analytic_reasons(r, best);
+    out += candidates_table(r, true).render_markdown() + "\n```sh\n" + reason_lines(s, true) + vllm_command_lines(best, s, true) +
+           sglang_command_lines(best, s, true) + trtllm_command_lines(best, s, true) + "```\n";
     return out;
 }
 
@@ -408,7 +235,7 @@ nlohmann::ordered_json missed_json(const Candidate& c) {
     return out;
 }
 
-nlohmann::ordered_json candidate_json(const Candidate& c, const ServeOptions& s) {
+nlohmann::ordered_json candidate_json(const RecommendResult& r, const Candidate& c, const ServeOptions& s) {
     nlohmann::ordered_json x;
     x["gpu"] = c.gpu;
     x["tp"] = c.tp;
@@ -429,6 +256,11 @@ nlohmann::ordered_json candidate_json(const Candidate& c, const ServeOptions& s)
     x["vllm_command"] = vllm_command(c, s);
     x["sglang_command"] = sglang_command(c, s);
     x["trtllm_command"] = trtllm_command(c, s);
+    x["trtllm_yaml"] = trtllm_yaml(c);
+    // Over several nodes, one command per node (node 0 the head); one node: the command above.
+    x["vllm_node_commands"] = vllm_node_commands(c, s);
+    x["sglang_node_commands"] = sglang_node_commands(c, s);
+    x["setting_reasons"] = analytic_reasons(r, c);
     x["max_requests"] = c.max_requests;
     x["max_model_len"] = c.max_model_len;
     x["max_num_batched_tokens"] = c.max_num_batched_tokens;
@@ -465,7 +297,7 @@ std::string render_recommend_json(const RecommendResult& r) {
     j["fitting_configurations"] = r.rec.fitting;
     j["larger_tp_meeting"] = r.rec.larger_tp_meeting;
     j["candidates"] = nlohmann::ordered_json::array();
-    for (std::size_t i = 0; i < r.rec.candidates.size() && i < r.top; ++i) j["candidates"].push_back(candidate_json(r.rec.candidates[i], s));
+    for (std::size_t i = 0; i < r.rec.candidates.size() && i < r.top; ++i) j["candidates"].push_back(candidate_json(r, r.rec.candidates[i], s));
     j["rejected"] = nlohmann::ordered_json::array();
     for (const Candidate& c : r.rec.rejected) j["rejected"].push_back(rejected_json(c));
     j["binding"] = r.rec.binding.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.rec.binding);
@@ -477,21 +309,95 @@ std::string render_recommend_json(const RecommendResult& r) {
 
 std::string render_recommend_csv(const RecommendResult& r) {
     // One row per configuration, candidates (best first, at most --top) then
-    // every rejected one; `missed` is empty for candidates.
-    Table t({"model", "gpu", "tp", "dp", "attention_dp", "gpus", "batch", "ttft_s", "tpot_s", "tokens_per_s_per_gpu", "tokens_per_s",
-             "usd_per_million_tokens", "max_requests", "max_model_len", "max_num_batched_tokens", "missed"});
-    auto row = [&](const Candidate& c, bool candidate) {
-        std::string missed;
-        for (Target m : c.missed) missed += (missed.empty() ? "" : " ") + std::string(target_key(m));
-        t.add({r.model, c.gpu, std::to_string(c.tp), std::to_string(c.dp), std::to_string(c.attention_dp), std::to_string(c.gpus()),
-               candidate ? std::to_string(c.batch) : "", fmt::format("{:.6g}", c.ttft_s), fmt::format("{:.6g}", c.tpot_s),
-               fmt::format("{:.6g}", c.tokens_per_s_per_gpu), fmt::format("{:.6g}", c.tokens_per_s),
-               c.usd_per_million_tokens ? fmt::format("{:.6g}", *c.usd_per_million_tokens) : "", std::to_string(c.max_requests),
-               std::to_string(c.max_model_len), candidate ? std::to_string(c.max_num_batched_tokens) : "", missed});
+    // every rejected one (rank 0); `missed` is empty for candidates.
+    std::vector<RecommendRow> rows = candidate_rows(r);
+    for (const Candidate& c : r.rec.rejected) rows.push_back({&r, &c, 0});
+    return fields_csv_table(recommend_fields(), rows).render_csv();
+}
+
+const Fields<RecommendRow>& recommend_fields() {
+    using J = nlohmann::ordered_json;
+    using R = RecommendRow;
+    // Figures that a rejected configuration (rank 0) does not have: its batch and token budget.
+    auto chosen = [](const R& x, std::int64_t v) { return x.rank > 0 ? J(v) : J(nullptr); };
+    static const Fields<R> fields = {
+        {.header = "#", .cell = [](const R& x) { return std::to_string(x.rank); }},
+        {.key = "model", .json = [](const R& x) { return J(x.result->model); }},
+        {.key = "gpu", .json = [](const R& x) { return J(x.candidate->gpu); }, .header = "gpu", .cell = [](const R& x) { return x.candidate->gpu; }},
+        {.key = "tp",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return J(x.candidate->tp); },
+         .header = "tp",
+         .cell = [](const R& x) { return tp_cell(*x.candidate); }},
+        {.key = "dp",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return J(x.candidate->dp); },
+         .header = "dp",
+         .cell = [](const R& x) { return std::to_string(x.candidate->dp); }},
+        {.key = "attention_dp", .kind = FieldKind::Number, .json = [](const R& x) { return J(x.candidate->attention_dp); }},
+        {.key = "gpus",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return J(x.candidate->gpus()); },
+         .header = "GPUs",
+         .cell = [](const R& x) { return std::to_string(x.candidate->gpus()); },
+         .in_fit = false},
+        {.key = "batch",
+         .kind = FieldKind::Number,
+         .json = [=](const R& x) { return chosen(x, x.candidate->batch); },
+         .header = "batch",
+         .cell = [](const R& x) { return group_digits(x.candidate->batch); }},
+        {.key = "ttft_s",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return J(x.candidate->ttft_s); },
+         .header = "TTFT (ms)",
+         .cell = [](const R& x) { return ms(x.candidate->ttft_s); },
+         .fit_header = "TTFT ms"},
+        {.key = "tpot_s",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return J(x.candidate->tpot_s); },
+         .header = "TPOT (ms)",
+         .cell = [](const R& x) { return ms(x.candidate->tpot_s); },
+         .fit_header = "TPOT ms"},
+        {.key = "tokens_per_s_per_gpu",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return J(x.candidate->tokens_per_s_per_gpu); },
+         .header = "tok/s per GPU",
+         .cell = [](const R& x) { return fmt::format("{:.0f}", x.candidate->tokens_per_s_per_gpu); },
+         .fit_header = "tok/s/GPU"},
+        {.key = "tokens_per_s",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return J(x.candidate->tokens_per_s); },
+         .header = "tok/s total",
+         .cell = [](const R& x) { return fmt::format("{:.0f}", x.candidate->tokens_per_s); },
+         .fit_header = "tok/s"},
+        {.key = "usd_per_million_tokens",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return or_null(x.candidate->usd_per_million_tokens); },
+         .header = "$ per M tokens",
+         .cell = [](const R& x) { return usd(*x.candidate); },
+         .fit_header = "$/M tok"},
+        {.key = "max_requests",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return J(x.candidate->max_requests); },
+         .header = "fits (requests)",
+         .cell = [](const R& x) { return group_digits(x.candidate->max_requests); },
+         .fit_header = "fits"},
+        {.key = "max_model_len", .kind = FieldKind::Number, .json = [](const R& x) { return J(x.candidate->max_model_len); }},
+        {.key = "max_num_batched_tokens",
+         .kind = FieldKind::Number,
+         .json = [=](const R& x) { return chosen(x, x.candidate->max_num_batched_tokens); },
+         .header = "max batched tokens",
+         .cell = [](const R& x) { return group_digits(x.candidate->max_num_batched_tokens); },
+         .in_fit = false},
+        {.key = "missed",
+         .json =
+             [](const R& x) {
+                 std::string out;
+                 for (Target m : x.candidate->missed) out += (out.empty() ? "" : " ") + std::string(target_key(m));
+                 return J(out);
+             }},
     };
-    for (std::size_t i = 0; i < r.rec.candidates.size() && i < r.top; ++i) row(r.rec.candidates[i], true);
-    for (const Candidate& c : r.rec.rejected) row(c, false);
-    return t.render_csv();
+    return fields;
 }
 
 }  // namespace kvplan

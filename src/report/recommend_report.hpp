@@ -9,37 +9,29 @@
 #include "core/speed/recommend.hpp"
 #include "core/speed/recommend_result.hpp"
 #include "io/model_loader.hpp"
+#include "report/engine_commands.hpp"
+#include "report/fields.hpp"
 
 namespace kvplan {
 
-// What the checkpoint needs the engines told beyond a candidate's settings.
-struct ServeOptions {
-    std::string model = "CHECKPOINT";         // what `vllm serve` takes
-    std::optional<std::string> quantization;  // --quantization, only where the engine cannot tell by itself
-    std::optional<std::string> dtype;         // --dtype: a --weights-dtype the engines cast to on load
-    std::vector<std::string> notes;           // what the commands cannot say
-    // "prefill" or "decode": one instance of a disaggregated unit, its KV
-    // moved by NIXL (vLLM's NixlConnector, SGLang's --disaggregation-mode).
-    std::optional<std::string> pd_role;
-};
+// The engine flags for the checkpoint (its id, a quantization on load) and,
+// as comments, why the analytic search's settings differ from vLLM's defaults.
 ServeOptions serve_options(const RecommendResult& r);
+// Why a candidate's vLLM settings differ from vLLM's defaults on its device,
+// one sentence each: the batch the TPOT target (or memory) allows, the token
+// budget that prefills a whole prompt in one step.
+std::vector<std::string> analytic_reasons(const RecommendResult& r, const Candidate& c);
 
-// The settings a candidate assumes, as each engine's flags: vLLM's `vllm
-// serve`, SGLang's `launch_server` and TensorRT-LLM's `trtllm-serve` arguments.
-std::string vllm_flags(const Candidate& c, const ServeOptions& s = {});
-std::string sglang_flags(const Candidate& c, const ServeOptions& s = {});
-std::string trtllm_flags(const Candidate& c);
-// The whole command lines, on one line each.
-std::string vllm_command(const Candidate& c, const ServeOptions& s);
-std::string sglang_command(const Candidate& c, const ServeOptions& s);
-std::string trtllm_command(const Candidate& c, const ServeOptions& s);
-// The same, indented and broken into lines of at most 100 columns that
-// still paste into a shell (one line each when `wide`).
-std::string vllm_command_lines(const Candidate& c, const ServeOptions& s, bool wide);
-std::string sglang_command_lines(const Candidate& c, const ServeOptions& s, bool wide);
-// SGLang's router in front of a disaggregated unit's instances.
-std::string sglang_pd_router_command();
-std::string sglang_pd_router_command_lines(bool wide);
+// One configuration of the analytic search as its tables and CSV see it: a
+// candidate (rank 1 the best) or a rejected one (rank 0).
+struct RecommendRow {
+    const RecommendResult* result = nullptr;
+    const Candidate* candidate = nullptr;
+    std::size_t rank = 0;
+};
+// The candidates table's columns (the 100-column table's shorter headings,
+// --wide's and Markdown's GPUs and token budget) and the CSV's keys.
+const Fields<RecommendRow>& recommend_fields();
 
 std::string render_recommend_table(const RecommendResult& r);
 std::string render_recommend_markdown(const RecommendResult& r);

@@ -10,6 +10,7 @@
 #include "core/model/weight_format.hpp"
 #include "report/display_width.hpp"
 #include "report/json_value.hpp"
+#include "report/printable.hpp"
 #include "report/table.hpp"
 
 namespace kvplan {
@@ -107,47 +108,21 @@ std::string band_text(const SloCandidate& c) {
     return end(c.band->low_rps) + "-" + end(c.band->high_rps);
 }
 
-// `slim` leaves out the per-direction $/M columns (kept in --wide and the
-// JSON) when a searched KV dtype or weight format widens the knobs column.
-Table fleet_table(const SloRecommendResult& r, bool slim) {
-    std::vector<std::string> head = {"#", "gpu", "tp", "knobs", "req/s per\nreplica", "step model\nrange", "replicas", "GPUs", "$/hour"};
-    if (!slim) head.insert(head.end(), {"$/M\ninput", "$/M\noutput"});
-    head.insert(head.end(), {"$/M\ntokens", "binds"});
-    Table t(head, 2);
-    for (std::size_t i = 0; i < r.candidates.size() && i < r.top; ++i) {
-        const SloCandidate& c = r.candidates[i];
-        std::vector<std::string> row = {std::to_string(i + 1),
-                                        c.gpu,
-                                        tp_text(c),
-                                        knobs(r, c),
-                                        rate(c.outcome.max_rate_rps),
-                                        band_text(c),
-                                        group_digits(c.fleet.replicas),
-                                        group_digits(c.fleet.gpus),
-                                        money(c.fleet.usd_per_hour, "{:.2f}")};
-        if (!slim) row.insert(row.end(), {money(c.fleet.usd_per_million_input_tokens), money(c.fleet.usd_per_million_output_tokens)});
-        row.insert(row.end(), {money(c.fleet.usd_per_million_tokens), c.outcome.binding});
-        t.add(std::move(row));
-    }
-    return t;
+// The rows of the candidates shown: at most --top, best first.
+std::vector<SloRow> shown_rows(const SloRecommendResult& r) {
+    std::vector<SloRow> out;
+    for (std::size_t i = 0; i < r.candidates.size() && i < r.top; ++i) out.push_back({&r, &r.candidates[i], i + 1});
+    return out;
 }
 
-// `slim` leaves out the E2E p50 column likewise.
+// `slim` leaves out the fields not in_fit: the per-direction $/M columns (kept
+// in --wide, Markdown and CSV) and the E2E p50, when a searched KV dtype or
+// weight format widens the knobs column.
+Table fleet_table(const SloRecommendResult& r, bool slim) {
+    return fields_table(slo_fleet_fields(), shown_rows(r), 2, slim ? Width::Fit : Width::Wide);
+}
 Table latency_table(const SloRecommendResult& r, bool slim) {
-    std::vector<std::string> head = {"#", "gpu", "tp", "knobs", "TTFT ms\np50", "TTFT ms\np99", "TPOT ms\np50", "TPOT ms\np99"};
-    if (!slim) head.push_back("E2E s\np50");
-    head.push_back("E2E s\np99");
-    Table t(head, 2);
-    for (std::size_t i = 0; i < r.candidates.size() && i < r.top; ++i) {
-        const SloCandidate& c = r.candidates[i];
-        const SimSummary& s = c.outcome.at_max;
-        std::vector<std::string> row = {std::to_string(i + 1), c.gpu,           tp_text(c), knobs(r, c), ms(s.ttft_s.p50), ms(s.ttft_s.p99),
-                                        ms(s.tpot_s.p50),      ms(s.tpot_s.p99)};
-        if (!slim) row.push_back(sec(s.e2e_s.p50));
-        row.push_back(sec(s.e2e_s.p99));
-        t.add(std::move(row));
-    }
-    return t;
+    return fields_table(slo_latency_fields(), shown_rows(r), 2, slim ? Width::Fit : Width::Wide);
 }
 
 // A table at full width, or slimmed when it would not fit (Fit only).
@@ -204,6 +179,29 @@ std::string scaled_line(const SloCandidate& c) {
         "Scaled minute by minute to the trace's rate, the best needs {} replica{} over its {} minutes: "
         "{:.2f} GPU-hours against {:.2f} for the fixed fleet{}.",
         range, f.max_replicas > 1 ? "s" : "", f.replicas.size(), f.gpu_hours, f.fixed_gpu_hours, cost);
+}
+
+// Why the best's settings differ from the engine's defaults: the knob
+// setting the search picked (docs/recommend.md, "Candidates"). Under SGLang's
+// DP attention both figures are the server's totals.
+std::vector<std::string> knob_reasons(const SloRecommendResult& r, const SloCandidate& c) {
+    const bool sglang = r.engine == "sglang";
+    const std::string seqs = fmt::format("{} {}", sglang ? "--max-running-requests" : "--max-num-seqs",
+                                         sglang ? c.serve.rank_batch() * c.serve.attention_dp : c.serve.rank_batch());
+    const std::string tokens = fmt::format("{} {}", sglang ? "--chunked-prefill-size" : "--max-num-batched-tokens",
+                                           sglang ? c.serve.max_num_batched_tokens * c.serve.attention_dp : c.serve.max_num_batched_tokens);
+    const std::string engine = sglang ? "SGLang" : "vLLM";
+    if (c.knobs == "latency")
+        return {
+            fmt::format("{} and {}: the search's latency setting (at most 64 sequences and 2,048 tokens a step; half of {}'s "
+                        "default batch where that is smaller), whose shorter steps keep TPOT down",
+                        seqs, tokens, engine)};
+    if (c.knobs == "throughput")
+        return {
+            fmt::format("{}: the search's throughput setting (twice {}'s default tokens a step), whose larger chunks "
+                        "prefill prompts in fewer steps",
+                        tokens, engine)};
+    return {};
 }
 
 // A disaggregated unit's commands: each side's instance for vLLM and SGLang, and SGLang's router.
@@ -331,6 +329,139 @@ std::string sustained_words(const SearchOutcome& x, std::int64_t short_requests)
     return out + ".";
 }
 
+const Fields<SloRow>& slo_fleet_fields() {
+    using J = nlohmann::ordered_json;
+    using R = SloRow;
+    auto opt = [](const std::optional<double>& v) { return v ? J(*v) : J(nullptr); };
+    static const Fields<R> fields = {
+        {.key = "rank",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return J(x.rank); },
+         .header = "#",
+         .cell = [](const R& x) { return std::to_string(x.rank); }},
+        {.key = "gpu", .json = [](const R& x) { return J(x.candidate->gpu); }, .header = "gpu", .cell = [](const R& x) { return x.candidate->gpu; }},
+        {.key = "tp",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return J(x.candidate->tp); },
+         .header = "tp",
+         .cell = [](const R& x) { return tp_text(*x.candidate); }},
+        {.key = "pp", .kind = FieldKind::Number, .json = [](const R& x) { return J(x.candidate->pp); }},
+        {.key = "attention_dp", .kind = FieldKind::Number, .json = [](const R& x) { return J(x.candidate->dp); }},
+        {.key = "knobs",
+         .json = [](const R& x) { return J(x.candidate->knobs); },
+         .header = "knobs",
+         .cell = [](const R& x) { return knobs(*x.result, *x.candidate); }},
+        {.key = "kv_dtype", .json = [](const R& x) { return J(x.candidate->kv_dtype_flag); }},
+        {.key = "weights_dtype", .json = [](const R& x) { return J(x.candidate->weights_flag); }},
+        {.key = "disaggregated", .kind = FieldKind::Flag, .json = [](const R& x) { return J(x.candidate->pd()); }},
+        {.key = "prefill_replicas",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return x.candidate->pd() ? J(x.candidate->prefill_replicas) : J(nullptr); }},
+        {.key = "decode_replicas",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return x.candidate->pd() ? J(x.candidate->decode_replicas) : J(nullptr); }},
+        {.key = "max_num_seqs", .kind = FieldKind::Number, .json = [](const R& x) { return J(x.candidate->serve.batch); }},
+        {.key = "max_num_batched_tokens", .kind = FieldKind::Number, .json = [](const R& x) { return J(x.candidate->serve.max_num_batched_tokens); }},
+        {.key = "max_rate_per_replica_rps",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return J(x.candidate->outcome.max_rate_rps); },
+         .header = "req/s per\nreplica",
+         .cell = [](const R& x) { return rate(x.candidate->outcome.max_rate_rps); }},
+        {.key = "band_low_rps",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return x.candidate->band ? J(x.candidate->band->low_rps) : J(nullptr); },
+         .header = "step model\nrange",
+         .cell = [](const R& x) { return band_text(*x.candidate); }},
+        {.key = "band_high_rps",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return x.candidate->band ? J(x.candidate->band->high_rps) : J(nullptr); }},
+        {.key = "sized_on_rate_rps", .kind = FieldKind::Number, .json = [](const R& x) { return J(x.candidate->sizing_rate_rps()); }},
+        {.key = "replicas",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return J(x.candidate->fleet.replicas); },
+         .header = "replicas",
+         .cell = [](const R& x) { return group_digits(x.candidate->fleet.replicas); }},
+        {.key = "gpus_total",
+         .kind = FieldKind::Number,
+         .json = [](const R& x) { return J(x.candidate->fleet.gpus); },
+         .header = "GPUs",
+         .cell = [](const R& x) { return group_digits(x.candidate->fleet.gpus); }},
+        {.key = "usd_per_hour",
+         .kind = FieldKind::Number,
+         .json = [=](const R& x) { return opt(x.candidate->fleet.usd_per_hour); },
+         .header = "$/hour",
+         .cell = [](const R& x) { return money(x.candidate->fleet.usd_per_hour, "{:.2f}"); }},
+        {.key = "usd_per_million_input_tokens",
+         .kind = FieldKind::Number,
+         .json = [=](const R& x) { return opt(x.candidate->fleet.usd_per_million_input_tokens); },
+         .header = "$/M\ninput",
+         .cell = [](const R& x) { return money(x.candidate->fleet.usd_per_million_input_tokens); },
+         .in_fit = false},
+        {.key = "usd_per_million_output_tokens",
+         .kind = FieldKind::Number,
+         .json = [=](const R& x) { return opt(x.candidate->fleet.usd_per_million_output_tokens); },
+         .header = "$/M\noutput",
+         .cell = [](const R& x) { return money(x.candidate->fleet.usd_per_million_output_tokens); },
+         .in_fit = false},
+        {.key = "usd_per_million_tokens",
+         .kind = FieldKind::Number,
+         .json = [=](const R& x) { return opt(x.candidate->fleet.usd_per_million_tokens); },
+         .header = "$/M\ntokens",
+         .cell = [](const R& x) { return money(x.candidate->fleet.usd_per_million_tokens); }},
+        {.key = "binding_slo",
+         .json = [](const R& x) { return x.candidate->outcome.binding.empty() ? J(nullptr) : J(x.candidate->outcome.binding); },
+         .header = "binds",
+         .cell = [](const R& x) { return x.candidate->outcome.binding; }},
+    };
+    return fields;
+}
+
+const Fields<SloRow>& slo_latency_fields() {
+    using J = nlohmann::ordered_json;
+    using R = SloRow;
+    auto at = [](const R& x) -> const SimSummary& { return x.candidate->outcome.at_max; };
+    // The candidate's identity is the fleet list's: here table-only, so that the CSV names it once.
+    static const Fields<R> fields = {
+        {.header = "#", .cell = [](const R& x) { return std::to_string(x.rank); }},
+        {.header = "gpu", .cell = [](const R& x) { return x.candidate->gpu; }},
+        {.header = "tp", .cell = [](const R& x) { return tp_text(*x.candidate); }},
+        {.header = "knobs", .cell = [](const R& x) { return knobs(*x.result, *x.candidate); }},
+        {.key = "ttft_p50_s",
+         .kind = FieldKind::Number,
+         .json = [=](const R& x) { return J(at(x).ttft_s.p50); },
+         .header = "TTFT ms\np50",
+         .cell = [=](const R& x) { return ms(at(x).ttft_s.p50); }},
+        {.key = "ttft_p99_s",
+         .kind = FieldKind::Number,
+         .json = [=](const R& x) { return J(at(x).ttft_s.p99); },
+         .header = "TTFT ms\np99",
+         .cell = [=](const R& x) { return ms(at(x).ttft_s.p99); }},
+        {.key = "tpot_p50_s",
+         .kind = FieldKind::Number,
+         .json = [=](const R& x) { return J(at(x).tpot_s.p50); },
+         .header = "TPOT ms\np50",
+         .cell = [=](const R& x) { return ms(at(x).tpot_s.p50); }},
+        {.key = "tpot_p99_s",
+         .kind = FieldKind::Number,
+         .json = [=](const R& x) { return J(at(x).tpot_s.p99); },
+         .header = "TPOT ms\np99",
+         .cell = [=](const R& x) { return ms(at(x).tpot_s.p99); }},
+        {.key = "e2e_p50_s",
+         .kind = FieldKind::Number,
+         .json = [=](const R& x) { return J(at(x).e2e_s.p50); },
+         .header = "E2E s\np50",
+         .cell = [=](const R& x) { return sec(at(x).e2e_s.p50); },
+         .in_fit = false},
+        {.key = "e2e_p99_s",
+         .kind = FieldKind::Number,
+         .json = [=](const R& x) { return J(at(x).e2e_s.p99); },
+         .header = "E2E s\np99",
+         .cell = [=](const R& x) { return sec(at(x).e2e_s.p99); }},
+        {.key = "slo_attainment", .kind = FieldKind::Number, .json = [=](const R& x) { return or_null(at(x).slo_attainment); }},
+    };
+    return fields;
+}
+
 std::string render_slo_table(const SloRecommendResult& r) {
     const Width width = r.wide ? Width::Wide : Width::Fit;
     std::string out = fit_line(fmt::format("{} on {}: {}", r.base.model, r.engine, workload_words(r)), width);
@@ -367,14 +498,11 @@ std::string render_slo_table(const SloRecommendResult& r) {
                                                : best.dp > 1            ? ": as many separate servers"
                                                                         : ": data parallelism, or as many separate servers"),
                                    width);
-            const ServeOptions s = serve_for(r, best);
+            ServeOptions s = serve_for(r, best);
+            s.reasons = knob_reasons(r, best);
+            out += reason_lines(s, r.wide);
             out += vllm_command_lines(best.serve, s, r.wide);
             out += sglang_command_lines(best.serve, s, r.wide);
-            if (best.serve.nodes > 1)
-                out += fit_line(fmt::format("Run each on all {} nodes of a replica, HEAD_IP the first's address: vLLM's as written on the first, "
-                                            "with --headless --data-parallel-start-rank {}k on node k; SGLang's with --node-rank k on node k.",
-                                            best.serve.nodes, best.dp / best.serve.nodes),
-                                width, "  ", "  ");
         }
         if (best.scaled) out += "\n" + fit_line(scaled_line(best), width);
     }
@@ -433,6 +561,9 @@ std::string render_slo_json(const SloRecommendResult& r) {
         x["two_batch_overlap"] = c.serve.two_batch_overlap;
         x["vllm_command"] = c.pd() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(vllm_command(c.serve, s));
         x["sglang_command"] = c.pd() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(sglang_command(c.serve, s));
+        x["vllm_node_commands"] = c.pd() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(vllm_node_commands(c.serve, s));
+        x["sglang_node_commands"] = c.pd() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(sglang_node_commands(c.serve, s));
+        x["setting_reasons"] = knob_reasons(r, c);
         if (c.pd()) {
             s.pd_role = "prefill";
             x["vllm_prefill_command"] = vllm_command(c.prefill_serve, s);
@@ -484,6 +615,40 @@ std::string breach_words(Stability::Breach b) {
         case Stability::Breach::None: break;
     }
     return "stable";
+}
+
+std::string render_slo_markdown(const SloRecommendResult& r) {
+    std::string out = "### " + markdown_cell(fmt::format("{} on {}: {}", r.base.model, r.engine, workload_words(r))) + "\n\n";
+    out += markdown_cell(fmt::format("SLO: {}; target {} req/s ({})", targets(r), rate(r.target_rps), r.target_source)) + "\n\n";
+    if (r.candidates.empty())
+        return out + markdown_cell("Nothing qualifies. " + nearest_words(r.rejected, r.requests_per_run, kSloDefaultRequests)) + "\n";
+    const std::vector<SloRow> rows = shown_rows(r);
+    out += fields_table(slo_fleet_fields(), rows, 2).render_markdown();
+    out += "\nLatency at each candidate's rate per replica (one replica, simulated):\n\n";
+    out += fields_table(slo_latency_fields(), rows, 2).render_markdown();
+    const SloCandidate& best = r.candidates.front();
+    ServeOptions s = serve_for(r, best);
+    if (!best.pd()) {
+        s.reasons = knob_reasons(r, best);
+        return out + "\n```sh\n" + reason_lines(s, true) + vllm_command_lines(best.serve, s, true) + sglang_command_lines(best.serve, s, true) +
+               "```\n";
+    }
+    // A unit: each side's instance in each engine, then SGLang's router (the table's unit_commands, without its sentences).
+    s.pd_role = "prefill";
+    const ServeOptions prefill = s;
+    s.pd_role = "decode";
+    return out + "\n```sh\n  # each prefill instance, then each decode instance\n" + vllm_command_lines(best.prefill_serve, prefill, true) +
+           vllm_command_lines(best.serve, s, true) + sglang_command_lines(best.prefill_serve, prefill, true) +
+           sglang_command_lines(best.serve, s, true) + sglang_pd_router_command_lines(true) + "```\n";
+}
+
+std::string render_slo_csv(const SloRecommendResult& r) {
+    static const Fields<SloRow> all = [] {
+        Fields<SloRow> f = slo_fleet_fields();
+        f.insert(f.end(), slo_latency_fields().begin(), slo_latency_fields().end());
+        return f;
+    }();
+    return fields_csv_table(all, shown_rows(r)).render_csv();
 }
 
 std::string outcome_words(const SearchOutcome& x, double target_rps, std::size_t top) {

@@ -13,6 +13,7 @@
 #include "core/plan/slo_result.hpp"
 #include "core/sim/slo_search.hpp"
 #include "core/speed/recommend.hpp"
+#include "report/fields.hpp"
 #include "report/recommend_report.hpp"
 
 namespace kvplan {
@@ -41,7 +42,26 @@ std::string cost_rank_words(const SloCandidate& c, const SloCandidate& best, std
 // the rejected candidate closest to its target alone, and what would pass.
 std::string nearest_words(const std::vector<SloCandidate>& rejected, std::int64_t requests_per_run, std::int64_t default_requests);
 
+// One ranked candidate as the search's tables see it.
+struct SloRow {
+    const SloRecommendResult* result = nullptr;
+    const SloCandidate* candidate = nullptr;
+    std::size_t rank = 0;  // 1: the best
+};
+// The fleet table's columns (the rate per replica, replicas, cost) and the
+// latency table's (percentiles at that rate): each field's heading and cell
+// for the text and Markdown tables, its key and value for the CSV, keyed as
+// render_slo_json keys the same figures. The fields not in_fit are the ones
+// the 100-column table leaves out when it would not fit.
+const Fields<SloRow>& slo_fleet_fields();
+const Fields<SloRow>& slo_latency_fields();
+
 std::string render_slo_table(const SloRecommendResult& r);
 std::string render_slo_json(const SloRecommendResult& r);
+// Both tables as Markdown, then the best's commands.
+std::string render_slo_markdown(const SloRecommendResult& r);
+// One row per candidate shown (best first, at most --top): the fleet's
+// fields, then the latency's; an empty table (the header) when none qualifies.
+std::string render_slo_csv(const SloRecommendResult& r);
 
 }  // namespace kvplan

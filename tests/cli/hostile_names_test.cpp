@@ -232,12 +232,13 @@ TEST_CASE("hostile names: roofline and simulate in every format, with their char
 TEST_CASE("hostile names: recommend's SLO search, its charts and HTML report", "[hostile-names]") {
     const Inputs& in = inputs();
     const std::string report = in.plot + ".html";
-    for (const std::string format : {"table", "json"}) {
+    for (const std::string format : {"table", "json", "markdown", "csv"}) {
         std::vector<std::string> args = {"recommend", "--model",     in.folder,   "--gpu-file",   in.gpu_file,          "--gpus",
                                          "hostile",   "--max-gpus",  "1",         "--slo",        "ttft=2s,tpot=100ms", "--rate",
                                          "5",         "--input-len", "fixed:256", "--output-len", "fixed:32",           "--plot",
                                          in.plot,     "--report",    report};
         if (format == "json") args.push_back("--json");
+        if (format == "markdown" || format == "csv") args.insert(args.end(), {"--format", format});
         expect_run(args, format);
         expect_files(in.plot, report);
     }

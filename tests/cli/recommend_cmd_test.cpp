@@ -50,7 +50,9 @@ TEST_CASE("recommend prints a vllm command with the Hugging Face id, DP replicas
     CHECK_THAT(vllm, Catch::Contains("--data-parallel-size 8 ") && Catch::Contains("--gpu-memory-utilization 0.90 ") &&
                          Catch::Contains("--max-num-batched-tokens ") && Catch::Contains("--max-model-len 8192 "));
     CHECK_THAT(r.out, Catch::Contains("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp 1 --dp 8"));
-    CHECK_THAT(r.out, Catch::Contains("trtllm-serve meta-llama/Llama-3.1-8B-Instruct --tp_size 1 "));
+    // TensorRT-LLM's settings in the YAML its --extra_llm_api_options reads, written by a here-document.
+    CHECK_THAT(r.out, Catch::Contains("  cat > trtllm.yaml <<'EOF'\ntensor_parallel_size: 1\nmax_batch_size: "));
+    CHECK_THAT(r.out, Catch::Contains("\nEOF\n  trtllm-serve meta-llama/Llama-3.1-8B-Instruct --extra_llm_api_options trtllm.yaml\n"));
     CHECK(r.out.find("MODEL") == std::string::npos);
     CHECK(widest_line(r.out) <= 100);
 }
@@ -114,6 +116,74 @@ TEST_CASE("recommend --slo: the fleet covers the target rate, and its cost per h
                                    "--max-gpus", "1", "--requests", "400", "--price-per-hour", "h100-sxm=2"});
     CHECK(again.out == third.out);
     CHECK(widest_line(again.out) <= 100);
+}
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+}
+
+std::vector<std::string> csv_fields(const std::string& line) {
+    std::vector<std::string> out(1);
+    for (char ch : line) {
+        if (ch == ',') out.emplace_back();
+        else out.back() += ch;
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("recommend --slo --format csv and markdown: the JSON's figures, one header row, each table one row per candidate") {
+    const std::vector<std::string> base = {"recommend",  "--model",  "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "30",
+                                           "--gpus",     "h100-sxm", "--max-gpus",   "1",     "--requests",        "400",    "--price-per-hour",
+                                           "h100-sxm=2", "--format"};
+    auto run = [&](const char* format) {
+        std::vector<std::string> a = base;
+        a.push_back(format);
+        const Run r = Run::kvplan(a);
+        INFO(r.command << "\n" << r.out << r.err);
+        REQUIRE(r.exit_code == 0);
+        CHECK(r.err.empty());
+        return r.out;
+    };
+    const auto j = nlohmann::json::parse(run("json"));
+    const std::vector<std::string> csv = lines_of(run("csv"));
+    REQUIRE(csv.size() == 1 + j["candidates"].size());  // one header row, then a row per candidate
+    const std::vector<std::string> head = csv_fields(csv[0]);
+    const auto column = [&](const std::string& key) { return std::find(head.begin(), head.end(), key) - head.begin(); };
+    REQUIRE(column("max_rate_per_replica_rps") < static_cast<std::ptrdiff_t>(head.size()));
+    for (std::size_t i = 0; i < j["candidates"].size(); ++i) {
+        const auto& c = j["candidates"][i];
+        const std::vector<std::string> row = csv_fields(csv[i + 1]);
+        REQUIRE(row.size() == head.size());
+        CHECK(row[column("rank")] == std::to_string(i + 1));
+        CHECK(row[column("knobs")] == c["knobs"].get<std::string>());
+        CHECK(std::stod(row[column("max_rate_per_replica_rps")]) == c["max_rate_per_replica_rps"].get<double>());
+        CHECK(std::stod(row[column("usd_per_hour")]) == c["usd_per_hour"].get<double>());
+        CHECK(std::stod(row[column("ttft_p99_s")]) == c["ttft_p99_s"].get<double>());
+    }
+    // Markdown: the fleet table and the latency table, each a header, a rule
+    // and a row per candidate with as many cells; then the commands.
+    const std::vector<std::string> md = lines_of(run("markdown"));
+    std::vector<std::vector<std::string>> tables(1);
+    for (const std::string& line : md) {
+        if (!line.empty() && line.front() == '|') tables.back().push_back(line);
+        else if (!tables.back().empty()) tables.emplace_back();
+    }
+    if (tables.back().empty()) tables.pop_back();
+    REQUIRE(tables.size() == 2);
+    for (const auto& t : tables) {
+        CHECK(t.size() == 2 + j["candidates"].size());
+        for (const std::string& line : t) CHECK(std::count(line.begin(), line.end(), '|') == std::count(t[0].begin(), t[0].end(), '|'));
+    }
+    CHECK(tables[0][0].find("$/M input") != std::string::npos);  // Markdown has every column
+    const std::string all = run("markdown");
+    CHECK_THAT(all, Catch::Contains("\n```sh\n") && Catch::Contains("  vllm serve meta-llama/Llama-3.1-8B-Instruct "));
 }
 
 TEST_CASE("recommend --slo --kv-dtype auto,fp8 --weights-dtype auto,fp8: every item is a candidate, each with its own engine flags") {
@@ -353,7 +423,7 @@ TEST_CASE("recommend (analytic) --spec-method: every candidate speculative, its 
     }
     const Run t = Run::kvplan(args);
     CHECK_THAT(t.out, Catch::Contains("note: speculative decoding (draft, K 4)"));
-    CHECK_THAT(t.out, Catch::Contains("trtllm-serve sets speculative decoding in its --extra_llm_api_options YAML"));
+    CHECK_THAT(t.out, Catch::Contains("trtllm-serve takes a separate draft model in its YAML's speculative_config"));
     CHECK(widest_line(t.out) <= 100);
     const Run gpt2 = Run::kvplan({"recommend", "--model",      "llama-3.1-70b", "--gpus",        "h100-sxm", "--context",     "8192", "--ttft",
                                   "2",         "--tpot",       "0.05",          "--spec-method", "draft",    "--draft-model", "gpt2", "--spec-tokens",
@@ -526,6 +596,14 @@ TEST_CASE("recommend --slo --max-nodes 2: a DP 16 + EP 16 layout over two nodes 
         CHECK_THAT(c["vllm_command"].get<std::string>(),
                    Catch::Contains("--data-parallel-size 16 --data-parallel-size-local 8 --data-parallel-address HEAD_IP"));
         CHECK_THAT(c["sglang_command"].get<std::string>(), Catch::Contains("--tp 16 --dp 16 --enable-dp-attention --ep 16 --nnodes 2 --node-rank 0"));
+        // One command per node: the second runs headless from global rank 8, or as SGLang's node 1.
+        REQUIRE(c["vllm_node_commands"].size() == 2);
+        CHECK(c["vllm_node_commands"][0] == c["vllm_command"]);
+        CHECK_THAT(c["vllm_node_commands"][1].get<std::string>(),
+                   Catch::Contains("--data-parallel-size 16 --headless --data-parallel-size-local 8 --data-parallel-start-rank 8 "
+                                   "--data-parallel-address HEAD_IP"));
+        REQUIRE(c["sglang_node_commands"].size() == 2);
+        CHECK_THAT(c["sglang_node_commands"][1].get<std::string>(), Catch::Contains("--nnodes 2 --node-rank 1 --dist-init-addr HEAD_IP:5000"));
     }
     CHECK(two_nodes > 0);
     // The placement flags need --max-nodes; an unknown NIC stops the search.
@@ -669,8 +747,10 @@ TEST_CASE("recommend tries DP attention + EP for a mixture-of-experts model: Dee
     CHECK_THAT(ep["vllm_flags"].get<std::string>(),
                Catch::StartsWith("--tensor-parallel-size 1 --data-parallel-size 8 --enable-expert-parallel --max-num-seqs 90 "));
     CHECK_THAT(ep["sglang_flags"].get<std::string>(), Catch::StartsWith("--tp 8 --dp 8 --enable-dp-attention --ep 8 --max-running-requests 720 "));
-    CHECK_THAT(ep["trtllm_flags"].get<std::string>(),
-               Catch::StartsWith("--tp_size 8 --ep_size 8 --max_batch_size 90 ") && Catch::EndsWith("--extra_llm_api_options attention_dp.yaml"));
+    // TensorRT-LLM's in its YAML (llm_args.py): TP over every GPU, EP 8, each attention-DP rank's 90.
+    CHECK(ep["trtllm_flags"] == "--extra_llm_api_options trtllm.yaml");
+    CHECK_THAT(ep["trtllm_yaml"].get<std::string>(),
+               Catch::StartsWith("tensor_parallel_size: 8\nmoe_expert_parallel_size: 8\nenable_attention_dp: true\nmax_batch_size: 90\n"));
     // At 50 ms the layout's batch falls to the TPOT bound and TP 8 ranks first.
     args = a;
     args.insert(args.end(), {"--tpot", "0.05"});

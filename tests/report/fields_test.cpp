@@ -16,10 +16,10 @@ bool ends_with(const std::string& s, const std::string& tail) {
 }
 
 // The units the JSON keys use: bytes, seconds (and milliseconds), tokens,
-// TFLOP/s, bits, dollars; a rate or a share of one reads as the unit divided
+// TFLOP/s, bits, dollars, requests per second (rps); a rate or a share of one reads as the unit divided
 // by something ("_bytes_per_s", "_bytes_per_s_per_direction", "_per_token").
 bool names_unit(std::string key) {
-    static const char* const kUnits[] = {"_bytes", "_s", "_ms", "_tokens", "_tflops", "_bits", "_usd", "_gib"};
+    static const char* const kUnits[] = {"_bytes", "_s", "_ms", "_tokens", "_tflops", "_bits", "_usd", "_gib", "_rps"};
     for (;;) {
         for (const char* unit : kUnits)
             if (ends_with(key, unit) || key == std::string(unit).substr(1)) return true;
@@ -34,6 +34,12 @@ bool names_unit(std::string key) {
 const std::set<std::string> kUnitless = {
     // counts of things that are not tokens or bytes
     "layers", "tp", "batch",
+    // recommend: a place in the ranking; GPUs, ranks, stages, replicas, sequences, requests
+    "rank", "pp", "dp", "attention_dp", "gpus", "replicas", "gpus_total", "prefill_replicas", "decode_replicas", "max_num_seqs", "max_requests",
+    // tokens, under the engines' flag name (--max-model-len)
+    "max_model_len",
+    // a share of requests (meeting every SLO)
+    "slo_attainment",
     // ratios: fractions of a datasheet figure, efficiencies, factors
     "kv_fraction", "weights_fraction", "flops_fraction", "link_fraction", "moe_efficiency", "tp_flops_loss", "kernel_factor",
     "change_fraction",  // diff: (B - A) / A
