@@ -371,7 +371,8 @@ const Fields<SloRow>& slo_fleet_fields() {
          .kind = FieldKind::Number,
          .json = [](const R& x) { return x.candidate->band ? J(x.candidate->band->low_rps) : J(nullptr); },
          .header = "step model\nrange",
-         .cell = [](const R& x) { return band_text(*x.candidate); }},
+         .cell = [](const R& x) { return band_text(*x.candidate); },
+         .in_fit = false},
         {.key = "band_high_rps",
          .kind = FieldKind::Number,
          .json = [](const R& x) { return x.candidate->band ? J(x.candidate->band->high_rps) : J(nullptr); }},
@@ -609,7 +610,7 @@ std::string render_slo_json(const SloRecommendResult& r) {
 std::string breach_words(Stability::Breach b) {
     switch (b) {
         case Stability::Breach::Completions: return "completions fall behind arrivals";
-        case Stability::Breach::Backlog: return "the backlog grows";
+        case Stability::Breach::Queue: return "the queue grows (later requests wait longer to be scheduled)";
         case Stability::Breach::Ttft: return "TTFT grows over the run";
         case Stability::Breach::Preemption: return "a preemption storm";
         case Stability::Breach::None: break;

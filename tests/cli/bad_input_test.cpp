@@ -590,7 +590,7 @@ TEST_CASE("bad input: a broken calibration file exits 65 naming the file and fie
     // --report FILE.html in a folder that does not exist, or that is a folder itself.
     expect_clean_error(Run::kvplan({"roofline", "--model", "llama-3.1-8b", "--gpu", "h100", "--report", (dir.path() / "no" / "r.html").string()}),
                        kExitUsage, {"cannot write", "r.html"});
-    expect_clean_error(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "10", "--gpus", "h100",
+    expect_clean_error(Run::kvplan({"recommend", "--draws", "0", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "10", "--gpus", "h100",
                                     "--report", dir.path().string()}),
                        kExitUsage, {"cannot write", "it is a folder"});
 }
@@ -623,7 +623,7 @@ TEST_CASE("bad input: the SLO search with a bad --slo or a --goodput outside 0 t
     expect_clean_error(with({"--slo", "ttft=2s", "--goodput", "0"}), kExitUsage, {"--goodput", "(0, 1]"});
     expect_clean_error(with({"--slo", "ttft=2s", "--goodput", "1.5"}), kExitUsage, {"--goodput", "(0, 1]"});
     expect_clean_error(with({}), kExitUsage, {"--slo", "targets"});
-    expect_clean_error(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s"}), kExitUsage, {"--rate", "--trace"});
+    expect_clean_error(Run::kvplan({"recommend", "--draws", "0", "--model", "llama-3.1-8b", "--slo", "ttft=2s"}), kExitUsage, {"--rate", "--trace"});
     expect_clean_error(with({"--slo", "ttft=2s", "--ttft", "1"}), kExitUsage, {"--ttft", "--analytic"});
     expect_clean_error(with({"--slo", "ttft=2s", "--analytic"}), kExitUsage, {"--analytic", "--slo"});
 }
@@ -925,7 +925,7 @@ TEST_CASE("bad input: a --seed CLI11 would clamp to 2^64 - 1 exits 2", "[bad-inp
     std::vector<std::string> top = sim;
     top.push_back("18446744073709551615");  // 2^64 - 1 itself is a seed
     CHECK(Run::kvplan(top).exit_code == kExitOk);
-    expect_clean_error(Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--gpus", "h100-sxm", "--slo", "ttft=2s", "--rate", "1", "--seed", "-1"}),
+    expect_clean_error(Run::kvplan({"recommend", "--draws", "0", "--model", "llama-3.1-8b", "--gpus", "h100-sxm", "--slo", "ttft=2s", "--rate", "1", "--seed", "-1"}),
                        kExitUsage, {"--seed"});
 }
 

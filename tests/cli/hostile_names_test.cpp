@@ -233,7 +233,7 @@ TEST_CASE("hostile names: recommend's SLO search, its charts and HTML report", "
     const Inputs& in = inputs();
     const std::string report = in.plot + ".html";
     for (const std::string format : {"table", "json", "markdown", "csv"}) {
-        std::vector<std::string> args = {"recommend", "--model",     in.folder,   "--gpu-file",   in.gpu_file,          "--gpus",
+        std::vector<std::string> args = {"recommend", "--draws", "0", "--model",     in.folder,   "--gpu-file",   in.gpu_file,          "--gpus",
                                          "hostile",   "--max-gpus",  "1",         "--slo",        "ttft=2s,tpot=100ms", "--rate",
                                          "5",         "--input-len", "fixed:256", "--output-len", "fixed:32",           "--plot",
                                          in.plot,     "--report",    report};

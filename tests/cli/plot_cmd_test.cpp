@@ -107,7 +107,7 @@ const std::vector<std::string> kRoofline = {"roofline", "--model", "llama-3.1-8b
 
 // Small enough to run in a second or two: 300 requests per run, two devices.
 const std::vector<std::string> kRecommend = {
-    "recommend", "--model",          "llama-3.1-8b",         "--slo", "ttft=2s,tpot=50ms", "--rate", "10", "--gpus", "h100-sxm,l40s", "--requests",
+    "recommend", "--draws", "0", "--model",          "llama-3.1-8b",         "--slo", "ttft=2s,tpot=50ms", "--rate", "10", "--gpus", "h100-sxm,l40s", "--requests",
     "300",       "--price-per-hour", "h100-sxm=2.5,l40s=1.0"};
 
 // A rate as the recommend table prints it.
@@ -477,7 +477,7 @@ TEST_CASE("recommend --slo --plot labels DP attention + EP candidates with their
     // recommend --help's SGLang example: deepseek-v3 on up to 2 nodes of H200 is searched as TP 8 and as
     // DP 8 and DP 16 attention with EP (TP 1 a rank), which the table calls "DP 8 + EP 8".
     const std::string dir = temp_dir();
-    REQUIRE(kvplan_run(with_plot({"recommend", "--model", "deepseek-v3", "--engine", "sglang", "--slo", "ttft=2s,tpot=100ms", "--rate", "40",
+    REQUIRE(kvplan_run(with_plot({"recommend", "--draws", "0", "--model", "deepseek-v3", "--engine", "sglang", "--slo", "ttft=2s,tpot=100ms", "--rate", "40",
                                   "--input-len", "fixed:2000", "--output-len", "fixed:500", "--gpus", "h200", "--max-nodes", "2"},
                                  dir))
                 .code == 0);

@@ -90,7 +90,7 @@ TEST_CASE("recommend --slo: the fleet covers the target rate, and its cost per h
     // the 30 req/s asked; the cost is gpus_total x 2 USD per hour; the traffic
     // carries 30 x 3600 x 1024 input tokens an hour (vllm bench serve's
     // default 1024-token prompts) and 30 x 3600 x 128 output tokens.
-    const Run r = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "30", "--gpus", "h100-sxm",
+    const Run r = Run::kvplan({"recommend", "--draws", "0", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "30", "--gpus", "h100-sxm",
                                "--max-gpus", "1", "--requests", "400", "--price-per-hour", "h100-sxm=2", "--json"});
     INFO(r.command << "\n" << r.out << r.err);
     REQUIRE(r.exit_code == 0);
@@ -110,9 +110,9 @@ TEST_CASE("recommend --slo: the fleet covers the target rate, and its cost per h
     }
     CHECK(j["search_s"].get<double>() > 0);
     // Deterministic: the same answer again (search_s aside).
-    const Run again = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "30", "--gpus", "h100-sxm",
+    const Run again = Run::kvplan({"recommend", "--draws", "0", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "30", "--gpus", "h100-sxm",
                                    "--max-gpus", "1", "--requests", "400", "--price-per-hour", "h100-sxm=2"});
-    const Run third = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "30", "--gpus", "h100-sxm",
+    const Run third = Run::kvplan({"recommend", "--draws", "0", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "30", "--gpus", "h100-sxm",
                                    "--max-gpus", "1", "--requests", "400", "--price-per-hour", "h100-sxm=2"});
     CHECK(again.out == third.out);
     CHECK(widest_line(again.out) <= 100);
@@ -139,7 +139,7 @@ std::vector<std::string> csv_fields(const std::string& line) {
 }  // namespace
 
 TEST_CASE("recommend --slo --format csv and markdown: the JSON's figures, one header row, each table one row per candidate") {
-    const std::vector<std::string> base = {"recommend",  "--model",  "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "30",
+    const std::vector<std::string> base = {"recommend", "--draws", "0",  "--model",  "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "30",
                                            "--gpus",     "h100-sxm", "--max-gpus",   "1",     "--requests",        "400",    "--price-per-hour",
                                            "h100-sxm=2", "--format"};
     auto run = [&](const char* format) {
@@ -189,7 +189,7 @@ TEST_CASE("recommend --slo --format csv and markdown: the JSON's figures, one he
 TEST_CASE("recommend --slo --kv-dtype auto,fp8 --weights-dtype auto,fp8: every item is a candidate, each with its own engine flags") {
     // One H100 at TP 1: 2 KV dtypes x 2 weight formats x 3 knob settings = 12 candidates tried.
     const Run r = Run::kvplan(
-        {"recommend",  "--model", "llama-3.1-8b", "--slo",    "ttft=2s,tpot=50ms", "--rate",   "30",    "--gpus", "h100-sxm", "--max-gpus", "1",
+        {"recommend", "--draws", "0",  "--model", "llama-3.1-8b", "--slo",    "ttft=2s,tpot=50ms", "--rate",   "30",    "--gpus", "h100-sxm", "--max-gpus", "1",
          "--requests", "200",     "--kv-dtype",   "auto,fp8", "--weights-dtype",   "auto,fp8", "--top", "12",     "--json"});
     INFO(r.command << "\n" << r.out << r.err);
     REQUIRE(r.exit_code == 0);
@@ -207,13 +207,13 @@ TEST_CASE("recommend --slo --kv-dtype auto,fp8 --weights-dtype auto,fp8: every i
     CHECK(fp8_kv > 0);
     CHECK(fp8_weights > 0);
     // The text table names each candidate's KV dtype and weights, and fits 100 columns.
-    const Run t = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "30", "--gpus", "h100-sxm",
+    const Run t = Run::kvplan({"recommend", "--draws", "0", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "30", "--gpus", "h100-sxm",
                                "--max-gpus", "1", "--requests", "200", "--kv-dtype", "auto,fp8", "--weights-dtype", "auto,fp8"});
     CHECK_THAT(t.out, Catch::Contains(", kv fp8"));
     CHECK_THAT(t.out, Catch::Contains(", w fp8"));
     CHECK(widest_line(t.out) <= 100);
     // An empty item is a typo, refused.
-    const Run bad = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s", "--rate", "1", "--kv-dtype", "auto,,fp8"});
+    const Run bad = Run::kvplan({"recommend", "--draws", "0", "--model", "llama-3.1-8b", "--slo", "ttft=2s", "--rate", "1", "--kv-dtype", "auto,,fp8"});
     CHECK(bad.exit_code == 2);
     CHECK(bad.out.empty());
     CHECK_THAT(bad.err, Catch::Contains("--kv-dtype auto,,fp8: an empty item"));
@@ -222,7 +222,7 @@ TEST_CASE("recommend --slo --kv-dtype auto,fp8 --weights-dtype auto,fp8: every i
 TEST_CASE("recommend --slo: nothing qualifies when a request alone misses TTFT, and the message names the value that passes") {
     // A 1024-token prompt takes more than 1 ms to prefill anywhere.
     const Run r = Run::kvplan(
-        {"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=1ms", "--rate", "1", "--gpus", "h100-sxm", "--max-gpus", "2", "--requests", "50"});
+        {"recommend", "--draws", "0", "--model", "llama-3.1-8b", "--slo", "ttft=1ms", "--rate", "1", "--gpus", "h100-sxm", "--max-gpus", "2", "--requests", "50"});
     INFO(r.command << "\n" << r.out << r.err);
     CHECK(r.exit_code == 1);
     CHECK_THAT(r.out, Catch::Contains("Nothing qualifies. The ttft target binds"));
@@ -278,7 +278,7 @@ TEST_CASE("recommend --slo --disaggregated: units of every P:D ratio beside the 
     // coprime, at most 16 GPUs: 1:1, 1:2, 1:3, 1:4, 2:1, 2:3, 3:1, 3:2, 3:4,
     // 4:1, 4:3 (11), beside TP 1 x three knob settings: 14 candidates.
     const std::vector<std::string> args = {
-        "recommend",  "--model", "llama-3.1-8b",     "--slo",      "ttft=2s,tpot=50ms", "--rate", "30", "--gpus", "h100-sxm", "--max-gpus", "1",
+        "recommend", "--draws", "0",  "--model", "llama-3.1-8b",     "--slo",      "ttft=2s,tpot=50ms", "--rate", "30", "--gpus", "h100-sxm", "--max-gpus", "1",
         "--requests", "200",     "--price-per-hour", "h100-sxm=2", "--disaggregated",   "--top",  "14"};
     std::vector<std::string> json = args;
     json.push_back("--json");
@@ -312,15 +312,15 @@ TEST_CASE("recommend --slo --disaggregated: units of every P:D ratio beside the 
     CHECK(widest_line(t.out) <= 100);
     // Refused: another engine, and a link without units.
     const Run sglang =
-        Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s", "--rate", "1", "--disaggregated", "--engine", "sglang"});
+        Run::kvplan({"recommend", "--draws", "0", "--model", "llama-3.1-8b", "--slo", "ttft=2s", "--rate", "1", "--disaggregated", "--engine", "sglang"});
     CHECK(sglang.exit_code == 2);
     CHECK_THAT(sglang.err, Catch::Contains("--disaggregated: disaggregated prefill/decode is simulated with vLLM's engine only"));
     const Run bogus = Run::kvplan(
-        {"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s", "--rate", "1", "--gpus", "h100-sxm", "--disaggregated", "--kv-link", "0GB/s"});
+        {"recommend", "--draws", "0", "--model", "llama-3.1-8b", "--slo", "ttft=2s", "--rate", "1", "--gpus", "h100-sxm", "--disaggregated", "--kv-link", "0GB/s"});
     CHECK(bogus.exit_code == 2);
     CHECK(bogus.out.empty());
     CHECK_THAT(bogus.err, Catch::Contains("--kv-link 0GB/s: expected nvlink, ib-ndr, ib-xdr, roce or a bandwidth"));
-    const Run link = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s", "--rate", "1", "--kv-link", "roce"});
+    const Run link = Run::kvplan({"recommend", "--draws", "0", "--model", "llama-3.1-8b", "--slo", "ttft=2s", "--rate", "1", "--kv-link", "roce"});
     CHECK(link.exit_code == 2);
     CHECK_THAT(link.err, Catch::Contains("--kv-link: the KV transfer link of disaggregated units; add --disaggregated"));
 }
@@ -329,7 +329,7 @@ TEST_CASE("recommend --slo --disaggregated: a unit whose pool cannot hold the mo
     // Llama-3.1-8B's 14.96 GiB of bf16 weights exceed 0.9 x a T4's 14.56 GiB
     // at TP 1 and fit at TP 2: a unit with a TP 1 prefill side is refused for
     // its prefill pool, one with TP 2 prefill and TP 1 decode for its decode pool.
-    const Run r = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=10s", "--rate", "0.2", "--gpus", "t4", "--max-gpus", "2",
+    const Run r = Run::kvplan({"recommend", "--draws", "0", "--model", "llama-3.1-8b", "--slo", "ttft=10s", "--rate", "0.2", "--gpus", "t4", "--max-gpus", "2",
                                "--requests", "10", "--input-len", "fixed:100", "--output-len", "fixed:10", "--disaggregated", "--json"});
     INFO(r.command << "\n" << r.out << r.err);
     // Ten requests are a burst to the candidates that hold the model (they
@@ -362,7 +362,7 @@ TEST_CASE("recommend --slo --disaggregated on a mixture-of-experts model: units 
     // them): P x 2 + D x 2 <= 16, P and D up to 4 and coprime: 1:1, 1:2,
     // 1:3, 1:4, 2:1, 2:3, 3:1, 3:2, 3:4, 4:1, 4:3, 11. 64 in all.
     const std::vector<std::string> args = {
-        "recommend",  "--model", "mixtral-8x7b",     "--slo",      "ttft=2s,tpot=50ms", "--rate", "20", "--gpus", "h100-sxm", "--max-gpus", "2",
+        "recommend", "--draws", "0",  "--model", "mixtral-8x7b",     "--slo",      "ttft=2s,tpot=50ms", "--rate", "20", "--gpus", "h100-sxm", "--max-gpus", "2",
         "--requests", "200",     "--price-per-hour", "h100-sxm=2", "--disaggregated",   "--top",  "64"};
     std::vector<std::string> json = args;
     json.push_back("--json");
@@ -442,7 +442,7 @@ TEST_CASE("recommend --slo --pp: pipelines of TP x PP within --max-gpus, vLLM on
     // with three knob settings (9 candidates); with SGLang, whose pipeline
     // is not simulated, --pp 2 is refused.
     const std::vector<std::string> args = {
-        "recommend",  "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate",     "30",    "--gpus", "h100-sxm",
+        "recommend", "--draws", "0",  "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate",     "30",    "--gpus", "h100-sxm",
         "--max-gpus", "2",       "--requests",   "200",   "--price-per-hour",  "h100-sxm=2", "--top", "9",      "--pp",
         "1,2"};
     std::vector<std::string> json = args;
@@ -484,7 +484,7 @@ TEST_CASE("recommend --slo --pp: pipelines of TP x PP within --max-gpus, vLLM on
         REQUIRE(x.out.find('{') != std::string::npos);
         return nlohmann::json::parse(x.out)["candidates_tried"].get<std::int64_t>();
     };
-    const std::vector<std::string> base = {"recommend",  "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "5", "--max-gpus", "2",
+    const std::vector<std::string> base = {"recommend", "--draws", "0",  "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "5", "--max-gpus", "2",
                                            "--requests", "100",     "--json",       "--gpus"};
     auto with = [&](std::initializer_list<std::string> more) {
         std::vector<std::string> a = base;
@@ -505,7 +505,7 @@ TEST_CASE("recommend --slo on a mixture-of-experts model: DP + EP layouts of 2, 
     // holds 8 GPUs; its vLLM command gives each of the 8 engine cores its
     // share of the replica's sequences, SGLang's the totals.
     const std::vector<std::string> args = {
-        "recommend",   "--model",    "deepseek-v3",  "--gpus",     "h200",       "--slo", "ttft=5s,tpot=200ms", "--rate",   "20",
+        "recommend", "--draws", "0",   "--model",    "deepseek-v3",  "--gpus",     "h200",       "--slo", "ttft=5s,tpot=200ms", "--rate",   "20",
         "--input-len", "fixed:8000", "--output-len", "fixed:1000", "--requests", "300",   "--price-per-hour",   "h200=3.5", "--top",
         "10"};
     std::vector<std::string> json = args;
@@ -543,7 +543,7 @@ TEST_CASE("recommend --slo --engine sglang on a mixture-of-experts model: SGLang
     // chunk, 8,192 / 8 = 1,024 a rank, goes back as 8,192; the latency
     // setting's 64 sequences a rank as --max-running-requests 64 x 8 = 512.
     const Run r =
-        Run::kvplan({"recommend", "--model", "deepseek-v3", "--gpus",     "h200",         "--engine",   "sglang",     "--slo", "ttft=5s,tpot=200ms",
+        Run::kvplan({"recommend", "--draws", "0", "--model", "deepseek-v3", "--gpus",     "h200",         "--engine",   "sglang",     "--slo", "ttft=5s,tpot=200ms",
                      "--rate",    "20",      "--input-len", "fixed:8000", "--output-len", "fixed:1000", "--requests", "300",   "--top",
                      "10",        "--json"});
     INFO(r.command << "\n" << r.out << r.err);
@@ -574,7 +574,7 @@ TEST_CASE("recommend --slo --max-nodes 2: a DP 16 + EP 16 layout over two nodes 
     // prefill, so the search finds the rate the layout sustains (at 5 s the
     // whole run passed as a burst at any rate).
     const std::vector<std::string> args = {
-        "recommend",   "--model",    "deepseek-v3",  "--gpus",    "h200",       "--slo", "ttft=1s,tpot=200ms", "--rate", "20",
+        "recommend", "--draws", "0",   "--model",    "deepseek-v3",  "--gpus",    "h200",       "--slo", "ttft=1s,tpot=200ms", "--rate", "20",
         "--input-len", "fixed:2000", "--output-len", "fixed:200", "--requests", "200",   "--max-nodes",        "2",      "--top",
         "30"};
     std::vector<std::string> json = args;
@@ -609,7 +609,7 @@ TEST_CASE("recommend --slo --max-nodes 2: a DP 16 + EP 16 layout over two nodes 
     // The placement flags need --max-nodes; an unknown NIC stops the search.
     for (const std::vector<std::string>& extra : {std::vector<std::string>{"--gpus-per-node", "4"}, std::vector<std::string>{"--nic", "roce-400"},
                                                   std::vector<std::string>{"--max-nodes", "2", "--nic", "carrier-pigeon"}}) {
-        std::vector<std::string> a = {"recommend", "--model", "deepseek-v3", "--gpus",    "h200",         "--slo",   "ttft=5s",
+        std::vector<std::string> a = {"recommend", "--draws", "0", "--model", "deepseek-v3", "--gpus",    "h200",         "--slo",   "ttft=5s",
                                       "--rate",    "1",       "--input-len", "fixed:100", "--output-len", "fixed:10"};
         a.insert(a.end(), extra.begin(), extra.end());
         const Run bad = Run::kvplan(a);
@@ -652,7 +652,7 @@ TEST_CASE("recommend (analytic) --max-nodes 4: DP + EP layouts over 2 and 4 node
 }
 
 TEST_CASE("recommend --slo --two-batch-overlap: the DP + EP layouts run as two micro-batches, their commands say so") {
-    const Run r = Run::kvplan({"recommend", "--model", "deepseek-v3", "--gpus", "h200", "--slo", "ttft=1s,tpot=200ms", "--rate", "20", "--input-len",
+    const Run r = Run::kvplan({"recommend", "--draws", "0", "--model", "deepseek-v3", "--gpus", "h200", "--slo", "ttft=1s,tpot=200ms", "--rate", "20", "--input-len",
                                "fixed:2000", "--output-len", "fixed:200", "--requests", "200", "--two-batch-overlap", "--top", "30", "--json"});
     INFO(r.command << "\n" << r.out << r.err);
     REQUIRE(r.exit_code == 0);
@@ -666,7 +666,7 @@ TEST_CASE("recommend --slo --two-batch-overlap: the DP + EP layouts run as two m
         CHECK((c["sglang_command"].get<std::string>().find("--enable-two-batch-overlap") != std::string::npos) == ep);
     }
     CHECK(layouts > 0);
-    const Run bad = Run::kvplan({"recommend", "--model", "deepseek-v3", "--gpus", "h200", "--slo", "ttft=5s", "--rate", "1", "--input-len",
+    const Run bad = Run::kvplan({"recommend", "--draws", "0", "--model", "deepseek-v3", "--gpus", "h200", "--slo", "ttft=5s", "--rate", "1", "--input-len",
                                  "fixed:100", "--output-len", "fixed:10", "--two-batch-overlap", "--disaggregated"});
     CHECK(bad.exit_code == 2);
     CHECK_THAT(bad.err, Catch::Contains("--two-batch-overlap"));
@@ -678,7 +678,7 @@ TEST_CASE("recommend --slo --spec-method mtp: every candidate simulated with the
     // commands: vLLM's --speculative-config, SGLang's EAGLE drafter of K = 1
     // step and K + 1 = 2 draft tokens.
     const Run r = Run::kvplan(
-        {"recommend",   "--model",      "deepseek-v3",  "--gpus",    "h200",       "--slo", "ttft=5s,tpot=200ms", "--rate", "20",
+        {"recommend", "--draws", "0",   "--model",      "deepseek-v3",  "--gpus",    "h200",       "--slo", "ttft=5s,tpot=200ms", "--rate", "20",
          "--input-len", "fixed:2000",   "--output-len", "fixed:200", "--requests", "200",   "--spec-method",      "mtp",    "--spec-tokens",
          "1",           "--acceptance", "0.8",          "--json"});
     INFO(r.command << "\n" << r.out << r.err);
@@ -693,7 +693,7 @@ TEST_CASE("recommend --slo --spec-method mtp: every candidate simulated with the
             Catch::Contains("--speculative-algorithm EAGLE --speculative-num-steps 1 --speculative-eagle-topk 1 --speculative-num-draft-tokens 2"));
     }
     const std::vector<std::string> base = {
-        "recommend", "--model",      "deepseek-v3", "--gpus",        "h200", "--slo",         "ttft=5s", "--rate",       "1",  "--input-len",
+        "recommend", "--draws", "0", "--model",      "deepseek-v3", "--gpus",        "h200", "--slo",         "ttft=5s", "--rate",       "1",  "--input-len",
         "fixed:100", "--output-len", "fixed:10",    "--spec-method", "mtp",  "--spec-tokens", "1",       "--acceptance", "0.8"};
     for (const std::vector<std::string>& extra :
          {std::vector<std::string>{"--engine", "sglang"}, std::vector<std::string>{"--disaggregated"}, std::vector<std::string>{"--pp", "1,2"}}) {
@@ -709,7 +709,7 @@ TEST_CASE("recommend --slo prices steps with the efficiency flags: a 100 ms step
     // Every decode step costs at least the 100 ms fixed overhead, so no
     // request's TPOT can be under 100 ms, alone or not: nothing qualifies
     // and TPOT binds, at more than 100 ms for a request alone.
-    const Run r = Run::kvplan({"recommend", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "1", "--gpus", "h100-sxm",
+    const Run r = Run::kvplan({"recommend", "--draws", "0", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--rate", "1", "--gpus", "h100-sxm",
                                "--max-gpus", "1", "--requests", "50", "--step-overhead-ms", "100", "--json"});
     INFO(r.command << "\n" << r.out << r.err);
     CHECK(r.exit_code == 1);

@@ -41,11 +41,13 @@ TEST_CASE("recommend --slo CSV: the JSON's keys as one header row, a candidate's
     const std::string csv = render_slo_csv(r);
     const std::string header =
         "rank,gpu,tp,pp,attention_dp,knobs,kv_dtype,weights_dtype,disaggregated,prefill_replicas,decode_replicas,max_num_seqs,"
-        "max_num_batched_tokens,max_rate_per_replica_rps,replicas,gpus_total,usd_per_hour,usd_per_million_input_tokens,"
+        "max_num_batched_tokens,max_rate_per_replica_rps,band_low_rps,band_high_rps,sized_on_rate_rps,replicas,gpus_total,usd_per_hour,usd_per_million_input_tokens,"
         "usd_per_million_output_tokens,usd_per_million_tokens,binding_slo,ttft_p50_s,ttft_p99_s,tpot_p50_s,tpot_p99_s,e2e_p50_s,e2e_p99_s,"
         "slo_attainment\n";
-    // Unpriced per-token costs and an aggregated candidate's unit counts are empty (JSON null).
-    const std::string row = "1,h100-sxm,1,1,1,default,auto,auto,false,,,1024,8192,30.5,2,2,5.0,,,,tpot,0.25,1.5,0.02,0.045,3.0,7.5,0.995\n";
+    // Unpriced per-token costs, an aggregated candidate's unit counts and
+    // the step model's band (none searched) are empty (JSON null); without a
+    // band the fleet is sized on the rate itself, 30.5.
+    const std::string row = "1,h100-sxm,1,1,1,default,auto,auto,false,,,1024,8192,30.5,,,30.5,2,2,5.0,,,,tpot,0.25,1.5,0.02,0.045,3.0,7.5,0.995\n";
     CHECK(csv == header + row);
 }
 

@@ -46,31 +46,31 @@ Stability judge_stability(const SimRun& run) {
     std::sort(finishes.begin(), finishes.end());
     const auto left_by = [&](double t) { return static_cast<double>(std::upper_bound(finishes.begin(), finishes.end(), t) - finishes.begin()); };
 
-    std::vector<double> backlog_first, backlog_last, ttft_first, ttft_last;
+    std::vector<double> wait_first, wait_last, ttft_first, ttft_last;
     std::int64_t preempted = 0, preempted_first = 0, preempted_last = 0;
     for (std::size_t k = 0; k < order.size(); ++k) {
         const RequestRecord& r = run.requests[order[k]];
         if (r.arrival_s < start) continue;
         ++s.window_arrivals;
-        // In the system as this request arrives: those arrived before it and not yet left.
-        const double in_system = static_cast<double>(k) - left_by(r.arrival_s);
+        const double waited = r.scheduled_s >= 0 ? r.scheduled_s - r.arrival_s : std::numeric_limits<double>::infinity();
         const bool in_first = r.arrival_s < start + quarter, in_last = r.arrival_s >= last - quarter;
         preempted += r.preemptions > 0;
         if (in_first) {
-            backlog_first.push_back(in_system);
+            wait_first.push_back(waited);
             ttft_first.push_back(ttft_of(r));
             preempted_first += r.preemptions > 0;
         }
         if (in_last) {
-            backlog_last.push_back(in_system);
+            wait_last.push_back(waited);
             ttft_last.push_back(ttft_of(r));
             preempted_last += r.preemptions > 0;
         }
     }
-    if (s.window_arrivals < 40 || backlog_first.empty() || backlog_last.empty()) return s;
+    if (s.window_arrivals < 40 || wait_first.empty() || wait_last.empty()) return s;
     s.window_completions = static_cast<std::int64_t>(left_by(last) - left_by(std::nextafter(start, -INFINITY)));
-    s.backlog_first_p90 = quantile(backlog_first, 0.9);
-    s.backlog_last_median = quantile(backlog_last, 0.5);
+    s.wait_first_p90_s = quantile(wait_first, 0.9);
+    s.wait_last_median_s = quantile(wait_last, 0.5);
+    const double ttft_first_median = quantile(ttft_first, 0.5);
     s.ttft_first_p90_s = quantile(ttft_first, 0.9);
     s.ttft_last_median_s = quantile(ttft_last, 0.5);
     const double n = static_cast<double>(s.window_arrivals);
@@ -79,9 +79,10 @@ Stability judge_stability(const SimRun& run) {
     const double noise = 1 / std::sqrt(n);
     using B = Stability::Breach;
     if (static_cast<double>(s.window_completions) < n * (1 - noise)) s.breach = B::Completions;
-    else if (s.backlog_last_median > s.backlog_first_p90) s.breach = B::Backlog;
-    // A nanosecond of slack: times a run adds up differ in their last bits.
-    else if (s.ttft_last_median_s > s.ttft_first_p90_s + 1e-9) s.breach = B::Ttft;
+    // The slack of both trends: the first quarter's median TTFT, the time
+    // scale of a request's own service (a rise by less is not a queue).
+    else if (s.wait_last_median_s > s.wait_first_p90_s + ttft_first_median) s.breach = B::Queue;
+    else if (s.ttft_last_median_s > s.ttft_first_p90_s + ttft_first_median) s.breach = B::Ttft;
     else if (s.preempted_share > noise && preempted_last > preempted_first) s.breach = B::Preemption;
     return s;
 }

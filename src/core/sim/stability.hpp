@@ -13,13 +13,14 @@
 // - completions keep up with arrivals: over the window, requests finished
 //   >= requests arrived x (1 - 1/sqrt(n)), n the window's arrivals (the
 //   Poisson noise of a count of n);
-// - no upward trend of the backlog: the median number of requests in the
-//   system seen by the last quarter's arrivals is at most the 90th
-//   percentile seen by the first quarter's (in a steady state both quarters
-//   sample one distribution, so a median above the other's 90th percentile
-//   is a shift, not noise);
-// - no upward trend of the TTFT, by the same rule on the TTFTs of the
-//   requests arriving in the first and last quarter;
+// - no upward trend of the queue: the median wait to be first scheduled
+//   (Vidur's scheduling delay) of the last quarter's requests is at most
+//   the 90th percentile of the first quarter's plus the first quarter's
+//   median TTFT (in a steady state both quarters sample one distribution,
+//   so a median above the other's 90th percentile by more than a request's
+//   own service time is a shift, not noise; a wait, unlike a count of
+//   requests, does not rise with a trace's own busier minutes);
+// - no upward trend of the TTFT, by the same rule on the TTFTs;
 // - no preemption storm: more than 1/sqrt(n) of the window's requests
 //   preempted, and more of them in the last quarter than in the first.
 #pragma once
@@ -34,11 +35,11 @@ inline constexpr double kWarmupShare = 0.2;
 
 struct Stability {
     // The first rule the run breaks, in the order above (the report words it).
-    enum class Breach { None, Completions, Backlog, Ttft, Preemption } breach = Breach::None;
+    enum class Breach { None, Completions, Queue, Ttft, Preemption } breach = Breach::None;
     bool stable() const { return breach == Breach::None; }
     std::int64_t window_arrivals = 0;
     std::int64_t window_completions = 0;
-    double backlog_first_p90 = 0, backlog_last_median = 0;  // requests in the system
+    double wait_first_p90_s = 0, wait_last_median_s = 0;  // arrival to first scheduled
     double ttft_first_p90_s = 0, ttft_last_median_s = 0;
     double preempted_share = 0;  // of the window's requests
 };

@@ -16,8 +16,9 @@ using namespace kvplan;
 
 namespace {
 
-// 400 requests, one a second from t = 0; each starts its first token
-// `wait(i)` seconds after it arrives and finishes `serve` seconds later.
+// 400 requests, one a second from t = 0; each is scheduled and gets its
+// first token `wait(i)` seconds after it arrives and finishes `serve`
+// seconds later.
 template <class Wait>
 SimRun hand_run(Wait wait, double serve) {
     SimRun run;
@@ -25,6 +26,7 @@ SimRun hand_run(Wait wait, double serve) {
         RequestRecord r;
         r.arrival_s = i;
         r.first_token_s = r.arrival_s + wait(i);
+        r.scheduled_s = r.first_token_s;  // scheduled when its first token comes: the wait is all queue
         r.finish_s = r.first_token_s + serve;
         r.output_tokens = 10;
         run.requests.push_back(r);
@@ -34,7 +36,7 @@ SimRun hand_run(Wait wait, double serve) {
 
 }  // namespace
 
-TEST_CASE("stability: a queue that keeps up is stable; one served at 1.25 s a request falls behind", "[stability]") {
+TEST_CASE("stability: a queue that keeps up is stable, one served at 1.25 s a request falls behind", "[stability]") {
     // Every request served in 2 s without waiting: two in the system at a time.
     const Stability ok = judge_stability(hand_run([](int) { return 0.1; }, 1.9));
     CHECK(ok.stable());
@@ -52,19 +54,23 @@ TEST_CASE("stability: a queue that keeps up is stable; one served at 1.25 s a re
 }
 
 TEST_CASE("stability: a TTFT that climbs from 0.1 s to 10 s over the run is a trend, not noise", "[stability]") {
-    // Finishes keep pace (each request leaves 2 s after it arrives, so the
-    // counts balance and the backlog stays at two), but the first token
-    // comes later and later: 0.1 s at the start, i / 40 s later on. The
-    // first quarter (arrivals 79.8-159.6 s) sees at most 159/40 = 3.98 s
-    // as its 90th percentile; the last quarter's median is about 379/40 = 9.5 s.
+    // The first token comes later and later: i / 40 s after arrival. The
+    // first quarter (arrivals 80..159) has its 90th percentile at about
+    // 151/40 = 3.8 s and its median at 120/40 = 3.0 s; the last quarter's
+    // (320..399) median is 359/40 = 9.0 s, above 3.8 + 3.0. Scheduled only
+    // then, the requests wait in the queue: the queue rule breaks first.
     const Stability s = judge_stability(hand_run([](int i) { return std::max(0.1, i / 40.0); }, 0.0));
-    CHECK(s.breach == Stability::Breach::Backlog);  // the finish is the first token here: the backlog grows first
+    CHECK(s.breach == Stability::Breach::Queue);
     const Stability t = judge_stability([] {
         SimRun run = hand_run([](int i) { return std::max(0.1, i / 40.0); }, 0.0);
         // Not a run an engine makes (a first token after the finish): the
-        // records that isolate the TTFT rule, every request leaving 1.9 s
-        // after it arrives so that the counts and the backlog stay flat.
-        for (RequestRecord& r : run.requests) r.finish_s = r.arrival_s + 1.9;
+        // records that isolate the TTFT rule, every request scheduled 0.1 s
+        // and leaving 1.9 s after it arrives, so that the counts and the
+        // queue stay flat.
+        for (RequestRecord& r : run.requests) {
+            r.scheduled_s = r.arrival_s + 0.1;
+            r.finish_s = r.arrival_s + 1.9;
+        }
         return run;
     }());
     CHECK(t.breach == Stability::Breach::Ttft);
