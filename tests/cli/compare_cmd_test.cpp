@@ -3,6 +3,7 @@
 // runs' own tools published, the simulated side equal to simulate's own
 // figures, the error and the sentence consistent with both.
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -147,4 +148,33 @@ TEST_CASE("docs/accuracy.md's served-run table is what simulate --compare prints
         INFO(row);
         CHECK(doc.find(row + "\n") != std::string::npos);
     }
+}
+
+TEST_CASE("simulate --compare --plot overlays the measured CDFs and per-second log on the simulated, each in its CSV") {
+    const auto read = [](const std::filesystem::path& p) {
+        std::ifstream in(p);
+        return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    };
+    const std::filesystem::path dir = std::filesystem::path(write_temp("unused", "")).parent_path() / "plots";
+    const auto r = kvplan_run(rtx4090("RTX4090_Llama-3.1-8B", {"--max-num-seqs", "256", "--plot", dir.string()}));
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    // timeseries.csv's first row "1.0,3392.0,2.0,5,2,13.22": second 1, 5 running, 2 waiting, 13.22% of the KV pool.
+    const std::string series = read(dir / "timeseries_measured.csv");
+    CHECK(series.rfind("t_s,running,waiting,kv_cache_usage\n1,5,2,0.1322\n", 0) == 0);
+    CHECK(std::count(series.begin(), series.end(), '\n') == 185);  // the header and 184 seconds
+    // Every one of the 300 measured requests in the CDF's CSV, beside the simulated ones.
+    const std::string cdf = read(dir / "latency_cdf.csv");
+    CHECK(cdf.find("ttft_measured: all 300 values") != std::string::npos);
+    std::size_t rows = 0;
+    for (std::size_t at = cdf.find("\nttft_measured,"); at != std::string::npos; at = cdf.find("\nttft_measured,", at + 1)) ++rows;
+    CHECK(rows == 300);
+    CHECK(read(dir / "latency_cdf.svg").find(">measured</text>") != std::string::npos);
+    CHECK(read(dir / "timeseries.svg").find(">waiting, vLLM</text>") != std::string::npos);
+    CHECK(read(dir / "timeseries.svg").find(">KV usage, vLLM</text>") != std::string::npos);
+    // The max_num_seqs 128 run logged no KV usage: the column is left empty and not drawn.
+    const std::filesystem::path dir128 = dir.parent_path() / "plots128";
+    REQUIRE(kvplan_run(rtx4090("RTX4090_Llama-3.1-8B_mns128", {"--max-num-seqs", "128", "--plot", dir128.string()})).code == 0);
+    CHECK(read(dir128 / "timeseries_measured.csv").find("\n1,8,0,\n") != std::string::npos);  // "1.0,7401.0,28.0,8,0,0.0"
+    CHECK(read(dir128 / "timeseries.svg").find("KV usage, vLLM") == std::string::npos);
 }

@@ -57,6 +57,7 @@ ServedComparison compare_served(const ServedRun& run, const SimSummary& sim, con
     c.has_itl = run.has_itl;
     c.failed = run.failed;
     c.series_kv = run.series_kv;
+    c.requests = run.requests;
     c.measured = summarise_served(run);
     c.simulated = ServedSummary{sim.ttft_s, sim.tpot_s, sim.itl_s, sim.e2e_s, sim.output_tokens_per_s, sim.requests_per_s};
     const std::map<std::int64_t, MeasuredSecond> simulated = simulated_seconds(sim_series);

@@ -69,9 +69,10 @@ struct ServedComparison {
     bool has_itl = false;
     std::int64_t failed = 0;
     ServedSummary measured;
-    ServedSummary simulated;         // the simulation's figures (SimSummary), the same fields
-    std::vector<SeriesPair> series;  // empty without a measured per-second log
-    bool series_kv = true;           // the measured series holds KV usage
+    ServedSummary simulated;                // the simulation's figures (SimSummary), the same fields
+    std::vector<SeriesPair> series;         // empty without a measured per-second log
+    bool series_kv = true;                  // the measured series holds KV usage
+    std::vector<MeasuredRequest> requests;  // the measured requests, for --plot's CDFs
 };
 
 // Relative error of `simulated` against `measured` ((s - m) / m); nullopt when m is 0.
