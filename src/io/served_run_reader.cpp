@@ -134,7 +134,7 @@ ServedRun read_vllm_bench(std::istream& in, const std::string& path, const Trace
     if (!j.is_object()) data_error(path + ": expected a JSON object (vllm bench serve's --save-result JSON)");
     const json& inputs = list(path, j, "input_lens", -1);
     const auto n = static_cast<std::int64_t>(inputs.size());
-    list(path, j, "output_lens", n), list(path, j, "ttfts", n), list(path, j, "itls", n);
+    for (const char* field : {"output_lens", "ttfts", "itls"}) list(path, j, field, n);
     if (j.contains("errors")) list(path, j, "errors", n);
     const double rate = request_rate(path, j);
     ServedRun run;
