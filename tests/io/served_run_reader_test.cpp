@@ -111,6 +111,14 @@ TEST_CASE("a served run's bad fields are refused naming the file and the field")
     CHECK(summarise_served(read_text("{" + ok + "}")).e2e_s.mean == Approx(0.14));  // 0.1 s + 4 gaps of 0.01 s
     // Indented (json.dump with indent): a lone "{" on the first line is a document, not JSON lines.
     CHECK(read_text("{\n  " + ok + "\n}\n").workload.concurrency == 1);
+    // A broken JSON line is still a trace line, refused with its number, not read as a document.
+    CHECK(data_error_of("{\"arrival_time\": 1, \"input_toks\":\n") == "run:1: line: not a JSON object");
+    // A failed request (a non-empty errors entry) is left out of the workload and the measured side, and counted.
+    const ServedRun two = read_text(R"({"input_lens": [10, 20], "output_lens": [5, 0], "ttfts": [0.1, 0], "itls": [[0.01], []], )"
+                                    R"("errors": ["", "timeout"], "request_rate": "inf", "max_concurrency": 2, "duration": 1})");
+    CHECK(two.failed == 1);
+    CHECK(two.requests.size() == 1);
+    CHECK(two.workload.requests.size() == 1);
     CHECK(data_error_of(R"({"input_lens": [10], "output_lens": [5], "itls": [[]], "request_rate": "inf", "duration": 1})") ==
           "run: ttfts: missing (expected one entry per request: run vllm bench serve with --save-result --save-detailed)");
     CHECK(data_error_of(R"({"input_lens": [10], "output_lens": [5], "ttfts": [-0.5], "itls": [[]], "request_rate": "inf", "duration": 1})") ==
