@@ -15,6 +15,7 @@
 #include "core/plan/simulation.hpp"
 #include "core/sim/disagg.hpp"
 #include "core/sim/metrics.hpp"
+#include "core/sim/served_run.hpp"
 #include "core/sim/synthetic.hpp"
 
 namespace kvplan {
@@ -25,6 +26,9 @@ LengthDist parse_dist(const std::string& flag, const std::string& text, bool inp
 Slo parse_slo(const std::string& text);
 // The trace or the synthetic traffic the options name; `label` says which.
 Workload make_workload(const SimulateOptions& o, std::string& label);
+// --compare's run: the trace with its measured latencies; Error(Usage) when the
+// trace holds none, or with flags that would change the workload it measured.
+ServedRun read_compare_run(const SimulateOptions& o);
 // The engine settings the flags give (engine, TP/PP, pool and scheduler
 // limits, dtypes, release, CPU tier, layout, nodes), parsed once: the
 // engine set-up (core/plan/engine_setup.hpp) reads no flag strings.
