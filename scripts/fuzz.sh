@@ -24,6 +24,8 @@ for t in tests/fixtures/reference/traces/*.csv tests/fixtures/reference/traces/*
          tests/fixtures/reference/serving/*/requests.jsonl; do
   head -n 12 "$t" > "$build/seeds/fuzz_trace/$(basename "$(dirname "$t")")-$(basename "$t")"
 done
+# vllm bench serve's result: one JSON document (under the target's 64 KiB), whole.
+cp tests/fixtures/reference/serving/vllm-bench_*/*.json "$build/seeds/fuzz_trace/"
 # Valid inputs a target once timed out on (tests/fixtures/fuzz/README.md).
 for t in tests/fixtures/fuzz/fuzz_*; do
   target=${t##*/}; target=${target%%-*}

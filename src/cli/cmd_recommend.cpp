@@ -84,8 +84,8 @@ CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
         ->check(CLI::Range(std::int64_t{10}, std::int64_t{1'000'000}));
     cmd->add_option("--seed", o.seed, "search: random seed of the synthetic traffic")->check(seed_value());
     cmd->add_option("--trace", o.trace, "search: the traffic to serve, a trace file or a bundled one (azure-2023-conv, azure-2023-code)");
-    cmd->add_option("--trace-format", o.trace_format, "auto|azure|mooncake|jsonl|csv")
-        ->check(CLI::IsMember({"auto", "azure", "mooncake", "jsonl", "csv"}));
+    cmd->add_option("--trace-format", o.trace_format, "auto|azure|mooncake|jsonl|csv|timestamps|vllm-bench (docs/compare.md)")
+        ->check(CLI::IsMember({"auto", "azure", "mooncake", "jsonl", "csv", "timestamps", "vllm-bench"}));
     cmd->add_option("--time-scale", o.time_scale, "search: the trace's traffic this many times faster (its peak minute is the target)")
         ->check(finite_range(1e-6, 1e6));
     cmd->add_option("--limit", o.limit, "search: only the first N requests of the trace")

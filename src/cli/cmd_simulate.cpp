@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -64,10 +65,13 @@ CLI::App* setup_simulate(CLI::App& app, SimulateOptions& o) {
         "offload KV to this much host memory, e.g. 64GiB (vLLM's --kv-offloading-size, total over TP x PP ranks; each DP rank has its own)");
     cmd->add_flag("--no-prefix-caching", o.no_prefix_caching, "turn prefix caching off (vLLM's automatic prefix caching, SGLang's radix cache)");
     cmd->add_option("--trace", o.trace,
-                    "replay this trace: a file (Azure CSV, Mooncake JSONL, JSONL with arrival_time, arrival_s CSV) or a bundled one: "
-                    "azure-2023-conv, azure-2023-code");
-    cmd->add_option("--trace-format", o.trace_format, "auto|azure|mooncake|jsonl|csv")
-        ->check(CLI::IsMember({"auto", "azure", "mooncake", "jsonl", "csv"}));
+                    "replay this trace: a file (Azure CSV, Mooncake JSONL, JSONL with arrival_time, arrival_s CSV, vllm bench serve's "
+                    "--save-detailed JSON) or a bundled one: azure-2023-conv, azure-2023-code");
+    cmd->add_option("--trace-format", o.trace_format, "auto|azure|mooncake|jsonl|csv|timestamps|vllm-bench (docs/compare.md)")
+        ->check(CLI::IsMember({"auto", "azure", "mooncake", "jsonl", "csv", "timestamps", "vllm-bench"}));
+    cmd->add_flag("--compare", o.compare,
+                  "print the trace's measured TTFT, TPOT, ITL and E2E beside the simulated, with the error (a vllm bench serve "
+                  "--save-detailed JSON, or a requests.jsonl with the server's timestamps; docs/compare.md)");
     cmd->add_option("--time-scale", o.time_scale, "replay the trace this many times faster")->check(finite_range(1e-6, 1e6));
     cmd->add_option("--limit", o.limit, "only the first N requests of the trace")->check(count);
     cmd->add_option("--prefix-tokens", o.prefix_tokens, "every prompt starts with the same system prompt of N tokens (counted in its length)")
@@ -182,9 +186,11 @@ void check_outputs(const SimulateOptions& o) {
     if (!o.report.empty()) check_writable(o.report);
 }
 
-// The trace or synthetic traffic, with --prefix-tokens' shared system prompt.
-Workload workload(const SimulateOptions& o, SimulateResult& r) {
-    Workload w = make_workload(o, r.workload);
+// The trace or synthetic traffic, with --prefix-tokens' shared system prompt;
+// with --compare, the served run's own workload.
+Workload workload(const SimulateOptions& o, const std::optional<ServedRun>& served, SimulateResult& r) {
+    Workload w = served ? served->workload : make_workload(o, r.workload);
+    if (served) r.workload = fmt::format("{} ({} requests)", o.trace, group_digits(static_cast<std::int64_t>(w.requests.size())));
     r.concurrency = w.concurrency;
     if (o.prefix_tokens > 0) {
         share_system_prompt(w, o.prefix_tokens);
@@ -230,7 +236,8 @@ std::string run_simulate(const SimulateOptions& o) {
     SimulateResult r;
     r.model_label = model_label(model);
     r.gpu_name = gpu.name;
-    const Workload w = workload(o, r);
+    const std::optional<ServedRun> served = o.compare ? std::optional<ServedRun>(read_compare_run(o)) : std::nullopt;
+    const Workload w = workload(o, served, r);
     const SglangConfig sglang = engine_pool(o, knobs, model, gpu, w, r);
     if (!o.slo.empty()) r.slo = parse_slo(o.slo);
 
@@ -240,6 +247,7 @@ std::string run_simulate(const SimulateOptions& o) {
     else if (layout) simulate_layout(knobs, setup, *layout, w, sglang, r);
     else simulate_replicas(knobs, setup, w, sglang, r);
     r.summary = summarise(r.run, r.slo);
+    if (served) r.compare = compare_served(*served, r.summary, r.run.timeseries);
     note_long_max_model_len(model, knobs, r);
     return finish(o, r);
 }

@@ -35,6 +35,7 @@ struct SimulateOptions {
     std::string cpu_offload;  // --cpu-offload SIZE: vLLM's --kv-offloading-size (total over TP x PP ranks); empty: off
     // Workload: a trace, or synthetic arrivals.
     std::string trace, trace_format = "auto";
+    bool compare = false;  // --compare: the trace's measured latencies beside the simulated (docs/compare.md)
     double time_scale = 1.0;
     std::int64_t limit = 0;
     std::int64_t prefix_tokens = 0;  // a shared system prompt at the start of every prompt

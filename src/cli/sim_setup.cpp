@@ -149,6 +149,18 @@ Workload make_workload(const SimulateOptions& o, std::string& label) {
     return synthetic_workload(s);
 }
 
+ServedRun read_compare_run(const SimulateOptions& o) {
+    if (o.trace.empty()) usage_error("--compare needs --trace RUN: vllm bench serve's --save-detailed JSON, or a requests.jsonl with queued_ts");
+    if (o.limit > 0 || o.time_scale != 1.0 || o.prefix_tokens > 0)
+        usage_error("--compare replays the run as it was measured: drop --limit, --time-scale and --prefix-tokens");
+    ServedRun run = read_served_run(o.trace, TraceOptions{o.trace_format, 1.0, 0});
+    if (run.requests.empty())
+        usage_error("--compare: " + o.trace +
+                    " holds no measured latencies (expected vllm bench serve's --save-detailed JSON, or JSON lines with queued_ts, "
+                    "scheduled_ts, first_token_ts and last_token_ts)");
+    return run;
+}
+
 // The flags' engine settings, parsed once: dtypes, the release, the CPU
 // tier's size, the stored weights (by the engine's speed profile), the NIC.
 ServeKnobs serve_knobs(const SimulateOptions& o) {

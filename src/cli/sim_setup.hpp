@@ -16,6 +16,7 @@
 #include "core/sim/disagg.hpp"
 #include "core/sim/synthetic.hpp"
 #include "core/sim/metrics.hpp"
+#include "core/sim/served_run.hpp"
 #include "core/sim/synthetic.hpp"
 
 namespace kvplan {
@@ -29,6 +30,9 @@ Workload make_workload(const SimulateOptions& o, std::string& label);
 // The flags' synthetic traffic (rate, requests, lengths, burstiness, seed);
 // make_workload checks they are complete first.
 SyntheticSpec synthetic_spec(const SimulateOptions& o);
+// --compare's run: the trace with its measured latencies; Error(Usage) when the
+// trace holds none, or with flags that would change the workload it measured.
+ServedRun read_compare_run(const SimulateOptions& o);
 // The engine settings the flags give (engine, TP/PP, pool and scheduler
 // limits, dtypes, release, CPU tier, layout, nodes), parsed once: the
 // engine set-up (core/plan/engine_setup.hpp) reads no flag strings.

@@ -1,5 +1,6 @@
 #include "io/trace_reader.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -13,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "core/model/config_parts.hpp"
+#include "io/served_run_reader.hpp"
 
 namespace kvplan {
 
@@ -147,11 +149,39 @@ double json_seconds(const At& at, const nlohmann::json& j, const char* name, dou
 std::string detect(const std::string& first_line) {
     if (first_line.rfind("TIMESTAMP", 0) == 0) return "azure";
     if (first_line.rfind("arrival_s", 0) == 0) return "csv";
-    if (!first_line.empty() && first_line[0] == '{') return first_line.find("\"input_length\"") != std::string::npos ? "mooncake" : "jsonl";
+    if (!first_line.empty() && first_line[0] == '{') {
+        if (first_line.find("\"input_length\"") != std::string::npos) return "mooncake";
+        return first_line.find("\"queued_ts\"") != std::string::npos ? "timestamps" : "jsonl";
+    }
     return "";
 }
 
-SimRequest json_request(const At& at, const std::string& line, const std::string& format) {
+// The server's four timestamps of a request (LLMServingSim's requests.jsonl,
+// vLLM's RequestStateStats): TTFT and E2E from queued_ts, as that run's
+// summary counts them; each must follow the one before it.
+MeasuredRequest server_timings(const At& at, const nlohmann::json& j, std::int64_t output_tokens) {
+    const char* names[] = {"queued_ts", "scheduled_ts", "first_token_ts", "last_token_ts"};
+    double ts[4];
+    for (int k = 0; k < 4; ++k) {
+        ts[k] = json_seconds(at, j, names[k], 1.0);
+        if (k > 0 && ts[k] < ts[k - 1]) at.fail(names[k], std::string("before ") + names[k - 1] + " (expected the request's times in order)");
+    }
+    if (!(ts[3] - ts[0] <= kMaxReplaySeconds)) at.fail("last_token_ts", "over 10^7 s after queued_ts");
+    return MeasuredRequest{ts[2] - ts[0], ts[3] - ts[0], output_tokens, {}};
+}
+
+// The span of a timestamps trace: its first queued_ts to its last last_token_ts.
+struct Span {
+    double first = 0, last = 0;
+    bool any = false;
+    void add(double queued, double done) {
+        first = any ? std::min(first, queued) : queued;
+        last = any ? std::max(last, done) : done;
+        any = true;
+    }
+};
+
+SimRequest json_request(const At& at, const std::string& line, const std::string& format, ServedRun& run, Span& span) {
     nlohmann::json j;
     try {
         // Depth is checked as the parser meets it, before a hostile line of
@@ -184,6 +214,10 @@ SimRequest json_request(const At& at, const std::string& line, const std::string
         r.arrival_s = json_seconds(at, j, "arrival_time", 1.0);
         r.input_tokens = json_tokens(at, j, {"input_toks", "input_tokens", "prompt_len"}, 1);
         r.output_tokens = json_tokens(at, j, {"output_toks", "output_tokens", "output_len"}, 1);
+        if (format == "timestamps") {
+            run.requests.push_back(server_timings(at, j, r.output_tokens));
+            span.add(j["queued_ts"].get<double>(), j["last_token_ts"].get<double>());
+        }
     }
     return r;
 }
@@ -204,10 +238,23 @@ SimRequest csv_request(const At& at, const std::string& line, const std::string&
 
 namespace {
 
-Workload parse_trace(std::istream& in, const std::string& path, const TraceOptions& o) {
-    if (!(o.time_scale > 0) || !std::isfinite(o.time_scale)) usage_error("--time-scale: expected a positive number");
-    Workload w;
-    std::string line, format = o.format;
+// The first bytes of a seekable stream, read and put back; empty when it cannot seek.
+std::string peek_prefix(std::istream& in) {
+    const std::streampos start = in.tellg();
+    if (start == std::streampos(-1)) return "";
+    std::string prefix(kMaxLineBytes + 1, '\0');
+    in.read(prefix.data(), static_cast<std::streamsize>(prefix.size()));
+    prefix.resize(static_cast<std::size_t>(in.gcount()));
+    in.clear();
+    in.seekg(start);
+    return prefix;
+}
+
+ServedRun parse_lines(std::istream& in, const std::string& path, const TraceOptions& o, std::string format) {
+    ServedRun run;
+    Workload& w = run.workload;
+    Span span;
+    std::string line;
     std::int64_t n = 0;
     std::optional<double> first, last;
     while (read_line(in, line, path, n + 1)) {
@@ -220,7 +267,8 @@ Workload parse_trace(std::istream& in, const std::string& path, const TraceOptio
         const bool header = (format == "azure" && line.rfind("TIMESTAMP", 0) == 0) || (format == "csv" && line.rfind("arrival_s", 0) == 0);
         if (header) continue;
         const At at{path, n};
-        SimRequest r = format == "mooncake" || format == "jsonl" ? json_request(at, line, format) : csv_request(at, line, format);
+        const bool json = format == "mooncake" || format == "jsonl" || format == "timestamps";
+        SimRequest r = json ? json_request(at, line, format, run, span) : csv_request(at, line, format);
         if (last && r.arrival_s < *last) at.fail("arrival", "goes back in time (the trace must be sorted by arrival)");
         last = r.arrival_s;
         if (!first) first = r.arrival_s;
@@ -233,12 +281,26 @@ Workload parse_trace(std::istream& in, const std::string& path, const TraceOptio
         if (o.limit > 0 && static_cast<std::int64_t>(w.requests.size()) >= o.limit) break;
     }
     if (w.requests.empty()) data_error(path + ": no requests (an empty trace)");
-    return w;
+    if (format == "timestamps") {
+        run.clock = ServedClock::Queued;
+        run.duration_s = span.last - span.first;
+    }
+    return run;
+}
+
+ServedRun parse_trace(std::istream& in, const std::string& path, const TraceOptions& o) {
+    if (!(o.time_scale > 0) || !std::isfinite(o.time_scale)) usage_error("--time-scale: expected a positive number");
+    if (o.format == "vllm-bench" || (o.format == "auto" && looks_like_vllm_bench(peek_prefix(in)))) return read_vllm_bench(in, path, o);
+    return parse_lines(in, path, o, o.format);
 }
 
 }  // namespace
 
 Workload read_trace_stream(std::istream& in, const std::string& path, const TraceOptions& o) {
+    return parse_trace(in, path, o).workload;
+}
+
+ServedRun read_served_run_stream(std::istream& in, const std::string& path, const TraceOptions& o) {
     return parse_trace(in, path, o);
 }
 
@@ -246,7 +308,9 @@ const char* bundled_trace_names() {
     return "azure-2023-conv, azure-2023-code";
 }
 
-Workload read_trace(const std::string& path, const TraceOptions& o) {
+namespace {
+
+ServedRun read_file(const std::string& path, const TraceOptions& o) {
     std::error_code ec;
     if (!std::filesystem::exists(path, ec) && (path == "azure-2023-conv" || path == "azure-2023-code")) {
         std::istringstream text(path == "azure-2023-conv" ? embedded::kTraceAzure2023_conv : embedded::kTraceAzure2023_code);
@@ -255,6 +319,26 @@ Workload read_trace(const std::string& path, const TraceOptions& o) {
     std::ifstream in(path, std::ios::binary);
     if (!in) usage_error(path + ": cannot open the trace for reading (a file, or a bundled trace: " + std::string(bundled_trace_names()) + ")");
     return parse_trace(in, path, o);
+}
+
+}  // namespace
+
+ServedRun read_served_run(const std::string& path, const TraceOptions& o) {
+    ServedRun run = read_file(path, o);
+    std::error_code ec;
+    // vLLM's per-second log, where the run's folder holds it (LLMServingSim's layout).
+    const std::filesystem::path series = std::filesystem::path(path).parent_path() / "timeseries.csv";
+    if (run.clock == ServedClock::Queued && std::filesystem::is_regular_file(series, ec)) run.series = read_engine_series(series.string());
+    // A log whose KV usage stays 0% while requests run did not record it
+    // (the max_num_seqs 128 run's timeseries.csv): not compared.
+    const auto kv = [](const MeasuredSecond& m) { return m.kv_cache_usage > 0; };
+    const auto idle = [](const MeasuredSecond& m) { return m.running == 0; };
+    run.series_kv = std::any_of(run.series.begin(), run.series.end(), kv) || std::all_of(run.series.begin(), run.series.end(), idle);
+    return run;
+}
+
+Workload read_trace(const std::string& path, const TraceOptions& o) {
+    return read_file(path, o).workload;
 }
 
 }  // namespace kvplan

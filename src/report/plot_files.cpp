@@ -266,6 +266,46 @@ std::vector<PlotFile> recommend_pareto(const SloRecommendResult& r) {
     return {{"pareto.svg", render_svg(chart)}, {"pareto.csv", csv}};
 }
 
+// --compare: the served run's measured CDFs (dashed, beside each simulated
+// one, and in the CSV as ttft_measured...) and vLLM's per-second log
+// (dashed, in timeseries_measured.csv), so that both runs read on one chart.
+// Legends stay as short as the simulated ones: the legend column is 200 px.
+void add_measured(const ServedComparison& c, std::vector<Cdf>& cdfs, Chart& cdf_chart, Chart& ts_chart, std::vector<PlotFile>& files) {
+    std::vector<double> ttft, tpot, e2e;
+    for (const MeasuredRequest& m : c.requests) {
+        ttft.push_back(m.ttft_s);
+        e2e.push_back(m.e2e_s);
+        if (m.output_tokens > 1) tpot.push_back((m.e2e_s - m.ttft_s) / static_cast<double>(m.output_tokens - 1));
+    }
+    const std::vector<std::pair<std::string, std::vector<double>*>> metrics = {{"ttft", &ttft}, {"tpot", &tpot}, {"e2e", &e2e}};
+    for (std::size_t k = 0; k < metrics.size(); ++k) {
+        const std::string metric = metrics[k].first + "_measured";
+        Cdf m = empirical_cdf(metric, std::move(*metrics[k].second));
+        ChartSeries s{"measured", m.value_s, m.fraction, false};
+        s.dashed = true;
+        cdf_chart.panels[k].series.push_back(std::move(s));
+        cdfs.push_back(std::move(m));
+    }
+    if (c.series.empty()) return;
+    std::string csv = "t_s,running,waiting,kv_cache_usage\n";
+    ChartSeries kv{"KV usage, vLLM", {}, {}, false}, running{"running, vLLM", {}, {}, false}, waiting{"waiting, vLLM", {}, {}, false};
+    for (std::size_t i : thin(c.series.size())) {
+        const MeasuredSecond& m = c.series[i].measured;
+        csv += fmt::format("{:.0f},{},{},{}\n", m.t_s, m.running, m.waiting, c.series_kv ? fmt::format("{:.4f}", m.kv_cache_usage) : "");
+        kv.x.push_back(m.t_s);
+        kv.y.push_back(rounded(m.kv_cache_usage, 4));
+        running.x.push_back(m.t_s);
+        running.y.push_back(static_cast<double>(m.running));
+        waiting.x.push_back(m.t_s);
+        waiting.y.push_back(static_cast<double>(m.waiting));
+    }
+    for (ChartSeries* s : {&kv, &running, &waiting}) s->dashed = true;
+    if (c.series_kv) ts_chart.panels[0].series.push_back(std::move(kv));
+    ts_chart.panels[1].series.push_back(std::move(running));
+    ts_chart.panels[1].series.push_back(std::move(waiting));
+    files.push_back({"timeseries_measured.csv", csv});
+}
+
 }  // namespace
 
 std::vector<PlotFile> render_simulate_plots(const SimulateResult& r) {
@@ -279,8 +319,7 @@ std::vector<PlotFile> render_simulate_plots(const SimulateResult& r) {
         e2e.push_back(q.finish_s - q.arrival_s);
         if (q.output_tokens > 1) tpot.push_back((q.finish_s - q.first_token_s) / static_cast<double>(q.output_tokens - 1));
     }
-    const std::vector<Cdf> cdfs = {empirical_cdf("ttft", std::move(ttft)), empirical_cdf("tpot", std::move(tpot)),
-                                   empirical_cdf("e2e", std::move(e2e))};
+    std::vector<Cdf> cdfs = {empirical_cdf("ttft", std::move(ttft)), empirical_cdf("tpot", std::move(tpot)), empirical_cdf("e2e", std::move(e2e))};
     // The title names the replicas, as the summary does: "on 4 replicas of NVIDIA H100 SXM 80GB".
     const std::size_t replicas = r.run.replicas.size();
     const std::string where =
@@ -349,7 +388,12 @@ std::vector<PlotFile> render_simulate_plots(const SimulateResult& r) {
     req_panel.series.push_back(std::move(waiting));
     ts_chart.panels = {std::move(kv_panel), std::move(req_panel)};
 
-    return {{"latency_cdf.svg", render_svg(cdf_chart)}, latency_cdf_csv(cdfs), {"timeseries.svg", render_svg(ts_chart)}, {"timeseries.csv", csv}};
+    std::vector<PlotFile> files;
+    if (r.compare) add_measured(*r.compare, cdfs, cdf_chart, ts_chart, files);
+    files.insert(
+        files.begin(),
+        {{"latency_cdf.svg", render_svg(cdf_chart)}, latency_cdf_csv(cdfs), {"timeseries.svg", render_svg(ts_chart)}, {"timeseries.csv", csv}});
+    return files;
 }
 
 std::vector<PlotFile> render_roofline_plots(const RooflineResult& r) {

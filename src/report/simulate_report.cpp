@@ -7,6 +7,7 @@
 
 #include "core/digits.hpp"
 #include "core/units.hpp"
+#include "report/compare_report.hpp"
 #include "report/json_value.hpp"
 #include "report/printable.hpp"
 #include "report/table.hpp"
@@ -274,6 +275,7 @@ std::string render_simulate_table(const SimulateResult& r) {
     if (r.run.dp_ranks.size() > 1 && !r.disagg) out += dp_ranks_text(r.run.dp_ranks);  // P/D: the replica rows above
     out += "\n" + fit_line(sentence(r), Width::Fit);
     for (const std::string& n : r.notes) out += fit_line("note: " + n, Width::Fit, "", "  ");
+    if (r.compare) out += "\n" + render_compare_table(*r.compare);
     return out;
 }
 
@@ -414,6 +416,7 @@ std::string render_simulate_json(const SimulateResult& r) {
     j["goodput_requests_per_s"] = s.goodput_requests_per_s ? nlohmann::ordered_json(*s.goodput_requests_per_s) : nlohmann::ordered_json(nullptr);
     j["slo_attainment"] = s.slo_attainment ? nlohmann::ordered_json(*s.slo_attainment) : nlohmann::ordered_json(nullptr);
     j["notes"] = r.notes;
+    if (r.compare) j["compare"] = compare_json(*r.compare);
     j["timeseries"] = nlohmann::ordered_json::array();
     for (const TimePoint& p : r.run.timeseries)
         for (std::int64_t k = 0; k < p.seconds; ++k)  // one entry per second, as the engine logs

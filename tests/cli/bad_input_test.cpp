@@ -1045,3 +1045,17 @@ TEST_CASE("bad input: simulate on a device without FLOP/s exits 2 instead of pri
                      "--decode-replicas", "1", "--rate", "1", "--requests", "3", "--input-len", "fixed:2048", "--output-len", "fixed:5"}),
         kExitUsage, {"no FLOP/s figure"});
 }
+
+// ---------------------------------------------------------------------------
+// Served runs (simulate --trace RUN --compare, docs/compare.md).
+
+TEST_CASE("bad input: a served run's negative TTFT or out-of-order timestamps exit 65 naming the file and the field", "[bad-input][served]") {
+    // served_negative_ttft.json: vllm bench serve's fields, the second request's ttfts entry -0.1.
+    expect_clean_error(
+        Run::kvplan({"simulate", "--model", "llama-3.1-8b", "--gpu", "rtx-3090", "--trace", fixture("served_negative_ttft.json"), "--compare"}),
+        kExitData, {"served_negative_ttft.json: ttfts[1]: -0.1 s: expected 0 to 10^7 s"});
+    // served_timestamps_order.jsonl: line 2's first token (50.55) before its scheduling (50.6).
+    expect_clean_error(
+        Run::kvplan({"simulate", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--trace", fixture("served_timestamps_order.jsonl"), "--compare"}),
+        kExitData, {"served_timestamps_order.jsonl:2: first_token_ts: before scheduled_ts"});
+}

@@ -1,5 +1,6 @@
 // libFuzzer target: the trace path `kvplan simulate --trace FILE` takes.
-// Bytes -> trace (io/trace_reader, every format, auto-detected) -> Workload
+// Bytes -> trace (io/trace_reader, every format, auto-detected, vllm bench
+// serve's JSON document included) -> Workload (an open or a closed loop)
 // -> the vLLM or SGLang scheduler over a small pool with a constant step, invariants
 // checked after every step, and vLLM's decode-run jump against stepping,
 // vLLM's pipeline, DP groups, KV offload and disaggregated pools (each with
@@ -136,24 +137,28 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 if (!r.rejected && r.finish_s < 0) __builtin_trap();
         }
         // The same pool as disaggregated prefill and decode pools joined by a
-        // slow or a fast link, the decode side's runs jumped.
-        DisaggConfig k;
-        k.prefill_replicas = 1 + static_cast<std::int64_t>(size % 2);
-        k.decode_replicas = 1 + static_cast<std::int64_t>(size % 3);
-        k.router = size % 8 == 0 ? Router::LeastLoaded : Router::RoundRobin;
-        k.link = KvLink{size % 3 == 0 ? 1e8 : 1e10, 1e-4};
-        k.kv_bytes_per_token_per_rank = 1000;
-        k.layerwise = size % 5 == 1;
-        k.layers = 32;
-        const DisaggRun pd = simulate_disagg(w, c, c, k, by_context, decode, by_context, decode, true);
-        for (const RequestRecord& r : pd.run.requests)
-            if (!r.rejected && r.finish_s < 0) __builtin_trap();
-        // The same pools with DP groups: the decode side's ranks pulling over
-        // their own links, the prefill side's one engine or a group of 2.
-        const DisaggRun pd_dp = simulate_disagg(w, c, c, k, PoolPricing{1 + static_cast<std::int64_t>(size % 2), by_context, decode, slowest},
-                                                PoolPricing{2 + static_cast<std::int64_t>(size % 3), by_context, decode, slowest}, true);
-        for (const RequestRecord& r : pd_dp.run.requests)
-            if (!r.rejected && r.finish_s < 0) __builtin_trap();
+        // slow or a fast link, the decode side's runs jumped; a closed loop (a
+        // vllm bench serve result's max_concurrency) is refused there, as by
+        // `simulate --prefill-replicas`, and not tried.
+        if (w.concurrency == 0) {
+            DisaggConfig k;
+            k.prefill_replicas = 1 + static_cast<std::int64_t>(size % 2);
+            k.decode_replicas = 1 + static_cast<std::int64_t>(size % 3);
+            k.router = size % 8 == 0 ? Router::LeastLoaded : Router::RoundRobin;
+            k.link = KvLink{size % 3 == 0 ? 1e8 : 1e10, 1e-4};
+            k.kv_bytes_per_token_per_rank = 1000;
+            k.layerwise = size % 5 == 1;
+            k.layers = 32;
+            const DisaggRun pd = simulate_disagg(w, c, c, k, by_context, decode, by_context, decode, true);
+            for (const RequestRecord& r : pd.run.requests)
+                if (!r.rejected && r.finish_s < 0) __builtin_trap();
+            // The same pools with DP groups: the decode side's ranks pulling over
+            // their own links, the prefill side's one engine or a group of 2.
+            const DisaggRun pd_dp = simulate_disagg(w, c, c, k, PoolPricing{1 + static_cast<std::int64_t>(size % 2), by_context, decode, slowest},
+                                                    PoolPricing{2 + static_cast<std::int64_t>(size % 3), by_context, decode, slowest}, true);
+            for (const RequestRecord& r : pd_dp.run.requests)
+                if (!r.rejected && r.finish_s < 0) __builtin_trap();
+        }
     } else {
         SglangConfig c;  // SGLang's, over a token pool
         c.max_total_tokens = 1024 + static_cast<std::int64_t>(size % 8192);

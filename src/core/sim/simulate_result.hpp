@@ -8,6 +8,7 @@
 
 #include "core/sim/metrics.hpp"
 #include "core/sim/scheduler.hpp"
+#include "core/sim/served_run.hpp"
 
 namespace kvplan {
 
@@ -73,10 +74,11 @@ struct SimulateResult {
     SimRun run;
     SimSummary summary;
     Slo slo;
-    std::optional<DisaggReport> disagg;    // P/D runs only
-    std::optional<SpecReport> spec;        // --spec-method runs only
-    std::optional<DpLayoutReport> layout;  // --dp / --ep runs only
-    std::vector<std::string> notes;        // what the engine would do differently (printed after the summary)
+    std::optional<DisaggReport> disagg;       // P/D runs only
+    std::optional<SpecReport> spec;           // --spec-method runs only
+    std::optional<DpLayoutReport> layout;     // --dp / --ep runs only
+    std::vector<std::string> notes;           // what the engine would do differently (printed after the summary)
+    std::optional<ServedComparison> compare;  // --compare: the trace's measured latencies beside the simulated
 };
 
 }  // namespace kvplan
