@@ -115,7 +115,7 @@ std::vector<SloRow> shown_rows(const SloRecommendResult& r) {
     return out;
 }
 
-// `slim` leaves out the fields not in_fit: the per-direction $/M columns (kept
+// `slim` leaves out the fields not in_fit: the $/M columns (kept
 // in --wide, Markdown and CSV) and the E2E p50, when a searched KV dtype or
 // weight format widens the knobs column.
 Table fleet_table(const SloRecommendResult& r, bool slim) {
@@ -371,8 +371,7 @@ const Fields<SloRow>& slo_fleet_fields() {
          .kind = FieldKind::Number,
          .json = [](const R& x) { return x.candidate->band ? J(x.candidate->band->low_rps) : J(nullptr); },
          .header = "step model\nrange",
-         .cell = [](const R& x) { return band_text(*x.candidate); },
-         .in_fit = false},
+         .cell = [](const R& x) { return band_text(*x.candidate); }},
         {.key = "band_high_rps",
          .kind = FieldKind::Number,
          .json = [](const R& x) { return x.candidate->band ? J(x.candidate->band->high_rps) : J(nullptr); }},
@@ -408,7 +407,8 @@ const Fields<SloRow>& slo_fleet_fields() {
          .kind = FieldKind::Number,
          .json = [=](const R& x) { return opt(x.candidate->fleet.usd_per_million_tokens); },
          .header = "$/M\ntokens",
-         .cell = [](const R& x) { return money(x.candidate->fleet.usd_per_million_tokens); }},
+         .cell = [](const R& x) { return money(x.candidate->fleet.usd_per_million_tokens); },
+         .in_fit = false},  // the step model's range takes its place in 100 columns; --wide, CSV, JSON keep it
         {.key = "binding_slo",
          .json = [](const R& x) { return x.candidate->outcome.binding.empty() ? J(nullptr) : J(x.candidate->outcome.binding); },
          .header = "binds",
