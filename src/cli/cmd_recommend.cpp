@@ -76,7 +76,10 @@ CLI::App* setup_recommend(CLI::App& app, RecommendOptions& o) {
     cmd->add_option("--engine", o.engine,
                     "vllm|sglang: whose speed profile prices steps and, with --slo, whose scheduler the simulator runs (default vllm)")
         ->check(CLI::IsMember({"vllm", "sglang"}));
-    cmd->add_option("--rate", o.rate, "search: the traffic to serve, requests per second (Poisson arrivals)")->check(finite_range(1e-9, 1e9));
+    cmd->add_option("--rate", o.rate,
+                    "search: the traffic to serve, requests per second (Poisson arrivals); with --trace, the trace's arrivals "
+                    "rescaled to this mean rate (its bursts and lengths kept)")
+        ->check(finite_range(1e-9, 1e9));
     cmd->add_option("--input-len", o.input_len,
                     "search: prompt lengths, fixed:N, uniform:A-B, lognormal:MEAN,SIGMA or from:TRACE (default fixed:1024)");
     cmd->add_option("--output-len", o.output_len, "search: output lengths, the same forms (default fixed:128)");

@@ -51,7 +51,6 @@ void check_flags(const RecommendOptions& o, Engine engine) {
     if (!(o.goodput > 0 && o.goodput <= 1)) usage_error(fmt::format("--goodput {}: expected a share of requests in (0, 1], e.g. 0.99", o.goodput));
     if (o.rate == 0 && o.trace.empty())
         usage_error("--slo: the SLO search needs the traffic: --rate R (with --input-len, --output-len) or --trace FILE");
-    if (o.rate > 0 && !o.trace.empty()) usage_error("give --rate (synthetic traffic) or --trace, not both");
     if (!o.trace.empty() && (!o.input_len.empty() || !o.output_len.empty()))
         usage_error("--input-len and --output-len describe synthetic traffic: with --trace the trace's requests are replayed");
     if (o.context > 0 || o.ttft > 0 || o.tpot > 0 || o.prompt > 0 || o.num_gpus > 0)
@@ -157,14 +156,23 @@ void check_lists(const RecommendOptions& o, const std::vector<Gpu>& gpus) {
 }
 
 // The traffic to serve: the synthetic rate, or a trace with at most
-// --requests (4,000) of it replayed per run.
+// --requests (4,000) of it replayed per run (with --rate, its arrivals
+// rescaled to that mean rate, the target).
 SloTraffic traffic(const RecommendOptions& o, std::string& label) {
     SloTraffic t{make_workload(traffic_options(o), label), o.trace.empty() ? kSyntheticSource : o.trace, std::nullopt, 0, std::nullopt};
     if (o.trace.empty()) {
         t.rate_rps = o.rate;
         t.synthetic = synthetic_spec(traffic_options(o));
+        return t;
     }
-    else t.max_requests = o.requests > 0 ? o.requests : kSloDefaultTraceRequests;
+    t.max_requests = o.requests > 0 ? o.requests : kSloDefaultTraceRequests;
+    if (o.rate > 0) {
+        // "This traffic at R req/s": the trace's arrivals stretched to a mean
+        // rate of R, its bursts and lengths kept; the target is R.
+        t.workload = at_rate(rate_workload(std::move(t.workload)), o.rate);
+        t.rate_rps = o.rate;
+        label += fmt::format(", arrivals rescaled to a mean of {} req/s", o.rate);
+    }
     return t;
 }
 

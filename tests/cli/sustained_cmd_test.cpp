@@ -1,6 +1,7 @@
 // The rate `recommend --slo` reports holds for far longer than the search
 // ran it: the acceptance test of the long runs (docs/recommend.md, "A rate
 // that holds"), through the real binary.
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -53,4 +54,21 @@ TEST_CASE("recommend --slo: the rate found holds at 10 x the run length on five 
     // 1.1 x the rate fails on some seed, so the highest rate that holds on
     // every seed is below it: the answer is within 10% of it.
     CHECK(fail_above > 0);
+}
+
+TEST_CASE("recommend --slo --trace FILE --rate R: the trace's traffic at R req/s is the target, its fleet ceil(R / rate) replicas") {
+    // The Azure conversation trace peaks at 8.70 req/s in its busiest
+    // minute; asked for at 20 req/s, the target is 20 (not the peak), and
+    // the trace's requests are replayed with arrivals stretched to that mean.
+    const Run r = Run::kvplan({"recommend", "--draws", "0", "--model", "llama-3.1-8b", "--slo", "ttft=2s,tpot=50ms", "--trace", "azure-2023-conv",
+                               "--rate", "20", "--gpus", "h100-sxm", "--max-gpus", "1", "--json"});
+    INFO(r.command << "\n" << r.err);
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    CHECK(j["target_rate_rps"].get<double>() == 20.0);
+    CHECK(j["target_source"] == "--rate");
+    CHECK_THAT(j["workload"].get<std::string>(), Catch::Contains("rescaled to a mean of 20 req/s"));
+    const nlohmann::json& c = j["candidates"].at(0);
+    const double rate = c["sized_on_rate_rps"].get<double>();
+    CHECK(c["replicas"].get<std::int64_t>() == static_cast<std::int64_t>(std::ceil(20.0 / rate)));
 }

@@ -29,7 +29,7 @@ std::vector<double> traffic_figures(SloTraffic& t, SloRecommendResult& r) {
     r.mean_output_tokens /= static_cast<double>(std::max<std::size_t>(1, w.requests.size()));
     // Replicas over time: the whole trace's rate minute by minute.
     std::vector<double> window_rates = t.rate_rps ? std::vector<double>{} : window_rates_rps(w, kRateWindowS);
-    if (!t.rate_rps && t.max_requests > 0) r.replay_every = thin_requests(w, static_cast<std::size_t>(t.max_requests));
+    if (t.max_requests > 0) r.replay_every = thin_requests(w, static_cast<std::size_t>(t.max_requests));
     r.requests_per_run = static_cast<std::int64_t>(w.requests.size());
     return window_rates;
 }
@@ -86,9 +86,9 @@ SearchOutcome rate_with_steps_scaled(const SearchEngine& e, double factor, doubl
     return o;
 }
 
-// The step model's band for the best kBandCandidates shown, both ends on
-// `threads` threads; their fleets re-sized on the low end (unless
-// --optimistic) and re-ranked among themselves.
+// The step model's band for the best kBandCandidates (r.candidates ranked
+// best first), both ends on `threads` threads; their fleets re-sized on the
+// low end (unless --optimistic), for rank_candidates to rank again.
 void add_bands(const std::vector<SloSetup>& setups, const LongRuns& l, const SloSearchInputs& in, const std::vector<double>& window_rates,
                SloRecommendResult& r) {
     const std::size_t shown = std::min({r.top, r.candidates.size(), kBandCandidates});
@@ -122,7 +122,6 @@ void add_bands(const std::vector<SloSetup>& setups, const LongRuns& l, const Slo
         c.band = bands[k];
         size_fleet(c, r.target_rps, gpu_price(in.prices, c.gpu), r.mean_input_tokens, r.mean_output_tokens, window_rates);
     }
-    std::stable_sort(r.candidates.begin(), r.candidates.begin() + static_cast<std::ptrdiff_t>(shown), ranks_before);
 }
 
 }  // namespace
@@ -151,8 +150,11 @@ SloRecommendResult search_capacity(const ModelSpec& model, SloTraffic traffic, c
     take_outcomes(setups, searched, found, in, window_rates, r);
     r.tried = static_cast<std::int64_t>(setups.size());
     for (SloSetup& s : setups) (s.row.rejected() ? r.rejected : r.candidates).push_back(std::move(s.row));
-    rank_candidates(r, in.keep_qualified);
+    // The band of the best (their fleets then sized on its low end) before
+    // the ranking that picks the best aggregated and disaggregated plans.
+    std::stable_sort(r.candidates.begin(), r.candidates.end(), ranks_before);
     if (in.draws > 0 && in.step_uncertainty > 0) add_bands(setups, long_runs, in, window_rates, r);
+    rank_candidates(r, in.keep_qualified);
     if (!r.qualified.empty()) add_curves(setups, rw, in, r);
     return r;
 }
