@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "core/bounds.hpp"
 #include "core/config_reader.hpp"
@@ -43,15 +45,18 @@ double require_number(const ConfigReader& r, const char* key) {
     return *v;
 }
 
-// Each entry of the array `key`, as a reader named "key[i].".
+// Each entry of the array `key`, as a reader named "key[i].", holding no field but `known`.
 template <typename F>
-void each(const ConfigReader& top, const char* key, F&& read) {
+void each(const ConfigReader& top, const char* key, const std::vector<std::string>& known, F&& read) {
     const nlohmann::json* list = top.find({key});
     if (!list || !list->is_array()) top.fail(key, "expected an array");
     for (std::size_t i = 0; i < list->size(); ++i) {
         const std::string prefix = std::string(key) + "[" + std::to_string(i) + "].";
         if (!(*list)[i].is_object()) top.fail(prefix.substr(0, prefix.size() - 1), "expected an object");
-        read(ConfigReader((*list)[i], top.source(), prefix));
+        const ConfigReader r((*list)[i], top.source(), prefix);
+        for (const auto& [field, value] : (*list)[i].items())
+            if (std::find(known.begin(), known.end(), field) == known.end()) r.fail(field, "unknown field");
+        read(r);
     }
 }
 
@@ -104,9 +109,11 @@ CollectiveTables parse_collectives(const nlohmann::json& value, const std::strin
     ConfigReader top(value, source);
     if (top.require_int({"schema_version"}, 1, 1000) != 1) top.fail("schema_version", "expected 1");
     CollectiveTables t;
-    each(top, "allreduce", [&](const ConfigReader& r) { t.allreduce.push_back(read_grid(r)); });
-    each(top, "nccl", [&](const ConfigReader& r) { t.nccl.push_back(read_fit(r)); });
-    each(top, "families", [&](const ConfigReader& r) { t.families.push_back(read_family(r)); });
+    each(top, "allreduce", {"device", "engine", "version", "gpus", "bytes", "latency_s"},
+         [&](const ConfigReader& r) { t.allreduce.push_back(read_grid(r)); });
+    each(top, "nccl", {"device", "op", "version", "gpus", "latency_s", "bytes_per_s"}, [&](const ConfigReader& r) { t.nccl.push_back(read_fit(r)); });
+    each(top, "families", {"link", "op", "gpus", "latency_s", "link_fraction", "fitted_on"},
+         [&](const ConfigReader& r) { t.families.push_back(read_family(r)); });
     return t;
 }
 

@@ -143,4 +143,7 @@ TEST_CASE("models/collectives.json: errors name the file and the field") {
     j = nlohmann::json::parse(R"({"schema_version": 1, "nccl": [], "families": [],
         "allreduce": [{"device": "d", "engine": "vllm", "version": "1", "gpus": 2, "bytes": [256, 128], "latency_s": [1e-5, 1e-5]}]})");
     CHECK_THROWS_WITH(parse_collectives(j, "c.json"), Catch::Contains("allreduce[0].bytes: expected ascending sizes"));
+    j["allreduce"][0]["bytes"] = nlohmann::json::array({128, 256});
+    j["allreduce"][0]["latency"] = 1;
+    CHECK_THROWS_WITH(parse_collectives(j, "c.json"), Catch::Contains("allreduce[0].latency: unknown field"));
 }
