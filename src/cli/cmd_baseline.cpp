@@ -115,6 +115,8 @@ std::string run_baseline(const BaselineOptions& o, std::ostream& err) {
     Efficiency efficiency;
     efficiency.profile.all_to_all = bundled_all_to_all_latencies();  // as `check` prices a DP + EP layout's decode step
     efficiency.profile.nics = bundled_nics();                        // a layout over several nodes
+    efficiency.profile.links = bundled_link_latencies();             // and its all-gathers, as roofline prices them
+    efficiency.profile.collectives = bundled_collectives();
     if (!o.calibration.empty()) {
         if (o.batch == 0) usage_error("--calibration calibrates the decode figures: give --batch too");
         efficiency = apply_calibration(

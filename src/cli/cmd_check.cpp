@@ -77,6 +77,8 @@ ScenarioCheck check_scenario(const Scenario& s, const std::string& baseline_path
         Efficiency efficiency;
         efficiency.profile.all_to_all = bundled_all_to_all_latencies();  // a DP + EP layout's decode step
         efficiency.profile.nics = bundled_nics();                        // a layout over several nodes
+        efficiency.profile.links = bundled_link_latencies();             // and its all-gathers, as roofline prices them
+        efficiency.profile.collectives = bundled_collectives();
         if (!s.inputs.calibration.empty()) {
             const std::string path = scenario_file_path(s.inputs.calibration, baseline_path);
             efficiency =

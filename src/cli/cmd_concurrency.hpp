@@ -25,6 +25,7 @@ struct ConcurrencyOptions {
     std::int64_t redundant_experts = 0;
     std::int64_t moe_dense_tp = 0;
     std::string moe_a2a_backend;                // SGLang: "none" or "deepep"
+    std::string all2all_backend;                // vLLM: "allgather_reducescatter" (default) or "deepep_low_latency"
     std::int64_t nodes = 0, gpus_per_node = 0;  // where a DP/EP layout's GPUs sit; 0: not given
     std::vector<std::int64_t> contexts;
     double mem_util = 0;                     // 0: the engine's default

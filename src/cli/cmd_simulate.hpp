@@ -62,6 +62,7 @@ struct SimulateOptions {
     std::int64_t redundant_experts = 0;
     std::int64_t moe_dense_tp = 0;
     std::string moe_a2a_backend;
+    std::string all2all_backend;     // vLLM: "allgather_reducescatter" (default) or "deepep_low_latency"
     double expert_imbalance = 0;     // 0: not given (1.0)
     bool two_batch_overlap = false;  // vLLM --enable-dbo, SGLang --enable-two-batch-overlap
     NodeFlags nodes;

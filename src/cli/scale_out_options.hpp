@@ -17,7 +17,7 @@
 namespace kvplan {
 
 // Options: any struct with dp, ep, enable_expert_parallel, redundant_experts,
-// moe_dense_tp and moe_a2a_backend; `dp_help` says what --dp means there.
+// moe_dense_tp, moe_a2a_backend and all2all_backend; `dp_help` says what --dp means there.
 template <typename Options>
 void add_scale_out_options(CLI::App& cmd, Options& o, const std::string& dp_help) {
     const auto ranks = CLI::Range(std::int64_t{1}, std::int64_t{4096});
@@ -29,12 +29,15 @@ void add_scale_out_options(CLI::App& cmd, Options& o, const std::string& dp_help
     cmd.add_option("--moe-dense-tp-size", o.moe_dense_tp, "SGLang: TP of the dense MLP layers (1 or --tp; default --tp)")->check(ranks);
     cmd.add_option("--moe-a2a-backend", o.moe_a2a_backend, "SGLang: none|deepep (deepep: EP = tp, shared experts on every GPU)")
         ->check(CLI::IsMember({"none", "deepep"}));
+    cmd.add_option("--all2all-backend", o.all2all_backend,
+                   "vLLM: allgather_reducescatter (default)|deepep_low_latency, the MoE dispatch under EP (docs/collectives.md)")
+        ->check(CLI::IsMember({"allgather_reducescatter", "deepep_low_latency"}));
 }
 
 // The layout those flags give, as the memory wing reads it.
 template <typename Options>
 ScaleOutFlags layout_flags(const Options& o) {
-    return ScaleOutFlags{o.tp, o.dp, o.ep, o.enable_expert_parallel, o.redundant_experts, o.moe_dense_tp, o.moe_a2a_backend};
+    return ScaleOutFlags{o.tp, o.dp, o.ep, o.enable_expert_parallel, o.redundant_experts, o.moe_dense_tp, o.moe_a2a_backend, o.all2all_backend};
 }
 
 // --two-batch-overlap for the command's --engine (core/plan/engine_setup.hpp).

@@ -14,6 +14,7 @@ namespace embedded {
 extern const NamedText kEngineProfiles[];
 extern const std::size_t kEngineProfilesCount;
 extern const char* const kInterconnects;
+extern const char* const kCollectives;
 }  // namespace embedded
 
 const std::vector<LinkLatency>& bundled_link_latencies() {
@@ -27,6 +28,12 @@ const std::vector<AllToAllLatency>& bundled_all_to_all_latencies() {
     static const std::vector<AllToAllLatency> table =
         parse_all_to_all_latencies(parse_json_text(embedded::kInterconnects, "models/interconnects.json"), "models/interconnects.json");
     return table;
+}
+
+const std::shared_ptr<const CollectiveTables>& bundled_collectives() {
+    static const std::shared_ptr<const CollectiveTables> tables = std::make_shared<const CollectiveTables>(
+        parse_collectives(parse_json_text(embedded::kCollectives, "models/collectives.json"), "models/collectives.json"));
+    return tables;
 }
 
 const std::vector<Nic>& bundled_nics() {
@@ -54,6 +61,7 @@ const std::vector<EngineProfile>& bundled_engines() {
             p.links = bundled_link_latencies();
             p.all_to_all = bundled_all_to_all_latencies();
             p.nics = bundled_nics();
+            p.collectives = bundled_collectives();
             out.push_back(std::move(p));
         }
         // generic first: the default, then the rest by name.
@@ -93,6 +101,7 @@ void use_engine_file(const std::string& path) {
         EngineProfile p = parse_engine_profile(one, where);
         p.links = bundled_link_latencies();
         p.all_to_all = bundled_all_to_all_latencies();
+        p.collectives = bundled_collectives();
         p.nics = bundled_nics();
         auto same = std::find_if(out.begin(), out.end(), [&](const EngineProfile& b) { return b.id == p.id; });
         if (same != out.end()) *same = p;

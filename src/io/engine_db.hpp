@@ -3,6 +3,7 @@
 // binary at build time like the hardware database.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,8 @@ const std::vector<AllToAllLatency>& bundled_all_to_all_latencies();
 // models/interconnects.json nics, and one of them by id (Error(Usage)
 // naming --nic and the ids when there is none).
 const std::vector<Nic>& bundled_nics();
+// models/collectives.json: the measured all-reduce, all-gather and reduce-scatter tables.
+const std::shared_ptr<const CollectiveTables>& bundled_collectives();
 const Nic& find_nic(const std::string& id);
 
 }  // namespace kvplan

@@ -75,6 +75,16 @@ bool has_a2a(const RooflineResult& r) {
     return r.cost.layout.ep > 1;
 }
 
+// The MoE dispatch backend in words (docs/collectives.md, "Expert-parallel dispatch").
+std::string dispatch_words(const ExpertLayout& L) {
+    if (L.ep < 2) return std::string();
+    if (L.deepep)
+        return fmt::format("; all-to-all {} dispatch, bf16 combine, {:.0f} + {:.0f} us per MoE layer at least (DeepEP)",
+                           L.fp8_dispatch ? "fp8" : "bf16", L.dispatch_latency_s * 1e6, L.combine_latency_s * 1e6);
+    if (L.dp < 2) return "; no dispatch: every rank holds every token, the TP all-reduce combines";
+    return fmt::format("; dispatch by all-gather and reduce-scatter of bf16 hidden states over the {} DP ranks ({})", L.dp, L.gather.label);
+}
+
 // The layout line: which ranks split what, and what the batch axis counts.
 std::string layout_line(const RooflineResult& r) {
     const ExpertLayout& L = r.cost.layout;
@@ -94,11 +104,7 @@ std::string layout_line(const RooflineResult& r) {
     return fmt::format(
         "Layout: {} DP ranks of attention TP {}; {}; "
         "batch = the replica's sequences, {} per DP rank at most; the step is the slowest rank's{}{}{}.",
-        L.dp, r.cost.tp, experts, L.dp > 1 ? "batch / " + std::to_string(L.dp) : "all",
-        L.ep > 1 ? fmt::format("; all-to-all {} dispatch, bf16 combine, {:.0f} + {:.0f} us per MoE layer at least (DeepEP)",
-                               L.fp8_dispatch ? "fp8" : "bf16", L.dispatch_latency_s * 1e6, L.combine_latency_s * 1e6)
-                 : std::string(),
-        nodes, overlap);
+        L.dp, r.cost.tp, experts, L.dp > 1 ? "batch / " + std::to_string(L.dp) : "all", dispatch_words(L), nodes, overlap);
 }
 
 Table rows_table(const RooflineResult& r) {
@@ -333,6 +339,8 @@ std::string render_roofline_json(const RooflineResult& r) {
     j["calibrated"] = r.efficiency.measured_bandwidth_bytes_per_s.has_value();
     j["step_overhead_s"] = r.cost.step_overhead_s;
     j["layer_overhead_s"] = r.cost.layer_overhead_s;
+    // Which source priced the TP all-reduce (docs/collectives.md); null at TP 1.
+    j["allreduce_source"] = r.cost.tp > 1 ? nlohmann::ordered_json(r.cost.allreduce_source) : nlohmann::ordered_json(nullptr);
     j["context_tokens"] = r.inputs.context;
     j["prompt_tokens"] = r.inputs.prompt;
     j["output_tokens"] = r.inputs.output;
@@ -356,6 +364,8 @@ std::string render_roofline_json(const RooflineResult& r) {
         lj["combine_bytes_per_token_copy"] = L.combine_bytes_per_copy;
         lj["dispatch_latency_s"] = L.dispatch_latency_s;
         lj["combine_latency_s"] = L.combine_latency_s;
+        lj["dispatch_backend"] = L.ep < 2 ? "none" : L.deepep ? "deepep-low-latency" : L.dp > 1 ? "allgather-reducescatter" : "none (TP all-reduce)";
+        lj["dispatch_source"] = L.gather.label.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(L.gather.label);
         lj["nodes"] = L.nodes;
         lj["gpus_per_node"] = L.gpus_per_node;
         lj["nic"] = L.nodes > 1 ? nlohmann::ordered_json(L.nic) : nlohmann::ordered_json(nullptr);

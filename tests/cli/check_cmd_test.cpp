@@ -1007,14 +1007,18 @@ TEST_CASE("a DP + EP scenario with a batch gates the layout's decode step, the o
     // DeepSeek-V3, vLLM rules, TP 1 x DP 8 with expert parallelism on H200,
     // 512 sequences of 2,560 tokens over the 8 ranks: the step `kvplan
     // roofline --dp 8 --enable-expert-parallel --batch 512` prints with the
-    // generic profile a baseline's decode figures use, its all-to-all at
-    // DeepEP's floor, 58 x (77 + 114) us = 11.08 ms.
+    // generic profile a baseline's decode figures use, its all-to-all vLLM's
+    // default all-gather + reduce-scatter (docs/collectives.md) over the 8 DP
+    // ranks of 512 x 7,168 x 2 B = 7,340,032 B a MoE layer, at H200's NCCL
+    // fits for 8 GPUs: (12.8 us + 7,340,032 B / 310 GB/s) + (12.2 us +
+    // 7,340,032 B / 337 GB/s) = 36.48 + 33.98 = 70.46 us, x 58 = 4.087 ms.
     const auto [file, s] = scale_out_scenario("scale-out-decode", 512, {{"dp", 8}, {"enable_expert_parallel", true}});
     const Run roof = Run::kvplan({"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--dp", "8", "--enable-expert-parallel", "--batch", "512",
                                   "--context", "2560", "--json"});
     REQUIRE(roof.exit_code == 0);
     const nlohmann::json row = nlohmann::json::parse(roof.out)["rows"][0];
-    CHECK(row["all_to_all_s"].get<double>() == Approx(58 * 191e-6));
+    CHECK(row["all_to_all_s"].get<double>() == Approx(58 * (12.8e-6 + 7'340'032 / 310e9 + 12.2e-6 + 7'340'032 / 337e9)));
+    CHECK(row["all_to_all_s"].get<double>() == Approx(4.087e-3).epsilon(1e-3));
     CHECK(s["expected"]["decode_step_s"].get<double>() == Approx(row["decode_step_s"].get<double>()).epsilon(1e-3));
     CHECK(s["expected"]["decode_tokens_per_s"].get<double>() == Approx(row["tokens_per_s_total"].get<double>()).epsilon(1e-3));
     CHECK(Run::kvplan({"check", "--baseline", file.string()}).exit_code == 0);
@@ -1048,8 +1052,12 @@ TEST_CASE("a DP + EP scenario over two nodes gates the step roofline --nodes pri
     // DeepSeek-V3, vLLM rules, TP 1 x DP 16 with expert parallelism on two
     // nodes of 8 H200s, 4,096 sequences of 2,560 tokens: the step `kvplan
     // roofline --dp 16 --enable-expert-parallel --nodes 2 --batch 4096`
-    // prints, its all-to-all 25.809 ms (docs/scale-out.md, "Nodes and NICs":
-    // 2,048 pairs a rank, half of them behind the 50 GB/s ib-ndr NIC).
+    // prints. Its all-to-all is vLLM's default all-gather + reduce-scatter of
+    // 4,096 x 7,168 x 2 B = 58,720,256 B a MoE layer over the 16 DP ranks
+    // (docs/collectives.md): half of it comes from the other node over the
+    // 50 GB/s ib-ndr NIC, 29,360,128 B / 50e9 = 587.2 us a call, slower than
+    // the in-node part (no table at 16 GPUs: 20.71 us + 58,720,256 B /
+    // (450 GB/s x 16/15) = 143.0 us), so 58 x 2 x 587.2 us = 68.12 ms.
     const auto [file, s] =
         scale_out_scenario("scale-out-nodes", 4096, {{"dp", 16}, {"enable_expert_parallel", true}, {"nodes", 2}, {"nic", "ib-ndr"}});
     CHECK(s["nodes"] == 2);
@@ -1058,7 +1066,8 @@ TEST_CASE("a DP + EP scenario over two nodes gates the step roofline --nodes pri
                                   "--batch", "4096", "--context", "2560", "--json"});
     REQUIRE(roof.exit_code == 0);
     const nlohmann::json row = nlohmann::json::parse(roof.out)["rows"][0];
-    CHECK(row["all_to_all_s"].get<double>() == Approx(25.809e-3).epsilon(1e-3));
+    CHECK(row["all_to_all_s"].get<double>() == Approx(58.0 * 2 * 29'360'128 / 50e9));
+    CHECK(row["all_to_all_nic_bytes"].get<double>() == Approx(58.0 * 2 * 29'360'128));
     CHECK(s["expected"]["decode_step_s"].get<double>() == Approx(row["decode_step_s"].get<double>()).epsilon(1e-3));
     CHECK(Run::kvplan({"check", "--baseline", file.string()}).exit_code == 0);
     // The same 16 GPUs on one scale-up link (gpus_per_node 16): no NIC, a faster step.

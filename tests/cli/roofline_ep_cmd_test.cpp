@@ -15,8 +15,21 @@ using namespace kvplan::test;
 namespace {
 
 std::vector<std::string> v3_dp8(std::vector<std::string> extra = {}) {
-    std::vector<std::string> a{"roofline", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--dp", "8", "--enable-expert-parallel",
-                               "--batch",  "64,512"};
+    // DeepEP's dispatch, as expert_parallel_step_test.cpp derives it; vLLM's default is collectives_test.cpp's.
+    std::vector<std::string> a{"roofline",
+                               "--model",
+                               "deepseek-v3",
+                               "--gpu",
+                               "h200",
+                               "--engine",
+                               "vllm",
+                               "--dp",
+                               "8",
+                               "--enable-expert-parallel",
+                               "--all2all-backend",
+                               "deepep_low_latency",
+                               "--batch",
+                               "64,512"};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
 }
@@ -93,9 +106,21 @@ TEST_CASE("roofline --nodes: the layout's nodes, NIC and the NIC's share of the 
     // DeepSeek-V3, vLLM DP 16 + EP 16 on H200 at 256 sequences a rank: two
     // nodes of 8 by default; 1,024 of the busiest rank's 2,048 pairs cross the
     // NIC (tests/core/speed/expert_parallel_step_test.cpp derives the step).
-    const std::vector<std::string> a{"roofline", "--model", "deepseek-v3", "--gpu", "h200",
-                                     "--engine", "vllm",    "--dp",        "16",    "--enable-expert-parallel",
-                                     "--batch",  "4096",    "--json"};
+    const std::vector<std::string> a{"roofline",
+                                     "--model",
+                                     "deepseek-v3",
+                                     "--gpu",
+                                     "h200",
+                                     "--engine",
+                                     "vllm",
+                                     "--dp",
+                                     "16",
+                                     "--enable-expert-parallel",
+                                     "--all2all-backend",
+                                     "deepep_low_latency",
+                                     "--batch",
+                                     "4096",
+                                     "--json"};
     auto r = kvplan_run(a);
     REQUIRE(r.code == 0);
     auto j = nlohmann::json::parse(r.out);
@@ -197,8 +222,12 @@ TEST_CASE("published DeepSeek deployments beside kvplan at their layouts: the fi
          2048,
          9591.0,
          9087.0},
-        // blog.vllm.ai wide-EP: 2.2k per H200.
-        {{"--gpu", "h200", "--engine", "vllm", "--dp", "16", "--enable-expert-parallel"}, 16 * 128, 2048, 2772.0, 2200.0},
+        // blog.vllm.ai wide-EP: 2.2k per H200, with DeepEP's kernels.
+        {{"--gpu", "h200", "--engine", "vllm", "--dp", "16", "--enable-expert-parallel", "--all2all-backend", "deepep_low_latency"},
+         16 * 128,
+         2048,
+         2772.0,
+         2200.0},
     };
     for (const Row& row : rows) {
         std::vector<std::string> a{

@@ -110,7 +110,8 @@ void vllm_rules(ScaleOut& so, const ScaleOutInputs& in) {
     // and ParallelLMHead use the TP group of one DP rank.
     so.dense_mlp_tp = so.shared_experts_tp = so.embedding_tp = so.head_tp = in.tp;
     if (in.moe_dense_tp > 0) usage_error("--moe-dense-tp-size is SGLang's flag (--engine sglang)");
-    if (in.deepep) usage_error("--moe-a2a-backend is SGLang's flag (--engine sglang); vLLM picks its all-to-all with VLLM_ALL2ALL_BACKEND");
+    if (in.deepep) usage_error("--moe-a2a-backend is SGLang's flag (--engine sglang); vLLM picks its all-to-all with --all2all-backend");
+    so.deepep = in.deepep_dispatch;
 }
 
 // SGLang: T GPUs in all, attention TP = T / D, experts over EP, each / (T / EP).
@@ -141,6 +142,7 @@ void sglang_rules(ScaleOut& so, const ScaleOutInputs& in) {
     so.dense_mlp_tp = in.moe_dense_tp > 0 ? in.moe_dense_tp : in.tp;
     // DeepseekV2MoE: shared experts take tp_size 1 under the deepep backend.
     so.shared_experts_tp = in.deepep ? 1 : in.tp;
+    so.deepep = in.deepep;
     // VocabParallelEmbedding(enable_tp=not is_dp_attention_enabled()).
     so.embedding_tp = in.dp > 1 ? 1 : in.tp;
     // ParallelLMHead over the full TP group (use_attn_tp_group only with --enable-dp-lm-head).
@@ -278,6 +280,7 @@ std::optional<ScaleOutInputs> scale_out_from_flags(const ScaleOutFlags& f, Scale
     if (f.dp == 0 && f.ep == 0 && !f.enable_expert_parallel && f.redundant_experts == 0 && f.moe_dense_tp == 0 && f.moe_a2a_backend.empty())
         return std::nullopt;
     if (rules != ScaleOutRules::Sglang && !f.moe_a2a_backend.empty()) usage_error("--moe-a2a-backend applies to --engine sglang only");
+    if (rules != ScaleOutRules::Vllm && !f.all2all_backend.empty()) usage_error("--all2all-backend applies to --engine vllm only");
     ScaleOutInputs s;
     s.rules = rules;
     s.tp = f.tp;
@@ -287,6 +290,7 @@ std::optional<ScaleOutInputs> scale_out_from_flags(const ScaleOutFlags& f, Scale
     s.redundant_experts = f.redundant_experts;
     s.moe_dense_tp = f.moe_dense_tp;
     s.deepep = f.moe_a2a_backend == "deepep";
+    s.deepep_dispatch = f.all2all_backend == "deepep_low_latency";
     return s;
 }
 

@@ -99,6 +99,7 @@ struct ScaleOutInputs {
                                           // SGLang --ep-num-redundant-experts)
     std::int64_t moe_dense_tp = 0;        // SGLang --moe-dense-tp-size; 0: not given (the full TP)
     bool deepep = false;                  // SGLang --moe-a2a-backend deepep
+    bool deepep_dispatch = false;         // vLLM --all2all-backend deepep_low_latency (the layout unchanged)
 };
 
 // The layout as `concurrency`'s flags and a baseline scenario's keys give it
@@ -111,6 +112,7 @@ struct ScaleOutFlags {
     std::int64_t redundant_experts = 0;
     std::int64_t moe_dense_tp = 0;
     std::string moe_a2a_backend;  // SGLang: "none" or "deepep"
+    std::string all2all_backend;  // vLLM: "allgather_reducescatter" or "deepep_low_latency"
 };
 
 // nullopt when no scale-out flag is given: the plain TP x PP split.
@@ -135,6 +137,7 @@ struct ScaleOut {
     std::int64_t routed_experts = 0;    // the config's experts per MoE layer
     std::int64_t physical_experts = 0;  // routed + redundant
     std::int64_t experts_per_gpu = 0;   // physical / EP (each split by expert_tp)
+    bool deepep = false;                // DeepEP dispatches and combines (SGLang deepep, vLLM deepep_low_latency)
 };
 
 // Resolves and validates the engine's flags; throws Error(Usage) naming the

@@ -19,6 +19,7 @@
 
 #include "core/dtype.hpp"
 #include "core/hardware.hpp"
+#include "core/speed/collectives.hpp"
 
 namespace kvplan {
 
@@ -109,10 +110,11 @@ struct EngineProfile {
     // quantization names no KV dtype: llama.cpp's --cache-type-k/-v default
     // f16. nullopt: the serving dtype (vLLM's rule, auto_kv_dtype).
     std::optional<Dtype> kv_cache_dtype;
-    std::map<std::string, std::string> fitted_on;  // value name -> the rows it was fitted on
-    std::vector<LinkLatency> links;                // the interconnect table, bundled into the profile when loaded
-    std::vector<AllToAllLatency> all_to_all;       // DeepEP's published all-to-all times, likewise
-    std::vector<Nic> nics;                         // the NICs between nodes (models/interconnects.json nics), likewise
+    std::map<std::string, std::string> fitted_on;         // value name -> the rows it was fitted on
+    std::vector<LinkLatency> links;                       // the interconnect table, bundled into the profile when loaded
+    std::vector<AllToAllLatency> all_to_all;              // DeepEP's published all-to-all times, likewise
+    std::vector<Nic> nics;                                // the NICs between nodes (models/interconnects.json nics), likewise
+    std::shared_ptr<const CollectiveTables> collectives;  // models/collectives.json, likewise (null: datasheet prices only)
 
     double weights_fraction(const Gpu& gpu) const;
     double kernel(const std::string& family) const;

@@ -86,7 +86,9 @@ ExpertLayout make_layout(const CostModel& m, const ModelSpec& spec, const Expert
     L.fp8_dispatch = m.math_dtype == Dtype::Fp8;
     L.dispatch_bytes_per_copy = L.fp8_dispatch ? hidden + 4.0 * std::ceil(hidden / 128.0) : 2.0 * hidden;
     L.combine_bytes_per_copy = 2.0 * hidden;
-    if (so.ep > 1) {
+    L.deepep = so.deepep;
+    L.gather_bytes_per_token = 2.0 * hidden;
+    if (so.ep > 1 && so.deepep) {
         L.dispatch_latency_s = all_to_all_latency(in.all_to_all, AllToAllOp::Dispatch, so.ep).value_or(0.0);
         L.combine_latency_s = all_to_all_latency(in.all_to_all, AllToAllOp::Combine, so.ep).value_or(0.0);
     }
@@ -104,6 +106,26 @@ ExpertLayout make_layout(const CostModel& m, const ModelSpec& spec, const Expert
         L.nic = in.nic.id;
     }
     return L;
+}
+
+std::string datasheet_label(const Gpu& gpu) {
+    return std::string("analytic: ") + link_family_name(link_family(gpu)) + " datasheet";
+}
+
+// The all-gather and reduce-scatter of vLLM's default dispatch over the DP
+// group: the device's NCCL tables, its link family's curve, else the
+// datasheet: NCCL's published small-message latency (models/interconnects.json)
+// plus the (n - 1) / n of the message a rank receives over the link.
+void set_dispatch_curves(ExpertLayout& L, const Gpu& gpu, const EngineProfile& profile) {
+    if (L.deepep || L.ep < 2 || L.dp < 2) return;
+    for (auto [curve, op] : {std::pair{&L.gather, CollectiveOp::AllGather}, std::pair{&L.scatter, CollectiveOp::ReduceScatter}}) {
+        if (profile.collectives) *curve = collective_curve(*profile.collectives, gpu, op, L.dp, profile.id);
+        if (curve->priced()) continue;
+        const double n = static_cast<double>(L.dp);
+        curve->fixed_s = allreduce_latency(profile.links, AllreduceImpl::Nccl, link_family(gpu), L.dp).value_or(profile.fixed_allreduce_latency_s);
+        curve->bytes_per_s = static_cast<double>(gpu.interconnect_bytes_per_s) * n / (n - 1);
+        curve->label = datasheet_label(gpu);
+    }
 }
 
 // `moe_layers` in proportion to a share of the layers, at least one.
@@ -135,6 +157,9 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
     m.engine = profile.id;
     m.step_overhead_s = e.step_overhead_s.value_or(profile.step_overhead_s);
     m.allreduce_latency_s = e.allreduce_latency_s.value_or(profile.allreduce_latency_s(in.gpu, in.tp));
+    // Measured or family curve unless the user gave the latency (docs/collectives.md).
+    if (in.tp > 1 && !e.allreduce_latency_s && profile.collectives)
+        m.allreduce_curve = collective_curve(*profile.collectives, in.gpu, CollectiveOp::AllReduce, in.tp, profile.id);
     m.link_bytes_per_s = static_cast<double>(in.gpu.interconnect_bytes_per_s);
     if (profile.link_fraction != 1.0) m.link_bytes_per_s *= profile.link_fraction;
     m.prefill_half_tokens = profile.prefill_half_tokens;
@@ -247,11 +272,13 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
         // A sample (a speculative head's one layer) keeps the layout; a pipeline stage does not take one.
         if (staged) usage_error("--dp / --ep: the data-parallel step is priced for the whole model, without --pp");
         m.layout = make_layout(m, spec, *layout);
+        set_dispatch_curves(m.layout, in.gpu, profile);
         if (m.layout.ep > 1 && m.link_bytes_per_s <= 0)
             m.notes.push_back("no interconnect figure for " + in.gpu.id + ": all-to-alls timed by latency only");
         if (in.tp > m.layout.gpus_per_node) {
             // A ring all-reduce over nodes runs at the slowest hop's rate: the NIC.
             m.link_bytes_per_s = m.layout.nic_bytes_per_s;
+            m.allreduce_curve = CollectiveCurve{};  // the tables are one node's
             m.notes.push_back("attention TP " + std::to_string(in.tp) + " spans nodes of " + std::to_string(m.layout.gpus_per_node) +
                               " GPUs: its all-reduces cross the NIC (" + m.layout.nic +
                               "), priced at its line rate with the in-node latency, "
@@ -259,6 +286,7 @@ CostModel build_cost_model(const CostModelInputs& in, const PipelineStage* stage
         }
     }
     m.layer_overhead_s = profile.layer_overhead_s * static_cast<double>(part_layers);
+    m.allreduce_source = m.allreduce_curve.priced() ? m.allreduce_curve.label : datasheet_label(in.gpu);
 
     // Matmul FLOPs: 2 per active parameter per token, without the embedding lookup, with a tied head.
     std::int64_t active = w.active_params - (w.parts.empty() ? 0 : embedding_params);
@@ -362,10 +390,12 @@ DecodeBatchTerms token_terms(const CostModel& m, double weight_bytes, double exp
         b.expert_compute_s =
             (expert_tokens < 0 ? T : expert_tokens) * m.expert_flops_per_token * (1.0 / m.expert_bandwidth_factor - 1.0) / b.flops_per_s;
     b.overhead_s = m.step_overhead_s + m.layer_overhead_s;
-    if (m.allreduces_per_step > 0 && m.link_bytes_per_s > 0) {
+    const double message = m.activation_bytes_per_token * static_cast<double>(tokens);
+    if (m.allreduces_per_step > 0 && m.allreduce_curve.priced()) {
+        b.allreduce_s = static_cast<double>(m.allreduces_per_step) * m.allreduce_curve.time_s(message);
+    } else if (m.allreduces_per_step > 0 && m.link_bytes_per_s > 0) {
         // Ring all-reduce: each rank sends and receives 2 (tp - 1) / tp of the message.
         const double tp = static_cast<double>(m.tp);
-        const double message = m.activation_bytes_per_token * static_cast<double>(tokens);
         b.allreduce_s = static_cast<double>(m.allreduces_per_step) * (m.allreduce_latency_s + 2.0 * (tp - 1) / tp * message / m.link_bytes_per_s);
     }
     if (m.send_bytes_per_token > 0 && m.link_bytes_per_s > 0) b.send_s = m.send_bytes_per_token * static_cast<double>(tokens) / m.link_bytes_per_s;
@@ -396,6 +426,23 @@ double routed_weight_bytes(const CostModel& m, std::int64_t tokens) {
     return static_cast<double>(m.moe_layers) * experts_touched(m.experts, m.experts_per_token, tokens) * m.expert_bytes;
 }
 
+// vLLM's allgather_reducescatter dispatch per MoE layer: the DP group
+// all-gathers the replica's tokens' hidden states, M = tokens x hidden x 2 B,
+// and reduce-scatters the experts' outputs, M again (vllm/distributed/
+// device_communicators/all2all.py, AgRsAll2AllManager). A rank receives
+// (n - 1) / n of each. Over nodes, the share from other nodes crosses the NIC
+// at its line rate, at the same time as the in-node part.
+void gather_scatter(const CostModel& m, StepCost& c, double replica_tokens) {
+    const ExpertLayout& L = m.layout;
+    const double n = static_cast<double>(L.dp), layers = static_cast<double>(m.moe_layers);
+    const double message = replica_tokens * L.gather_bytes_per_token;
+    const double far = L.nodes > 1 ? static_cast<double>(L.gpus - L.gpus_per_node) / static_cast<double>(L.gpus) : 0.0;
+    const double nic_s = far > 0 ? message * far / L.nic_bytes_per_s : 0.0;
+    c.all_to_all_bytes = layers * 2.0 * message * (n - 1) / n;
+    c.all_to_all_nic_bytes = layers * 2.0 * message * far;
+    c.all_to_all_s = layers * (std::max(L.gather.time_s(message), nic_s) + std::max(L.scatter.time_s(message), nic_s));
+}
+
 // The step of one DP rank holding `c`'s sequences (c.rank_sequences, and
 // their KV and attention terms) and `rank_tokens` new tokens, while the
 // replica's DP ranks together compute `replica_tokens` (docs/scale-out.md,
@@ -420,7 +467,9 @@ StepCost rank_step(const CostModel& m, StepCost c, std::int64_t rank_tokens, dou
     const double expert_tokens = load * L.expert_flops_scale;
     c.matmul_flops =
         static_cast<double>(rank_tokens) * (m.matmul_flops_per_token - m.expert_flops_per_token) + expert_tokens * m.expert_flops_per_token;
-    if (L.ep > 1 && m.moe_layers > 0) {
+    if (L.ep > 1 && m.moe_layers > 0 && !L.deepep) {
+        if (L.dp > 1) gather_scatter(m, c, replica_tokens);
+    } else if (L.ep > 1 && m.moe_layers > 0) {
         // Dispatch and combine per MoE layer: the busiest rank receives its
         // pairs and sends their results back; (EP - 1) / EP of them cross the link.
         // EP ranks fill nodes in order: min(G, EP) - 1 peers share this

@@ -115,6 +115,13 @@ struct ExpertLayout {
     double nic_bytes_per_s = 0;      // per direction, per GPU, between nodes (0: one node)
     std::string nic;                 // its id
     bool fp8_dispatch = false;
+    // The MoE dispatch backend (docs/collectives.md, "Expert-parallel dispatch"): DeepEP where
+    // selected (SGLang --moe-a2a-backend deepep), else vLLM's default allgather_reducescatter
+    // (vllm/config/parallel.py, all2all_backend): the DP group all-gathers every rank's tokens'
+    // hidden states before the experts and reduce-scatters their outputs after.
+    bool deepep = false;
+    double gather_bytes_per_token = 0;       // a token's hidden state, bf16 (2 x hidden)
+    CollectiveCurve gather, scatter;         // over the DP group
     std::int64_t overlap_decode_tokens = 0;  // two-batch overlap thresholds (ExpertLayoutInputs); 0: off
     std::int64_t overlap_prefill_tokens = 0;
     bool active() const { return dp > 1 || ep > 1; }
@@ -132,6 +139,10 @@ struct CostModel {
     double step_overhead_s = 0;
     double layer_overhead_s = 0;  // the profile's per-layer cost x this GPU's layers, every step
     double allreduce_latency_s = 0;
+    // The TP all-reduce as the engine runs it: measured or family curve where priced, else the
+    // datasheet (latency + ring bytes over the link); allreduce_source says which.
+    CollectiveCurve allreduce_curve;
+    std::string allreduce_source;
     double prefill_half_tokens = 0;      // compute efficiency x T / (T + this) for T tokens in a step
     double expert_bandwidth_factor = 1;  // routed experts stream, and their GEMMs compute, at this x the dense rate
     std::string engine = "generic";      // the profile

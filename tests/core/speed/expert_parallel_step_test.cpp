@@ -1,6 +1,8 @@
 // The step of one DP rank under data-parallel attention + expert
 // parallelism (docs/scale-out.md, "Step cost"): DeepSeek-V3 on 8 x H200,
-// vLLM --tp 1 --dp 8 --enable-expert-parallel. Every figure is derived by
+// vLLM --tp 1 --dp 8 --enable-expert-parallel --all2all-backend
+// deepep_low_latency (vLLM's default dispatch, all-gather + reduce-scatter,
+// is tests/core/speed/collectives_test.cpp's). Every figure is derived by
 // hand in the comments from the config (256 routed experts, 8 per token,
 // hidden 7168, 58 MoE layers of 61: first_k_dense_replace 3), the
 // datasheet (H200 NVLink 450 GB/s per direction) and DeepEP's published
@@ -34,6 +36,7 @@ ScaleOut vllm_dp8_ep8() {
     in.tp = 1;
     in.dp = 8;
     in.enable_expert_parallel = true;
+    in.deepep_dispatch = true;
     return plan_scale_out(v3(), in);
 }
 
@@ -154,7 +157,7 @@ TEST_CASE("an EP size that does not divide DeepSeek-V3's 256 experts is refused"
     CHECK_THROWS_WITH(plan_scale_out(v3(), in), Catch::Contains("EP 6 does not divide the 256 routed experts"));
 }
 
-// Two nodes of 8 H200: vLLM --dp 16 --enable-expert-parallel, NDR
+// Two nodes of 8 H200: vLLM --dp 16 --enable-expert-parallel (DeepEP), NDR
 // InfiniBand (50 GB/s a GPU per direction) between the nodes; DeepEP's
 // published EP 16 floor is 118 us dispatch, 195 us combine.
 namespace {
@@ -164,6 +167,7 @@ CostModel two_nodes(std::int64_t gpus_per_node, const Nic& nic = find_nic("ib-nd
     si.tp = 1;
     si.dp = 16;
     si.enable_expert_parallel = true;
+    si.deepep_dispatch = true;
     const ScaleOut so = plan_scale_out(v3(), si);
     const CostModelInputs in{&v3(), gpu("h200"), WeightFormat{}, std::nullopt, 1, pure(), std::nullopt};
     return make_cost_model(in, ExpertLayoutInputs{so, 1.0, bundled_all_to_all_latencies(), gpus_per_node, nic});
@@ -264,6 +268,7 @@ TEST_CASE("Kimi-K2 DP 16 + EP 16 over two nodes and Qwen3-235B-A22B EP 8: their 
     k.tp = 1;
     k.dp = 16;
     k.enable_expert_parallel = true;
+    k.deepep_dispatch = true;
     const CostModelInputs kin{&kimi, gpu("h200"), WeightFormat{}, std::nullopt, 1, pure(), std::nullopt};
     const CostModel km =
         make_cost_model(kin, ExpertLayoutInputs{plan_scale_out(kimi, k), 1.0, bundled_all_to_all_latencies(), 8, find_nic("ib-ndr")});
@@ -276,7 +281,7 @@ TEST_CASE("Kimi-K2 DP 16 + EP 16 over two nodes and Qwen3-235B-A22B EP 8: their 
     CHECK(ks.all_to_all_bytes == Approx(78'220'800));
     CHECK(ks.all_to_all_nic_bytes == Approx(41'717'760));
     // Qwen3-235B-A22B (bf16, hidden 4,096): bf16 dispatch and combine, 8,192 B
-    // each a copy; all 94 layers MoE. vLLM --tp 8 --enable-expert-parallel at
+    // each a copy; all 94 layers MoE. vLLM --tp 8 --enable-expert-parallel (DeepEP) at
     // batch 64: one attention rank of 8 GPUs, 64 x 8 / 8 = 64 pairs a GPU, 7/8
     // remote over NVLink: 56 x 16,384 x 94 = 86,245,376 B.
     const ModelSpec qwen = fixture("constructed/qwen3-235b-a22b.json");
@@ -284,6 +289,7 @@ TEST_CASE("Kimi-K2 DP 16 + EP 16 over two nodes and Qwen3-235B-A22B EP 8: their 
     q.tp = 8;
     q.dp = 1;
     q.enable_expert_parallel = true;
+    q.deepep_dispatch = true;
     const CostModelInputs qin{&qwen, gpu("h200"), WeightFormat{}, std::nullopt, 8, pure(), std::nullopt};
     const CostModel qm =
         make_cost_model(qin, ExpertLayoutInputs{plan_scale_out(qwen, q), 1.0, bundled_all_to_all_latencies(), 8, find_nic("ib-ndr")});

@@ -148,12 +148,13 @@ TEST_CASE("bad speculative flags are usage errors naming the flag") {
 }
 
 TEST_CASE("MTP under DP attention + EP: the verify step is the lockstep step of the dealt ranks, the head one MoE layer of the layout") {
-    // DeepSeek-V3, vLLM DP 8 + EP 8 on H200s (tests/core/speed/expert_parallel_step_test.cpp).
+    // DeepSeek-V3, vLLM DP 8 + EP 8 with DeepEP on H200s (tests/core/speed/expert_parallel_step_test.cpp).
     const ModelSpec& m = preset("deepseek-v3");
     ScaleOutInputs si;
     si.tp = 1;
     si.dp = 8;
     si.enable_expert_parallel = true;
+    si.deepep_dispatch = true;
     const ScaleOut so = plan_scale_out(m, si);
     const ExpertLayoutInputs li{so, 1.0, bundled_all_to_all_latencies(), 8, find_nic("ib-ndr")};
     const CostModelInputs in{&m, gpu("h200"), WeightFormat{}, std::nullopt, 1, pure(), std::nullopt};
