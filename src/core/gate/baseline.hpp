@@ -62,7 +62,8 @@ struct ScenarioInputs {
 
 // A scenario's dp/ep keys as the layout flags `concurrency` takes.
 inline ScaleOutFlags scenario_layout(const ScenarioInputs& in) {
-    return ScaleOutFlags{in.tp, in.dp, in.ep, in.enable_expert_parallel, in.redundant_experts, in.moe_dense_tp_size, in.moe_a2a_backend};
+    return ScaleOutFlags{in.tp, in.dp, in.ep, in.enable_expert_parallel, in.redundant_experts, in.moe_dense_tp_size, in.moe_a2a_backend,
+                         ""};  // a scenario has no all2all_backend key: vLLM's default dispatch
 }
 
 struct Scenario {
