@@ -72,3 +72,39 @@ TEST_CASE("recommend --slo --trace FILE --rate R: the trace's traffic at R req/s
     const double rate = c["sized_on_rate_rps"].get<double>();
     CHECK(c["replicas"].get<std::int64_t>() == static_cast<std::int64_t>(std::ceil(20.0 / rate)));
 }
+
+TEST_CASE("recommend --slo: a 70B TP layout's rate is within 3% of one that holds at 3 x the run length on three fresh seeds, 1.1 x it is not",
+          "[slow]") {
+    // The same check, shorter, for Llama-3.1-70B on H100s (TP up to 4):
+    // 1,000-token prompts, 200-token outputs, TTFT 2 s and TPOT 60 ms. This
+    // layout is TPOT-bound at the edge of its goodput, where misses come in
+    // rare bursts: at the rate found (7.96 req/s), runs of 60,000 requests
+    // meet the SLOs for 98.8-99.1% of requests, at 7.75 for 99.5-99.7%
+    // (docs/recommend.md, "Known gaps"). So the check is that 0.97 x the
+    // answer holds on every fresh seed: the answer is at most 3% high.
+    const Run r = Run::kvplan({"recommend", "--model", "llama-3.1-70b", "--slo", "ttft=2s,tpot=60ms", "--rate", "10", "--input-len", "fixed:1000",
+                               "--output-len", "fixed:200", "--gpus", "h100-sxm", "--max-gpus", "4", "--top", "1", "--json"});
+    INFO(r.command << "\n" << r.err);
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json c = nlohmann::json::parse(r.out)["candidates"].at(0);
+    REQUIRE(c["pp"] == 1);  // a plain TP replica, as simulate --tp replays it
+    REQUIRE(c["attention_dp"] == 1);
+    const double rate = c["max_rate_per_replica_rps"].get<double>();
+    const std::int64_t run = c["sustained"]["requests_per_run"].get<std::int64_t>();
+    const auto share = [&](double at, int seed) {
+        const Run s = Run::kvplan({"simulate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", std::to_string(c["tp"].get<int>()), "--rate",
+                                   fmt::format("{:.6f}", at), "--requests", std::to_string(3 * run), "--input-len", "fixed:1000", "--output-len",
+                                   "fixed:200", "--seed", std::to_string(seed), "--max-num-seqs",
+                                   std::to_string(c["max_num_seqs"].get<std::int64_t>()), "--max-num-batched-tokens",
+                                   std::to_string(c["max_num_batched_tokens"].get<std::int64_t>()), "--slo", "ttft=2s,tpot=60ms", "--json"});
+        INFO(s.command << "\n" << s.err);
+        REQUIRE(s.exit_code == 0);
+        return nlohmann::json::parse(s.out)["slo_attainment"].get<double>();
+    };
+    int fail_above = 0;
+    for (int seed : {201, 202, 203}) {
+        CHECK(share(0.97 * rate, seed) >= 0.99);
+        fail_above += share(1.1 * rate, seed) < 0.99;
+    }
+    CHECK(fail_above > 0);
+}

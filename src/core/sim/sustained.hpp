@@ -11,7 +11,8 @@
 //    draws of the traffic, each run long: at least kLongRunRequests requests
 //    and kLongRunS seconds of arrivals (at most kLongRunMaxRequests); a rate
 //    passes only if every draw is stable (judge_stability) and meets the
-//    SLOs;
+//    SLOs, and the mean share meeting them passes at 99% confidence
+//    (attainment_lower_bound, over batches of the draws);
 // 3. if it fails, lower by steps of kLongRunStep until a rate passes, then
 //    bisect to kLongRunTolerance.
 #pragma once
@@ -41,6 +42,18 @@ struct LongRuns {
     Workload trace;  // when no synthetic spec: the whole trace, arrivals sorted
     int draws = 3;
 };
+
+// The one-sided 99% lower confidence bound of the long-run share of
+// requests meeting the SLOs, from k batch shares: each draw's requests cut
+// into kBatchesPerRun consecutive batches (batch means within independent
+// replications, Law & Kelton, "Simulation Modeling and Analysis", ch. 9):
+// mean - t(0.99, k - 1) x sd / sqrt(k). A share of a run is not a binomial
+// count: requests miss together, in the bursts that build a queue, so
+// 10,000 requests of one run can hold 0.5% or 5% of misses at the same
+// rate; the spread of the batches measures that. 99%, as the goodput
+// target is itself a 99th-percentile promise (by default). One share: itself.
+inline constexpr std::size_t kBatchesPerRun = 4;
+double attainment_lower_bound(const std::vector<double>& shares);
 
 // Draw k of `n` requests, at its own mean rate (to be scaled by at_rate).
 RateWorkload long_draw(const LongRuns& l, int k, std::int64_t n);
