@@ -68,15 +68,15 @@ Attainment attainment(const SimRun& run, const Slo& slo) {
     return out;
 }
 
-namespace {
-
-SimRun run_engine(const Workload& w, const SearchEngine& e) {
+SimRun run_search_engine(const Workload& w, const SearchEngine& e) {
     if (e.pd) return simulate_disagg(w, e.pd->prefill, e.pd->decode, e.pd->pools, e.pd->prefill_pricing, e.pd->decode_pricing).run;
     if (e.sglang && e.dp > 1) return simulate_sglang_dp_cluster(w, e.sglang_config, e.dp, ClusterConfig{}, e.dp_price);
     if (e.sglang) return simulate_sglang(w, e.sglang_config, e.price);
     if (e.dp > 1) return simulate_dp_cluster(w, e.vllm, e.dp, ClusterConfig{}, e.dp_price);
     return simulate(w, e.vllm, e.price, e.decode, false, e.stages);
 }
+
+namespace {
 
 // Which targets request r has already missed at time `now` (bits: 1 TTFT,
 // 2 TPOT, 4 E2E). Finished: by its figures; unfinished: when it has waited
@@ -157,7 +157,7 @@ SimRun alone_at_quantile(const Workload& w, const SearchEngine& e, double q, Key
     Workload one;
     one.requests.push_back(w.requests[order[k]]);
     one.requests.back().arrival_s = 0;
-    return run_engine(one, e);
+    return run_search_engine(one, e);
 }
 
 // Alone, a request is as fast as it will ever be (nothing shares its steps
@@ -362,14 +362,10 @@ SearchEngine with_step_scale(const SearchEngine& e, double factor) {
     return out;
 }
 
-SimRun run_search_engine(const Workload& w, const SearchEngine& e) {
-    return run_engine(w, e);
-}
-
 RateVerdict judge_rate(const Workload& at, const SearchEngine& e, const SearchTargets& t, SimRun& run, std::int64_t& simulated) {
     RateVerdict v;
     if (e.sglang || e.pd) {
-        run = run_engine(at, e);
+        run = run_search_engine(at, e);
         simulated += static_cast<std::int64_t>(at.requests.size());
     } else {
         std::int64_t arrived = 0;
@@ -651,7 +647,7 @@ std::vector<GoodputCurve> goodput_curves(const RateWorkload& w, const std::vecto
         const std::size_t e = job / multiples.size(), m = job % multiples.size();
         const double rate = out[e].chosen_rps * multiples[m];
         try {
-            const SimRun run = run_engine(at_rate(w, rate), *engines[e]);
+            const SimRun run = run_search_engine(at_rate(w, rate), *engines[e]);
             const SimSummary s = summarise(run, t.slo, false);
             out[e].points[m] = GoodputPoint{multiples[m], rate, s.requests_per_s, s.goodput_requests_per_s.value_or(0), attainment(run, t.slo).all};
         } catch (...) {

@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/sim/synthetic.hpp"
+#include "md1_engine.hpp"
 
 using namespace kvplan;
 
@@ -20,30 +21,10 @@ namespace {
 const StepPricer flat = [](const std::vector<SeqWork>&) { return 0.01; };
 const DecodePricer flat_decode = [](std::int64_t, std::int64_t) -> std::optional<double> { return 0.01; };
 
-// One sequence at a time, prompts of 100 tokens prefilled in one step (the
-// budget is 8192) that also samples the first token, then 9 decode steps for
-// the other 9 output tokens: every request is served in exactly 10 steps,
-// S = 0.1 s, one after another, a single server with a constant service
-// time. With Poisson arrivals that is the M/D/1 queue.
-SearchEngine md1_engine() {
-    SearchEngine e;
-    e.vllm.num_gpu_blocks = 1000;
-    e.vllm.block_size = 16;
-    e.vllm.max_num_seqs = 1;
-    e.vllm.max_num_batched_tokens = 8192;
-    e.price = flat;
-    e.decode = flat_decode;
-    return e;
-}
+using test::md1_engine;
 
 RateWorkload poisson(std::int64_t requests) {
-    SyntheticSpec s;
-    s.rate = 1;
-    s.requests = requests;
-    s.seed = 7;
-    s.input.a = 100;
-    s.output.a = 10;
-    return rate_workload(synthetic_workload(s));
+    return rate_workload(synthetic_workload(test::md1_traffic(requests)));
 }
 
 }  // namespace

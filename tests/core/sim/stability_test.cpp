@@ -11,6 +11,7 @@
 
 #include "core/plan/capacity_search.hpp"
 #include "core/sim/sustained.hpp"
+#include "md1_engine.hpp"
 
 using namespace kvplan;
 
@@ -108,19 +109,8 @@ TEST_CASE("long runs: an M/D/1 queue's congested throughput is 1/S, and no rate 
     // target of 2 s for half the requests the short search passes rates
     // close to 10 req/s, which no long run can hold for ever; the confirmed
     // rate is at most 10 and every draw of it was stable.
-    SearchEngine e;
-    e.vllm.num_gpu_blocks = 1000;
-    e.vllm.block_size = 16;
-    e.vllm.max_num_seqs = 1;
-    e.vllm.max_num_batched_tokens = 8192;
-    e.price = [](const std::vector<SeqWork>&) { return 0.01; };
-    e.decode = [](std::int64_t, std::int64_t) -> std::optional<double> { return 0.01; };
-    SyntheticSpec spec;
-    spec.rate = 1;
-    spec.requests = 2000;
-    spec.seed = 7;
-    spec.input.a = 100;
-    spec.output.a = 10;
+    const SearchEngine e = test::md1_engine();
+    const SyntheticSpec spec = test::md1_traffic(2000);
     const LongRuns l{spec, {}, 3};
     SearchTargets t;
     t.slo.e2e_s = 2.0;
